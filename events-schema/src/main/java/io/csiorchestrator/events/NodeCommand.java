@@ -1,0 +1,95 @@
+package io.csiorchestrator.events;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import java.time.Instant;
+import java.util.Map;
+
+/**
+ * A command for the worker of one node. Topic {@code node-commands}, key: node id; every command
+ * for a node goes through this one topic, so their order per node is kept.
+ *
+ * @param commandId        unique per command; a redelivery carries the same id
+ * @param nodeId           the node whose worker runs the command (for controller commands: the node
+ *                         hosting the healthy controller instance)
+ * @param kind             mount, unmount, controller-publish or controller-unpublish
+ * @param externalVolumeId the volume's id in the storage provider
+ * @param allocationId     required for mount and unmount
+ * @param accessMode       required for mount and controller-publish
+ * @param attachmentMode   required for mount and controller-publish
+ * @param fsType           the file-system type to mount; flags travel only in {@code sealed}
+ * @param externalNodeId   the claiming node's id in the storage provider; required for
+ *                         controller commands
+ * @param volumeContext    the volume's context for the plugin
+ * @param publishContext   what the controller publish returned, for the node's stage/publish
+ * @param sealed           secrets and mount flags, encrypted; optional
+ */
+@JsonInclude(JsonInclude.Include.NON_EMPTY)
+public record NodeCommand(
+        String commandId,
+        String nodeId,
+        NodeCommandKind kind,
+        String namespace,
+        String volumeId,
+        String pluginId,
+        String externalVolumeId,
+        String allocationId,
+        AccessMode accessMode,
+        AttachmentMode attachmentMode,
+        Boolean readOnly,
+        String fsType,
+        String externalNodeId,
+        Map<String, String> volumeContext,
+        Map<String, String> publishContext,
+        SealedSecrets sealed,
+        Instant issuedAt) implements ContractEvent {
+
+    public NodeCommand {
+        readOnly = readOnly != null && readOnly;
+        volumeContext = Copies.map(volumeContext);
+        publishContext = Copies.map(publishContext);
+    }
+
+    @Override
+    public EventType eventType() {
+        return EventType.NODE_COMMAND;
+    }
+
+    @Override
+    public String recordKey() {
+        return nodeId;
+    }
+
+    @Override
+    public void checkFields(Violations v) {
+        v.text("commandId", commandId, 200);
+        v.id("nodeId", nodeId);
+        v.required("kind", kind);
+        v.id("namespace", namespace);
+        v.id("volumeId", volumeId);
+        v.id("pluginId", pluginId);
+        v.text("externalVolumeId", externalVolumeId, 1024);
+        if (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT) {
+            v.id("allocationId", allocationId);
+        } else {
+            v.optionalId("allocationId", allocationId);
+        }
+        if (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.CONTROLLER_PUBLISH) {
+            v.required("accessMode", accessMode);
+            v.required("attachmentMode", attachmentMode);
+        }
+        if (kind == NodeCommandKind.CONTROLLER_PUBLISH || kind == NodeCommandKind.CONTROLLER_UNPUBLISH) {
+            v.text("externalNodeId", externalNodeId, 1024);
+        } else {
+            v.optionalText("externalNodeId", externalNodeId, 1024);
+        }
+        if (fsType != null) {
+            new MountOptions(fsType, null).checkFields("", v);
+        }
+        v.stringMap("volumeContext", volumeContext, 256);
+        v.stringMap("publishContext", publishContext, 256);
+        if (sealed != null) {
+            sealed.checkFields("sealed", v);
+        }
+        v.required("issuedAt", issuedAt);
+    }
+}

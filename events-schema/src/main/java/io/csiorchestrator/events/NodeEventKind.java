@@ -1,0 +1,34 @@
+package io.csiorchestrator.events;
+
+import com.fasterxml.jackson.annotation.JsonCreator;
+import com.fasterxml.jackson.annotation.JsonValue;
+
+/** What happened on a node, as reported on node-events. */
+public enum NodeEventKind implements WireValue {
+    MOUNT("mount"),
+    UNMOUNT("unmount"),
+    CONTROLLER_PUBLISH("controller-publish"),
+    CONTROLLER_UNPUBLISH("controller-unpublish"),
+    PLUGIN_HEALTH("plugin-health"),
+    PLUGIN_REGISTERED("plugin-registered"),
+    PLUGIN_DEREGISTERED("plugin-deregistered"),
+    HEAL("heal"),
+    RESTORE("restore");
+
+    private final String wire;
+
+    NodeEventKind(String wire) {
+        this.wire = wire;
+    }
+
+    @Override
+    @JsonValue
+    public String wire() {
+        return wire;
+    }
+
+    @JsonCreator
+    public static NodeEventKind fromWire(String value) {
+        return WireValue.parse(NodeEventKind.class, value);
+    }
+}

@@ -1,0 +1,98 @@
+package io.csiorchestrator.events;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * The fingerprint and health of one CSI plugin instance on one node, sent by the node's worker
+ * on every health transition and as a periodic heartbeat. Topic {@code plugin-health}, key:
+ * {@code pluginId/nodeId}.
+ *
+ * @param type                   controller, node or monolith
+ * @param healthDescription      why it is (un)healthy, for operators
+ * @param pluginCapabilities     GetPluginCapabilities service/volume-expansion types, e.g.
+ *                               CONTROLLER_SERVICE
+ * @param controllerCapabilities ControllerGetCapabilities RPC types, e.g. PUBLISH_UNPUBLISH_VOLUME
+ * @param nodeCapabilities       NodeGetCapabilities RPC types, e.g. STAGE_UNSTAGE_VOLUME
+ * @param nodeInfo               NodeGetInfo; present for node and monolith instances once
+ *                               fingerprinted
+ * @param heartbeat              true for a periodic heartbeat, false for a transition
+ * @param observedAt             when the worker observed this state; an older observation never
+ *                               overwrites a newer one
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record PluginHealth(
+        String pluginId,
+        String nodeId,
+        PluginType type,
+        Boolean healthy,
+        String healthDescription,
+        String providerName,
+        String providerVersion,
+        List<String> pluginCapabilities,
+        List<String> controllerCapabilities,
+        List<String> nodeCapabilities,
+        NodeInfo nodeInfo,
+        Boolean heartbeat,
+        Instant observedAt) implements ContractEvent {
+
+    /** The controller capability that makes a controller publish necessary before node staging. */
+    public static final String PUBLISH_UNPUBLISH_VOLUME = "PUBLISH_UNPUBLISH_VOLUME";
+
+    public PluginHealth {
+        pluginCapabilities = Copies.list(pluginCapabilities);
+        controllerCapabilities = Copies.list(controllerCapabilities);
+        nodeCapabilities = Copies.list(nodeCapabilities);
+        heartbeat = heartbeat != null && heartbeat;
+    }
+
+    /** The record key of {@code plugin-health}: {@code pluginId/nodeId} ('/' never occurs in an id). */
+    public static String key(String pluginId, String nodeId) {
+        return pluginId + "/" + nodeId;
+    }
+
+    @Override
+    public EventType eventType() {
+        return EventType.PLUGIN_HEALTH;
+    }
+
+    @Override
+    public String recordKey() {
+        return key(pluginId, nodeId);
+    }
+
+    public boolean reportsHealthy() {
+        return Boolean.TRUE.equals(healthy);
+    }
+
+    public boolean hasController() {
+        return type == PluginType.CONTROLLER || type == PluginType.MONOLITH;
+    }
+
+    public boolean hasNode() {
+        return type == PluginType.NODE || type == PluginType.MONOLITH;
+    }
+
+    public boolean requiresControllerPublish() {
+        return hasController() && controllerCapabilities.contains(PUBLISH_UNPUBLISH_VOLUME);
+    }
+
+    @Override
+    public void checkFields(Violations v) {
+        v.id("pluginId", pluginId);
+        v.id("nodeId", nodeId);
+        v.required("type", type);
+        v.required("healthy", healthy);
+        v.optionalText("healthDescription", healthDescription, 4096);
+        v.optionalText("providerName", providerName, 256);
+        v.optionalText("providerVersion", providerVersion, 256);
+        v.noNullElements("pluginCapabilities", pluginCapabilities);
+        v.noNullElements("controllerCapabilities", controllerCapabilities);
+        v.noNullElements("nodeCapabilities", nodeCapabilities);
+        if (nodeInfo != null) {
+            nodeInfo.checkFields("nodeInfo", v);
+        }
+        v.required("observedAt", observedAt);
+    }
+}

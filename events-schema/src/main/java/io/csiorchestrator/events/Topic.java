@@ -1,0 +1,48 @@
+package io.csiorchestrator.events;
+
+/**
+ * The topics of the contract, their default partition counts, cleanup policy and key rule.
+ * Names on the broker come from a {@link TopicCatalog}, which adds a configurable prefix.
+ */
+public enum Topic {
+    CLAIM_REQUESTED("claim-requested", 6, false, "volume id"),
+    CLAIM_STATUS("claim-status", 6, false, "volume id"),
+    NODE_COMMANDS("node-commands", 12, false, "node id"),
+    MOUNT_DONE("mount-done", 6, false, "node id"),
+    PLUGIN_HEALTH("plugin-health", 6, false, "plugin id/node id"),
+    PLUGIN_STATUS("plugin-status", 3, true, "plugin id"),
+    NODE_EVENTS("node-events", 6, false, "node id");
+
+    /** Suffix of the dead-letter topic that takes a topic's malformed records. */
+    public static final String DEAD_LETTER_SUFFIX = "-dead-letter";
+
+    private final String baseName;
+    private final int defaultPartitions;
+    private final boolean compacted;
+    private final String keyRule;
+
+    Topic(String baseName, int defaultPartitions, boolean compacted, String keyRule) {
+        this.baseName = baseName;
+        this.defaultPartitions = defaultPartitions;
+        this.compacted = compacted;
+        this.keyRule = keyRule;
+    }
+
+    public String baseName() {
+        return baseName;
+    }
+
+    public int defaultPartitions() {
+        return defaultPartitions;
+    }
+
+    /** Whether the topic is log-compacted (cleanup.policy=compact). */
+    public boolean compacted() {
+        return compacted;
+    }
+
+    /** What the record key is, in words. */
+    public String keyRule() {
+        return keyRule;
+    }
+}

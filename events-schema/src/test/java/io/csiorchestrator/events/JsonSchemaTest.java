@@ -1,0 +1,103 @@
+package io.csiorchestrator.events;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.networknt.schema.JsonSchema;
+import com.networknt.schema.JsonSchemaFactory;
+import com.networknt.schema.SchemaValidatorsConfig;
+import com.networknt.schema.SpecVersion;
+import com.networknt.schema.ValidationMessage;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** The JSON Schemas shipped for consumers in other languages agree with the Java contract. */
+class JsonSchemaTest {
+
+    private static final JsonSchemaFactory FACTORY = JsonSchemaFactory.getInstance(SpecVersion.VersionFlag.V202012);
+    private static final SchemaValidatorsConfig CONFIG = SchemaValidatorsConfig.builder().formatAssertionsEnabled(true).build();
+
+    private static JsonSchema schema(EventType type) {
+        try (InputStream in = EventType.class.getResourceAsStream(type.schemaResource())) {
+            assertNotNull(in, "missing schema " + type.schemaResource());
+            return FACTORY.getSchema(in, CONFIG);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static ObjectNode sampleJson(EventType type) {
+        return (ObjectNode) EventCodec.mapper().valueToTree(SampleEvents.all().get(type));
+    }
+
+    @Test
+    void thereIsOneSchemaForEachOfTheSevenTopics() {
+        assertEquals(7, Topic.values().length);
+        for (Topic topic : Topic.values()) {
+            assertNotNull(EventType.class.getResource("/schemas/" + topic.baseName() + ".schema.json"), topic.baseName());
+        }
+    }
+
+    @Test
+    void everySchemaAcceptsTheEncodedSampleOfItsEvent() throws IOException {
+        for (EventType type : EventType.values()) {
+            JsonNode json = EventCodec.mapper().readTree(EventCodec.encode(SampleEvents.all().get(type)));
+            Set<ValidationMessage> errors = schema(type).validate(json);
+            assertTrue(errors.isEmpty(), type + ": " + errors);
+        }
+        JsonNode failed = EventCodec.mapper().valueToTree(SampleEvents.mountFailed());
+        assertTrue(schema(EventType.MOUNT_DONE).validate(failed).isEmpty());
+    }
+
+    @Test
+    void everySchemaRejectsAnEventWithoutItsFirstRequiredField() {
+        for (EventType type : EventType.values()) {
+            JsonSchema schema = schema(type);
+            ObjectNode json = sampleJson(type);
+            String firstRequired = schema.getSchemaNode().get("required").get(0).asText();
+            json.remove(firstRequired);
+            assertFalse(schema.validate(json).isEmpty(), type + " accepted a record without " + firstRequired);
+        }
+    }
+
+    @Test
+    void everySchemaRejectsAHostileIdAndAWrongType() {
+        for (EventType type : EventType.values()) {
+            JsonSchema schema = schema(type);
+            ObjectNode hostile = sampleJson(type);
+            String idField = hostile.has("volumeId") ? "volumeId" : hostile.has("pluginId") ? "pluginId" : "nodeId";
+            hostile.put(idField, "../etc");
+            assertFalse(schema.validate(hostile).isEmpty(), type + " accepted " + idField + "='../etc'");
+
+            ObjectNode wrongType = sampleJson(type);
+            String timestamp = wrongType.has("occurredAt") ? "occurredAt" : wrongType.has("issuedAt") ? "issuedAt"
+                    : wrongType.has("completedAt") ? "completedAt" : wrongType.has("observedAt") ? "observedAt"
+                    : wrongType.has("updatedAt") ? "updatedAt" : "requestedAt";
+            wrongType.put(timestamp, 42);
+            assertFalse(schema.validate(wrongType).isEmpty(), type + " accepted a number as " + timestamp);
+        }
+    }
+
+    @Test
+    void conditionalRulesMatchTheJavaChecks() {
+        ObjectNode failure = (ObjectNode) EventCodec.mapper().valueToTree(SampleEvents.mountFailed());
+        failure.remove("errorMessage");
+        assertFalse(schema(EventType.MOUNT_DONE).validate(failure).isEmpty(), "a failure needs its message");
+
+        ObjectNode write = sampleJson(EventType.CLAIM_REQUESTED);
+        write.remove("accessMode");
+        assertFalse(schema(EventType.CLAIM_REQUESTED).validate(write).isEmpty(), "a write claim needs its access mode");
+        write.put("mode", "release");
+        assertTrue(schema(EventType.CLAIM_REQUESTED).validate(write).isEmpty(), "a release needs no access mode");
+
+        ObjectNode unknown = sampleJson(EventType.NODE_EVENT);
+        unknown.put("fieldFromTheFuture", true);
+        assertTrue(schema(EventType.NODE_EVENT).validate(unknown).isEmpty(), "unknown fields are allowed");
+    }
+}

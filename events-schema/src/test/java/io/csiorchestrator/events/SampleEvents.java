@@ -1,0 +1,74 @@
+package io.csiorchestrator.events;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+
+/** One complete, valid sample of every event type. */
+final class SampleEvents {
+
+    static final Instant T = Instant.parse("2026-11-22T10:15:30.123Z");
+
+    private SampleEvents() {
+    }
+
+    static ClaimRequested claimRequested() {
+        return new ClaimRequested("req-1", "default", "vol-1", "alloc-1", "node-1", ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false,
+                new MountOptions("ext4", List.of("noatime")), MountSupport.ALL, T);
+    }
+
+    static ClaimStatus claimStatus() {
+        return new ClaimStatus("req-1", "default", "vol-1", "alloc-1", "node-1", ClaimMode.WRITE, ClaimState.READY,
+                null, "/var/lib/csi/per-alloc/alloc-1/vol-1", T);
+    }
+
+    static NodeCommand nodeCommand() {
+        return new NodeCommand("cmd-1", "node-1", NodeCommandKind.MOUNT, "default", "vol-1", "hostpath",
+                "ext-vol-1", "alloc-1", AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, "ext4",
+                "ext-node-1", Map.of("ctx", "v"), Map.of("device", "/dev/x"),
+                new SealedSecrets("k1", SealedSecrets.AES_256_GCM, "AAAAAAAAAAAAAAAA", "c2VjcmV0"), T);
+    }
+
+    static MountDone mountDone() {
+        return new MountDone("cmd-1", "node-1", NodeCommandKind.MOUNT, "default", "vol-1", "alloc-1", true, null, null,
+                Map.of(), "/var/lib/csi/per-alloc/alloc-1/vol-1", "/var/lib/csi/staging/vol-1", T);
+    }
+
+    static MountDone mountFailed() {
+        return new MountDone("cmd-2", "node-1", NodeCommandKind.MOUNT, "default", "vol-1", "alloc-1", false,
+                "RESOURCE_EXHAUSTED", "node node-1 has reached the maximum number of attached volumes", Map.of(), null, null, T);
+    }
+
+    static PluginHealth pluginHealth() {
+        return new PluginHealth("hostpath", "node-1", PluginType.MONOLITH, true, "probe ok",
+                "hostpath.csi.csiorchestrator.io", "0.1.0", List.of("CONTROLLER_SERVICE"),
+                List.of("CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"), List.of("STAGE_UNSTAGE_VOLUME"),
+                new NodeInfo("ext-node-1", 16L, Map.of("zone", "a")), false, T);
+    }
+
+    static PluginStatus pluginStatus() {
+        return new PluginStatus("hostpath", "hostpath.csi.csiorchestrator.io", "0.1.0", true, 1, 1, 2, 2,
+                List.of(new PluginStatus.ControllerInstance("node-1", true, null, T)),
+                List.of(new PluginStatus.NodeInstance("node-1", "ext-node-1", 16L, Map.of("zone", "a"), true, null, T),
+                        new PluginStatus.NodeInstance("node-2", "ext-node-2", 0L, Map.of(), true, null, T)),
+                T);
+    }
+
+    static NodeEvent nodeEvent() {
+        return new NodeEvent("node-1", NodeEvent.SUBSYSTEM_CSI, NodeEventKind.MOUNT, "Mount volume", "hostpath",
+                "default", "vol-1", "alloc-1", true, null, Map.of("hostPath", "/x"), T);
+    }
+
+    /** One sample per event type, in contract order. */
+    static Map<EventType, ContractEvent> all() {
+        return Map.of(
+                EventType.CLAIM_REQUESTED, claimRequested(),
+                EventType.CLAIM_STATUS, claimStatus(),
+                EventType.NODE_COMMAND, nodeCommand(),
+                EventType.MOUNT_DONE, mountDone(),
+                EventType.PLUGIN_HEALTH, pluginHealth(),
+                EventType.PLUGIN_STATUS, pluginStatus(),
+                EventType.NODE_EVENT, nodeEvent());
+    }
+}
