@@ -1,0 +1,128 @@
+package io.csiorchestrator.worker.state;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.csiorchestrator.events.EventCodec;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * The crash-safe local record of every volume on this node: one JSON file per volume under
+ * {@code <root>/records/<namespace>/<volume>.json}. Each save writes a temporary file in the same
+ * directory, fsyncs it, renames it over the record (atomic on one file system) and fsyncs the
+ * directory, so a kill -9 at any instant leaves either the old or the new record, never a torn
+ * one. Leftover temporary files (a crash before the rename) are ignored and removed on load.
+ */
+public final class MountRecordStore {
+
+    static final String SUFFIX = ".json";
+    static final String TEMP_MARKER = ".tmp-";
+
+    private final WorkerPaths paths;
+    private final ObjectMapper json = EventCodec.mapper();
+
+    public MountRecordStore(WorkerPaths paths) {
+        this.paths = paths;
+    }
+
+    /** The result of {@link #loadAll()}: the records, and the files that could not be read (kept aside). */
+    public record Loaded(Map<VolumeKey, VolumeRecord> records, List<String> problems) {
+    }
+
+    public Loaded loadAll() throws IOException {
+        Map<VolumeKey, VolumeRecord> records = new LinkedHashMap<>();
+        List<String> problems = new ArrayList<>();
+        Path dir = paths.recordsDir();
+        if (!Files.isDirectory(dir)) {
+            return new Loaded(records, problems);
+        }
+        try (DirectoryStream<Path> namespaces = Files.newDirectoryStream(dir)) {
+            for (Path ns : namespaces) {
+                if (!Files.isDirectory(ns)) {
+                    continue;
+                }
+                try (DirectoryStream<Path> files = Files.newDirectoryStream(ns)) {
+                    for (Path file : files) {
+                        String name = file.getFileName().toString();
+                        if (name.contains(TEMP_MARKER)) {
+                            Files.deleteIfExists(file);
+                            continue;
+                        }
+                        if (!name.endsWith(SUFFIX)) {
+                            continue;
+                        }
+                        try {
+                            VolumeRecord record = json.readValue(Files.readAllBytes(file), VolumeRecord.class);
+                            records.put(record.key(), record);
+                        } catch (IOException | RuntimeException e) {
+                            Path aside = file.resolveSibling(name + ".unreadable");
+                            Files.move(file, aside, StandardCopyOption.REPLACE_EXISTING);
+                            problems.add("record " + file + " could not be read (" + e.getClass().getSimpleName()
+                                    + "); kept as " + aside);
+                        }
+                    }
+                }
+            }
+        }
+        return new Loaded(records, problems);
+    }
+
+    public Optional<VolumeRecord> load(VolumeKey key) throws IOException {
+        Path file = paths.recordFile(key.namespace(), key.volumeId());
+        if (!Files.exists(file)) {
+            return Optional.empty();
+        }
+        return Optional.of(json.readValue(Files.readAllBytes(file), VolumeRecord.class));
+    }
+
+    /** Writes the record atomically and durably (temp file, fsync, rename, fsync of the directory). */
+    public void save(VolumeRecord record) throws IOException {
+        Path file = paths.recordFile(record.namespace(), record.volumeId());
+        Path dir = file.getParent();
+        paths.ensureDirectory(dir);
+        byte[] bytes = json.writerWithDefaultPrettyPrinter().writeValueAsBytes(record);
+        Path temp = dir.resolve(file.getFileName() + TEMP_MARKER + UUID.randomUUID());
+        try {
+            try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                ByteBuffer buffer = ByteBuffer.wrap(bytes);
+                while (buffer.hasRemaining()) {
+                    ch.write(buffer);
+                }
+                ch.force(true);
+            }
+            try {
+                Files.move(temp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                throw new IOException("the records directory " + dir + " does not support atomic rename", e);
+            }
+        } finally {
+            Files.deleteIfExists(temp);
+        }
+        fsyncDirectory(dir);
+    }
+
+    public void delete(VolumeKey key) throws IOException {
+        Path file = paths.recordFile(key.namespace(), key.volumeId());
+        if (Files.deleteIfExists(file)) {
+            fsyncDirectory(file.getParent());
+        }
+    }
+
+    private static void fsyncDirectory(Path dir) throws IOException {
+        try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+            ch.force(true);
+        }
+    }
+}

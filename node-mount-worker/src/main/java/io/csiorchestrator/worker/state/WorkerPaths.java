@@ -1,0 +1,117 @@
+package io.csiorchestrator.worker.state;
+
+import io.csiorchestrator.events.PathSafeId;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.util.Objects;
+
+/**
+ * The layout of the worker's root directory ({@code csi.worker.root}) on one node:
+ *
+ * <pre>
+ * root/
+ *   staging/&lt;namespace&gt;/&lt;volume&gt;                 ONE staging path per volume on this node
+ *   per-alloc/&lt;alloc&gt;/&lt;namespace&gt;/&lt;volume&gt;       the publish target of one allocation
+ *   records/&lt;namespace&gt;/&lt;volume&gt;.json           the crash-safe record of the volume
+ * </pre>
+ *
+ * The namespace is part of every path because two namespaces may hold volumes with the same id.
+ * Every id is checked with {@link PathSafeId} and every resolved path is checked to stay under
+ * the root, so a hostile id can never name a path outside it. Directories are created with mode
+ * 0700 by {@link PosixDirs}.
+ */
+public final class WorkerPaths {
+
+    public static final String STAGING = "staging";
+    public static final String PER_ALLOC = "per-alloc";
+    public static final String RECORDS = "records";
+
+    private final Path root;
+    private final PosixDirs dirs;
+
+    public WorkerPaths(Path root, PosixDirs dirs) {
+        Objects.requireNonNull(root, "root");
+        if (!root.isAbsolute()) {
+            throw new IllegalArgumentException("csi.worker.root must be an absolute path, was '" + root + "'");
+        }
+        this.root = root.normalize();
+        this.dirs = dirs;
+    }
+
+    public Path root() {
+        return root;
+    }
+
+    /** The volume's one staging path on this node. */
+    public Path stagingPath(String namespace, String volumeId) {
+        return under(STAGING, id("namespace", namespace), id("volume id", volumeId));
+    }
+
+    /** Where the volume is published for one allocation; the plugin creates this path itself. */
+    public Path targetPath(String allocationId, String namespace, String volumeId) {
+        return under(PER_ALLOC, id("allocation id", allocationId), id("namespace", namespace), id("volume id", volumeId));
+    }
+
+    /** The allocation's own directory, removed when its last volume is released. */
+    public Path allocationDir(String allocationId) {
+        return under(PER_ALLOC, id("allocation id", allocationId));
+    }
+
+    public Path recordsDir() {
+        return under(RECORDS);
+    }
+
+    public Path recordFile(String namespace, String volumeId) {
+        return under(RECORDS, id("namespace", namespace), id("volume id", volumeId) + ".json");
+    }
+
+    /**
+     * Creates {@code dir} and its missing parents up to the root with mode 0700 (owner only),
+     * and makes sure an existing {@code dir} has mode 0700 and is a real directory, not a link.
+     */
+    public void ensureDirectory(Path dir) throws IOException {
+        Path target = requireUnderRoot(dir);
+        if (!Files.isDirectory(root, LinkOption.NOFOLLOW_LINKS)) {
+            Files.createDirectories(root);
+            dirs.chmod(root, PosixDirs.OWNER_ONLY);
+        }
+        Path current = root;
+        for (Path part : root.relativize(target)) {
+            current = current.resolve(part);
+            dirs.mkdirOwnerOnly(current);
+        }
+    }
+
+    /** Creates the parent of the target path (the CO's part; the plugin creates the target). */
+    public void ensureTargetParent(Path targetPath) throws IOException {
+        ensureDirectory(requireUnderRoot(targetPath).getParent());
+    }
+
+    /** {@code path} normalized, when it lies strictly under the root; otherwise an exception. */
+    public Path requireUnderRoot(Path path) {
+        Path normalized = (path.isAbsolute() ? path : root.resolve(path)).normalize();
+        if (!normalized.startsWith(root) || normalized.equals(root)) {
+            throw new IllegalArgumentException("path '" + path + "' is outside the worker's root " + root);
+        }
+        return normalized;
+    }
+
+    public boolean isUnderRoot(Path path) {
+        Path normalized = path.normalize();
+        return normalized.startsWith(root) && !normalized.equals(root);
+    }
+
+    private Path under(String... parts) {
+        Path p = root;
+        for (String part : parts) {
+            p = p.resolve(part);
+        }
+        return requireUnderRoot(p);
+    }
+
+    private static String id(String field, String value) {
+        return PathSafeId.require(field, value);
+    }
+}

@@ -1,0 +1,25 @@
+package io.csiorchestrator.worker.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+class OffsetTrackerTest {
+
+    @Test
+    void commitsOnlyTheCompletedPrefix() {
+        OffsetTracker t = new OffsetTracker();
+        t.started(10);
+        t.started(11);
+        t.started(12);
+        assertEquals(10, t.committable().getAsLong(), "nothing done yet: resume at 10");
+        t.completed(12);
+        t.completed(11);
+        assertTrue(t.committable().isEmpty(), "10 is still running");
+        t.completed(10);
+        assertEquals(13, t.committable().getAsLong());
+        assertTrue(t.committable().isEmpty(), "nothing new");
+        assertEquals(0, t.inFlight());
+    }
+}

@@ -1,0 +1,118 @@
+package io.csiorchestrator.worker.state;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.SealedSecrets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class MountRecordStoreTest {
+
+    @TempDir
+    Path temp;
+
+    private static MountDone done(String commandId) {
+        return new MountDone(commandId, "node-1", NodeCommandKind.MOUNT, "ns", "v1", "a1", true, null, null, Map.of(),
+                "/t", "/s", Instant.parse("2026-01-01T00:00:00Z"));
+    }
+
+    private static VolumeRecord sample(WorkerPaths paths) {
+        Usage usage = new Usage("a1", paths.targetPath("a1", "ns", "v1").toString(), true,
+                AccessMode.values()[0], AttachmentMode.values()[0], "ext4", Map.of("k", "v"), Map.of("dev", "/dev/x"),
+                new SealedSecrets("k1", SealedSecrets.AES_256_GCM, "bm9uY2U=", "Y2lwaGVy"), PublishState.PUBLISHED);
+        return VolumeRecord.empty(new VolumeKey("ns", "v1"), "hostpath", "ext-v1", paths.stagingPath("ns", "v1").toString())
+                .withStage(StageState.STAGED)
+                .withUsage(usage)
+                .withControllerPublication("ext-node-1", Map.of("attached", "yes"))
+                .withResult(done("c1"));
+    }
+
+    @Test
+    void roundTripsEveryField() throws Exception {
+        WorkerPaths paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
+        MountRecordStore store = new MountRecordStore(paths);
+        VolumeRecord record = sample(paths);
+        store.save(record);
+        MountRecordStore.Loaded loaded = new MountRecordStore(paths).loadAll();
+        assertTrue(loaded.problems().isEmpty());
+        VolumeRecord back = loaded.records().get(new VolumeKey("ns", "v1"));
+        assertEquals(record, back);
+        assertTrue(back.usage("a1").orElseThrow().readOnly());
+        assertEquals("c1", back.resultFor("c1").orElseThrow().commandId());
+        assertEquals(0700, new PosixDirs().mode(paths.recordsDir()));
+    }
+
+    @Test
+    void aTornTemporaryFileIsIgnoredOnLoad() throws Exception {
+        WorkerPaths paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
+        MountRecordStore store = new MountRecordStore(paths);
+        VolumeRecord record = sample(paths);
+        store.save(record);
+        // a crash in the middle of the next save: a half-written temp file next to the record
+        Path torn = paths.recordFile("ns", "v1").resolveSibling("v1.json" + MountRecordStore.TEMP_MARKER + "123");
+        Files.writeString(torn, "{\"namespace\":\"ns\",\"volu");
+        MountRecordStore.Loaded loaded = store.loadAll();
+        assertEquals(record, loaded.records().get(new VolumeKey("ns", "v1")));
+        assertTrue(loaded.problems().isEmpty());
+        assertFalse(Files.exists(torn), "left-over temp files are removed");
+        try (Stream<Path> files = Files.list(paths.recordFile("ns", "v1").getParent())) {
+            assertEquals(1, files.count());
+        }
+    }
+
+    @Test
+    void anUnreadableRecordIsSetAsideAndReported() throws Exception {
+        WorkerPaths paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
+        MountRecordStore store = new MountRecordStore(paths);
+        store.save(sample(paths));
+        Files.createDirectories(paths.recordFile("ns2", "bad").getParent());
+        Files.writeString(paths.recordFile("ns2", "bad"), "not json");
+        MountRecordStore.Loaded loaded = store.loadAll();
+        assertEquals(1, loaded.records().size());
+        assertEquals(1, loaded.problems().size());
+        assertTrue(Files.exists(paths.recordFile("ns2", "bad").resolveSibling("bad.json.unreadable")));
+    }
+
+    @Test
+    void keepsABoundedNumberOfResults() {
+        WorkerPaths paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
+        VolumeRecord record = sample(paths);
+        for (int i = 0; i < VolumeRecord.MAX_RESULTS + 10; i++) {
+            record = record.withResult(done("x" + i));
+        }
+        assertEquals(VolumeRecord.MAX_RESULTS, record.results().size());
+        assertTrue(record.resultFor("c1").isEmpty());
+        assertTrue(record.resultFor("x" + (VolumeRecord.MAX_RESULTS + 9)).isPresent());
+    }
+
+    @Test
+    void referenceCountingDecisions() {
+        WorkerPaths paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
+        VolumeRecord r = VolumeRecord.empty(new VolumeKey("ns", "v"), "p", "e", "/s");
+        assertTrue(r.stageNeeded(true));
+        assertFalse(r.stageNeeded(false));
+        Usage a1 = sample(paths).usage("a1").orElseThrow();
+        Usage a2 = new Usage("a2", "/t2", false, a1.accessMode(), a1.attachmentMode(), null, null, null, null,
+                PublishState.PUBLISHED);
+        r = r.withUsage(a1).withStage(StageState.STAGED).withUsage(a2);
+        assertFalse(r.stageNeeded(true), "a second user reuses the staging");
+        assertFalse(r.isLastUser("a1"));
+        r = r.withoutUsage("a1");
+        assertFalse(r.unstageAllowed(), "a2 still uses it");
+        assertTrue(r.isLastUser("a2"));
+        r = r.withoutUsage("a2");
+        assertTrue(r.unstageAllowed());
+        assertFalse(r.withStage(StageState.UNSTAGED).unstageAllowed());
+    }
+}
