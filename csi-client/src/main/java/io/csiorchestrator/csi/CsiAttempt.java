@@ -1,0 +1,25 @@
+package io.csiorchestrator.csi;
+
+import io.grpc.Status;
+
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * One attempt of a CSI call, as the retry policy saw it.
+ *
+ * @param rpc           the call
+ * @param number        1 for the first attempt
+ * @param outcome       {@link Status.Code#OK} when the attempt succeeded, else the failure's code
+ * @param delayBeforeNext the backoff before the next attempt, or empty when no further attempt follows
+ */
+public record CsiAttempt(CsiRpc rpc, int number, Status.Code outcome, Optional<Duration> delayBeforeNext) {
+
+    public boolean succeeded() {
+        return outcome == Status.Code.OK;
+    }
+
+    public boolean willRetry() {
+        return delayBeforeNext.isPresent();
+    }
+}
