@@ -1,0 +1,566 @@
+package io.csiorchestrator.worker.mount;
+
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.SealedSecrets;
+import io.csiorchestrator.events.SecretPayload;
+import io.csiorchestrator.worker.state.MountInfo;
+import io.csiorchestrator.worker.state.MountRecordStore;
+import io.csiorchestrator.worker.state.PublishState;
+import io.csiorchestrator.worker.state.StageState;
+import io.csiorchestrator.worker.state.Usage;
+import io.csiorchestrator.worker.state.VolumeKey;
+import io.csiorchestrator.worker.state.VolumeRecord;
+import io.csiorchestrator.worker.state.WorkerPaths;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The node side of CSI for the volumes of this node: mount (stage once per volume, publish per
+ * allocation), unmount (unpublish, unstage when the last user is gone), controller publish and
+ * unpublish, restore after a restart and heal after a plugin restart. Every state change is
+ * written to the {@link MountRecordStore} BEFORE the plugin call it announces (the usage
+ * reference is taken before staging), so a crash at any point leaves a record from which
+ * {@link #restore(VolumeKey)} converges.
+ *
+ * <p>Not thread-safe per volume: callers run at most one operation per volume at a time
+ * ({@link VolumeSerializer}); different volumes may run concurrently.
+ */
+public final class VolumeOperations {
+
+    public static final String PLUGIN_NOT_FOUND = "PLUGIN_NOT_FOUND";
+    public static final String INVALID_COMMAND = "INVALID_COMMAND";
+    public static final String SECRETS_UNREADABLE = "SECRETS_UNREADABLE";
+    public static final String WORKER_IO_ERROR = "WORKER_IO_ERROR";
+
+    private static final Logger LOG = Logger.getLogger(VolumeOperations.class.getName());
+
+    private final String nodeId;
+    private final WorkerPaths paths;
+    private final MountRecordStore store;
+    private final PluginDirectory plugins;
+    private final Supplier<MountInfo> mountTable;
+    private final SecretOpener secrets;
+    private final Consumer<NodeEvent> events;
+    private final Clock clock;
+    private final Map<VolumeKey, VolumeRecord> records = new ConcurrentHashMap<>();
+
+    public VolumeOperations(String nodeId, WorkerPaths paths, MountRecordStore store, PluginDirectory plugins,
+                            Supplier<MountInfo> mountTable, SecretOpener secrets, Consumer<NodeEvent> events,
+                            Clock clock) {
+        this.nodeId = nodeId;
+        this.paths = paths;
+        this.store = store;
+        this.plugins = plugins;
+        this.mountTable = mountTable;
+        this.secrets = secrets;
+        this.events = events;
+        this.clock = clock;
+    }
+
+    /** Loads every record from disk; returns the problems (unreadable records set aside). */
+    public List<String> load() throws IOException {
+        MountRecordStore.Loaded loaded = store.loadAll();
+        records.clear();
+        records.putAll(loaded.records());
+        return loaded.problems();
+    }
+
+    public Optional<VolumeRecord> record(VolumeKey key) {
+        return Optional.ofNullable(records.get(key));
+    }
+
+    public Map<VolumeKey, VolumeRecord> records() {
+        return Map.copyOf(records);
+    }
+
+    /** The volumes that hold something on this node (a usage, a staging) through {@code pluginId}. */
+    public List<VolumeKey> volumesOf(String pluginId) {
+        List<VolumeKey> keys = new ArrayList<>();
+        records.forEach((key, record) -> {
+            if (record.pluginId().equals(pluginId) && (!record.usages().isEmpty() || record.stage() != StageState.UNSTAGED)) {
+                keys.add(key);
+            }
+        });
+        return keys;
+    }
+
+    // ------------------------------------------------------------------ commands
+
+    /**
+     * Runs one command and returns its answer. A command id answered before is answered again
+     * from the record, without a plugin call.
+     */
+    public MountDone execute(NodeCommand command) {
+        VolumeKey key = new VolumeKey(command.namespace(), command.volumeId());
+        VolumeRecord existing = records.get(key);
+        if (existing != null) {
+            Optional<MountDone> recorded = existing.resultFor(command.commandId());
+            if (recorded.isPresent()) {
+                LOG.fine(() -> "command " + command.commandId() + " was answered before; answering from the record");
+                return recorded.get();
+            }
+        }
+        MountDone done;
+        try {
+            if (!nodeId.equals(command.nodeId())) {
+                done = failed(command, INVALID_COMMAND, "command for node '" + command.nodeId()
+                        + "' reached the worker of node '" + nodeId + "'", null, null);
+            } else if (existing != null && !existing.pluginId().equals(command.pluginId()) && !existing.idle()) {
+                done = failed(command, INVALID_COMMAND, "volume " + key + " is in use on node " + nodeId
+                        + " through plugin '" + existing.pluginId() + "', not '" + command.pluginId() + "'", null, null);
+            } else {
+                done = switch (command.kind()) {
+                    case MOUNT -> mount(command, key);
+                    case UNMOUNT -> unmount(command, key);
+                    case CONTROLLER_PUBLISH -> controllerPublish(command, key);
+                    case CONTROLLER_UNPUBLISH -> controllerUnpublish(command, key);
+                };
+            }
+        } catch (IllegalArgumentException e) {
+            done = failed(command, INVALID_COMMAND, e.getMessage(), null, null);
+        } catch (IOException | UncheckedIOException e) {
+            done = failed(command, WORKER_IO_ERROR, "node " + nodeId + " could not update its local state for volume "
+                    + key + ": " + e.getMessage(), null, null);
+        }
+        remember(key, command, done);
+        emitCommandEvent(command, done);
+        return done;
+    }
+
+    private void remember(VolumeKey key, NodeCommand command, MountDone done) {
+        VolumeRecord record = records.get(key);
+        if (record == null) {
+            record = VolumeRecord.empty(key, command.pluginId(), command.externalVolumeId(),
+                    paths.stagingPath(key.namespace(), key.volumeId()).toString());
+        }
+        try {
+            save(record.withResult(done));
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "could not record the result of command " + command.commandId()
+                    + "; a redelivery runs it again (idempotently)", e);
+        }
+    }
+
+    private MountDone mount(NodeCommand command, VolumeKey key) throws IOException {
+        String alloc = command.allocationId();
+        Path staging = paths.stagingPath(key.namespace(), key.volumeId());
+        Path target = paths.targetPath(alloc, key.namespace(), key.volumeId());
+        Optional<NodeVolumePlugin> found = plugins.node(command.pluginId());
+        if (found.isEmpty()) {
+            return failed(command, PLUGIN_NOT_FOUND, "CSI plugin '" + command.pluginId()
+                    + "' has no healthy node instance on node " + nodeId, null, null);
+        }
+        NodeVolumePlugin plugin = found.get();
+        SecretPayload opened;
+        try {
+            opened = secrets.open(command.sealed(), key.namespace(), key.volumeId());
+        } catch (RuntimeException e) {
+            return failed(command, SECRETS_UNREADABLE, e.getMessage(), null, null);
+        }
+
+        VolumeRecord record = records.get(key);
+        if (record == null || record.idle()) {
+            record = (record == null ? VolumeRecord.empty(key, command.pluginId(), command.externalVolumeId(), staging.toString())
+                    : record.withPlugin(command.pluginId(), command.externalVolumeId()));
+        }
+        Optional<Usage> previous = record.usage(alloc);
+        if (previous.isPresent() && previous.get().readOnly() != command.readOnly()
+                && previous.get().state() == PublishState.PUBLISHED) {
+            return failed(command, "ALREADY_EXISTS", "volume " + key + " is already published for allocation " + alloc
+                    + " on node " + nodeId + " with read-only=" + previous.get().readOnly()
+                    + "; unmount it before mounting it with read-only=" + command.readOnly(), null, null);
+        }
+        // 1. take the usage reference before anything else, durably
+        Usage usage = new Usage(alloc, target.toString(), command.readOnly(), command.accessMode(),
+                command.attachmentMode(), command.fsType(), command.volumeContext(), command.publishContext(),
+                command.sealed(), previous.map(Usage::state).filter(s -> s == PublishState.PUBLISHED)
+                .orElse(PublishState.PUBLISHING));
+        record = record.withUsage(usage);
+        boolean staged = plugin.requiresStaging();
+        if (staged && record.stage() != StageState.STAGED) {
+            record = record.withStage(StageState.STAGING);
+        }
+        save(record);
+
+        VolumeRequest request = request(record, usage, opened, staging, target);
+        boolean publishAttempted = false;
+        try {
+            // 2. directories: the staging path and the target's parent, 0700
+            if (staged) {
+                paths.ensureDirectory(staging);
+            }
+            paths.ensureTargetParent(target);
+            // 3. stage once per volume on this node
+            if (staged && record.stage() != StageState.STAGED) {
+                if (!mountTable.get().isMountPoint(staging)) {
+                    plugin.stage(request);
+                }
+                record = save(records.get(key).withStage(StageState.STAGED));
+            }
+            // 4. publish for this allocation, unless it is already mounted the same way
+            MountInfo table = mountTable.get();
+            Optional<MountInfo.Entry> mounted = table.topmost(target);
+            if (mounted.isEmpty() || mounted.get().readOnly() != command.readOnly()) {
+                publishAttempted = true;
+                plugin.publish(request);
+            }
+            save(records.get(key).withUsage(usage.withState(PublishState.PUBLISHED)));
+            return succeeded(command, target.toString(), staged ? staging.toString() : null);
+        } catch (PluginCallFailure failure) {
+            rollBackMount(key, plugin, alloc, target, publishAttempted || failure.uncertain());
+            return failed(command, failure.code(), failure.getMessage(), target.toString(), null);
+        }
+    }
+
+    /**
+     * Cancels a failed mount with the opposite calls (the only way to cancel in CSI): unpublish
+     * the target, drop the usage, and unstage when nobody else uses the volume. When a cleanup
+     * call fails, the state stays "in progress" in the record, to be finished by the next unmount
+     * or restore.
+     */
+    private void rollBackMount(VolumeKey key, NodeVolumePlugin plugin, String alloc, Path target,
+                               boolean unpublishNeeded) throws IOException {
+        VolumeRecord record = records.get(key);
+        Usage usage = record.usage(alloc).orElse(null);
+        if (usage == null) {
+            return;
+        }
+        record = save(record.withUsage(usage.withState(PublishState.UNPUBLISHING)));
+        try {
+            if (unpublishNeeded) {
+                plugin.unpublish(record.externalVolumeId(), target);
+            }
+            removeEmptyTarget(target, alloc);
+            record = save(record.withoutUsage(alloc));
+            finishUnstageIfUnused(key, plugin);
+        } catch (PluginCallFailure cleanup) {
+            LOG.warning("rolling back the failed mount of " + key + " for allocation " + alloc
+                    + " is incomplete (" + cleanup.getMessage() + "); the next unmount or restart finishes it");
+        }
+    }
+
+    private MountDone unmount(NodeCommand command, VolumeKey key) throws IOException {
+        String alloc = command.allocationId();
+        Path target = paths.targetPath(alloc, key.namespace(), key.volumeId());
+        VolumeRecord record = records.get(key);
+        boolean inUse = record != null && record.usage(alloc).isPresent();
+        boolean leftoverStaging = record != null && record.unstageAllowed();
+        if (!inUse && !leftoverStaging && !mountTable.get().isMountPoint(target)) {
+            removeEmptyTarget(target, alloc);
+            return succeeded(command, null, null);
+        }
+        String pluginId = record != null ? record.pluginId() : command.pluginId();
+        Optional<NodeVolumePlugin> found = plugins.node(pluginId);
+        if (found.isEmpty()) {
+            return failed(command, PLUGIN_NOT_FOUND, "CSI plugin '" + pluginId
+                    + "' has no healthy node instance on node " + nodeId + "; volume " + key
+                    + " stays published for allocation " + alloc + " until it is back", null, null);
+        }
+        NodeVolumePlugin plugin = found.get();
+        try {
+            if (record != null && inUse) {
+                record = save(record.withUsage(record.usage(alloc).get().withState(PublishState.UNPUBLISHING)));
+            }
+            String externalVolumeId = record != null ? record.externalVolumeId() : command.externalVolumeId();
+            plugin.unpublish(externalVolumeId, target);
+            removeEmptyTarget(target, alloc);
+            if (record != null) {
+                save(records.get(key).withoutUsage(alloc));
+                finishUnstageIfUnused(key, plugin);
+            }
+            return succeeded(command, null, null);
+        } catch (PluginCallFailure failure) {
+            return failed(command, failure.code(), failure.getMessage(), target.toString(), null);
+        }
+    }
+
+    /** Unstages the volume when nobody on this node uses it any more. */
+    private void finishUnstageIfUnused(VolumeKey key, NodeVolumePlugin plugin) throws IOException {
+        VolumeRecord record = records.get(key);
+        if (!record.unstageAllowed()) {
+            return;
+        }
+        Path staging = Path.of(record.stagingPath());
+        record = save(record.withStage(StageState.UNSTAGING));
+        if (plugin.requiresStaging() || mountTable.get().isMountPoint(staging)) {
+            plugin.unstage(record.externalVolumeId(), staging);
+        }
+        save(records.get(key).withStage(StageState.UNSTAGED));
+        removeEmptyDirectory(staging);
+        removeEmptyDirectory(staging.getParent());
+    }
+
+    private MountDone controllerPublish(NodeCommand command, VolumeKey key) throws IOException {
+        Optional<ControllerVolumePlugin> found = plugins.controller(command.pluginId());
+        if (found.isEmpty()) {
+            return failed(command, PLUGIN_NOT_FOUND, "CSI plugin '" + command.pluginId()
+                    + "' has no healthy controller instance on node " + nodeId, null, null);
+        }
+        SecretPayload opened;
+        try {
+            opened = secrets.open(command.sealed(), key.namespace(), key.volumeId());
+        } catch (RuntimeException e) {
+            return failed(command, SECRETS_UNREADABLE, e.getMessage(), null, null);
+        }
+        VolumeRequest request = new VolumeRequest(command.externalVolumeId(), command.accessMode(),
+                command.attachmentMode(), command.fsType(), opened.mountFlags(), opened.secrets(),
+                command.volumeContext(), Map.of(), command.readOnly(), null, null);
+        try {
+            Map<String, String> context = found.get().controllerPublish(request, command.externalNodeId());
+            VolumeRecord record = recordFor(key, command);
+            save(record.withControllerPublication(command.externalNodeId(), context));
+            return new MountDone(command.commandId(), nodeId, command.kind(), key.namespace(), key.volumeId(),
+                    command.allocationId(), true, null, null, context, null, null, clock.instant());
+        } catch (PluginCallFailure failure) {
+            return failed(command, failure.code(), failure.getMessage(), null, null);
+        }
+    }
+
+    private MountDone controllerUnpublish(NodeCommand command, VolumeKey key) throws IOException {
+        Optional<ControllerVolumePlugin> found = plugins.controller(command.pluginId());
+        if (found.isEmpty()) {
+            return failed(command, PLUGIN_NOT_FOUND, "CSI plugin '" + command.pluginId()
+                    + "' has no healthy controller instance on node " + nodeId, null, null);
+        }
+        SecretPayload opened;
+        try {
+            opened = secrets.open(command.sealed(), key.namespace(), key.volumeId());
+        } catch (RuntimeException e) {
+            return failed(command, SECRETS_UNREADABLE, e.getMessage(), null, null);
+        }
+        try {
+            found.get().controllerUnpublish(command.externalVolumeId(), command.externalNodeId(), opened.secrets());
+            VolumeRecord record = records.get(key);
+            if (record != null) {
+                save(record.withoutControllerPublication(command.externalNodeId()));
+            }
+            return succeeded(command, null, null);
+        } catch (PluginCallFailure failure) {
+            return failed(command, failure.code(), failure.getMessage(), null, null);
+        }
+    }
+
+    // -------------------------------------------------------- restore and heal
+
+    /** What restore or heal did for one volume. */
+    public record Convergence(VolumeKey key, int staged, int published, int released, List<String> errors) {
+        public boolean nothingToDo() {
+            return staged == 0 && published == 0 && released == 0 && errors.isEmpty();
+        }
+    }
+
+    /**
+     * Brings one volume back to what its record says after a restart: an intact mount costs no
+     * plugin call; a lost staging is staged again, a lost publication published again; an
+     * interrupted unmount is finished.
+     */
+    public Convergence restore(VolumeKey key) {
+        return converge(key, false);
+    }
+
+    /**
+     * After the volume's node plugin restarted: stage again when its staging is gone, then publish
+     * every target again (the plugin repairs or confirms it).
+     */
+    public Convergence heal(VolumeKey key) {
+        return converge(key, true);
+    }
+
+    private Convergence converge(VolumeKey key, boolean heal) {
+        VolumeRecord record = records.get(key);
+        List<String> errors = new ArrayList<>();
+        int staged = 0;
+        int published = 0;
+        int released = 0;
+        if (record == null) {
+            return new Convergence(key, 0, 0, 0, errors);
+        }
+        Optional<NodeVolumePlugin> found = plugins.node(record.pluginId());
+        if (found.isEmpty()) {
+            if (!record.usages().isEmpty() || record.stage() != StageState.UNSTAGED) {
+                errors.add("CSI plugin '" + record.pluginId() + "' has no healthy node instance on node " + nodeId);
+            }
+            return new Convergence(key, 0, 0, 0, errors);
+        }
+        NodeVolumePlugin plugin = found.get();
+        try {
+            // finish interrupted releases first
+            for (Usage usage : List.copyOf(record.users())) {
+                if (usage.state() == PublishState.UNPUBLISHING) {
+                    try {
+                        plugin.unpublish(record.externalVolumeId(), Path.of(usage.targetPath()));
+                        removeEmptyTarget(Path.of(usage.targetPath()), usage.allocationId());
+                        record = save(records.get(key).withoutUsage(usage.allocationId()));
+                        released++;
+                    } catch (PluginCallFailure f) {
+                        errors.add("unpublish for allocation " + usage.allocationId() + ": " + f.getMessage());
+                    }
+                }
+            }
+            record = records.get(key);
+            if (record.usages().isEmpty()) {
+                if (record.stage() != StageState.UNSTAGED) {
+                    try {
+                        finishUnstageIfUnused(key, plugin);
+                        released++;
+                    } catch (PluginCallFailure f) {
+                        errors.add("unstage: " + f.getMessage());
+                    }
+                }
+                return new Convergence(key, staged, published, released, errors);
+            }
+            MountInfo table = mountTable.get();
+            Path staging = Path.of(record.stagingPath());
+            Usage first = record.users().iterator().next();
+            if (plugin.requiresStaging() && !table.isMountPoint(staging)) {
+                try {
+                    paths.ensureDirectory(staging);
+                    record = save(record.withStage(StageState.STAGING));
+                    plugin.stage(request(record, first, open(record, first.sealed()), staging,
+                            Path.of(first.targetPath())));
+                    record = save(records.get(key).withStage(StageState.STAGED));
+                    staged++;
+                } catch (PluginCallFailure f) {
+                    errors.add("stage: " + f.getMessage());
+                    return new Convergence(key, staged, published, released, errors);
+                }
+            } else if (plugin.requiresStaging() && record.stage() != StageState.STAGED) {
+                record = save(record.withStage(StageState.STAGED));
+            }
+            table = mountTable.get();
+            for (Usage usage : List.copyOf(record.users())) {
+                Path target = Path.of(usage.targetPath());
+                boolean intact = table.isMountPoint(target) && usage.state() == PublishState.PUBLISHED;
+                if (intact && !(heal && staged > 0)) {
+                    continue;
+                }
+                try {
+                    paths.ensureTargetParent(target);
+                    plugin.publish(request(record, usage, open(record, usage.sealed()), staging, target));
+                    record = save(records.get(key).withUsage(usage.withState(PublishState.PUBLISHED)));
+                    published++;
+                } catch (PluginCallFailure f) {
+                    errors.add("publish for allocation " + usage.allocationId() + ": " + f.getMessage());
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            errors.add(e.getClass().getSimpleName() + ": " + e.getMessage());
+        }
+        Convergence result = new Convergence(key, staged, published, released, errors);
+        if (!result.nothingToDo()) {
+            emitConvergence(record, result, heal);
+        }
+        return result;
+    }
+
+    private void emitConvergence(VolumeRecord record, Convergence result, boolean heal) {
+        Map<String, String> details = new LinkedHashMap<>();
+        details.put("staged", Integer.toString(result.staged()));
+        details.put("published", Integer.toString(result.published()));
+        details.put("released", Integer.toString(result.released()));
+        boolean ok = result.errors().isEmpty();
+        events.accept(new NodeEvent(nodeId, null, heal ? NodeEventKind.HEAL : NodeEventKind.RESTORE,
+                heal ? "Heal volume after plugin restart" : "Restore volume after worker restart", record.pluginId(),
+                record.namespace(), record.volumeId(), null, ok, ok ? null : String.join("; ", result.errors()),
+                details, clock.instant()));
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private SecretPayload open(VolumeRecord record, SealedSecrets sealed) {
+        return secrets.open(sealed, record.namespace(), record.volumeId());
+    }
+
+    private VolumeRecord recordFor(VolumeKey key, NodeCommand command) {
+        VolumeRecord record = records.get(key);
+        return record != null ? record : VolumeRecord.empty(key, command.pluginId(), command.externalVolumeId(),
+                paths.stagingPath(key.namespace(), key.volumeId()).toString());
+    }
+
+    private static VolumeRequest request(VolumeRecord record, Usage usage, SecretPayload opened, Path staging, Path target) {
+        return new VolumeRequest(record.externalVolumeId(), usage.accessMode(), usage.attachmentMode(), usage.fsType(),
+                opened.mountFlags(), opened.secrets(), usage.volumeContext(), usage.publishContext(), usage.readOnly(),
+                staging, target);
+    }
+
+    private VolumeRecord save(VolumeRecord record) throws IOException {
+        store.save(record);
+        records.put(record.key(), record);
+        return record;
+    }
+
+    /** Removes the target directory (and the allocation's empty parents); never a mounted or non-empty one. */
+    private void removeEmptyTarget(Path target, String alloc) throws IOException {
+        if (mountTable.get().isMountPoint(target)) {
+            return;
+        }
+        removeEmptyDirectory(target);
+        removeEmptyDirectory(target.getParent());
+        removeEmptyDirectory(paths.allocationDir(alloc));
+    }
+
+    private void removeEmptyDirectory(Path dir) throws IOException {
+        if (!paths.isUnderRoot(dir) || mountTable.get().isMountPoint(dir)) {
+            return;
+        }
+        try {
+            Files.deleteIfExists(dir);
+        } catch (DirectoryNotEmptyException e) {
+            LOG.fine(() -> dir + " is not empty; kept");
+        }
+    }
+
+    private MountDone succeeded(NodeCommand command, String hostPath, String stagingPath) {
+        return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
+                command.allocationId(), true, null, null, Map.of(), hostPath, stagingPath, clock.instant());
+    }
+
+    private MountDone failed(NodeCommand command, String code, String message, String hostPath, String stagingPath) {
+        String text = message == null || message.isBlank() ? code : message;
+        return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
+                command.allocationId(), false, code, text, Map.of(), hostPath, stagingPath, clock.instant());
+    }
+
+    private void emitCommandEvent(NodeCommand command, MountDone done) {
+        NodeEventKind kind = switch (command.kind()) {
+            case MOUNT -> NodeEventKind.MOUNT;
+            case UNMOUNT -> NodeEventKind.UNMOUNT;
+            case CONTROLLER_PUBLISH -> NodeEventKind.CONTROLLER_PUBLISH;
+            case CONTROLLER_UNPUBLISH -> NodeEventKind.CONTROLLER_UNPUBLISH;
+        };
+        String message = switch (command.kind()) {
+            case MOUNT -> "Mount volume";
+            case UNMOUNT -> "Unmount volume";
+            case CONTROLLER_PUBLISH -> "Controller publish volume";
+            case CONTROLLER_UNPUBLISH -> "Controller unpublish volume";
+        };
+        Map<String, String> details = new LinkedHashMap<>();
+        details.put("commandId", command.commandId());
+        if (done.hostPath() != null) {
+            details.put("hostPath", done.hostPath());
+        }
+        if (!done.succeeded()) {
+            details.put("errorCode", done.errorCode());
+        }
+        events.accept(new NodeEvent(nodeId, null, kind, message, command.pluginId(), command.namespace(),
+                command.volumeId(), command.allocationId(), done.succeeded(), done.succeeded() ? null : done.errorMessage(),
+                details, clock.instant()));
+    }
+}

@@ -1,0 +1,316 @@
+package io.csiorchestrator.worker.mount;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.SecretPayload;
+import io.csiorchestrator.worker.state.MountInfo;
+import io.csiorchestrator.worker.state.MountRecordStore;
+import io.csiorchestrator.worker.state.PosixDirs;
+import io.csiorchestrator.worker.state.PublishState;
+import io.csiorchestrator.worker.state.StageState;
+import io.csiorchestrator.worker.state.VolumeKey;
+import io.csiorchestrator.worker.state.VolumeRecord;
+import io.csiorchestrator.worker.state.WorkerPaths;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The decisions of {@link VolumeOperations} (reference counting, idempotency, rollback, restore,
+ * heal) against an in-memory plugin whose "mounts" feed the mount table. The real plugin, real
+ * bind mounts and Kafka are exercised by the worker's integration tests.
+ */
+class VolumeOperationsTest {
+
+    @TempDir
+    Path temp;
+
+    private FakePlugin plugin;
+    private WorkerPaths paths;
+    private final List<NodeEvent> events = new ArrayList<>();
+    private int commandCounter;
+
+    /** A node plugin that records calls and keeps a set of "mounted" paths. */
+    static final class FakePlugin implements NodeVolumePlugin {
+        final List<String> calls = new ArrayList<>();
+        final Set<String> mounted = new LinkedHashSet<>();
+        final Set<String> readOnly = new LinkedHashSet<>();
+        boolean stages = true;
+        PluginCallFailure failNextPublish;
+
+        @Override
+        public String pluginId() {
+            return "hostpath";
+        }
+
+        @Override
+        public boolean requiresStaging() {
+            return stages;
+        }
+
+        @Override
+        public void stage(VolumeRequest request) {
+            calls.add("stage " + request.externalVolumeId());
+            mounted.add(request.stagingPath().toString());
+        }
+
+        @Override
+        public void unstage(String externalVolumeId, Path stagingPath) {
+            calls.add("unstage " + externalVolumeId);
+            mounted.remove(stagingPath.toString());
+        }
+
+        @Override
+        public void publish(VolumeRequest request) {
+            calls.add("publish " + request.targetPath().getParent().getParent().getFileName());
+            if (failNextPublish != null) {
+                PluginCallFailure f = failNextPublish;
+                failNextPublish = null;
+                throw f;
+            }
+            mounted.add(request.targetPath().toString());
+            if (request.readOnly()) {
+                readOnly.add(request.targetPath().toString());
+            }
+        }
+
+        @Override
+        public void unpublish(String externalVolumeId, Path targetPath) {
+            calls.add("unpublish " + targetPath.getParent().getParent().getFileName());
+            mounted.remove(targetPath.toString());
+        }
+
+        MountInfo table() {
+            StringBuilder text = new StringBuilder("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n");
+            int id = 2;
+            for (String m : mounted) {
+                text.append(id++).append(" 1 8:1 /x ").append(m.replace(" ", "\\040")).append(' ')
+                        .append(readOnly.contains(m) ? "ro" : "rw").append(" - ext4 /dev/sda1 rw\n");
+            }
+            return MountInfo.parse(text.toString());
+        }
+
+        long count(String prefix) {
+            return calls.stream().filter(c -> c.startsWith(prefix)).count();
+        }
+    }
+
+    @BeforeEach
+    void setUp() {
+        plugin = new FakePlugin();
+        paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
+    }
+
+    private VolumeOperations operations(FakePlugin p, boolean pluginUp) {
+        PluginDirectory directory = new PluginDirectory() {
+            @Override
+            public Optional<NodeVolumePlugin> node(String pluginId) {
+                return pluginUp && pluginId.equals("hostpath") ? Optional.of(p) : Optional.empty();
+            }
+
+            @Override
+            public Optional<ControllerVolumePlugin> controller(String pluginId) {
+                return Optional.empty();
+            }
+        };
+        return new VolumeOperations("node-1", paths, new MountRecordStore(paths), directory, p::table,
+                (sealed, ns, vol) -> SecretPayload.EMPTY, events::add, Clock.systemUTC());
+    }
+
+    private NodeCommand mount(String alloc, boolean readOnly) {
+        return new NodeCommand("c" + (++commandCounter), "node-1", NodeCommandKind.MOUNT, "ns", "vol1", "hostpath",
+                "ext-vol1", alloc, AccessMode.values()[0], AttachmentMode.values()[0], readOnly, null, null, Map.of(),
+                Map.of(), null, Instant.now());
+    }
+
+    private NodeCommand unmount(String alloc) {
+        return new NodeCommand("c" + (++commandCounter), "node-1", NodeCommandKind.UNMOUNT, "ns", "vol1", "hostpath",
+                "ext-vol1", alloc, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now());
+    }
+
+    @Test
+    void twoAllocationsShareOneStagingAndTheLastReleaseUnstages() {
+        VolumeOperations ops = operations(plugin, true);
+        MountDone a1 = ops.execute(mount("a1", false));
+        MountDone a2 = ops.execute(mount("a2", true));
+        assertTrue(a1.succeeded(), a1.toString());
+        assertTrue(a2.succeeded(), a2.toString());
+        assertEquals(paths.targetPath("a1", "ns", "vol1").toString(), a1.hostPath());
+        assertEquals(paths.stagingPath("ns", "vol1").toString(), a1.stagingPath());
+        assertEquals(List.of("stage ext-vol1", "publish a1", "publish a2"), plugin.calls);
+
+        assertTrue(ops.execute(unmount("a1")).succeeded());
+        assertEquals(0, plugin.count("unstage"), "a2 still uses the volume");
+        assertFalse(Files.exists(paths.allocationDir("a1")), "a1's directories are gone");
+        assertTrue(ops.execute(unmount("a2")).succeeded());
+        assertEquals(List.of("stage ext-vol1", "publish a1", "publish a2", "unpublish a1", "unpublish a2",
+                "unstage ext-vol1"), plugin.calls);
+        VolumeRecord record = ops.record(new VolumeKey("ns", "vol1")).orElseThrow();
+        assertEquals(StageState.UNSTAGED, record.stage());
+        assertTrue(record.usages().isEmpty());
+        assertEquals(4, events.stream().filter(e -> e.kind() == NodeEventKind.MOUNT || e.kind() == NodeEventKind.UNMOUNT)
+                .filter(e -> Boolean.TRUE.equals(e.success())).count());
+    }
+
+    @Test
+    void aRedeliveredCommandIsAnsweredFromTheRecord() throws Exception {
+        VolumeOperations ops = operations(plugin, true);
+        NodeCommand command = mount("a1", false);
+        MountDone first = ops.execute(command);
+        MountDone again = ops.execute(command);
+        assertEquals(first, again);
+        // also after a restart of the worker
+        VolumeOperations restarted = operations(plugin, true);
+        restarted.load();
+        assertEquals(first, restarted.execute(command));
+        assertEquals(2, plugin.calls.size());
+    }
+
+    @Test
+    void anExistingMountIsReused() {
+        VolumeOperations ops = operations(plugin, true);
+        plugin.mounted.add(paths.stagingPath("ns", "vol1").toString());
+        plugin.mounted.add(paths.targetPath("a1", "ns", "vol1").toString());
+        assertTrue(ops.execute(mount("a1", false)).succeeded());
+        assertTrue(plugin.calls.isEmpty(), plugin.calls.toString());
+    }
+
+    @Test
+    void aFailedPublishCarriesTheOperatorMessageAndIsRolledBack() {
+        VolumeOperations ops = operations(plugin, true);
+        plugin.failNextPublish = new PluginCallFailure("FAILED_PRECONDITION",
+                "volume ext-vol1 is already published on another node", false);
+        MountDone done = ops.execute(mount("a1", false));
+        assertFalse(done.succeeded());
+        assertEquals("FAILED_PRECONDITION", done.errorCode());
+        assertEquals("volume ext-vol1 is already published on another node", done.errorMessage());
+        assertEquals(List.of("stage ext-vol1", "publish a1", "unpublish a1", "unstage ext-vol1"), plugin.calls);
+        VolumeRecord record = ops.record(new VolumeKey("ns", "vol1")).orElseThrow();
+        assertTrue(record.usages().isEmpty());
+        assertEquals(StageState.UNSTAGED, record.stage());
+        NodeEvent event = events.get(events.size() - 1);
+        assertEquals(Boolean.FALSE, event.success());
+        assertEquals(done.errorMessage(), event.error());
+    }
+
+    @Test
+    void aMissingPluginIsReportedWithoutTakingAReference() {
+        VolumeOperations ops = operations(plugin, false);
+        MountDone done = ops.execute(mount("a1", false));
+        assertEquals(VolumeOperations.PLUGIN_NOT_FOUND, done.errorCode());
+        assertTrue(done.errorMessage().contains("hostpath"), done.errorMessage());
+        assertTrue(ops.record(new VolumeKey("ns", "vol1")).orElseThrow().usages().isEmpty());
+    }
+
+    @Test
+    void restartWithIntactMountsCostsNoCall() throws Exception {
+        VolumeOperations ops = operations(plugin, true);
+        ops.execute(mount("a1", false));
+        ops.execute(mount("a2", false));
+        plugin.calls.clear();
+        VolumeOperations restarted = operations(plugin, true);
+        restarted.load();
+        VolumeOperations.Convergence c = restarted.restore(new VolumeKey("ns", "vol1"));
+        assertTrue(c.nothingToDo(), c.toString());
+        assertTrue(plugin.calls.isEmpty(), plugin.calls.toString());
+    }
+
+    @Test
+    void aCrashBetweenStageAndPublishConvergesOnRestore() throws Exception {
+        // the state a kill -9 leaves after the stage call returned but before publish: the usage
+        // reference is recorded as PUBLISHING, the staging is mounted, the record still says STAGING
+        VolumeOperations ops = operations(plugin, true);
+        ops.execute(mount("a1", false));
+        VolumeKey key = new VolumeKey("ns", "vol1");
+        VolumeRecord record = ops.record(key).orElseThrow();
+        VolumeRecord crashed = record.withStage(StageState.STAGING)
+                .withUsage(record.usage("a1").orElseThrow().withState(PublishState.PUBLISHING));
+        new MountRecordStore(paths).save(crashed);
+        plugin.mounted.remove(paths.targetPath("a1", "ns", "vol1").toString());
+        plugin.calls.clear();
+
+        VolumeOperations restarted = operations(plugin, true);
+        restarted.load();
+        VolumeOperations.Convergence c = restarted.restore(key);
+        assertEquals(List.of("publish a1"), plugin.calls, "staging intact: no second stage; one publish");
+        assertEquals(1, c.published());
+        VolumeRecord after = restarted.record(key).orElseThrow();
+        assertEquals(StageState.STAGED, after.stage());
+        assertEquals(PublishState.PUBLISHED, after.usage("a1").orElseThrow().state());
+        assertTrue(events.stream().anyMatch(e -> e.kind() == NodeEventKind.RESTORE));
+    }
+
+    @Test
+    void theHealerStagesAgainAndRepublishesWhenTheStagingIsGone() {
+        VolumeOperations ops = operations(plugin, true);
+        ops.execute(mount("a1", false));
+        ops.execute(mount("a2", false));
+        plugin.mounted.remove(paths.stagingPath("ns", "vol1").toString());
+        plugin.calls.clear();
+        VolumeOperations.Convergence c = ops.heal(new VolumeKey("ns", "vol1"));
+        assertEquals(List.of("stage ext-vol1", "publish a1", "publish a2"), plugin.calls);
+        assertEquals(1, c.staged());
+        assertTrue(events.stream().anyMatch(e -> e.kind() == NodeEventKind.HEAL && Boolean.TRUE.equals(e.success())));
+        plugin.calls.clear();
+        assertTrue(ops.heal(new VolumeKey("ns", "vol1")).nothingToDo(), "nothing to heal when the staging is there");
+        assertTrue(plugin.calls.isEmpty());
+    }
+
+    @Test
+    void anInterruptedUnmountIsFinishedOnRestore() throws Exception {
+        VolumeOperations ops = operations(plugin, true);
+        ops.execute(mount("a1", false));
+        VolumeKey key = new VolumeKey("ns", "vol1");
+        VolumeRecord record = ops.record(key).orElseThrow();
+        new MountRecordStore(paths).save(record.withUsage(record.usage("a1").orElseThrow()
+                .withState(PublishState.UNPUBLISHING)));
+        plugin.calls.clear();
+        VolumeOperations restarted = operations(plugin, true);
+        restarted.load();
+        restarted.restore(key);
+        assertEquals(List.of("unpublish a1", "unstage ext-vol1"), plugin.calls);
+        assertTrue(restarted.record(key).orElseThrow().idle());
+    }
+
+    @Test
+    void aPluginWithoutStagingIsPublishedDirectly() {
+        plugin.stages = false;
+        VolumeOperations ops = operations(plugin, true);
+        MountDone done = ops.execute(mount("a1", true));
+        assertTrue(done.succeeded());
+        assertEquals(null, done.stagingPath());
+        assertTrue(ops.execute(unmount("a1")).succeeded());
+        assertEquals(List.of("publish a1", "unpublish a1"), plugin.calls);
+        assertFalse(Files.exists(paths.stagingPath("ns", "vol1")));
+    }
+
+    @Test
+    void aCommandForAnotherNodeIsRefused() {
+        VolumeOperations ops = operations(plugin, true);
+        NodeCommand other = new NodeCommand("x", "node-2", NodeCommandKind.MOUNT, "ns", "vol1", "hostpath", "e", "a1",
+                AccessMode.values()[0], AttachmentMode.values()[0], false, null, null, Map.of(), Map.of(), null,
+                Instant.now());
+        MountDone done = ops.execute(other);
+        assertEquals(VolumeOperations.INVALID_COMMAND, done.errorCode());
+        assertTrue(plugin.calls.isEmpty());
+    }
+}
