@@ -1,0 +1,288 @@
+package io.csiorchestrator.testkit;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Predicate;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Produces and reads String records for tests, against any broker ({@link KafkaResource#broker()} by default).
+ *
+ * <p>Reading never joins a consumer group: each await assigns itself every partition of the topic and reads
+ * from the beginning (or from the offsets {@link #endOffsets(String)} recorded earlier), polling until the
+ * deadline. So it sees records produced before the call, and doesn't disturb the application's groups.
+ *
+ * <pre>{@code
+ * try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker()) {
+ *     kafka.send("node-commands", "node-1", "{...}", Map.of("ce_type", "MountVolume"));
+ *     ConsumerRecord<String, String> done = kafka.awaitRecord("node-events",
+ *         r -> "node-1".equals(r.key()) && r.value().contains("Mounted"), Duration.ofSeconds(10));
+ * }
+ * }</pre>
+ */
+public final class KafkaTestClient implements AutoCloseable {
+
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(20);
+    private static final Duration POLL = Duration.ofMillis(100);
+
+    private final String bootstrapServers;
+    private KafkaProducer<String, String> producer;
+
+    public KafkaTestClient(String bootstrapServers) {
+        this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
+    }
+
+    /** A client on the JVM's shared broker of {@link KafkaResource} (starting it if needed). */
+    public static KafkaTestClient forSharedBroker() {
+        return new KafkaTestClient(KafkaResource.bootstrapServers());
+    }
+
+    public String bootstrapServers() {
+        return bootstrapServers;
+    }
+
+    /** Creates a topic (replication factor 1); {@code false} if it already existed (left as it is). */
+    public boolean createTopic(String name, int partitions, Map<String, String> configs) {
+        return KafkaBroker.createTopic(bootstrapServers, name, partitions, configs);
+    }
+
+    /** Sends one record and waits for the broker's acknowledgement. Header values are UTF-8. */
+    public RecordMetadata send(String topic, String key, String value, Map<String, String> headers) {
+        List<Header> recordHeaders = new ArrayList<>();
+        if (headers != null) {
+            headers.forEach((k, v) -> recordHeaders.add(
+                new RecordHeader(k, v == null ? null : v.getBytes(StandardCharsets.UTF_8))));
+        }
+        return send(new ProducerRecord<>(topic, null, key, value, recordHeaders));
+    }
+
+    public RecordMetadata send(String topic, String key, String value) {
+        return send(topic, key, value, Map.of());
+    }
+
+    /** Sends a record (partition, timestamp and headers as given) and waits for the acknowledgement. */
+    public RecordMetadata send(ProducerRecord<String, String> record) {
+        try {
+            return producer().send(record).get(DEFAULT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("Interrupted while sending to " + record.topic(), e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new IllegalStateException("Could not send to " + record.topic(), e);
+        }
+    }
+
+    /** The first record on {@code topic} (from the beginning) matching {@code predicate}, within the default timeout. */
+    public ConsumerRecord<String, String> awaitRecord(String topic, Predicate<ConsumerRecord<String, String>> predicate) {
+        return awaitRecord(topic, predicate, DEFAULT_TIMEOUT);
+    }
+
+    /**
+     * The first record on {@code topic} (read from the beginning) matching {@code predicate}.
+     *
+     * @throws AssertionError if none arrives before the timeout (the message lists what was seen)
+     */
+    public ConsumerRecord<String, String> awaitRecord(String topic, Predicate<ConsumerRecord<String, String>> predicate,
+                                                      Duration timeout) {
+        return awaitRecords(topic, predicate, 1, timeout).get(0);
+    }
+
+    /**
+     * The first {@code count} records on {@code topic} (read from the beginning) matching {@code predicate}.
+     *
+     * @throws AssertionError if fewer arrive before the timeout
+     */
+    public List<ConsumerRecord<String, String>> awaitRecords(String topic,
+                                                             Predicate<ConsumerRecord<String, String>> predicate,
+                                                             int count, Duration timeout) {
+        return awaitRecords(topic, Map.of(), predicate, count, timeout);
+    }
+
+    /**
+     * Like {@link #awaitRecords(String, Predicate, int, Duration)}, reading each partition from the given offsets
+     * (e.g. from {@link #endOffsets(String)} taken before the action under test) instead of the beginning.
+     */
+    public List<ConsumerRecord<String, String>> awaitRecords(String topic, Map<TopicPartition, Long> fromOffsets,
+                                                             Predicate<ConsumerRecord<String, String>> predicate,
+                                                             int count, Duration timeout) {
+        Objects.requireNonNull(predicate, "predicate");
+        if (count < 1) {
+            throw new IllegalArgumentException("count must be >= 1: " + count);
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        List<ConsumerRecord<String, String>> matched = new ArrayList<>();
+        int seen = 0;
+        List<String> lastSeen = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = consumer()) {
+            List<TopicPartition> partitions = awaitPartitions(consumer, topic, deadline);
+            consumer.assign(partitions);
+            seek(consumer, partitions, fromOffsets);
+            while (System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(POLL)) {
+                    seen++;
+                    if (lastSeen.size() == 10) {
+                        lastSeen.remove(0);
+                    }
+                    lastSeen.add(describe(record));
+                    if (predicate.test(record)) {
+                        matched.add(record);
+                        if (matched.size() == count) {
+                            return matched;
+                        }
+                    }
+                }
+            }
+        }
+        throw new AssertionError("Expected " + count + " matching record(s) on topic " + topic + " within " + timeout
+            + " but got " + matched.size() + " (of " + seen + " read). Last records read: " + lastSeen);
+    }
+
+    /** Current end offset of each partition of {@code topic}: pass to {@link #awaitRecords} to see only newer records. */
+    public Map<TopicPartition, Long> endOffsets(String topic) {
+        try (KafkaConsumer<String, String> consumer = consumer()) {
+            List<TopicPartition> partitions = awaitPartitions(consumer, topic, System.nanoTime() + DEFAULT_TIMEOUT.toNanos());
+            return new LinkedHashMap<>(consumer.endOffsets(partitions));
+        }
+    }
+
+    /** All records currently on {@code topic}, from the beginning up to the end offsets at the time of the call. */
+    public List<ConsumerRecord<String, String>> readAll(String topic) {
+        long deadline = System.nanoTime() + DEFAULT_TIMEOUT.toNanos();
+        List<ConsumerRecord<String, String>> records = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = consumer()) {
+            List<TopicPartition> partitions = awaitPartitions(consumer, topic, deadline);
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
+            while (!reached(consumer, end)) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("Could not read topic " + topic + " to its end within " + DEFAULT_TIMEOUT);
+                }
+                consumer.poll(POLL).forEach(records::add);
+            }
+        }
+        return records;
+    }
+
+    /** The value of the last header with this key, as UTF-8, or {@code null}. */
+    public static String header(ConsumerRecord<?, ?> record, String key) {
+        Header header = record.headers().lastHeader(key);
+        return header == null || header.value() == null ? null : new String(header.value(), StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public synchronized void close() {
+        if (producer != null) {
+            producer.close(Duration.ofSeconds(5));
+            producer = null;
+        }
+    }
+
+    private synchronized KafkaProducer<String, String> producer() {
+        if (producer == null) {
+            Properties props = new Properties();
+            props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+            props.put(ProducerConfig.CLIENT_ID_CONFIG, "csi-testkit-producer-" + UUID.randomUUID());
+            props.put(ProducerConfig.ACKS_CONFIG, "all");
+            props.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+            props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+            props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+            producer = new KafkaProducer<>(props);
+        }
+        return producer;
+    }
+
+    private KafkaConsumer<String, String> consumer() {
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "csi-testkit-reader-" + UUID.randomUUID());
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        // Reading must not create the topic (with the default partition count) before the application does.
+        props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        return new KafkaConsumer<>(props);
+    }
+
+    private static List<TopicPartition> awaitPartitions(KafkaConsumer<String, String> consumer, String topic, long deadline) {
+        while (true) {
+            List<PartitionInfo> infos;
+            try {
+                infos = consumer.partitionsFor(topic, Duration.ofMillis(500));
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                infos = List.of();
+            }
+            if (infos != null && !infos.isEmpty()) {
+                List<TopicPartition> partitions = new ArrayList<>();
+                for (PartitionInfo info : infos) {
+                    partitions.add(new TopicPartition(info.topic(), info.partition()));
+                }
+                return partitions;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("Topic " + topic + " does not exist (waited until the deadline)");
+            }
+            // partitionsFor answers at once for an unknown topic: pause a moment before asking again.
+            LockSupport.parkNanos(POLL.toNanos());
+        }
+    }
+
+    private static void seek(KafkaConsumer<String, String> consumer, List<TopicPartition> partitions,
+                             Map<TopicPartition, Long> fromOffsets) {
+        List<TopicPartition> fromBeginning = new ArrayList<>();
+        for (TopicPartition partition : partitions) {
+            Long offset = fromOffsets.get(partition);
+            if (offset == null) {
+                fromBeginning.add(partition);
+            } else {
+                consumer.seek(partition, offset);
+            }
+        }
+        if (!fromBeginning.isEmpty()) {
+            consumer.seekToBeginning(fromBeginning);
+        }
+    }
+
+    private static boolean reached(KafkaConsumer<String, String> consumer, Map<TopicPartition, Long> end) {
+        for (Map.Entry<TopicPartition, Long> entry : end.entrySet()) {
+            if (consumer.position(entry.getKey()) < entry.getValue()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static String describe(ConsumerRecord<String, String> record) {
+        String value = record.value();
+        if (value != null && value.length() > 200) {
+            value = value.substring(0, 200) + "...";
+        }
+        return record.partition() + "@" + record.offset() + " key=" + record.key() + " value=" + value;
+    }
+}

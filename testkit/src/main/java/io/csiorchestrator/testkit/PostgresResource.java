@@ -1,0 +1,135 @@
+package io.csiorchestrator.testkit;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
+
+/**
+ * Quarkus test resource giving the application a real PostgreSQL: one {@link EmbeddedPostgresServer} per JVM,
+ * started lazily and stopped when the JVM exits, and a fresh empty database ({@code test_<n>}) each time the
+ * resource starts (so each Quarkus application start gets its own schema; dropped again on stop).
+ *
+ * <p>Config returned (for the default datasource; with init arg {@value #DATASOURCE} the keys are
+ * {@code quarkus.datasource."<name>".*}):
+ * <ul>
+ *   <li>{@code quarkus.datasource.username} / {@code quarkus.datasource.password}</li>
+ *   <li>{@code quarkus.datasource.reactive.url} = {@code postgresql://127.0.0.1:<port>/test_<n>} — when the
+ *       application has a reactive datasource extension (or init arg {@value #REACTIVE} = {@code true})</li>
+ *   <li>{@code quarkus.datasource.jdbc.url} = {@code jdbc:postgresql://127.0.0.1:<port>/test_<n>} — when the
+ *       application has the JDBC (Agroal) extension (or init arg {@value #JDBC} = {@code true})</li>
+ * </ul>
+ * Left out on purpose: {@code quarkus.datasource.db-kind} and {@code quarkus.datasource.devservices.enabled}.
+ * Both are build-time properties, and Quarkus (3.22+) builds the test application before test resources start,
+ * so values returned here are ignored apart from a "build time property cannot be changed" warning. Set them in
+ * the application's test configuration instead: {@code quarkus.devservices.enabled=false} (required without
+ * Docker, or the build fails looking for a datasource URL) and, if the application has several database
+ * extensions, {@code quarkus.datasource.db-kind=postgresql}.
+ *
+ * <p>Init args: {@value #DATASOURCE} (a named datasource), {@value #JDBC} / {@value #REACTIVE}
+ * ({@code true}/{@code false} to force a URL in or out instead of detecting the extension).
+ */
+public class PostgresResource implements QuarkusTestResourceLifecycleManager {
+
+    public static final String DATASOURCE = "datasource";
+    public static final String JDBC = "jdbc";
+    public static final String REACTIVE = "reactive";
+
+    /** A class of quarkus-agroal (JDBC datasources). */
+    private static final String AGROAL_MARKER = "io.quarkus.agroal.DataSource";
+    /** A class of quarkus-reactive-datasource (reactive datasources). */
+    private static final String REACTIVE_MARKER = "io.quarkus.reactive.datasource.ReactiveDataSource";
+
+    private String datasource;
+    private boolean jdbc;
+    private boolean reactive;
+    private String database;
+
+    /** JDBC URL of a database on the JVM's shared server (starting it if needed), e.g. {@link #database()}. */
+    public static String jdbcUrl(String database) {
+        return "jdbc:postgresql://127.0.0.1:" + SharedInfrastructure.postgresCoordinates()[0] + "/" + database;
+    }
+
+    /** Reactive URL ({@code postgresql://127.0.0.1:<port>/<database>}) on the JVM's shared server. */
+    public static String reactiveUrl(String database) {
+        return "postgresql://127.0.0.1:" + SharedInfrastructure.postgresCoordinates()[0] + "/" + database;
+    }
+
+    /** Superuser name of the shared server. */
+    public static String username() {
+        return SharedInfrastructure.postgresCoordinates()[1];
+    }
+
+    /** Password to configure (local connections are trusted; the server ignores it). */
+    public static String password() {
+        return SharedInfrastructure.postgresCoordinates()[2];
+    }
+
+    /** Creates another fresh database on the shared server and returns its name. */
+    public static String createDatabase() {
+        return SharedInfrastructure.postgresCreateDatabase();
+    }
+
+    @Override
+    public void init(Map<String, String> initArgs) {
+        String name = initArgs.get(DATASOURCE);
+        datasource = name == null || name.isBlank() ? null : name.trim();
+        jdbc = flag(initArgs.get(JDBC), AGROAL_MARKER);
+        reactive = flag(initArgs.get(REACTIVE), REACTIVE_MARKER);
+    }
+
+    private static boolean flag(String value, String markerClass) {
+        if (value != null && !value.isBlank()) {
+            return Boolean.parseBoolean(value.trim());
+        }
+        return visible(markerClass, Thread.currentThread().getContextClassLoader())
+            || visible(markerClass, PostgresResource.class.getClassLoader());
+    }
+
+    private static boolean visible(String className, ClassLoader loader) {
+        if (loader == null) {
+            return false;
+        }
+        try {
+            Class.forName(className, false, loader);
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
+    }
+
+    @Override
+    public Map<String, String> start() {
+        database = SharedInfrastructure.postgresCreateDatabase();
+        String prefix = datasource == null ? "quarkus.datasource." : "quarkus.datasource.\"" + datasource + "\".";
+        Map<String, String> config = new LinkedHashMap<>();
+        config.put(prefix + "username", username());
+        config.put(prefix + "password", password());
+        if (reactive) {
+            config.put(prefix + "reactive.url", reactiveUrl(database));
+        }
+        if (jdbc) {
+            config.put(prefix + "jdbc.url", jdbcUrl(database));
+        }
+        return config;
+    }
+
+    /** The database created by the last {@link #start()} of this resource instance ({@code null} after stop). */
+    public String database() {
+        return database;
+    }
+
+    /** Drops this start's database (the application is already stopped); the server stays for the next class. */
+    @Override
+    public void stop() {
+        String db = database;
+        database = null;
+        if (db != null) {
+            try {
+                SharedInfrastructure.postgresDropDatabase(db);
+            } catch (RuntimeException ignored) {
+                // best effort: the server and its data directory go away with the JVM anyway
+            }
+        }
+    }
+}
