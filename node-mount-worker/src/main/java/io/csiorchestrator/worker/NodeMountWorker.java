@@ -1,0 +1,268 @@
+package io.csiorchestrator.worker;
+
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.PathSafeId;
+import io.csiorchestrator.events.SecretKeyring;
+import io.csiorchestrator.events.SecretPayload;
+import io.csiorchestrator.events.SecretSealer;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.TopicCatalog;
+import io.csiorchestrator.worker.kafka.CommandConsumer;
+import io.csiorchestrator.worker.kafka.KafkaEventPublisher;
+import io.csiorchestrator.worker.mount.SecretOpener;
+import io.csiorchestrator.worker.mount.VolumeOperations;
+import io.csiorchestrator.worker.mount.VolumeSerializer;
+import io.csiorchestrator.worker.plugin.PluginRegistry;
+import io.csiorchestrator.worker.plugin.PluginSupervisor;
+import io.csiorchestrator.worker.plugin.PluginWatcher;
+import io.csiorchestrator.worker.state.MountInfo;
+import io.csiorchestrator.worker.state.MountRecordStore;
+import io.csiorchestrator.worker.state.PosixDirs;
+import io.csiorchestrator.worker.state.VolumeKey;
+import io.csiorchestrator.worker.state.VolumeRecord;
+import io.csiorchestrator.worker.state.WorkerPaths;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import java.io.IOException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.jboss.logging.Logger;
+
+/**
+ * The worker of one node: wires the record store, the plugin watcher and supervisors, the volume
+ * operations, the event publisher and the node-commands consumer, restores the recorded mounts on
+ * start (without Kafka) and heals a plugin's volumes whenever it becomes healthy.
+ */
+@ApplicationScoped
+public class NodeMountWorker {
+
+    private static final Logger LOG = Logger.getLogger(NodeMountWorker.class);
+    public static final String SOURCE = "/node-mount-worker";
+
+    private final WorkerConfig config;
+    private final String bootstrapServers;
+    private final TopicCatalog topics;
+    private final Optional<String> keyring;
+    private final Optional<String> activeKey;
+    private final Clock clock = Clock.systemUTC();
+
+    private WorkerPaths paths;
+    private PluginRegistry registry;
+    private VolumeOperations operations;
+    private VolumeSerializer serializer;
+    private KafkaEventPublisher publisher;
+    private PluginWatcher watcher;
+    private CommandConsumer consumer;
+    private ScheduledExecutorService scheduler;
+    private ExecutorService volumeExecutor;
+    private final AtomicInteger restoresPending = new AtomicInteger();
+    private volatile boolean started;
+
+    public NodeMountWorker(WorkerConfig config,
+                           @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092") String bootstrapServers,
+                           @ConfigProperty(name = TopicCatalog.PREFIX_PROPERTY, defaultValue = "") Optional<String> prefix,
+                           @ConfigProperty(name = "csi.secrets.keyring") Optional<String> keyring,
+                           @ConfigProperty(name = "csi.secrets.active-key") Optional<String> activeKey) {
+        this.config = config;
+        this.bootstrapServers = bootstrapServers;
+        this.topics = new TopicCatalog(prefix.orElse(""));
+        this.keyring = keyring;
+        this.activeKey = activeKey;
+    }
+
+    void onStart(@Observes StartupEvent event) throws IOException {
+        start();
+    }
+
+    void onStop(@Observes ShutdownEvent event) {
+        stop();
+    }
+
+    public synchronized void start() throws IOException {
+        String nodeId = PathSafeId.require("csi.worker.node-id", config.nodeId());
+        paths = new WorkerPaths(config.root(), new PosixDirs());
+        paths.ensureDirectory(paths.recordsDir());
+        publisher = new KafkaEventPublisher(bootstrapServers, topics, SOURCE, config.eventQueueCapacity());
+        publisher.start();
+        registry = new PluginRegistry();
+        scheduler = Executors.newScheduledThreadPool(2, daemon("csi-worker-scheduler"));
+        volumeExecutor = Executors.newFixedThreadPool(Math.max(1, config.concurrency()), daemon("csi-volume-op"));
+        serializer = new VolumeSerializer(volumeExecutor);
+        operations = new VolumeOperations(nodeId, paths, new MountRecordStore(paths), registry, MountInfo::readSelf,
+                secretOpener(), publisher::publish, clock);
+        for (String problem : operations.load()) {
+            LOG.error(problem);
+            publisher.publish(new NodeEvent(nodeId, null, NodeEventKind.RESTORE, "Unreadable mount record", null, null,
+                    null, null, false, problem, Map.of(), clock.instant()));
+        }
+        PluginSupervisor.Timing timing = new PluginSupervisor.Timing(config.connectTimeout(), config.probeTimeout(),
+                config.callTimeout(), config.callAttempts());
+        watcher = new PluginWatcher(config.pluginsDir(), nodeId, registry,
+                (pluginId, socket, settings) -> new PluginSupervisor(pluginId, nodeId, socket, settings, paths.root(),
+                        timing, publisher, this::healVolumesOf, clock),
+                scheduler, config.probeInterval(), config.heartbeatInterval(), config.rescanInterval(), publisher, clock);
+        restoreRecordedVolumes(nodeId);
+        watcher.start();
+        consumer = new CommandConsumer(bootstrapServers, config.consumerGroup().orElse("node-mount-worker-" + nodeId),
+                topics.name(Topic.NODE_COMMANDS), topics.deadLetterName(Topic.NODE_COMMANDS), nodeId, serializer,
+                this::handle, publisher);
+        consumer.start();
+        started = true;
+        LOG.infof("node-mount-worker of node %s started: root %s, plugins %s", nodeId, paths.root(), config.pluginsDir());
+    }
+
+    /** Runs a command; an unexpected failure is still answered, so the partition never stalls. */
+    private MountDone handle(NodeCommand command) {
+        try {
+            return operations.execute(command);
+        } catch (RuntimeException e) {
+            LOG.errorf(e, "command %s failed unexpectedly", command.commandId());
+            return new MountDone(command.commandId(), command.nodeId(), command.kind(), command.namespace(),
+                    command.volumeId(), command.allocationId(), false, "WORKER_ERROR",
+                    "node-mount-worker failed on this command: " + e.getClass().getSimpleName() + ": " + e.getMessage(),
+                    Map.of(), null, null, clock.instant());
+        }
+    }
+
+    /**
+     * For every recorded volume: wait (bounded) for its plugin, then verify and converge it. Runs
+     * in the background and needs no Kafka; what it did is reported as node events, which are
+     * delivered whenever Kafka is reachable.
+     */
+    private void restoreRecordedVolumes(String nodeId) {
+        Map<String, List<VolumeKey>> byPlugin = new LinkedHashMap<>();
+        for (Map.Entry<VolumeKey, VolumeRecord> e : operations.records().entrySet()) {
+            VolumeRecord r = e.getValue();
+            if (!r.idle()) {
+                byPlugin.computeIfAbsent(r.pluginId(), p -> new java.util.ArrayList<>()).add(e.getKey());
+            }
+        }
+        byPlugin.forEach((pluginId, keys) -> {
+            restoresPending.addAndGet(keys.size());
+            Instant deadline = clock.instant().plus(config.restorePluginTimeout());
+            CompletableFuture<Boolean> ready = new CompletableFuture<>();
+            ScheduledFuture<?> poll = scheduler.scheduleWithFixedDelay(() -> {
+                if (registry.node(pluginId).isPresent()) {
+                    ready.complete(true);
+                } else if (clock.instant().isAfter(deadline)) {
+                    ready.complete(false);
+                }
+            }, 0, 200, TimeUnit.MILLISECONDS);
+            ready.whenComplete((ok, failure) -> {
+                poll.cancel(false);
+                for (VolumeKey key : keys) {
+                    if (Boolean.TRUE.equals(ok)) {
+                        serializer.submit(key, () -> operations.restore(key))
+                                .whenComplete((c, f) -> restoresPending.decrementAndGet());
+                    } else {
+                        restoresPending.decrementAndGet();
+                        publisher.publish(new NodeEvent(nodeId, null, NodeEventKind.RESTORE,
+                                "Restore volume after worker restart", pluginId, key.namespace(), key.volumeId(), null,
+                                false, "CSI plugin '" + pluginId + "' did not become healthy within "
+                                + config.restorePluginTimeout() + "; volume not verified, it is restored when the plugin is back",
+                                Map.of(), clock.instant()));
+                    }
+                }
+            });
+        });
+    }
+
+    /** The volume healer: runs whenever a plugin becomes healthy (first time, again, or with a new socket). */
+    private void healVolumesOf(String pluginId) {
+        for (VolumeKey key : operations.volumesOf(pluginId)) {
+            serializer.submit(key, () -> operations.heal(key));
+        }
+    }
+
+    private SecretOpener secretOpener() {
+        if (keyring.isEmpty() || keyring.get().isBlank()) {
+            return (sealed, ns, vol) -> {
+                if (sealed == null) {
+                    return SecretPayload.EMPTY;
+                }
+                throw new IllegalStateException("the command carries sealed secrets but csi.secrets.keyring is not "
+                        + "configured on this node");
+            };
+        }
+        SecretSealer sealer = new SecretSealer(SecretKeyring.parse(keyring.get(), activeKey.orElse(null)));
+        return (sealed, ns, vol) -> sealer.open(sealed, SecretSealer.associatedData(ns, vol));
+    }
+
+    public synchronized void stop() {
+        if (!started) {
+            return;
+        }
+        started = false;
+        if (consumer != null) {
+            consumer.close();
+        }
+        if (watcher != null) {
+            watcher.close();
+        }
+        if (scheduler != null) {
+            scheduler.shutdownNow();
+        }
+        if (volumeExecutor != null) {
+            volumeExecutor.shutdown();
+            try {
+                volumeExecutor.awaitTermination(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (publisher != null) {
+            publisher.close(Duration.ofSeconds(10));
+        }
+    }
+
+    public boolean started() {
+        return started;
+    }
+
+    public boolean restoring() {
+        return restoresPending.get() > 0;
+    }
+
+    public PluginRegistry plugins() {
+        return registry;
+    }
+
+    public VolumeOperations operations() {
+        return operations;
+    }
+
+    public WorkerPaths paths() {
+        return paths;
+    }
+
+    public CommandConsumer consumer() {
+        return consumer;
+    }
+
+    private static java.util.concurrent.ThreadFactory daemon(String name) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+}

@@ -1,0 +1,66 @@
+package io.csiorchestrator.worker;
+
+import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithDefault;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+
+/** Settings of the node-mount-worker ({@code csi.worker.*}). */
+@ConfigMapping(prefix = "csi.worker")
+public interface WorkerConfig {
+
+    /** This node's id (a PathSafeId); the key of its node-commands records. */
+    String nodeId();
+
+    /** The worker's root: staging/, per-alloc/ and records/ live under it. Absolute. */
+    @WithDefault("/var/lib/csi-worker")
+    Path root();
+
+    /** Where plugins put {@code <plugin-id>/csi.sock}. */
+    @WithDefault("/var/lib/csi-worker/plugins")
+    Path pluginsDir();
+
+    /** How often each plugin is probed (fingerprinted until healthy). */
+    @WithDefault("5s")
+    Duration probeInterval();
+
+    /** The deadline of one probe. */
+    @WithDefault("5s")
+    Duration probeTimeout();
+
+    /** How often plugin-health is re-published as a heartbeat. */
+    @WithDefault("30s")
+    Duration heartbeatInterval();
+
+    /** The fallback rescan of the plugins directory (the WatchService triggers rescans at once). */
+    @WithDefault("2s")
+    Duration rescanInterval();
+
+    /** How long restore waits for a volume's plugin after a start before reporting it. */
+    @WithDefault("30s")
+    Duration restorePluginTimeout();
+
+    /** How long opening a plugin socket may take. */
+    @WithDefault("10s")
+    Duration connectTimeout();
+
+    /** Deadline of each attempt of a stage/publish/... call. */
+    @WithDefault("2m")
+    Duration callTimeout();
+
+    /** Attempts per plugin call (retrying UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ABORTED). */
+    @WithDefault("3")
+    int callAttempts();
+
+    /** Volumes operated on concurrently. */
+    @WithDefault("4")
+    int concurrency();
+
+    /** The consumer group under which this node's offsets are committed; default node-mount-worker-<node id>. */
+    Optional<String> consumerGroup();
+
+    /** Events kept in memory while Kafka is unreachable. */
+    @WithDefault("10000")
+    int eventQueueCapacity();
+}

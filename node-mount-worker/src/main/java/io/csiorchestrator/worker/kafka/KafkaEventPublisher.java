@@ -1,0 +1,170 @@
+package io.csiorchestrator.worker.kafka;
+
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.ContractEvent;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.TopicCatalog;
+import io.csiorchestrator.worker.EventSink;
+import java.time.Duration;
+import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.jboss.logging.Logger;
+
+/**
+ * Sends the worker's events in order from an in-memory queue on one thread. A record leaves the
+ * queue only once the broker acknowledged it, so while Kafka is unreachable (a disconnected node)
+ * events wait and are delivered once it is back. Every record carries the CloudEvents headers,
+ * created when the event is queued (a resend keeps its ce_id).
+ */
+public final class KafkaEventPublisher implements EventSink, AutoCloseable {
+
+    private static final Logger LOG = Logger.getLogger(KafkaEventPublisher.class);
+    private static final Duration SEND_TIMEOUT = Duration.ofSeconds(15);
+    private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
+
+    private record Pending(ProducerRecord<String, byte[]> record, CompletableFuture<Void> acked) {
+    }
+
+    private final TopicCatalog topics;
+    private final String source;
+    private final int capacity;
+    private final Properties producerConfig;
+    private final LinkedBlockingDeque<Pending> queue = new LinkedBlockingDeque<>();
+    private final CountDownLatch stopped = new CountDownLatch(1);
+    private volatile boolean closing;
+    private Thread thread;
+    private KafkaProducer<String, byte[]> producer;
+
+    public KafkaEventPublisher(String bootstrapServers, TopicCatalog topics, String source, int capacity) {
+        this.topics = topics;
+        this.source = source;
+        this.capacity = capacity;
+        producerConfig = new Properties();
+        producerConfig.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        producerConfig.put(ProducerConfig.ACKS_CONFIG, "all");
+        producerConfig.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        producerConfig.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        producerConfig.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "10000");
+        producerConfig.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        producerConfig.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "14000");
+        producerConfig.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        producerConfig.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        producerConfig.put(ProducerConfig.CLIENT_ID_CONFIG, "node-mount-worker-events");
+    }
+
+    public void start() {
+        thread = new Thread(this::run, "csi-event-publisher");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    @Override
+    public void publish(ContractEvent event) {
+        send(event);
+    }
+
+    /** Queues {@code event}; the future completes when the broker acknowledged it. */
+    public CompletableFuture<Void> send(ContractEvent event) {
+        ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(event.eventType().topic()),
+                event.recordKey(), EventCodec.encode(event));
+        CloudEventHeaders.create(event.eventType(), source).writeTo(record.headers());
+        return enqueue(record);
+    }
+
+    /** Queues a raw record (a dead letter). */
+    public CompletableFuture<Void> sendRaw(ProducerRecord<String, byte[]> record) {
+        return enqueue(record);
+    }
+
+    private CompletableFuture<Void> enqueue(ProducerRecord<String, byte[]> record) {
+        CompletableFuture<Void> acked = new CompletableFuture<>();
+        if (queue.size() >= capacity) {
+            Pending dropped = queue.pollFirst();
+            if (dropped != null) {
+                LOG.warnf("event queue full (%d): dropped the oldest event for %s", capacity, dropped.record().topic());
+                dropped.acked().completeExceptionally(new IllegalStateException("dropped: event queue full"));
+            }
+        }
+        queue.addLast(new Pending(record, acked));
+        return acked;
+    }
+
+    public int queued() {
+        return queue.size();
+    }
+
+    private void run() {
+        long backoffMs = 100;
+        while (!(closing && queue.isEmpty())) {
+            Pending next;
+            try {
+                next = queue.pollFirst(200, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                break;
+            }
+            if (next == null) {
+                continue;
+            }
+            try {
+                if (producer == null) {
+                    producer = new KafkaProducer<>(producerConfig);
+                }
+                producer.send(next.record()).get(SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                next.acked().complete(null);
+                backoffMs = 100;
+            } catch (InterruptedException e) {
+                queue.addFirst(next);
+                break;
+            } catch (ExecutionException | TimeoutException | RuntimeException e) {
+                queue.addFirst(next);
+                LOG.debugf("sending to %s failed (%s); retrying in %d ms", next.record().topic(), e.getMessage(), backoffMs);
+                if (closing) {
+                    break;
+                }
+                try {
+                    if (stopped.await(backoffMs, TimeUnit.MILLISECONDS)) {
+                        break;
+                    }
+                } catch (InterruptedException ie) {
+                    break;
+                }
+                backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF.toMillis());
+            }
+        }
+        if (producer != null) {
+            producer.close(Duration.ofSeconds(5));
+        }
+    }
+
+    /** Delivers what is queued (bounded by {@code timeout}), then stops. */
+    public void close(Duration timeout) {
+        closing = true;
+        if (thread != null) {
+            try {
+                thread.join(timeout.toMillis());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            stopped.countDown();
+            thread.interrupt();
+        }
+        if (!queue.isEmpty()) {
+            LOG.warnf("%d events could not be delivered before shutdown", queue.size());
+        }
+    }
+
+    @Override
+    public void close() {
+        close(Duration.ofSeconds(10));
+    }
+}

@@ -1,0 +1,150 @@
+package io.csiorchestrator.worker.plugin;
+
+import io.csiorchestrator.csi.CsiAccessMode;
+import io.csiorchestrator.csi.CsiAttachmentMode;
+import io.csiorchestrator.csi.CsiCallException;
+import io.csiorchestrator.csi.CsiPluginClient;
+import io.csiorchestrator.csi.CsiSocketException;
+import io.csiorchestrator.csi.MountOptions;
+import io.csiorchestrator.csi.VolumeCapabilities;
+import io.csiorchestrator.csi.v1.ControllerPublishVolumeRequest;
+import io.csiorchestrator.csi.v1.ControllerUnpublishVolumeRequest;
+import io.csiorchestrator.csi.v1.NodePublishVolumeRequest;
+import io.csiorchestrator.csi.v1.NodeStageVolumeRequest;
+import io.csiorchestrator.csi.v1.NodeUnpublishVolumeRequest;
+import io.csiorchestrator.csi.v1.NodeUnstageVolumeRequest;
+import io.csiorchestrator.csi.v1.VolumeCapability;
+import io.csiorchestrator.worker.mount.ControllerVolumePlugin;
+import io.csiorchestrator.worker.mount.NodeVolumePlugin;
+import io.csiorchestrator.worker.mount.PluginCallFailure;
+import io.csiorchestrator.worker.mount.VolumeRequest;
+import io.smallrye.mutiny.Uni;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+
+/**
+ * One plugin's node and controller services over the csi-client library: builds the CSI
+ * requests (capability from access and attachment mode, fs type and flags; paths translated for
+ * a containerized plugin), waits for the client's retried call, and turns its failures into
+ * {@link PluginCallFailure}s carrying the client's operator message.
+ */
+public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolumePlugin {
+
+    private final String pluginId;
+    private final CsiPluginClient client;
+    private final boolean requiresStaging;
+    private final PluginSettings settings;
+    private final Path workerRoot;
+    private final Duration callLimit;
+
+    public CsiVolumePlugin(String pluginId, CsiPluginClient client, boolean requiresStaging, PluginSettings settings,
+                           Path workerRoot, Duration callLimit) {
+        this.pluginId = pluginId;
+        this.client = client;
+        this.requiresStaging = requiresStaging;
+        this.settings = settings;
+        this.workerRoot = workerRoot;
+        this.callLimit = callLimit;
+    }
+
+    @Override
+    public String pluginId() {
+        return pluginId;
+    }
+
+    @Override
+    public boolean requiresStaging() {
+        return requiresStaging;
+    }
+
+    @Override
+    public void stage(VolumeRequest r) {
+        NodeStageVolumeRequest request = NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(r.externalVolumeId())
+                .putAllPublishContext(r.publishContext())
+                .setStagingTargetPath(plugin(r.stagingPath()))
+                .setVolumeCapability(capability(r))
+                .putAllSecrets(r.secrets())
+                .putAllVolumeContext(r.volumeContext())
+                .build();
+        await(client.nodeStage(request));
+    }
+
+    @Override
+    public void unstage(String externalVolumeId, Path stagingPath) {
+        await(client.nodeUnstage(NodeUnstageVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
+                .setStagingTargetPath(plugin(stagingPath)).build()));
+    }
+
+    @Override
+    public void publish(VolumeRequest r) {
+        NodePublishVolumeRequest.Builder request = NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(r.externalVolumeId())
+                .putAllPublishContext(r.publishContext())
+                .setTargetPath(plugin(r.targetPath()))
+                .setVolumeCapability(capability(r))
+                .setReadonly(r.readOnly())
+                .putAllSecrets(r.secrets())
+                .putAllVolumeContext(r.volumeContext());
+        if (requiresStaging && r.stagingPath() != null) {
+            request.setStagingTargetPath(plugin(r.stagingPath()));
+        }
+        await(client.nodePublish(request.build()));
+    }
+
+    @Override
+    public void unpublish(String externalVolumeId, Path targetPath) {
+        await(client.nodeUnpublish(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
+                .setTargetPath(plugin(targetPath)).build()));
+    }
+
+    @Override
+    public Map<String, String> controllerPublish(VolumeRequest r, String externalNodeId) {
+        ControllerPublishVolumeRequest request = ControllerPublishVolumeRequest.newBuilder()
+                .setVolumeId(r.externalVolumeId())
+                .setNodeId(externalNodeId)
+                .setVolumeCapability(capability(r))
+                .setReadonly(r.readOnly())
+                .putAllSecrets(r.secrets())
+                .putAllVolumeContext(r.volumeContext())
+                .build();
+        return await(client.controllerPublish(request)).getPublishContextMap();
+    }
+
+    @Override
+    public void controllerUnpublish(String externalVolumeId, String externalNodeId, Map<String, String> secrets) {
+        await(client.controllerUnpublish(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
+                .setNodeId(externalNodeId).putAllSecrets(secrets).build()));
+    }
+
+    private String plugin(Path hostPath) {
+        return settings.translate(workerRoot, hostPath).toString();
+    }
+
+    private static VolumeCapability capability(VolumeRequest r) {
+        try {
+            CsiAccessMode access = CsiAccessMode.fromExternalName(r.accessMode().wire());
+            CsiAttachmentMode attachment = CsiAttachmentMode.fromExternalName(r.attachmentMode().wire());
+            MountOptions options = attachment == CsiAttachmentMode.BLOCK_DEVICE ? MountOptions.NONE
+                    : new MountOptions(r.fsType(), r.mountFlags());
+            return VolumeCapabilities.build(access, attachment, options);
+        } catch (IllegalArgumentException | NullPointerException e) {
+            throw new PluginCallFailure("INVALID_ARGUMENT", "invalid volume capability for volume "
+                    + r.externalVolumeId() + ": " + e.getMessage(), false);
+        }
+    }
+
+    private <T> T await(Uni<T> call) {
+        try {
+            return call.await().atMost(callLimit);
+        } catch (CsiCallException e) {
+            throw new PluginCallFailure(e.code().name(), e.getMessage(), e.isUncertain());
+        } catch (CsiSocketException e) {
+            throw new PluginCallFailure("UNAVAILABLE", e.getMessage(), true);
+        } catch (io.smallrye.mutiny.TimeoutException e) {
+            throw new PluginCallFailure("DEADLINE_EXCEEDED", "CSI plugin '" + pluginId + "' did not answer within "
+                    + callLimit + "; the operation may still complete", true);
+        }
+    }
+}

@@ -1,0 +1,266 @@
+package io.csiorchestrator.worker.plugin;
+
+import io.csiorchestrator.csi.CsiClientOptions;
+import io.csiorchestrator.csi.CsiPluginClient;
+import io.csiorchestrator.csi.PluginFingerprint;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.NodeInfo;
+import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.events.PluginType;
+import io.csiorchestrator.worker.EventSink;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Consumer;
+import org.jboss.logging.Logger;
+
+/**
+ * Supervises one CSI plugin on this node: connects to its socket, fingerprints it (plugin info,
+ * capabilities, node info, node and controller capabilities), probes it, derives its type, and
+ * publishes {@code plugin-health} on every health transition and as a heartbeat, with a node event
+ * per transition. Whenever the plugin becomes healthy (first time, after being unhealthy, or after
+ * its socket was replaced), {@code onHealthy} is called, so the volume healer can check the
+ * plugin's volumes (it calls the plugin only where a staging or publication is gone).
+ */
+public final class PluginSupervisor {
+
+    private static final Logger LOG = Logger.getLogger(PluginSupervisor.class);
+
+    /** Durations of supervision. */
+    public record Timing(Duration connectTimeout, Duration probeTimeout, Duration callTimeout, int callAttempts) {
+    }
+
+    private final String pluginId;
+    private final String nodeId;
+    private final Path socket;
+    private final PluginSettings settings;
+    private final Path workerRoot;
+    private final Timing timing;
+    private final EventSink sink;
+    private final Consumer<String> onHealthy;
+    private final Clock clock;
+
+    private CsiPluginClient client;
+    private Object socketIdentity;
+    private PluginFingerprint fingerprint;
+    private CsiVolumePlugin volumes;
+    private Boolean healthy;
+    private boolean restartPending;
+    private String description = "not checked yet";
+    private boolean stopped;
+
+    public PluginSupervisor(String pluginId, String nodeId, Path socket, PluginSettings settings, Path workerRoot,
+                            Timing timing, EventSink sink, Consumer<String> onHealthy, Clock clock) {
+        this.pluginId = pluginId;
+        this.nodeId = nodeId;
+        this.socket = socket;
+        this.settings = settings;
+        this.workerRoot = workerRoot;
+        this.timing = timing;
+        this.sink = sink;
+        this.onHealthy = onHealthy;
+        this.clock = clock;
+    }
+
+    public String pluginId() {
+        return pluginId;
+    }
+
+    public Path socket() {
+        return socket;
+    }
+
+    public synchronized boolean healthy() {
+        return Boolean.TRUE.equals(healthy) && !stopped;
+    }
+
+    public synchronized String description() {
+        return description;
+    }
+
+    public synchronized Optional<PluginFingerprint> fingerprint() {
+        return Optional.ofNullable(fingerprint);
+    }
+
+    public synchronized PluginType type() {
+        return settings.type().orElseGet(() -> deriveType(fingerprint));
+    }
+
+    /** The plugin's services, while it is healthy. */
+    public synchronized Optional<CsiVolumePlugin> volumesIfHealthy() {
+        return healthy() ? Optional.ofNullable(volumes) : Optional.empty();
+    }
+
+    public synchronized boolean hasNodeService() {
+        PluginType type = type();
+        return type == PluginType.NODE || type == PluginType.MONOLITH;
+    }
+
+    public synchronized boolean hasControllerService() {
+        PluginType type = type();
+        return type == PluginType.CONTROLLER || type == PluginType.MONOLITH;
+    }
+
+    static PluginType deriveType(PluginFingerprint fp) {
+        if (fp == null) {
+            return PluginType.NODE;
+        }
+        boolean controller = fp.hasControllerService();
+        boolean node = fp.node().isPresent();
+        if (controller && node) {
+            return PluginType.MONOLITH;
+        }
+        return controller ? PluginType.CONTROLLER : PluginType.NODE;
+    }
+
+    /** One supervision step: (re)connect, fingerprint or probe, publish a transition. */
+    public void check() {
+        boolean runRestart = false;
+        synchronized (this) {
+            if (stopped) {
+                return;
+            }
+            try {
+                Object identity = socketIdentity();
+                if (client != null && identity != null && !identity.equals(socketIdentity)) {
+                    LOG.infof("socket of CSI plugin %s was replaced; reconnecting", pluginId);
+                    closeClient();
+                    restartPending = true;
+                }
+                if (client == null) {
+                    client = CsiPluginClient.connect(socket, clientOptions()).await()
+                            .atMost(timing.connectTimeout().plusSeconds(1));
+                    socketIdentity = identity;
+                    fingerprint = null;
+                }
+                if (fingerprint == null || !Boolean.TRUE.equals(healthy)) {
+                    PluginFingerprint fp = probeClient().fingerprint().await().atMost(timing.probeTimeout().multipliedBy(6));
+                    if (!fp.ready()) {
+                        transition(false, "plugin answered Probe with ready=false (still starting)");
+                        return;
+                    }
+                    fingerprint = fp;
+                    volumes = new CsiVolumePlugin(pluginId, client, fp.requiresStaging(), settings, workerRoot,
+                            timing.callTimeout().multipliedBy(timing.callAttempts()).plusSeconds(30));
+                } else {
+                    Boolean ready = probeClient().probe().await().atMost(timing.probeTimeout().plusSeconds(1));
+                    if (!Boolean.TRUE.equals(ready)) {
+                        transition(false, "plugin answered Probe with ready=false");
+                        return;
+                    }
+                }
+                boolean wasHealthy = Boolean.TRUE.equals(healthy);
+                if (!wasHealthy) {
+                    restartPending = true;
+                }
+                transition(true, "plugin is ready");
+                if (restartPending) {
+                    restartPending = false;
+                    runRestart = true;
+                }
+            } catch (RuntimeException e) {
+                closeClient();
+                transition(false, e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+            }
+        }
+        if (runRestart) {
+            LOG.debugf("CSI plugin %s became healthy; checking its volumes", pluginId);
+            onHealthy.accept(pluginId);
+        }
+    }
+
+    /** Publishes the current state as a heartbeat. */
+    public synchronized void heartbeat() {
+        if (!stopped && healthy != null) {
+            sink.publish(health(Boolean.TRUE.equals(healthy), true));
+        }
+    }
+
+    /** Stops supervision: publishes a last unhealthy fingerprint and closes the connection. */
+    public synchronized void stop(String reason) {
+        if (stopped) {
+            return;
+        }
+        healthy = false;
+        description = reason;
+        sink.publish(health(false, false));
+        stopped = true;
+        closeClient();
+    }
+
+    private void transition(boolean nowHealthy, String why) {
+        boolean changed = healthy == null || healthy != nowHealthy;
+        healthy = nowHealthy;
+        description = why;
+        if (!changed) {
+            return;
+        }
+        LOG.infof("CSI plugin %s on node %s is now %s: %s", pluginId, nodeId, nowHealthy ? "healthy" : "unhealthy", why);
+        sink.publish(health(nowHealthy, false));
+        sink.publish(new NodeEvent(nodeId, null, NodeEventKind.PLUGIN_HEALTH,
+                "Plugin " + pluginId + " is " + (nowHealthy ? "healthy" : "unhealthy"), pluginId, null, null, null,
+                nowHealthy, nowHealthy ? null : why, Map.of("socket", socket.toString()), clock.instant()));
+    }
+
+    private PluginHealth health(boolean isHealthy, boolean heartbeat) {
+        PluginFingerprint fp = fingerprint;
+        NodeInfo nodeInfo = fp == null ? null : fp.node()
+                .filter(n -> n.nodeId() != null && !n.nodeId().isEmpty())
+                .map(n -> new NodeInfo(n.nodeId(), n.maxVolumesPerNode(), n.topology())).orElse(null);
+        return new PluginHealth(pluginId, nodeId, type(), isHealthy, truncate(description),
+                fp == null ? null : emptyToNull(fp.name()), fp == null ? null : emptyToNull(fp.vendorVersion()),
+                fp == null ? List.of() : fp.pluginCapabilities().stream().map(Enum::name).sorted().toList(),
+                fp == null ? List.of() : fp.controllerCapabilities().stream().map(Enum::name).sorted().toList(),
+                fp == null ? List.of() : fp.node().map(n -> n.capabilities().stream().map(Enum::name).sorted().toList())
+                        .orElse(List.of()),
+                nodeInfo, heartbeat, clock.instant());
+    }
+
+    private CsiClientOptions clientOptions() {
+        CsiClientOptions defaults = CsiClientOptions.defaults();
+        return defaults.withConnectTimeout(timing.connectTimeout())
+                .withRetryPolicy(defaults.retryPolicy().withMaxAttempts(timing.callAttempts())
+                        .withPerAttemptTimeout(timing.callTimeout()));
+    }
+
+    private CsiPluginClient probeClient() {
+        return client.withOptions(client.options().withRetryPolicy(
+                client.options().retryPolicy().withMaxAttempts(1).withPerAttemptTimeout(timing.probeTimeout())));
+    }
+
+    private Object socketIdentity() {
+        try {
+            return Files.readAttributes(socket, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).fileKey();
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    private void closeClient() {
+        if (client != null) {
+            try {
+                client.close();
+            } catch (RuntimeException e) {
+                LOG.debugf("closing the client of %s: %s", pluginId, e.getMessage());
+            }
+            client = null;
+            volumes = null;
+        }
+    }
+
+    private static String emptyToNull(String s) {
+        return s == null || s.isEmpty() ? null : s;
+    }
+
+    private static String truncate(String s) {
+        return s == null || s.length() <= 4000 ? s : s.substring(0, 4000);
+    }
+}
