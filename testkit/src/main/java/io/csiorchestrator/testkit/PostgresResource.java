@@ -14,10 +14,11 @@ import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
  * {@code quarkus.datasource."<name>".*}):
  * <ul>
  *   <li>{@code quarkus.datasource.username} / {@code quarkus.datasource.password}</li>
- *   <li>{@code quarkus.datasource.reactive.url} = {@code postgresql://127.0.0.1:<port>/test_<n>} — when the
- *       application has a reactive datasource extension (or init arg {@value #REACTIVE} = {@code true})</li>
- *   <li>{@code quarkus.datasource.jdbc.url} = {@code jdbc:postgresql://127.0.0.1:<port>/test_<n>} — when the
- *       application has the JDBC (Agroal) extension (or init arg {@value #JDBC} = {@code true})</li>
+ *   <li>{@code quarkus.datasource.reactive.url} = {@code postgresql://127.0.0.1:<port>/test_<n>}</li>
+ *   <li>{@code quarkus.datasource.jdbc.url} = {@code jdbc:postgresql://127.0.0.1:<port>/test_<n>} — returned even
+ *       without the JDBC (Agroal) extension, since applications read it themselves (e.g. to run Flyway over plain
+ *       JDBC); Quarkus then logs an "Unrecognized configuration key" warning, harmless. Init arg
+ *       {@value #JDBC} = {@code false} leaves it out.</li>
  * </ul>
  * Left out on purpose: {@code quarkus.datasource.db-kind} and {@code quarkus.datasource.devservices.enabled}.
  * Both are build-time properties, and Quarkus (3.22+) builds the test application before test resources start,
@@ -27,7 +28,7 @@ import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
  * extensions, {@code quarkus.datasource.db-kind=postgresql}.
  *
  * <p>Init args: {@value #DATASOURCE} (a named datasource), {@value #JDBC} / {@value #REACTIVE}
- * ({@code true}/{@code false} to force a URL in or out instead of detecting the extension).
+ * ({@code false} to leave that URL out; default {@code true}).
  */
 public class PostgresResource implements QuarkusTestResourceLifecycleManager {
 
@@ -35,14 +36,9 @@ public class PostgresResource implements QuarkusTestResourceLifecycleManager {
     public static final String JDBC = "jdbc";
     public static final String REACTIVE = "reactive";
 
-    /** A class of quarkus-agroal (JDBC datasources). */
-    private static final String AGROAL_MARKER = "io.quarkus.agroal.DataSource";
-    /** A class of quarkus-reactive-datasource (reactive datasources). */
-    private static final String REACTIVE_MARKER = "io.quarkus.reactive.datasource.ReactiveDataSource";
-
     private String datasource;
-    private boolean jdbc;
-    private boolean reactive;
+    private boolean jdbc = true;
+    private boolean reactive = true;
     private String database;
 
     /** JDBC URL of a database on the JVM's shared server (starting it if needed), e.g. {@link #database()}. */
@@ -74,28 +70,8 @@ public class PostgresResource implements QuarkusTestResourceLifecycleManager {
     public void init(Map<String, String> initArgs) {
         String name = initArgs.get(DATASOURCE);
         datasource = name == null || name.isBlank() ? null : name.trim();
-        jdbc = flag(initArgs.get(JDBC), AGROAL_MARKER);
-        reactive = flag(initArgs.get(REACTIVE), REACTIVE_MARKER);
-    }
-
-    private static boolean flag(String value, String markerClass) {
-        if (value != null && !value.isBlank()) {
-            return Boolean.parseBoolean(value.trim());
-        }
-        return visible(markerClass, Thread.currentThread().getContextClassLoader())
-            || visible(markerClass, PostgresResource.class.getClassLoader());
-    }
-
-    private static boolean visible(String className, ClassLoader loader) {
-        if (loader == null) {
-            return false;
-        }
-        try {
-            Class.forName(className, false, loader);
-            return true;
-        } catch (ClassNotFoundException | LinkageError e) {
-            return false;
-        }
+        jdbc = !"false".equalsIgnoreCase(initArgs.getOrDefault(JDBC, "true").trim());
+        reactive = !"false".equalsIgnoreCase(initArgs.getOrDefault(REACTIVE, "true").trim());
     }
 
     @Override

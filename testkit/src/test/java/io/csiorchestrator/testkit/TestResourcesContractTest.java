@@ -45,8 +45,7 @@ class TestResourcesContractTest {
     @Test
     void postgresResourceGivesEachStartAFreshDatabaseAndDropsItOnStop() throws Exception {
         PostgresResource resource = new PostgresResource();
-        resource.init(Map.of(PostgresResource.DATASOURCE, "inventory", PostgresResource.JDBC, "true",
-            PostgresResource.REACTIVE, "true"));
+        resource.init(Map.of(PostgresResource.DATASOURCE, "inventory"));
         Map<String, String> config = resource.start();
         String database = resource.database();
         assertTrue(database.matches("test_\\d+"), database);
@@ -65,7 +64,7 @@ class TestResourcesContractTest {
         }
 
         PostgresResource another = new PostgresResource();
-        another.init(Map.of(PostgresResource.JDBC, "false", PostgresResource.REACTIVE, "true"));
+        another.init(Map.of(PostgresResource.JDBC, "false"));
         Map<String, String> anotherConfig = another.start();
         try {
             assertEquals(3, anotherConfig.size(), anotherConfig.toString());
