@@ -1,0 +1,184 @@
+package io.csiorchestrator.plugins;
+
+import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.plugins.domain.HealthDecision;
+import io.csiorchestrator.plugins.domain.InstanceRules;
+import io.csiorchestrator.plugins.domain.PluginInstance;
+import io.csiorchestrator.plugins.domain.PluginStatusCalculator;
+import io.csiorchestrator.plugins.messaging.PluginStatusPublisher;
+import io.csiorchestrator.plugins.store.PluginInstanceRow;
+import io.csiorchestrator.plugins.store.PluginRow;
+import io.csiorchestrator.plugins.store.PluginStore;
+import io.smallrye.mutiny.Multi;
+import io.smallrye.mutiny.Uni;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import org.hibernate.reactive.mutiny.Mutiny;
+import org.jboss.logging.Logger;
+
+/**
+ * Applies health reports and the expiry sweep to the stored plugins, one plugin at a time under its
+ * row lock, and publishes the plugin's status after the change has committed.
+ *
+ * <p>Each change runs: lock the plugin row, load its instances, decide with the pure
+ * {@link InstanceRules}, recompute the status from the whole instance list with
+ * {@link PluginStatusCalculator}, store, commit; then publish. A status is published when it
+ * changed (heartbeats that change nothing but times are not published), and again when a report is
+ * redelivered, so a crash between commit and publication is repaired by the redelivery; that
+ * re-publication carries the same value.
+ */
+@ApplicationScoped
+public class PluginRegistry {
+
+    private static final Logger LOG = Logger.getLogger(PluginRegistry.class);
+
+    @Inject
+    Mutiny.SessionFactory sessionFactory;
+    @Inject
+    PluginStore store;
+    @Inject
+    InstanceRules rules;
+    @Inject
+    PluginStatusPublisher publisher;
+    @Inject
+    Clock clock;
+
+    /** What a report did. */
+    public enum Outcome {
+        /** The plugin's status changed and was published. */
+        CHANGED,
+        /** A newer report that changed nothing but times (a heartbeat): stored, not published. */
+        HEARTBEAT,
+        /** The same report again: nothing stored, the current status published again. */
+        DUPLICATE,
+        /** An older report: ignored. */
+        STALE
+    }
+
+    /** Applies one valid {@code plugin-health} report. */
+    public Uni<Outcome> record(PluginHealth report) {
+        return sessionFactory.withTransaction(session -> apply(session, report, 0))
+                .call(outcome -> outcome == Outcome.CHANGED || outcome == Outcome.DUPLICATE
+                        ? publisher.publishCurrent(report.pluginId())
+                        : Uni.createFrom().voidItem());
+    }
+
+    private Uni<Outcome> apply(Mutiny.Session session, PluginHealth report, int attempt) {
+        Instant now = PluginInstance.toStoredPrecision(clock.instant());
+        return store.lockOrCreate(session, report.pluginId(), now).chain(plugin -> {
+            if (plugin == null) {
+                // A sweep removed the plugin between our insert and our lock: insert it again.
+                if (attempt >= 3) {
+                    return Uni.createFrom().failure(new IllegalStateException(
+                            "plugin " + report.pluginId() + " kept disappearing while recording a report"));
+                }
+                return apply(session, report, attempt + 1);
+            }
+            return store.instances(session, report.pluginId()).chain(rows -> applyLocked(session, plugin, rows, report, now));
+        });
+    }
+
+    private Uni<Outcome> applyLocked(Mutiny.Session session, PluginRow plugin, List<PluginInstanceRow> rows,
+                                     PluginHealth report, Instant now) {
+        List<PluginInstance> before = rows.stream().map(PluginInstanceRow::toInstance).toList();
+        PluginInstanceRow storedRow = rows.stream().filter(r -> r.id.nodeId.equals(report.nodeId())).findFirst().orElse(null);
+        PluginInstance stored = storedRow == null ? null : storedRow.toInstance();
+        HealthDecision decision = rules.decide(stored, report, now);
+        if (decision instanceof HealthDecision.Duplicate) {
+            LOG.debugf("duplicate report of plugin %s on node %s", report.pluginId(), report.nodeId());
+            return Uni.createFrom().item(Outcome.DUPLICATE);
+        }
+        if (decision instanceof HealthDecision.Stale stale) {
+            LOG.debugf("ignored report of plugin %s on node %s observed at %s: %s is stored", report.pluginId(),
+                    report.nodeId(), report.observedAt(), stale.storedObservedAt());
+            return Uni.createFrom().item(Outcome.STALE);
+        }
+        PluginInstance accepted = ((HealthDecision.Accepted) decision).instance();
+        List<PluginInstance> after = new ArrayList<>(before);
+        after.removeIf(i -> i.nodeId().equals(accepted.nodeId()));
+        after.add(accepted);
+        Outcome outcome = recompute(plugin, before, after, now) ? Outcome.CHANGED : Outcome.HEARTBEAT;
+        if (storedRow == null) {
+            return session.persist(PluginInstanceRow.of(accepted)).replaceWith(outcome);
+        }
+        storedRow.take(accepted);
+        return Uni.createFrom().item(outcome);
+    }
+
+    /**
+     * Recomputes the plugin's status from {@code after}; when it differs from the one of {@code before}
+     * (times aside), stores it with {@code updatedAt = now}. Returns whether it changed.
+     */
+    private static boolean recompute(PluginRow plugin, List<PluginInstance> before, List<PluginInstance> after, Instant now) {
+        PluginStatus old = PluginStatusCalculator.calculate(plugin.id, before, plugin.updatedAt);
+        PluginStatus fresh = PluginStatusCalculator.calculate(plugin.id, after, now);
+        if (!before.isEmpty() && PluginStatusCalculator.sameStatus(old, fresh)) {
+            return false;
+        }
+        plugin.takeStatus(fresh);
+        return true;
+    }
+
+    /**
+     * Silences the instances not heard from within the TTL and removes those not heard from within
+     * the removal delay (and plugins left without instances), publishing each changed plugin.
+     *
+     * @return how many plugins changed or were removed
+     */
+    public Uni<Integer> sweep() {
+        Instant now = PluginInstance.toStoredPrecision(clock.instant());
+        return sessionFactory.withSession(session -> store.pluginsDueForSweep(session,
+                        rules.silentIfReceivedBefore(now), rules.removedIfReceivedBefore(now)))
+                .chain(pluginIds -> Multi.createFrom().iterable(pluginIds)
+                        .onItem().transformToUniAndConcatenate(pluginId -> sweepPlugin(pluginId, now)
+                                .call(changed -> changed ? publisher.publishCurrent(pluginId) : Uni.createFrom().voidItem())
+                                .onFailure().recoverWithItem(failure -> {
+                                    LOG.warnf(failure, "sweep of plugin %s failed; the next sweep tries again", pluginId);
+                                    return false;
+                                }))
+                        .filter(Boolean::booleanValue)
+                        .collect().asList()
+                        .map(List::size));
+    }
+
+    private Uni<Boolean> sweepPlugin(String pluginId, Instant now) {
+        return sessionFactory.withTransaction(session -> store.lock(session, pluginId).chain(plugin -> {
+            if (plugin == null) {
+                return Uni.createFrom().item(false);
+            }
+            return store.instances(session, pluginId).chain(rows -> {
+                List<PluginInstance> before = rows.stream().map(PluginInstanceRow::toInstance).toList();
+                InstanceRules.SweepResult result = rules.sweep(before, now);
+                if (!result.changed()) {
+                    return Uni.createFrom().item(false);
+                }
+                if (!result.silenced().isEmpty()) {
+                    LOG.infof("plugin %s: no heartbeat within %s from node(s) %s", pluginId, rules.instanceTtl(), result.silenced());
+                }
+                if (!result.removed().isEmpty()) {
+                    LOG.infof("plugin %s: removed the instance(s) on node(s) %s, silent for more than %s",
+                            pluginId, result.removed(), rules.removeAfter());
+                }
+                if (result.pluginGone()) {
+                    LOG.infof("plugin %s: removed, no instance left", pluginId);
+                    return store.deleteInstances(session, pluginId, result.removed())
+                            .chain(() -> store.deletePlugin(session, pluginId))
+                            .replaceWith(true);
+                }
+                for (PluginInstance kept : result.kept()) {
+                    if (result.silenced().contains(kept.nodeId())) {
+                        rows.stream().filter(r -> r.id.nodeId.equals(kept.nodeId())).findFirst()
+                                .ifPresent(row -> row.take(kept));
+                    }
+                }
+                recompute(plugin, before, result.kept(), now);
+                return store.deleteInstances(session, pluginId, result.removed()).replaceWith(true);
+            });
+        }));
+    }
+}

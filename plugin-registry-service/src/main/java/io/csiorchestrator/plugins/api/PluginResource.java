@@ -1,0 +1,69 @@
+package io.csiorchestrator.plugins.api;
+
+import io.csiorchestrator.events.PathSafeId;
+import io.csiorchestrator.events.Violation;
+import io.csiorchestrator.plugins.store.PluginInstanceRow;
+import io.csiorchestrator.plugins.store.PluginStore;
+import io.smallrye.mutiny.Uni;
+import jakarta.inject.Inject;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import java.util.List;
+import java.util.Optional;
+import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.media.Content;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
+import org.eclipse.microprofile.openapi.annotations.responses.APIResponse;
+import org.eclipse.microprofile.openapi.annotations.tags.Tag;
+import org.hibernate.reactive.mutiny.Mutiny;
+
+/** The registry over HTTP: every plugin with its counts, and one plugin with every instance. */
+@Path("/v1/plugins")
+@Produces(MediaType.APPLICATION_JSON)
+@Tag(name = "plugins", description = "CSI plugins, their instances per node and their health")
+public class PluginResource {
+
+    @Inject
+    Mutiny.SessionFactory sessionFactory;
+    @Inject
+    PluginStore store;
+
+    @GET
+    @Operation(summary = "Every plugin with its healthy and expected controllers and nodes, by id")
+    @APIResponse(responseCode = "200", content = @Content(mediaType = MediaType.APPLICATION_JSON,
+            schema = @Schema(implementation = PluginViews.PluginSummary.class, type = org.eclipse.microprofile.openapi.annotations.enums.SchemaType.ARRAY)))
+    public Uni<List<PluginViews.PluginSummary>> list() {
+        return sessionFactory.withSession(session -> store.all(session))
+                .map(rows -> rows.stream().map(PluginViews.PluginSummary::of).toList());
+    }
+
+    @GET
+    @Path("/{id}")
+    @Operation(summary = "One plugin with every instance on every node")
+    @APIResponse(responseCode = "200", content = @Content(mediaType = MediaType.APPLICATION_JSON,
+            schema = @Schema(implementation = PluginViews.PluginDetail.class)))
+    @APIResponse(responseCode = "400", description = "the id is not a valid plugin id",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = PluginViews.Error.class)))
+    @APIResponse(responseCode = "404", description = "no such plugin",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = PluginViews.Error.class)))
+    public Uni<Response> get(@PathParam("id") String id) {
+        Optional<String> problem = PathSafeId.problem(id);
+        if (problem.isPresent()) {
+            return Uni.createFrom().item(error(Response.Status.BAD_REQUEST, "invalid request",
+                    List.of(new PluginViews.Problem("id", Violation.quote(id), problem.get()))));
+        }
+        return sessionFactory.withSession(session -> store.find(session, id).chain(row -> row == null
+                ? Uni.createFrom().item(error(Response.Status.NOT_FOUND, "plugin " + Violation.quote(id) + " not found", List.of()))
+                : store.instances(session, id).map(rows -> Response.ok(PluginViews.PluginDetail.of(row,
+                        rows.stream().map(PluginInstanceRow::toInstance).toList())).build())));
+    }
+
+    private static Response error(Response.Status status, String message, List<PluginViews.Problem> problems) {
+        return Response.status(status).type(MediaType.APPLICATION_JSON)
+                .entity(new PluginViews.Error(message, problems)).build();
+    }
+}

@@ -1,0 +1,43 @@
+package io.csiorchestrator.plugins.config;
+
+import io.quarkus.runtime.StartupEvent;
+import jakarta.annotation.Priority;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.interceptor.Interceptor;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.flywaydb.core.Flyway;
+import org.jboss.logging.Logger;
+
+/**
+ * Migrates the schema with Flyway ({@code db/migration}) over JDBC at start, before the Kafka
+ * consumer, the sweep or the REST API touch the database. The application itself uses the reactive
+ * client only.
+ */
+@ApplicationScoped
+public class DatabaseMigrations {
+
+    private static final Logger LOG = Logger.getLogger(DatabaseMigrations.class);
+
+    @ConfigProperty(name = "quarkus.datasource.jdbc.url")
+    String url;
+    @ConfigProperty(name = "quarkus.datasource.username")
+    String username;
+    @ConfigProperty(name = "quarkus.datasource.password", defaultValue = "")
+    String password;
+    @ConfigProperty(name = "csi.registry.migrate-at-start", defaultValue = "true")
+    boolean migrateAtStart;
+
+    void migrate(@Observes @Priority(Interceptor.Priority.PLATFORM_BEFORE) StartupEvent event) {
+        if (!migrateAtStart) {
+            return;
+        }
+        var result = Flyway.configure()
+                .dataSource(url, username, password)
+                .locations("classpath:db/migration")
+                .load()
+                .migrate();
+        LOG.infof("database schema at version %s (%d migration(s) applied)",
+                result.targetSchemaVersion, result.migrationsExecuted);
+    }
+}

@@ -1,0 +1,22 @@
+package io.csiorchestrator.plugins.config;
+
+import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithDefault;
+import java.time.Duration;
+
+/** Settings of the registry's liveness rules, under {@code csi.registry}. */
+@ConfigMapping(prefix = "csi.registry")
+public interface RegistryConfig {
+
+    /** An instance with no new report for longer than this turns unhealthy (three 30 s heartbeats). */
+    @WithDefault("90s")
+    Duration instanceTtl();
+
+    /** An instance with no new report for longer than this is removed; a plugin left without instances too. */
+    @WithDefault("1h")
+    Duration pluginGcAfter();
+
+    /** How often the expiry sweep runs (read by the scheduler as {@code csi.registry.sweep-interval}). */
+    @WithDefault("5s")
+    Duration sweepInterval();
+}

@@ -1,0 +1,74 @@
+package io.csiorchestrator.plugins.messaging;
+
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.MalformedEventException;
+import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.plugins.PluginRegistry;
+import io.smallrye.mutiny.Uni;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.Header;
+import org.eclipse.microprofile.reactive.messaging.Incoming;
+import org.jboss.logging.Logger;
+
+/**
+ * Reads {@code plugin-health}. A record that is not a valid report (not JSON, a missing or invalid
+ * field, a hostile id, a key that does not match its body, a foreign {@code ce_type}) fails with a
+ * {@link MalformedEventException}: the channel's dead-letter-queue strategy sends it to
+ * {@code <prefix>plugin-health-dead-letter} with the exception message as {@code dead-letter-reason},
+ * and the next record is processed. Any other failure (the database being unreachable, say) is
+ * retried with backoff first, so a valid report is not dead-lettered by a short outage.
+ */
+@ApplicationScoped
+public class PluginHealthConsumer {
+
+    private static final Logger LOG = Logger.getLogger(PluginHealthConsumer.class);
+    private static final String EVENT = EventType.PLUGIN_HEALTH.displayName();
+
+    @Inject
+    PluginRegistry registry;
+
+    @Incoming("plugin-health")
+    public Uni<Void> consume(ConsumerRecord<String, String> record) {
+        PluginHealth report;
+        try {
+            report = read(record);
+        } catch (MalformedEventException e) {
+            LOG.warnf("dead-lettering %s record %s-%d@%d: %s", EVENT, record.topic(), record.partition(),
+                    record.offset(), e.getMessage());
+            return Uni.createFrom().failure(e);
+        }
+        return registry.record(report)
+                .onFailure(failure -> !(failure instanceof MalformedEventException))
+                .invoke(failure -> LOG.warnf("recording %s of plugin %s on node %s failed, retrying: %s",
+                        EVENT, report.pluginId(), report.nodeId(), failure.toString()))
+                .onFailure(failure -> !(failure instanceof MalformedEventException))
+                .retry().withBackOff(Duration.ofMillis(200), Duration.ofSeconds(10)).atMost(8)
+                .invoke(outcome -> LOG.debugf("%s of plugin %s on node %s: %s", EVENT, report.pluginId(),
+                        report.nodeId(), outcome))
+                .replaceWithVoid();
+    }
+
+    /** The valid report in {@code record}, or a {@link MalformedEventException} naming every problem. */
+    static PluginHealth read(ConsumerRecord<String, String> record) {
+        Header ceType = record.headers().lastHeader(CloudEventHeaders.CE_TYPE);
+        if (ceType != null && ceType.value() != null) {
+            String type = new String(ceType.value(), StandardCharsets.UTF_8);
+            if (!EventType.PLUGIN_HEALTH.cloudEventType().equals(type)) {
+                throw MalformedEventException.single(EVENT, "header " + CloudEventHeaders.CE_TYPE, type,
+                        "must be " + EventType.PLUGIN_HEALTH.cloudEventType());
+            }
+        }
+        PluginHealth report = EventCodec.decode(PluginHealth.class, record.value());
+        if (!report.recordKey().equals(record.key())) {
+            throw MalformedEventException.single(EVENT, "(key)", record.key(),
+                    "must be pluginId/nodeId '" + report.recordKey() + "'");
+        }
+        return report;
+    }
+}

@@ -1,0 +1,82 @@
+package io.csiorchestrator.plugins.messaging;
+
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.TopicCatalog;
+import io.csiorchestrator.plugins.domain.PluginStatusCalculator;
+import io.csiorchestrator.plugins.store.PluginInstanceRow;
+import io.csiorchestrator.plugins.store.PluginStore;
+import io.smallrye.mutiny.Uni;
+import io.smallrye.reactive.messaging.MutinyEmitter;
+import io.smallrye.reactive.messaging.kafka.Record;
+import io.smallrye.reactive.messaging.kafka.api.OutgoingKafkaRecordMetadata;
+import io.vertx.core.Context;
+import io.vertx.core.Vertx;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import java.util.Optional;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.eclipse.microprofile.reactive.messaging.Channel;
+import org.eclipse.microprofile.reactive.messaging.Message;
+import org.hibernate.reactive.mutiny.Mutiny;
+import org.jboss.logging.Logger;
+
+/**
+ * Publishes the current status of a plugin on {@code plugin-status} (key: plugin id), or a tombstone
+ * once the plugin is gone. Called after the transaction that changed the plugin has committed.
+ *
+ * <p>Ordering: each publication takes a per-plugin advisory lock, reads the committed plugin and its
+ * instances, sends, waits for the broker's acknowledgement and only then releases the lock. So
+ * publications of one plugin never overlap, and each reads a view at least as new as the previous
+ * one: the last record of a plugin on the compacted topic is always its latest committed state,
+ * whichever service instance, partition or sweep changed it.
+ *
+ * <p>The status carries {@code updatedAt} = when the plugin last changed, not when it was published,
+ * so publishing again without a change (e.g. on a redelivered report) sends the very same value.
+ */
+@ApplicationScoped
+public class PluginStatusPublisher {
+
+    static final String SOURCE = "/plugin-registry-service";
+    private static final Logger LOG = Logger.getLogger(PluginStatusPublisher.class);
+
+    @Inject
+    Mutiny.SessionFactory sessionFactory;
+    @Inject
+    PluginStore store;
+    @Inject
+    TopicCatalog topics;
+    @Inject
+    @Channel("plugin-status")
+    MutinyEmitter<Record<String, String>> emitter;
+
+    /** Publishes the plugin's committed state (or its tombstone) and completes once the broker has it. */
+    public Uni<Void> publishCurrent(String pluginId) {
+        return sessionFactory.withTransaction(session -> store.lockPublishing(session, pluginId)
+                .chain(() -> store.find(session, pluginId))
+                .chain(plugin -> plugin == null
+                        ? Uni.createFrom().item(Optional.<PluginStatus>empty())
+                        : store.instances(session, pluginId).map(rows -> Optional.of(PluginStatusCalculator.calculate(
+                                pluginId, rows.stream().map(PluginInstanceRow::toInstance).toList(), plugin.updatedAt))))
+                .chain(status -> send(pluginId, status)));
+    }
+
+    private Uni<Void> send(String pluginId, Optional<PluginStatus> status) {
+        String value = status.map(EventCodec::encodeToString).orElse(null);
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(EventType.PLUGIN_STATUS, SOURCE).writeTo(headers);
+        Message<Record<String, String>> message = Message.of(Record.of(pluginId, value))
+                .addMetadata(OutgoingKafkaRecordMetadata.<String>builder()
+                        .withTopic(topics.name(Topic.PLUGIN_STATUS))
+                        .withHeaders(headers)
+                        .build());
+        Context context = Vertx.currentContext();
+        Uni<Void> sent = emitter.sendMessage(message)
+                .invoke(() -> LOG.debugf("published %s of plugin %s", value == null ? "tombstone" : "status", pluginId));
+        // The broker's acknowledgement arrives on a producer thread: come back to the session's context.
+        return context == null ? sent : sent.emitOn(command -> context.runOnContext(ignored -> command.run()));
+    }
+}

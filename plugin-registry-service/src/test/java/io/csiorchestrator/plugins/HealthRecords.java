@@ -1,0 +1,130 @@
+package io.csiorchestrator.plugins;
+
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.NodeInfo;
+import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.events.PluginType;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.TopicCatalog;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.Predicate;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.eclipse.microprofile.config.ConfigProvider;
+
+/** Builds and sends {@code plugin-health} records and reads {@code plugin-status} for the tests. */
+final class HealthRecords {
+
+    static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+    private HealthRecords() {
+    }
+
+    static TopicCatalog topics() {
+        return new TopicCatalog(ConfigProvider.getConfig().getOptionalValue(TopicCatalog.PREFIX_PROPERTY, String.class).orElse(""));
+    }
+
+    static String healthTopic() {
+        return topics().name(Topic.PLUGIN_HEALTH);
+    }
+
+    static String statusTopic() {
+        return topics().name(Topic.PLUGIN_STATUS);
+    }
+
+    static String deadLetterTopic() {
+        return topics().deadLetterName(Topic.PLUGIN_HEALTH);
+    }
+
+    /** A plugin id no other test uses. */
+    static String uniquePluginId(String name) {
+        return name + "-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    /** Now, to the millisecond, so tests can add seconds to it and compare with what the service stores. */
+    static Instant now() {
+        return Instant.now().truncatedTo(ChronoUnit.MILLIS);
+    }
+
+    static PluginHealth controller(String plugin, String node, boolean healthy, Instant at, String... caps) {
+        return new PluginHealth(plugin, node, PluginType.CONTROLLER, healthy, healthy ? "ready" : "probe failed",
+                "hostpath.csi.example", "1.2.0", List.of("CONTROLLER_SERVICE"), List.of(caps), List.of(), null, false, at);
+    }
+
+    static PluginHealth node(String plugin, String node, boolean healthy, Instant at) {
+        return new PluginHealth(plugin, node, PluginType.NODE, healthy, healthy ? "ready" : "probe failed",
+                "hostpath.csi.example", "1.2.0", List.of(), List.of(), List.of("STAGE_UNSTAGE_VOLUME"),
+                new NodeInfo("ext-" + node, 16L, Map.of("topology.example/zone", "z1")), false, at);
+    }
+
+    static PluginHealth monolith(String plugin, String node, boolean healthy, Instant at) {
+        return new PluginHealth(plugin, node, PluginType.MONOLITH, healthy, healthy ? "ready" : "probe failed",
+                "monolith.csi.example", "0.9.1", List.of("CONTROLLER_SERVICE"), List.of("CREATE_DELETE_VOLUME"),
+                List.of(), new NodeInfo("ext-" + node, 0L, Map.of()), true, at);
+    }
+
+    static Map<String, String> cloudEventHeaders() {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(EventType.PLUGIN_HEALTH, "/test-worker").writeTo(headers);
+        Map<String, String> map = new LinkedHashMap<>();
+        for (Header header : headers) {
+            map.put(header.key(), new String(header.value(), StandardCharsets.UTF_8));
+        }
+        return map;
+    }
+
+    /** Sends a report keyed by its record key, with CloudEvents headers. */
+    static void send(KafkaTestClient kafka, PluginHealth report) {
+        kafka.send(healthTopic(), report.recordKey(), EventCodec.encodeToString(report), cloudEventHeaders());
+    }
+
+    /** Sends a report to one partition, so the order of several records is the order they are read in. */
+    static void sendToPartition0(KafkaTestClient kafka, PluginHealth report) {
+        sendRawToPartition0(kafka, report.recordKey(), EventCodec.encodeToString(report));
+    }
+
+    static void sendRawToPartition0(KafkaTestClient kafka, String key, String value) {
+        List<Header> headers = new ArrayList<>();
+        cloudEventHeaders().forEach((k, v) -> headers.add(new RecordHeader(k, v.getBytes(StandardCharsets.UTF_8))));
+        kafka.send(new ProducerRecord<>(healthTopic(), 0, key, value, headers));
+    }
+
+    static PluginStatus decodeStatus(ConsumerRecord<String, String> record) {
+        return EventCodec.decode(PluginStatus.class, record.value());
+    }
+
+    /** The first {@code plugin-status} record of the plugin whose status matches. */
+    static ConsumerRecord<String, String> awaitStatusRecord(KafkaTestClient kafka, String pluginId, Predicate<PluginStatus> matches) {
+        return kafka.awaitRecord(statusTopic(),
+                r -> pluginId.equals(r.key()) && r.value() != null && matches.test(decodeStatus(r)), TIMEOUT);
+    }
+
+    static PluginStatus awaitStatus(KafkaTestClient kafka, String pluginId, Predicate<PluginStatus> matches) {
+        return decodeStatus(awaitStatusRecord(kafka, pluginId, matches));
+    }
+
+    static Predicate<PluginStatus> counts(int controllersHealthy, int controllersExpected, int nodesHealthy, int nodesExpected) {
+        return s -> s.controllersHealthy() == controllersHealthy && s.controllersExpected() == controllersExpected
+                && s.nodesHealthy() == nodesHealthy && s.nodesExpected() == nodesExpected;
+    }
+
+    /** Every {@code plugin-status} record of the plugin on the topic now, in order (one partition per key). */
+    static List<ConsumerRecord<String, String>> statusRecords(KafkaTestClient kafka, String pluginId) {
+        return kafka.readAll(statusTopic()).stream().filter(r -> pluginId.equals(r.key())).toList();
+    }
+}

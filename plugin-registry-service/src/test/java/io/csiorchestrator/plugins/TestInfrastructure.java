@@ -1,0 +1,17 @@
+package io.csiorchestrator.plugins;
+
+import io.csiorchestrator.testkit.KafkaResource;
+import io.csiorchestrator.testkit.PostgresResource;
+import io.quarkus.test.common.QuarkusTestResource;
+
+/**
+ * Every Quarkus test of this module runs against the JVM's real Kafka broker (KRaft, in-process) and
+ * real PostgreSQL (embedded); each application start gets a fresh database.
+ */
+@QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false)
+@QuarkusTestResource(value = PostgresResource.class, restrictToAnnotatedClass = false)
+public final class TestInfrastructure {
+
+    private TestInfrastructure() {
+    }
+}
