@@ -245,7 +245,10 @@ public final class KafkaBroker implements AutoCloseable {
         private Builder() {
         }
 
-        /** Overrides or adds one broker setting (applied after the test defaults). */
+        /**
+         * Overrides or adds one broker setting (applied after the test defaults). Leave the listener, quorum and
+         * {@code log.dirs} settings alone: the broker chooses its ports and directory itself.
+         */
         public Builder brokerProperty(String key, String value) {
             overrides.put(Objects.requireNonNull(key), Objects.requireNonNull(value));
             return this;
@@ -288,15 +291,27 @@ public final class KafkaBroker implements AutoCloseable {
                 try {
                     return startOnce();
                 } catch (RuntimeException e) {
-                    // Most likely a port taken between probing and binding: retry on new ports.
                     if (failure == null) {
                         failure = e;
                     } else {
                         failure.addSuppressed(e);
                     }
+                    // Only a port taken between probing and binding is worth another try, on new ports.
+                    if (!causedByBindFailure(e)) {
+                        break;
+                    }
                 }
             }
             throw failure;
+        }
+
+        private static boolean causedByBindFailure(Throwable e) {
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                if (t instanceof java.net.BindException) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         private KafkaBroker startOnce() {
@@ -314,9 +329,9 @@ public final class KafkaBroker implements AutoCloseable {
                 try (OutputStream out = Files.newOutputStream(propsFile)) {
                     props.store(out, "csi-orchestrator testkit broker");
                 }
+                KafkaConfig config = new KafkaConfig(props, false); // a bad setting fails here, readably
                 format(clusterId, propsFile);
 
-                KafkaConfig config = new KafkaConfig(props, false);
                 server = new KafkaRaftServer(config, Time.SYSTEM);
                 server.startup();
                 String bootstrap = "127.0.0.1:" + brokerPort;

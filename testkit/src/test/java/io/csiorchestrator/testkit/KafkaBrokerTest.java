@@ -74,11 +74,21 @@ class KafkaBrokerTest {
     }
 
     @Test
-    void twoBrokersRunSideBySide() {
-        try (KafkaBroker a = KafkaBroker.start(); KafkaBroker b = KafkaBroker.start()) {
+    void twoBrokersRunSideBySideWithTheirOwnSettings() {
+        try (KafkaBroker a = KafkaBroker.start();
+             KafkaBroker b = KafkaBroker.builder().brokerProperty("num.partitions", "3").start();
+             KafkaTestClient clientB = new KafkaTestClient(b.bootstrapServers())) {
             assertNotEquals(a.bootstrapServers(), b.bootstrapServers());
             assertNotEquals(a.clusterId(), b.clusterId());
+            clientB.send("auto-created-on-b", "k", "v");
+            assertEquals(3, clientB.endOffsets("auto-created-on-b").size(), "override of num.partitions applies");
         }
+    }
+
+    @Test
+    void invalidSettingFailsTheStart() {
+        assertThrows(org.apache.kafka.common.config.ConfigException.class,
+            () -> KafkaBroker.builder().brokerProperty("num.partitions", "zero").start());
     }
 
     @Test
