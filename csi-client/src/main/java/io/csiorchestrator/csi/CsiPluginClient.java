@@ -280,8 +280,14 @@ public final class CsiPluginClient implements AutoCloseable {
                 attempts.set(recorded.number());
                 options.attemptListener().onAttempt(recorded);
             };
-            return options.retryPolicy().run(rpc, number -> attempt.get()
-                            .onFailure().invoke(failure -> logFailedAttempt(rpc, number, request, failure)), listener)
+            return options.retryPolicy().run(rpc, number -> {
+                        if (number > 1) {
+                            // A restarted plugin is reached at once, not after gRPC's reconnect backoff.
+                            channel.resetConnectBackoff();
+                        }
+                        return attempt.get()
+                                .onFailure().invoke(failure -> logFailedAttempt(rpc, number, request, failure));
+                    }, listener)
                     .onItem().invoke(item -> LOG.debugf("CSI %s succeeded after %d attempt(s) on %s",
                             rpc, attempts.get(), socketPath))
                     .onFailure().recoverWithUni(failure -> {

@@ -1,0 +1,314 @@
+package io.csiorchestrator.hostpath;
+
+import io.csiorchestrator.csi.v1.ControllerGetCapabilitiesRequest;
+import io.csiorchestrator.csi.v1.ControllerGetCapabilitiesResponse;
+import io.csiorchestrator.csi.v1.ControllerGrpc;
+import io.csiorchestrator.csi.v1.ControllerPublishVolumeRequest;
+import io.csiorchestrator.csi.v1.ControllerPublishVolumeResponse;
+import io.csiorchestrator.csi.v1.ControllerServiceCapability;
+import io.csiorchestrator.csi.v1.ControllerUnpublishVolumeRequest;
+import io.csiorchestrator.csi.v1.ControllerUnpublishVolumeResponse;
+import io.csiorchestrator.csi.v1.CreateVolumeRequest;
+import io.csiorchestrator.csi.v1.CreateVolumeResponse;
+import io.csiorchestrator.csi.v1.DeleteVolumeRequest;
+import io.csiorchestrator.csi.v1.DeleteVolumeResponse;
+import io.csiorchestrator.csi.v1.ListVolumesRequest;
+import io.csiorchestrator.csi.v1.ListVolumesResponse;
+import io.csiorchestrator.csi.v1.Topology;
+import io.csiorchestrator.csi.v1.ValidateVolumeCapabilitiesRequest;
+import io.csiorchestrator.csi.v1.ValidateVolumeCapabilitiesResponse;
+import io.csiorchestrator.csi.v1.Volume;
+import io.csiorchestrator.csi.v1.VolumeCapability;
+import io.csiorchestrator.hostpath.mount.MountTable;
+import io.csiorchestrator.hostpath.state.CapabilityRecord;
+import io.csiorchestrator.hostpath.state.ControllerPublication;
+import io.csiorchestrator.hostpath.state.PluginState;
+import io.csiorchestrator.hostpath.state.VolumeRecord;
+import io.grpc.stub.StreamObserver;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import java.util.stream.Collectors;
+
+/**
+ * CSI Controller: volumes are directories; publishing to a node only records it (the node side
+ * mounts), enforcing single-node access modes and the maximum of volumes per node.
+ */
+final class ControllerService extends ControllerGrpc.ControllerImplBase {
+
+    static final long DEFAULT_CAPACITY_BYTES = 1L << 30;
+    static final long MAX_CAPACITY_BYTES = 1L << 40;
+    static final String TOPOLOGY_KEY = "topology.hostpath.csi.csiorchestrator.io/node";
+    static final String CONTEXT_PATH = "hostpath.csiorchestrator.io/path";
+    static final String PUBLISH_CONTEXT_NODE = "hostpath.csiorchestrator.io/published-node";
+
+    private final PluginOptions options;
+    private final PluginStateHolder state;
+    private final VolumeDirectories directories;
+    private final MountTable mountTable;
+
+    ControllerService(PluginOptions options, PluginStateHolder state, VolumeDirectories directories,
+                      MountTable mountTable) {
+        this.options = options;
+        this.state = state;
+        this.directories = directories;
+        this.mountTable = mountTable;
+    }
+
+    @Override
+    public void createVolume(CreateVolumeRequest request, StreamObserver<CreateVolumeResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> {
+            String name = RequestChecks.requireId("name", request.getName());
+            RequestChecks.requireCapabilities("volume_capabilities", request.getVolumeCapabilitiesList());
+            if (request.hasVolumeContentSource()) {
+                throw CsiStatus.invalidArgument("volume_content_source is not supported: the plugin neither clones"
+                        + " nor snapshots");
+            }
+            long required = request.getCapacityRange().getRequiredBytes();
+            long limit = request.getCapacityRange().getLimitBytes();
+            if (required < 0 || limit < 0 || (limit > 0 && required > limit)) {
+                throw CsiStatus.invalidArgument("capacity_range: required_bytes " + required
+                        + " and limit_bytes " + limit + " are inconsistent");
+            }
+            long capacity = required > 0 ? required : limit > 0 ? Math.min(limit, DEFAULT_CAPACITY_BYTES)
+                    : DEFAULT_CAPACITY_BYTES;
+            if (capacity > MAX_CAPACITY_BYTES) {
+                throw CsiStatus.outOfRange("capacity " + capacity + " exceeds the plugin's maximum of "
+                        + MAX_CAPACITY_BYTES + " bytes");
+            }
+            PluginState current = holder.current();
+            Optional<VolumeRecord> existing = current.volumeNamed(name);
+            if (existing.isPresent()) {
+                VolumeRecord volume = existing.get();
+                boolean fits = volume.capacityBytes() >= required && (limit == 0 || volume.capacityBytes() <= limit);
+                if (!fits || !volume.parameters().equals(request.getParametersMap())) {
+                    throw CsiStatus.alreadyExists("volume " + name + " exists as " + volume.id()
+                            + " with capacity " + volume.capacityBytes() + " or parameters incompatible with this request");
+                }
+                return CreateVolumeResponse.newBuilder().setVolume(toVolume(volume)).build();
+            }
+            VolumeRecord volume = new VolumeRecord(volumeIdOf(name), name, capacity, request.getParametersMap());
+            try {
+                directories.create(volume.id());
+            } catch (IOException e) {
+                throw CsiStatus.internal("cannot create the directory of volume " + volume.id() + ": " + e.getMessage());
+            }
+            holder.commit(current.withVolume(volume));
+            return CreateVolumeResponse.newBuilder().setVolume(toVolume(volume)).build();
+        }));
+    }
+
+    @Override
+    public void deleteVolume(DeleteVolumeRequest request, StreamObserver<DeleteVolumeResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> {
+            String volumeId = RequestChecks.requireId("volume_id", request.getVolumeId());
+            PluginState current = holder.current();
+            if (current.volume(volumeId).isEmpty()) {
+                return DeleteVolumeResponse.getDefaultInstance();
+            }
+            List<String> users = new ArrayList<>();
+            current.publicationsOf(volumeId).forEach(p -> users.add("published to node " + p.nodeId()));
+            if (current.stagings().containsKey(volumeId)) {
+                users.add("staged at " + current.stagings().get(volumeId).stagingPath());
+            }
+            current.nodePublicationsOf(volumeId).forEach(p -> users.add("published at " + p.targetPath()));
+            if (!mountTable.mountsUnder(directories.of(volumeId)).isEmpty()) {
+                users.add("mounts below its directory");
+            }
+            if (!users.isEmpty()) {
+                throw CsiStatus.failedPrecondition("volume " + volumeId + " is in use: " + String.join(", ", users));
+            }
+            try {
+                directories.delete(volumeId);
+            } catch (IOException e) {
+                throw CsiStatus.internal("cannot delete the directory of volume " + volumeId + ": " + e.getMessage());
+            }
+            holder.commit(current.withoutVolume(volumeId));
+            return DeleteVolumeResponse.getDefaultInstance();
+        }));
+    }
+
+    @Override
+    public void controllerPublishVolume(ControllerPublishVolumeRequest request,
+                                        StreamObserver<ControllerPublishVolumeResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> {
+            requireControllerPublish();
+            String volumeId = RequestChecks.requireId("volume_id", request.getVolumeId());
+            String nodeId = RequestChecks.requireId("node_id", request.getNodeId());
+            VolumeCapability capability = RequestChecks.requireCapability("volume_capability",
+                    request.getVolumeCapability(), request.hasVolumeCapability());
+            PluginState current = holder.current();
+            if (current.volume(volumeId).isEmpty()) {
+                throw CsiStatus.notFound("volume " + volumeId + " does not exist");
+            }
+            if (!options.knowsNode(nodeId)) {
+                throw CsiStatus.notFound("node " + nodeId + " is not known to this plugin");
+            }
+            ControllerPublication wanted = new ControllerPublication(volumeId, nodeId, request.getReadonly(),
+                    CapabilityRecord.of(capability));
+            Optional<ControllerPublication> existing = current.publication(volumeId, nodeId);
+            if (existing.isPresent()) {
+                if (!existing.get().equals(wanted)) {
+                    throw CsiStatus.alreadyExists("volume " + volumeId + " is already published to node " + nodeId
+                            + " with another capability or read-only setting");
+                }
+                return publishResponse(nodeId);
+            }
+            List<String> otherNodes = current.publicationsOf(volumeId).stream()
+                    .map(ControllerPublication::nodeId).toList();
+            boolean singleNode = wanted.capability().singleNode()
+                    || current.publicationsOf(volumeId).stream().anyMatch(p -> p.capability().singleNode());
+            if (!otherNodes.isEmpty() && singleNode) {
+                throw CsiStatus.failedPrecondition("volume " + volumeId + " is published to node "
+                        + String.join(", ", otherNodes) + " and its access mode is single-node");
+            }
+            if (options.maxVolumesPerNode() > 0 && current.volumesPublishedTo(nodeId) >= options.maxVolumesPerNode()) {
+                throw CsiStatus.resourceExhausted("node " + nodeId + " has reached its maximum of "
+                        + options.maxVolumesPerNode() + " volumes");
+            }
+            holder.commit(current.withPublication(wanted));
+            return publishResponse(nodeId);
+        }));
+    }
+
+    @Override
+    public void controllerUnpublishVolume(ControllerUnpublishVolumeRequest request,
+                                          StreamObserver<ControllerUnpublishVolumeResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> {
+            requireControllerPublish();
+            String volumeId = RequestChecks.requireId("volume_id", request.getVolumeId());
+            String nodeId = request.getNodeId().isEmpty() ? "" : RequestChecks.requireId("node_id", request.getNodeId());
+            PluginState current = holder.current();
+            if (current.volume(volumeId).isEmpty()) {
+                throw CsiStatus.notFound("volume " + volumeId + " does not exist");
+            }
+            PluginState next = current.withoutPublications(volumeId, nodeId);
+            if (!next.equals(current)) {
+                holder.commit(next);
+            }
+            return ControllerUnpublishVolumeResponse.getDefaultInstance();
+        }));
+    }
+
+    @Override
+    public void validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest request,
+                                           StreamObserver<ValidateVolumeCapabilitiesResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> {
+            String volumeId = RequestChecks.requireId("volume_id", request.getVolumeId());
+            if (request.getVolumeCapabilitiesCount() == 0) {
+                throw CsiStatus.invalidArgument("volume_capabilities is required");
+            }
+            if (holder.current().volume(volumeId).isEmpty()) {
+                throw CsiStatus.notFound("volume " + volumeId + " does not exist");
+            }
+            List<String> unsupported = request.getVolumeCapabilitiesList().stream()
+                    .map(RequestChecks::unsupportedBecause)
+                    .flatMap(Optional::stream)
+                    .distinct()
+                    .toList();
+            if (!unsupported.isEmpty()) {
+                return ValidateVolumeCapabilitiesResponse.newBuilder()
+                        .setMessage(String.join("; ", unsupported))
+                        .build();
+            }
+            return ValidateVolumeCapabilitiesResponse.newBuilder()
+                    .setConfirmed(ValidateVolumeCapabilitiesResponse.Confirmed.newBuilder()
+                            .addAllVolumeCapabilities(request.getVolumeCapabilitiesList())
+                            .putAllVolumeContext(request.getVolumeContextMap())
+                            .putAllParameters(request.getParametersMap()))
+                    .build();
+        }));
+    }
+
+    @Override
+    public void listVolumes(ListVolumesRequest request, StreamObserver<ListVolumesResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> {
+            if (request.getMaxEntries() < 0) {
+                throw CsiStatus.invalidArgument("max_entries may not be negative");
+            }
+            List<VolumeRecord> volumes = List.copyOf(holder.current().volumes().values());
+            int start = 0;
+            if (!request.getStartingToken().isEmpty()) {
+                try {
+                    start = Integer.parseInt(request.getStartingToken());
+                } catch (NumberFormatException e) {
+                    start = -1;
+                }
+                if (start < 0 || start > volumes.size()) {
+                    throw CsiStatus.aborted("starting_token " + request.getStartingToken() + " is not valid");
+                }
+            }
+            int end = request.getMaxEntries() == 0 ? volumes.size()
+                    : Math.min(volumes.size(), start + request.getMaxEntries());
+            ListVolumesResponse.Builder response = ListVolumesResponse.newBuilder();
+            for (VolumeRecord volume : volumes.subList(start, end)) {
+                response.addEntries(ListVolumesResponse.Entry.newBuilder()
+                        .setVolume(toVolume(volume))
+                        .setStatus(ListVolumesResponse.VolumeStatus.newBuilder()
+                                .addAllPublishedNodeIds(holder.current().publicationsOf(volume.id()).stream()
+                                        .map(ControllerPublication::nodeId).collect(Collectors.toList()))));
+            }
+            if (end < volumes.size()) {
+                response.setNextToken(Integer.toString(end));
+            }
+            return response.build();
+        }));
+    }
+
+    @Override
+    public void controllerGetCapabilities(ControllerGetCapabilitiesRequest request,
+                                          StreamObserver<ControllerGetCapabilitiesResponse> observer) {
+        GrpcCalls.answer(observer, () -> {
+            ControllerGetCapabilitiesResponse.Builder response = ControllerGetCapabilitiesResponse.newBuilder()
+                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.CREATE_DELETE_VOLUME))
+                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.LIST_VOLUMES))
+                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.LIST_VOLUMES_PUBLISHED_NODES));
+            if (options.controllerPublish()) {
+                response.addCapabilities(rpc(ControllerServiceCapability.RPC.Type.PUBLISH_UNPUBLISH_VOLUME))
+                        .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.PUBLISH_READONLY));
+            }
+            return response.build();
+        });
+    }
+
+    /** Volume ids derive from names, so a CreateVolume retried after a crash finds its directory. */
+    static String volumeIdOf(String name) {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256").digest(name.getBytes(StandardCharsets.UTF_8));
+            return "hp-" + HexFormat.of().formatHex(digest, 0, 12);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 missing from the JDK", e);
+        }
+    }
+
+    private Volume toVolume(VolumeRecord volume) {
+        return Volume.newBuilder()
+                .setVolumeId(volume.id())
+                .setCapacityBytes(volume.capacityBytes())
+                .putVolumeContext(CONTEXT_PATH, directories.of(volume.id()).toString())
+                .addAccessibleTopology(Topology.newBuilder().putSegments(TOPOLOGY_KEY, options.nodeId()))
+                .build();
+    }
+
+    private void requireControllerPublish() {
+        if (!options.controllerPublish()) {
+            throw CsiStatus.unimplemented("this plugin runs with --controller-publish=false");
+        }
+    }
+
+    private static ControllerPublishVolumeResponse publishResponse(String nodeId) {
+        return ControllerPublishVolumeResponse.newBuilder().putPublishContext(PUBLISH_CONTEXT_NODE, nodeId).build();
+    }
+
+    private static ControllerServiceCapability rpc(ControllerServiceCapability.RPC.Type type) {
+        return ControllerServiceCapability.newBuilder()
+                .setRpc(ControllerServiceCapability.RPC.newBuilder().setType(type))
+                .build();
+    }
+}

@@ -1,0 +1,76 @@
+package io.csiorchestrator.hostpath;
+
+import io.csiorchestrator.hostpath.faults.FaultInjector;
+import io.csiorchestrator.hostpath.mount.MountTable;
+import io.csiorchestrator.hostpath.mount.Mounter;
+import io.csiorchestrator.hostpath.state.StateStore;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.util.List;
+import java.util.logging.Logger;
+
+/** The hostpath CSI plugin: its state, services and socket, started and stopped as one. */
+public final class HostpathPlugin implements AutoCloseable {
+
+    private static final Logger LOG = Logger.getLogger(HostpathPlugin.class.getName());
+
+    private final PluginOptions options;
+    private final CallLog callLog;
+    private final NodeService node;
+    private final UnixSocketServer server;
+
+    private HostpathPlugin(PluginOptions options, CallLog callLog, NodeService node, UnixSocketServer server) {
+        this.options = options;
+        this.callLog = callLog;
+        this.node = node;
+        this.server = server;
+    }
+
+    /** Loads the state from the state dir and serves CSI on the socket. */
+    public static HostpathPlugin start(PluginOptions options, String version) throws IOException {
+        Files.createDirectories(options.stateDir());
+        if (!options.faultRules().isEmpty()) {
+            FaultInjector.appendRules(options.faultsFile(), options.faultRules());
+        }
+        FaultInjector faults = new FaultInjector(options.faultsFile());
+        PluginStateHolder state = new PluginStateHolder(new StateStore(options.stateDir()));
+        VolumeDirectories directories = new VolumeDirectories(options.stateDir());
+        Files.createDirectories(directories.root());
+        MountTable mountTable = new MountTable();
+        Mounter mounter = new Mounter(mountTable);
+        NodeService node = new NodeService(options, state, directories, mountTable, mounter);
+        CallLog callLog = new CallLog(options.stateDir());
+        try {
+            UnixSocketServer server = UnixSocketServer.start(options.socketPath(), List.of(
+                    new IdentityService(options, version, faults),
+                    new ControllerService(options, state, directories, mountTable),
+                    node), new CallInterceptor(faults, callLog));
+            LOG.info("CSI hostpath plugin " + options.pluginName() + " " + version + " listening on unix://"
+                    + options.socketPath() + " (node " + options.nodeId() + ", state dir " + options.stateDir()
+                    + ", stage-unstage=" + options.stageUnstage() + ", controller-publish=" + options.controllerPublish()
+                    + ", max-volumes-per-node=" + options.maxVolumesPerNode()
+                    + ", unmount-staging-on-exit=" + options.unmountStagingOnExit()
+                    + ", faults file " + options.faultsFile() + ")");
+            return new HostpathPlugin(options, callLog, node, server);
+        } catch (IOException | RuntimeException e) {
+            callLog.close();
+            throw e;
+        }
+    }
+
+    /** Stops serving; with --unmount-staging-on-exit, unmounts the staging mounts too. */
+    @Override
+    public void close() {
+        server.stop();
+        if (options.unmountStagingOnExit()) {
+            node.unmountStagings();
+        }
+        try {
+            callLog.close();
+        } catch (IOException e) {
+            LOG.warning("cannot close the call log: " + e.getMessage());
+        }
+        LOG.info("CSI hostpath plugin stopped");
+    }
+}

@@ -1,0 +1,174 @@
+package io.csiorchestrator.hostpath;
+
+import io.csiorchestrator.csi.CsiSocketChannels;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The plugin's command line.
+ *
+ * @param socketPath            from {@code --endpoint unix:///path/csi.sock}
+ * @param nodeId                {@code --node-id}: this node's id
+ * @param stateDir              {@code --state-dir}: volumes, state, faults and call log
+ * @param pluginName            {@code --plugin-name}, default {@value #DEFAULT_PLUGIN_NAME}
+ * @param stageUnstage          {@code --stage-unstage=true|false}: advertise STAGE_UNSTAGE_VOLUME (default true)
+ * @param controllerPublish     {@code --controller-publish=true|false}: advertise PUBLISH_UNPUBLISH_VOLUME (default true)
+ * @param maxVolumesPerNode     {@code --max-volumes-per-node N}: 0 for no limit (default)
+ * @param unmountStagingOnExit  {@code --unmount-staging-on-exit}: unmount staging mounts when the plugin exits
+ * @param knownNodeIds          {@code --known-node-ids a,b}: nodes ControllerPublishVolume accepts, besides this one
+ * @param faultsFile            {@code --faults-file F}, default {@code <state-dir>/faults}
+ * @param faultRules            {@code --fault RULE} (repeatable): rules added to the faults file at start
+ */
+public record PluginOptions(
+        Path socketPath,
+        String nodeId,
+        Path stateDir,
+        String pluginName,
+        boolean stageUnstage,
+        boolean controllerPublish,
+        long maxVolumesPerNode,
+        boolean unmountStagingOnExit,
+        Set<String> knownNodeIds,
+        Path faultsFile,
+        List<String> faultRules) {
+
+    public static final String DEFAULT_PLUGIN_NAME = "hostpath.csi.csiorchestrator.io";
+    public static final String FAULTS_FILE_NAME = "faults";
+
+    public static final String USAGE = """
+            usage: java -jar csi-hostpath-plugin.jar --endpoint unix:///path/csi.sock --node-id N --state-dir D [options]
+              --stage-unstage=true|false       advertise STAGE_UNSTAGE_VOLUME (default true)
+              --controller-publish=true|false  advertise PUBLISH_UNPUBLISH_VOLUME (default true)
+              --max-volumes-per-node N         volumes per node, 0 for no limit (default 0)
+              --unmount-staging-on-exit        unmount the staging mounts when the plugin exits
+              --known-node-ids a,b             other node ids ControllerPublishVolume accepts
+              --plugin-name NAME               GetPluginInfo name (default hostpath.csi.csiorchestrator.io)
+              --faults-file F                  fault rules, re-read on every call (default <state-dir>/faults)
+              --fault RULE                     add a fault rule at start, e.g. --fault "NodePublishVolume UNAVAILABLE 2"
+            """;
+
+    public PluginOptions {
+        knownNodeIds = Set.copyOf(knownNodeIds);
+        faultRules = List.copyOf(faultRules);
+    }
+
+    /** Node ids that ControllerPublishVolume accepts: this node and the known ones. */
+    public boolean knowsNode(String id) {
+        return nodeId.equals(id) || knownNodeIds.contains(id);
+    }
+
+    /** Parses {@code --name value} and {@code --name=value} arguments. */
+    public static PluginOptions parse(String... args) {
+        Path socket = null;
+        String nodeId = null;
+        Path stateDir = null;
+        String pluginName = DEFAULT_PLUGIN_NAME;
+        boolean stageUnstage = true;
+        boolean controllerPublish = true;
+        long maxVolumes = 0;
+        boolean unmountStagingOnExit = false;
+        Set<String> knownNodes = new LinkedHashSet<>();
+        Path faultsFile = null;
+        List<String> faultRules = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            String arg = args[i];
+            if (!arg.startsWith("--")) {
+                throw new IllegalArgumentException("unexpected argument '" + arg + "'");
+            }
+            int equals = arg.indexOf('=');
+            String name = equals < 0 ? arg.substring(2) : arg.substring(2, equals);
+            String inline = equals < 0 ? null : arg.substring(equals + 1);
+            switch (name) {
+                case "unmount-staging-on-exit" -> unmountStagingOnExit = inline == null || bool(name, inline);
+                case "stage-unstage", "controller-publish" -> {
+                    String value = inline;
+                    if (value == null) {
+                        value = i + 1 < args.length && !args[i + 1].startsWith("--") ? args[++i] : "true";
+                    }
+                    if (name.equals("stage-unstage")) {
+                        stageUnstage = bool(name, value);
+                    } else {
+                        controllerPublish = bool(name, value);
+                    }
+                }
+                default -> {
+                    String value = inline;
+                    if (value == null) {
+                        if (i + 1 >= args.length) {
+                            throw new IllegalArgumentException("--" + name + " needs a value");
+                        }
+                        value = args[++i];
+                    }
+                    switch (name) {
+                        case "endpoint" -> socket = CsiSocketChannels.socketPathOf(value);
+                        case "node-id" -> nodeId = id(name, value);
+                        case "state-dir" -> stateDir = absolute(name, value);
+                        case "plugin-name" -> pluginName = value;
+                        case "max-volumes-per-node" -> maxVolumes = nonNegative(name, value);
+                        case "known-node-ids" -> {
+                            for (String id : value.split(",")) {
+                                if (!id.isBlank()) {
+                                    knownNodes.add(id(name, id.strip()));
+                                }
+                            }
+                        }
+                        case "faults-file" -> faultsFile = absolute(name, value);
+                        case "fault" -> faultRules.add(value);
+                        default -> throw new IllegalArgumentException("unknown option --" + name);
+                    }
+                }
+            }
+        }
+        if (socket == null || nodeId == null || stateDir == null) {
+            throw new IllegalArgumentException("--endpoint, --node-id and --state-dir are required");
+        }
+        if (pluginName.isBlank() || pluginName.length() > 63) {
+            throw new IllegalArgumentException("--plugin-name must have 1 to 63 characters");
+        }
+        return new PluginOptions(socket, nodeId, stateDir, pluginName, stageUnstage, controllerPublish, maxVolumes,
+                unmountStagingOnExit, knownNodes, faultsFile == null ? stateDir.resolve(FAULTS_FILE_NAME) : faultsFile,
+                faultRules);
+    }
+
+    private static boolean bool(String name, String value) {
+        return switch (value) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException("--" + name + " takes true or false, got '" + value + "'");
+        };
+    }
+
+    private static String id(String name, String value) {
+        RequestChecks.idProblem(value).ifPresent(problem -> {
+            throw new IllegalArgumentException("--" + name + " " + problem);
+        });
+        if (value.isEmpty()) {
+            throw new IllegalArgumentException("--" + name + " may not be empty");
+        }
+        return value;
+    }
+
+    private static Path absolute(String name, String value) {
+        Path path = Path.of(value);
+        if (!path.isAbsolute()) {
+            throw new IllegalArgumentException("--" + name + " must be an absolute path, got '" + value + "'");
+        }
+        return path.normalize();
+    }
+
+    private static long nonNegative(String name, String value) {
+        try {
+            long number = Long.parseLong(value);
+            if (number < 0) {
+                throw new NumberFormatException();
+            }
+            return number;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + name + " takes a number >= 0, got '" + value + "'");
+        }
+    }
+}

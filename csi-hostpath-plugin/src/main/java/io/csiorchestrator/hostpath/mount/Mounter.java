@@ -1,0 +1,68 @@
+package io.csiorchestrator.hostpath.mount;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Makes and removes bind mounts with util-linux's {@code mount} and {@code umount}. Mount flags
+ * from requests are never passed on a command line.
+ */
+public final class Mounter {
+
+    private static final long COMMAND_TIMEOUT_SECONDS = 30;
+    private static final int MAX_STACKED_UNMOUNTS = 16;
+
+    private final MountTable mountTable;
+
+    public Mounter(MountTable mountTable) {
+        this.mountTable = mountTable;
+    }
+
+    /** Bind-mounts {@code source} at {@code target}, read-only when asked. */
+    public void bind(Path source, Path target, boolean readOnly) throws IOException {
+        run("mount", "--bind", source.toString(), target.toString());
+        if (readOnly) {
+            try {
+                run("mount", "-o", "remount,bind,ro", target.toString());
+            } catch (IOException e) {
+                unmountAll(target);
+                throw e;
+            }
+        }
+    }
+
+    /** Unmounts everything mounted at {@code target}, including mounts stacked on each other. */
+    public void unmountAll(Path target) throws IOException {
+        for (int i = 0; i < MAX_STACKED_UNMOUNTS && mountTable.isMountPoint(target); i++) {
+            run("umount", target.toString());
+        }
+        if (mountTable.isMountPoint(target)) {
+            throw new IOException("still mounted after " + MAX_STACKED_UNMOUNTS + " unmounts: " + target);
+        }
+    }
+
+    private static void run(String... command) throws IOException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output;
+        try (InputStream in = process.getInputStream()) {
+            output = new String(in.readAllBytes(), StandardCharsets.UTF_8).trim();
+        }
+        try {
+            if (!process.waitFor(COMMAND_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                throw new IOException(String.join(" ", command) + " did not finish in " + COMMAND_TIMEOUT_SECONDS + " s");
+            }
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while running " + String.join(" ", command), e);
+        }
+        if (process.exitValue() != 0) {
+            throw new IOException(String.join(" ", command) + " failed with exit code " + process.exitValue()
+                    + (output.isEmpty() ? "" : ": " + output));
+        }
+    }
+}

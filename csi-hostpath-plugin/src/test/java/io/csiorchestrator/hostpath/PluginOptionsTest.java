@@ -1,0 +1,66 @@
+package io.csiorchestrator.hostpath;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class PluginOptionsTest {
+
+    @Test
+    void theDocumentedCommandLine() {
+        PluginOptions options = PluginOptions.parse("--endpoint", "unix:///tmp/x/csi.sock", "--node-id", "n1",
+                "--state-dir", "/tmp/x/state");
+
+        assertEquals(Path.of("/tmp/x/csi.sock"), options.socketPath());
+        assertEquals("n1", options.nodeId());
+        assertEquals(Path.of("/tmp/x/state"), options.stateDir());
+        assertEquals("hostpath.csi.csiorchestrator.io", options.pluginName());
+        assertTrue(options.stageUnstage());
+        assertTrue(options.controllerPublish());
+        assertEquals(0, options.maxVolumesPerNode());
+        assertFalse(options.unmountStagingOnExit());
+        assertEquals(Path.of("/tmp/x/state/faults"), options.faultsFile());
+    }
+
+    @Test
+    void everyOption() {
+        PluginOptions options = PluginOptions.parse("--endpoint=/run/csi.sock", "--node-id=n2", "--state-dir=/s",
+                "--stage-unstage=false", "--controller-publish", "false", "--max-volumes-per-node", "3",
+                "--unmount-staging-on-exit", "--known-node-ids", "n3,n4", "--faults-file", "/f",
+                "--fault", "NodeStageVolume INTERNAL 1", "--fault=probe-not-ready", "--plugin-name", "p.example.com");
+
+        assertFalse(options.stageUnstage());
+        assertFalse(options.controllerPublish());
+        assertEquals(3, options.maxVolumesPerNode());
+        assertTrue(options.unmountStagingOnExit());
+        assertEquals(Set.of("n3", "n4"), options.knownNodeIds());
+        assertTrue(options.knowsNode("n2") && options.knowsNode("n4") && !options.knowsNode("n5"));
+        assertEquals(Path.of("/f"), options.faultsFile());
+        assertEquals(List.of("NodeStageVolume INTERNAL 1", "probe-not-ready"), options.faultRules());
+        assertEquals("p.example.com", options.pluginName());
+    }
+
+    @Test
+    void rejectsWhatItCannotUse() {
+        assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse("--node-id", "n1"));
+        assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse("--endpoint", "tcp://1.2.3.4:5",
+                "--node-id", "n1", "--state-dir", "/s"));
+        assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse("--endpoint", "/s.sock",
+                "--node-id", "../n1", "--state-dir", "/s"));
+        assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse("--endpoint", "/s.sock",
+                "--node-id", "n1", "--state-dir", "relative"));
+        assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse("--endpoint", "/s.sock",
+                "--node-id", "n1", "--state-dir", "/s", "--max-volumes-per-node", "-1"));
+        assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse("--endpoint", "/s.sock",
+                "--node-id", "n1", "--state-dir", "/s", "--stage-unstage=maybe"));
+        assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse("--endpoint", "/s.sock",
+                "--node-id", "n1", "--state-dir", "/s", "--colour", "blue"));
+    }
+}
