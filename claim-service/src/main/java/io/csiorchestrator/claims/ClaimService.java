@@ -1,0 +1,450 @@
+package io.csiorchestrator.claims;
+
+import io.csiorchestrator.claims.domain.ClaimMachine;
+import io.csiorchestrator.claims.domain.ClaimMachine.Phase;
+import io.csiorchestrator.claims.domain.ClaimMachine.Snapshot;
+import io.csiorchestrator.claims.domain.ClaimMachine.Transition;
+import io.csiorchestrator.claims.domain.ClaimRules;
+import io.csiorchestrator.claims.domain.ClaimRules.HeldClaim;
+import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
+import io.csiorchestrator.claims.domain.ClaimRules.VolumeFacts;
+import io.csiorchestrator.claims.outbox.Outbox;
+import io.csiorchestrator.claims.outbox.OutboxRelay;
+import io.csiorchestrator.claims.store.ClaimEntity;
+import io.csiorchestrator.claims.store.Json;
+import io.csiorchestrator.claims.store.Plugins;
+import io.csiorchestrator.claims.store.VolumeEntity;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.ClaimStatus;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.MountOptions;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.events.SecretPayload;
+import io.quarkus.hibernate.reactive.panache.Panache;
+import io.smallrye.mutiny.Uni;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import jakarta.persistence.LockModeType;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.function.Supplier;
+import org.jboss.logging.Logger;
+
+/**
+ * Carries out claim decisions and claim state transitions against PostgreSQL. Each public method is
+ * one transaction: the volume row is locked first (SELECT ... FOR UPDATE), so claim-requested
+ * (partitioned by volume) and mount-done (partitioned by node) updates of one volume are
+ * serialised; the claim's new checkpoint and the events it causes (claim-status, node-commands)
+ * are written to the outbox in the same transaction; the relay publishes them after the commit.
+ */
+@ApplicationScoped
+public class ClaimService {
+
+    private static final Logger LOG = Logger.getLogger(ClaimService.class);
+
+    @Inject
+    Outbox outbox;
+    @Inject
+    OutboxRelay relay;
+    @Inject
+    Plugins plugins;
+    @Inject
+    Secrets secrets;
+    @Inject
+    ClaimSettings settings;
+
+    private ClaimMachine machine() {
+        return new ClaimMachine(settings.policy());
+    }
+
+    /** Runs {@code work} in a transaction and signals the relay once it committed. */
+    public <T> Uni<T> inTransaction(Supplier<Uni<T>> work) {
+        return Panache.withTransaction(work).invoke(() -> relay.signal());
+    }
+
+    public Uni<VolumeEntity> lockVolume(String volumeKey) {
+        return VolumeEntity.<VolumeEntity>findById(volumeKey, LockModeType.PESSIMISTIC_WRITE);
+    }
+
+    public static Uni<List<ClaimEntity>> activeClaims(String volumeKey) {
+        return ClaimEntity.<ClaimEntity>list("volumeKey = ?1 and past = false order by createdAt", volumeKey);
+    }
+
+    // ---------------------------------------------------------------- claim-requested
+
+    public Uni<Void> onClaimRequested(ClaimRequested request) {
+        return inTransaction(() -> Panache.getSession()
+                .chain(s -> s.createNativeQuery("INSERT INTO handled_requests (request_id, handled_at) VALUES (:id, :now)"
+                                + " ON CONFLICT DO NOTHING")
+                        .setParameter("id", request.requestId()).setParameter("now", Instant.now()).executeUpdate())
+                .chain(inserted -> {
+                    if (inserted == 0) {
+                        LOG.debugf("claim-requested %s was handled before; not answered again", request.requestId());
+                        return Uni.createFrom().voidItem();
+                    }
+                    return handle(request);
+                }));
+    }
+
+    private Uni<Void> handle(ClaimRequested request) {
+        String key = VolumeEntity.key(request.namespace(), request.volumeId());
+        return lockVolume(key).chain(volume -> {
+            if (volume == null) {
+                return outbox.add(status(request, ClaimState.REJECTED, "volume " + key + ": " + request.mode().wire()
+                        + " claim by allocation " + request.allocationId() + " rejected: the volume is not registered", null));
+            }
+            return activeClaims(key).chain(claims -> request.mode() == ClaimMode.RELEASE
+                    ? release(request, volume, claims)
+                    : claim(request, volume, claims));
+        });
+    }
+
+    private Uni<Void> release(ClaimRequested request, VolumeEntity volume, List<ClaimEntity> claims) {
+        ClaimEntity claim = claims.stream().filter(c -> c.allocationId.equals(request.allocationId())).findFirst().orElse(null);
+        if (claim == null) {
+            return outbox.add(status(request, ClaimState.RELEASED, "allocation " + request.allocationId()
+                    + " holds no claim on volume " + volume.volumeKey + " (nothing to release)", null));
+        }
+        claim.releaseRequestId = request.requestId();
+        return apply(volume, claim, machine().release(snapshot(claim)));
+    }
+
+    private Uni<Void> claim(ClaimRequested request, VolumeEntity volume, List<ClaimEntity> claims) {
+        return plugins.facts(volume.pluginId).chain(plugin -> {
+            VolumeFacts facts = facts(volume, claims);
+            var decision = ClaimRules.decide(facts, plugin, new ClaimRules.Request(request.allocationId(), request.nodeId(),
+                    request.mode(), request.accessMode(), request.attachmentMode(), request.mountSupport(),
+                    !request.mountOptions().isEmpty()));
+            if (decision instanceof ClaimRules.Reject reject) {
+                LOG.infof("claim rejected: %s", reject.reason());
+                return outbox.add(status(request, ClaimState.REJECTED, reject.reason(), null));
+            }
+            if (decision instanceof ClaimRules.AlreadyHeld) {
+                ClaimEntity held = claims.stream().filter(c -> c.allocationId.equals(request.allocationId())).findFirst().orElseThrow();
+                boolean ready = Phase.READY.name().equals(held.phase);
+                return outbox.add(status(request, ready ? ClaimState.READY : ClaimState.ACCEPTED,
+                        "allocation " + request.allocationId() + " already holds this claim", ready ? held.hostPath : null));
+            }
+            LOG.infof("claim accepted: %s", ((ClaimRules.Accept) decision).reason());
+            ClaimEntity claim = newClaim(request, volume, plugin);
+            if (claims.isEmpty()) {
+                volume.claimedAccessMode = request.accessMode().wire();
+            }
+            volume.updatedAt = Instant.now();
+            return claim.persist().chain(() -> apply(volume, claim, machine().start(snapshot(claim))));
+        });
+    }
+
+    private ClaimEntity newClaim(ClaimRequested request, VolumeEntity volume, PluginFacts plugin) {
+        Instant now = Instant.now();
+        ClaimEntity c = new ClaimEntity();
+        c.claimId = UUID.randomUUID().toString();
+        c.volumeKey = volume.volumeKey;
+        c.namespace = volume.namespace;
+        c.volumeId = volume.id;
+        c.allocationId = request.allocationId();
+        c.nodeId = request.nodeId();
+        c.mode = request.mode().wire();
+        c.requestId = request.requestId();
+        c.accessMode = request.accessMode().wire();
+        c.attachmentMode = request.attachmentMode().wire();
+        c.readOnly = request.readOnly() || request.mode() == ClaimMode.READ;
+        c.controllerRequired = plugin.controllerRequired();
+        var node = plugin.nodes().get(request.nodeId());
+        c.externalNodeId = node == null ? null : node.externalNodeId();
+        // Effective mount options: the request's fs type and flags replace the volume's (sealed, never plain).
+        SecretPayload stored = secrets.open(volume.sealedJson, volume.namespace, volume.id);
+        MountOptions effective = new MountOptions(volume.fsType, stored.mountFlags()).overriddenBy(request.mountOptions());
+        c.fsType = effective.fsType();
+        c.sealedJson = secrets.sealToJson(new SecretPayload(stored.secrets(), effective.mountFlags()), volume.namespace, volume.id);
+        c.publishContextJson = "{}";
+        c.phase = Phase.CONTROLLER_PUBLISHING.name();
+        c.attempt = 0;
+        c.createdAt = now;
+        c.updatedAt = now;
+        return c;
+    }
+
+    // ---------------------------------------------------------------- mount-done
+
+    public Uni<Void> onMountDone(MountDone done) {
+        return inTransaction(() -> ClaimEntity.<ClaimEntity>find("commandId", done.commandId()).firstResult()
+                .chain(found -> {
+                    if (found == null) {
+                        LOG.debugf("mount-done for command %s matches no pending command (already handled or unknown)", done.commandId());
+                        return Uni.createFrom().voidItem();
+                    }
+                    return lockVolume(found.volumeKey).chain(volume -> ClaimEntity.<ClaimEntity>findById(found.claimId)
+                            .call(claim -> Panache.getSession().chain(s -> s.refresh(claim)))
+                            .chain(claim -> {
+                                if (volume == null || claim == null || !done.commandId().equals(claim.commandId)) {
+                                    return Uni.createFrom().voidItem();
+                                }
+                                return stepDone(volume, claim, done);
+                            }));
+                }));
+    }
+
+    private Uni<Void> stepDone(VolumeEntity volume, ClaimEntity claim, MountDone done) {
+        claim.commandId = null;
+        claim.commandDeadline = null;
+        if (done.succeeded()) {
+            if (done.kind() == NodeCommandKind.CONTROLLER_PUBLISH) {
+                claim.publishContextJson = Json.write(done.publishContext());
+            }
+            if (done.kind() == NodeCommandKind.MOUNT) {
+                if (done.hostPath() == null) {
+                    return apply(volume, claim, machine().failed(snapshot(claim), "INTERNAL",
+                            "the worker of node " + done.nodeId() + " reported the mount done without a host path"));
+                }
+                claim.hostPath = done.hostPath();
+            }
+            return apply(volume, claim, machine().succeeded(snapshot(claim), done.hostPath()));
+        }
+        String message = done.errorMessage();
+        Phase phase = Phase.valueOf(claim.phase);
+        if (phase == Phase.CONTROLLER_UNPUBLISHING && claim.attempt >= settings.maxPublishAttempts()
+                && !"NOT_FOUND".equals(done.errorCode())) {
+            // Nomad 25349: a controller-unpublish for a node that is gone is abandoned, not retried forever.
+            return volumePlugin(volume).chain(pluginId -> plugins.goneSince(pluginId, claim.nodeId,
+                    Instant.now().minus(settings.nodeGoneTimeout()))).chain(gone -> gone
+                    ? apply(volume, claim, machine().controllerUnpublishAbandoned(snapshot(claim), "node " + claim.nodeId
+                            + " is gone and the controller-unpublish keeps failing: " + done.errorCode() + ": " + message))
+                    : apply(volume, claim, machine().failed(snapshot(claim), done.errorCode(), message)));
+        }
+        return apply(volume, claim, machine().failed(snapshot(claim), done.errorCode(), message));
+    }
+
+    private static Uni<String> volumePlugin(VolumeEntity volume) {
+        return Uni.createFrom().item(volume.pluginId);
+    }
+
+    // ---------------------------------------------------------------- reconcile
+
+    /** Sends the current step of a claim whose retry is due. */
+    public Uni<Void> retryDue(String claimId) {
+        return onLockedClaim(claimId, (volume, claim) -> {
+            if (claim.past || claim.commandId != null || claim.retryAt == null || claim.retryAt.isAfter(Instant.now())) {
+                return Uni.createFrom().voidItem();
+            }
+            NodeCommandKind kind = ClaimMachine.kindOf(Phase.valueOf(claim.phase));
+            return kind == null ? Uni.createFrom().voidItem() : send(volume, claim, kind);
+        });
+    }
+
+    /** A claim's command got no answer in time. */
+    public Uni<Void> commandTimedOut(String claimId) {
+        return onLockedClaim(claimId, (volume, claim) -> {
+            if (claim.past || claim.commandId == null || claim.commandDeadline == null || claim.commandDeadline.isAfter(Instant.now())) {
+                return Uni.createFrom().voidItem();
+            }
+            LOG.warnf("command %s of claim %s got no answer in time", claim.commandId, claim.claimId);
+            claim.commandId = null;
+            claim.commandDeadline = null;
+            return apply(volume, claim, machine().timedOut(snapshot(claim)));
+        });
+    }
+
+    /** The node of a claim is gone or the operator detached it: the node side is assumed detached. */
+    public Uni<Void> nodeDetached(String claimId, String why) {
+        return onLockedClaim(claimId, (volume, claim) -> {
+            if (claim.past) {
+                return Uni.createFrom().voidItem();
+            }
+            LOG.warnf("claim %s: %s", claim.claimId, why);
+            if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
+                claim.commandId = null;
+                claim.commandDeadline = null;
+                claim.retryAt = null;
+            }
+            return apply(volume, claim, machine().nodeDetached(snapshot(claim), why));
+        });
+    }
+
+    /** Releases a claim (force delete). Call inside a transaction with the volume locked. */
+    public Uni<Void> releaseLocked(VolumeEntity volume, ClaimEntity claim) {
+        return apply(volume, claim, machine().release(snapshot(claim)));
+    }
+
+    /** Operator detach of a claim on a node. Call inside a transaction with the volume locked. */
+    public Uni<Void> detachLocked(VolumeEntity volume, ClaimEntity claim, String why) {
+        if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
+            claim.commandId = null;
+            claim.commandDeadline = null;
+            claim.retryAt = null;
+        }
+        return apply(volume, claim, machine().nodeDetached(snapshot(claim), why));
+    }
+
+    private interface ClaimWork {
+        Uni<Void> run(VolumeEntity volume, ClaimEntity claim);
+    }
+
+    private Uni<Void> onLockedClaim(String claimId, ClaimWork work) {
+        return inTransaction(() -> ClaimEntity.<ClaimEntity>findById(claimId).chain(found -> {
+            if (found == null) {
+                return Uni.createFrom().voidItem();
+            }
+            return lockVolume(found.volumeKey)
+                    .call(v -> Panache.getSession().chain(s -> s.refresh(found)))
+                    .chain(volume -> volume == null ? Uni.createFrom().voidItem() : work.run(volume, found));
+        }));
+    }
+
+    // ---------------------------------------------------------------- transitions
+
+    private Uni<Void> apply(VolumeEntity volume, ClaimEntity claim, Transition t) {
+        Instant now = Instant.now();
+        Snapshot s = t.next();
+        claim.phase = s.phase().name();
+        claim.attempt = s.attempt();
+        claim.controllerPublished = s.controllerPublished();
+        claim.releaseRequested = s.releaseRequested();
+        claim.rollingBack = s.rollingBack();
+        claim.updatedAt = now;
+        Uni<Void> chain = Uni.createFrom().voidItem();
+        for (ClaimMachine.Effect effect : t.effects()) {
+            if (effect instanceof ClaimMachine.EmitStatus e) {
+                if (e.state() == ClaimState.FAILED) {
+                    claim.lastError = e.reason();
+                    LOG.warnf("claim %s of volume %s failed: %s", claim.claimId, claim.volumeKey, e.reason());
+                }
+                chain = chain.chain(() -> outbox.add(status(claim, e.state(), e.reason())));
+            } else if (effect instanceof ClaimMachine.SendCommand c) {
+                chain = chain.chain(() -> send(volume, claim, c.kind()));
+            } else if (effect instanceof ClaimMachine.RetryLater r) {
+                claim.commandId = null;
+                claim.commandDeadline = null;
+                claim.retryAt = now.plus(r.delay());
+                claim.lastError = r.lastError();
+                LOG.infof("claim %s: %s; retrying in %s", claim.claimId, r.lastError(), r.delay());
+            } else if (effect instanceof ClaimMachine.Abandoned a) {
+                claim.lastError = a.reason();
+                LOG.warnf("claim %s: %s abandoned: %s", claim.claimId, a.kind().wire(), a.reason());
+            }
+        }
+        return chain.chain(() -> {
+            if (!s.phase().past()) {
+                return Uni.createFrom().voidItem();
+            }
+            claim.past = true;
+            claim.endedAt = now;
+            claim.commandId = null;
+            claim.commandDeadline = null;
+            claim.retryAt = null;
+            return Panache.getSession().chain(session -> session.flush())
+                    .chain(() -> ClaimEntity.count("volumeKey = ?1 and past = false", volume.volumeKey))
+                    .chain(remaining -> {
+                        if (remaining > 0) {
+                            return Uni.createFrom().voidItem();
+                        }
+                        volume.claimedAccessMode = null;
+                        if (volume.deleting) {
+                            LOG.infof("volume %s deleted after its last claim was released", volume.volumeKey);
+                            return ClaimEntity.delete("volumeKey", volume.volumeKey).chain(() -> volume.delete());
+                        }
+                        return Uni.createFrom().voidItem();
+                    });
+        });
+    }
+
+    /** Writes the node command of the current step (a new command id per attempt) into the outbox. */
+    private Uni<Void> send(VolumeEntity volume, ClaimEntity claim, NodeCommandKind kind) {
+        return plugins.facts(volume.pluginId).chain(plugin -> {
+            Instant now = Instant.now();
+            String target;
+            if (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT) {
+                target = claim.nodeId;
+            } else {
+                if (claim.externalNodeId == null) {
+                    var node = plugin.nodes().get(claim.nodeId);
+                    claim.externalNodeId = node == null ? null : node.externalNodeId();
+                }
+                if (claim.externalNodeId == null) {
+                    if (kind == NodeCommandKind.CONTROLLER_UNPUBLISH) {
+                        return apply(volume, claim, machine().controllerUnpublishAbandoned(snapshot(claim),
+                                "node " + claim.nodeId + " is unknown to plugin " + volume.pluginId + " (no external node id)"));
+                    }
+                    return apply(volume, claim, machine().failed(snapshot(claim), "NOT_FOUND",
+                            "node " + claim.nodeId + " is unknown to plugin " + volume.pluginId + " (no external node id)"));
+                }
+                target = pickController(plugin, claim.controllerNodeId);
+                if (target == null) {
+                    claim.commandId = null;
+                    claim.retryAt = now.plus(settings.policy().backoff(Math.max(claim.attempt, 1)));
+                    claim.lastError = "plugin " + volume.pluginId + " has no healthy controller instance; waiting for one";
+                    LOG.warnf("claim %s: %s", claim.claimId, claim.lastError);
+                    return Uni.createFrom().voidItem();
+                }
+                claim.controllerNodeId = target;
+            }
+            claim.commandId = claim.claimId + "." + kind.wire() + "." + claim.attempt + "." + UUID.randomUUID().toString().substring(0, 8);
+            claim.commandNodeId = target;
+            claim.commandDeadline = now.plus(settings.commandTimeout());
+            claim.retryAt = null;
+            boolean mountSide = kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT;
+            boolean publishing = kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.CONTROLLER_PUBLISH;
+            NodeCommand command = new NodeCommand(claim.commandId, target, kind, claim.namespace, claim.volumeId,
+                    volume.pluginId, volume.externalId, mountSide ? claim.allocationId : null,
+                    publishing ? AccessMode.fromWire(claim.accessMode) : null,
+                    publishing ? AttachmentMode.fromWire(claim.attachmentMode) : null,
+                    claim.readOnly, kind == NodeCommandKind.MOUNT ? claim.fsType : null,
+                    mountSide ? null : claim.externalNodeId,
+                    publishing ? Json.map(volume.contextJson) : null,
+                    kind == NodeCommandKind.MOUNT ? Json.map(claim.publishContextJson) : null,
+                    kind == NodeCommandKind.UNMOUNT ? null : secrets.fromJson(claim.sealedJson), now);
+            return outbox.add(command);
+        });
+    }
+
+    private static String pickController(PluginFacts plugin, String previous) {
+        if (previous != null && plugin.healthyControllerNodes().contains(previous)) {
+            return previous;
+        }
+        return plugin.healthyControllerNodes().isEmpty() ? null : plugin.healthyControllerNodes().get(0);
+    }
+
+    // ---------------------------------------------------------------- plugin-status
+
+    public Uni<Void> onPluginStatus(String pluginId, PluginStatus status) {
+        return inTransaction(() -> plugins.apply(pluginId, status));
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    static Snapshot snapshot(ClaimEntity c) {
+        return new Snapshot(Phase.valueOf(c.phase), c.attempt, c.controllerRequired, c.controllerPublished,
+                c.releaseRequested, c.rollingBack);
+    }
+
+    public static VolumeFacts facts(VolumeEntity v, List<ClaimEntity> claims) {
+        List<HeldClaim> held = new ArrayList<>();
+        for (ClaimEntity c : claims) {
+            held.add(new HeldClaim(c.allocationId, c.nodeId, ClaimMode.fromWire(c.mode)));
+        }
+        return new VolumeFacts(v.namespace, v.id, v.pluginId, AccessMode.fromWire(v.accessMode),
+                AttachmentMode.fromWire(v.attachmentMode),
+                v.claimedAccessMode == null ? null : AccessMode.fromWire(v.claimedAccessMode),
+                Json.map(v.topologyJson), v.deleting, held);
+    }
+
+    private static ClaimStatus status(ClaimRequested r, ClaimState state, String reason, String hostPath) {
+        return new ClaimStatus(r.requestId(), r.namespace(), r.volumeId(), r.allocationId(), r.nodeId(), r.mode(), state,
+                reason, hostPath, Instant.now());
+    }
+
+    private static ClaimStatus status(ClaimEntity c, ClaimState state, String reason) {
+        boolean releaseSide = state == ClaimState.RELEASING || state == ClaimState.RELEASED;
+        String requestId = releaseSide && c.releaseRequestId != null ? c.releaseRequestId : c.requestId;
+        return new ClaimStatus(requestId, c.namespace, c.volumeId, c.allocationId, c.nodeId, ClaimMode.fromWire(c.mode), state,
+                reason, state == ClaimState.READY ? c.hostPath : null, Instant.now());
+    }
+}

@@ -1,0 +1,73 @@
+package io.csiorchestrator.claims;
+
+import io.csiorchestrator.claims.domain.ClaimMachine;
+import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithDefault;
+import io.smallrye.config.WithName;
+import java.time.Duration;
+
+/** The claim-service's own settings ({@code csi.claims.*}). */
+@ConfigMapping(prefix = "csi.claims")
+public interface ClaimSettings {
+
+    Outbox outbox();
+
+    /** How long a node command may go unanswered before it counts as DEADLINE_EXCEEDED. */
+    @WithName("command-timeout")
+    @WithDefault("2m")
+    Duration commandTimeout();
+
+    /** A node whose plugin instance is missing or unhealthy for longer than this is assumed detached. */
+    @WithName("node-gone-timeout")
+    @WithDefault("10m")
+    Duration nodeGoneTimeout();
+
+    /** Attempts of a publish step (controller publish, mount) on retryable errors before the claim is rolled back. */
+    @WithName("max-publish-attempts")
+    @WithDefault("3")
+    int maxPublishAttempts();
+
+    @WithName("retry-base-backoff")
+    @WithDefault("1s")
+    Duration retryBaseBackoff();
+
+    @WithName("retry-max-backoff")
+    @WithDefault("1m")
+    Duration retryMaxBackoff();
+
+    /** Past claims (and answered request ids) older than this are purged. */
+    @WithName("past-claims-retention")
+    @WithDefault("24h")
+    Duration pastClaimsRetention();
+
+    /** At most this many claims are reconciled per kind of work and tick (the reconcile loop's rate limit). */
+    @WithName("reconcile-batch")
+    @WithDefault("50")
+    int reconcileBatch();
+
+    default ClaimMachine.Policy policy() {
+        return new ClaimMachine.Policy(maxPublishAttempts(), retryBaseBackoff(), retryMaxBackoff());
+    }
+
+    /** How often the reconcile loop runs (used by {@code Reconciler}'s schedule). */
+    @WithName("reconcile-interval")
+    @WithDefault("5s")
+    Duration reconcileInterval();
+
+    interface Outbox {
+        /** The safety sweep's interval (used by {@code OutboxRelay}'s schedule). */
+        @WithName("sweep-interval")
+        @WithDefault("30s")
+        Duration sweepInterval();
+
+        /** Rows published per round trip. */
+        @WithName("batch-size")
+        @WithDefault("200")
+        int batchSize();
+
+        /** How long the relay waits for the broker's acknowledgement of a batch. */
+        @WithName("send-timeout")
+        @WithDefault("30s")
+        Duration sendTimeout();
+    }
+}

@@ -1,0 +1,87 @@
+package io.csiorchestrator.claims;
+
+import io.csiorchestrator.claims.store.ClaimEntity;
+import io.quarkus.hibernate.reactive.panache.Panache;
+import io.quarkus.scheduler.Scheduled;
+import io.smallrye.mutiny.Multi;
+import io.smallrye.mutiny.Uni;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import java.time.Instant;
+import java.util.List;
+import org.jboss.logging.Logger;
+
+/**
+ * The reconcile loop, one tick every {@code csi.claims.reconcile-interval} (never two at once), each
+ * kind of work limited to {@code csi.claims.reconcile-batch} claims per tick (the rate limit):
+ * <ul>
+ *   <li>failed steps whose backoff is over are sent again;</li>
+ *   <li>commands without an answer past {@code csi.claims.command-timeout} count as DEADLINE_EXCEEDED;</li>
+ *   <li>claims on a node whose plugin instance is missing or unhealthy for longer than
+ *       {@code csi.claims.node-gone-timeout} are assumed detached from that node (Nomad 13301);</li>
+ *   <li>past claims and answered request ids older than {@code csi.claims.past-claims-retention} are purged.</li>
+ * </ul>
+ */
+@ApplicationScoped
+public class Reconciler {
+
+    private static final Logger LOG = Logger.getLogger(Reconciler.class);
+
+    @Inject
+    ClaimService claims;
+    @Inject
+    ClaimSettings settings;
+
+    @Scheduled(every = "${csi.claims.reconcile-interval:5s}", delayed = "${csi.claims.reconcile-interval:5s}",
+            concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    Uni<Void> tick() {
+        return reconcile().onFailure().invoke(t -> LOG.warnf("reconcile tick failed: %s", t.toString()))
+                .onFailure().recoverWithNull();
+    }
+
+    /** One reconcile pass. */
+    public Uni<Void> reconcile() {
+        Instant now = Instant.now();
+        int batch = settings.reconcileBatch();
+        return ids("SELECT claim_id FROM claims WHERE NOT past AND command_id IS NULL AND retry_at <= :now ORDER BY retry_at LIMIT :n", now, batch)
+                .chain(ids -> each(ids, claims::retryDue))
+                .chain(() -> ids("SELECT claim_id FROM claims WHERE NOT past AND command_id IS NOT NULL AND command_deadline < :now"
+                        + " ORDER BY command_deadline LIMIT :n", now, batch))
+                .chain(ids -> each(ids, claims::commandTimedOut))
+                .chain(() -> ids("SELECT c.claim_id FROM claims c JOIN volumes v ON v.volume_key = c.volume_key"
+                        + " JOIN plugin_nodes pn ON pn.plugin_id = v.plugin_id AND pn.node_id = c.node_id"
+                        + " WHERE NOT c.past AND NOT c.rolling_back AND c.phase IN ('CONTROLLER_PUBLISHING', 'MOUNTING', 'READY', 'UNMOUNTING')"
+                        + " AND pn.unhealthy_since < :now LIMIT :n", now.minus(settings.nodeGoneTimeout()), batch))
+                .chain(ids -> each(ids, id -> claims.nodeDetached(id, "node's plugin instance missing or unhealthy for longer than "
+                        + settings.nodeGoneTimeout() + ": assumed detached")))
+                .chain(this::purge);
+    }
+
+    private Uni<Void> purge() {
+        Instant before = Instant.now().minus(settings.pastClaimsRetention());
+        return Panache.withTransaction(() -> ClaimEntity.delete("past = true and endedAt < ?1", before)
+                .chain(n -> Panache.getSession().chain(s -> s.createNativeQuery("DELETE FROM handled_requests WHERE handled_at < :before")
+                        .setParameter("before", before).executeUpdate()).map(m -> {
+                    if (n > 0) {
+                        LOG.infof("purged %d past claims ended before %s", n, before);
+                    }
+                    return null;
+                }))).replaceWithVoid();
+    }
+
+    private static Uni<List<String>> ids(String sql, Instant at, int limit) {
+        return Panache.withSession(() -> Panache.getSession().chain(s -> s.createNativeQuery(sql, String.class)
+                .setParameter("now", at).setParameter("n", limit).getResultList()));
+    }
+
+    private static Uni<Void> each(List<String> ids, java.util.function.Function<String, Uni<Void>> work) {
+        if (ids.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        return Multi.createFrom().iterable(ids)
+                .onItem().transformToUniAndConcatenate(id -> work.apply(id)
+                        .onFailure().invoke(t -> LOG.warnf("reconcile of claim %s failed: %s", id, t.toString()))
+                        .onFailure().recoverWithNull())
+                .collect().last().replaceWithVoid();
+    }
+}

@@ -1,0 +1,266 @@
+package io.csiorchestrator.claims.api;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.databind.JsonNode;
+import io.csiorchestrator.claims.ClaimService;
+import io.csiorchestrator.claims.Secrets;
+import io.csiorchestrator.claims.api.VolumeRequestParser.VolumeSpec;
+import io.csiorchestrator.claims.domain.ClaimRules;
+import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
+import io.csiorchestrator.claims.store.ClaimEntity;
+import io.csiorchestrator.claims.store.Json;
+import io.csiorchestrator.claims.store.Plugins;
+import io.csiorchestrator.claims.store.VolumeEntity;
+import io.csiorchestrator.events.PathSafeId;
+import io.csiorchestrator.events.SecretPayload;
+import io.csiorchestrator.events.Violation;
+import io.quarkus.hibernate.reactive.panache.Panache;
+import io.smallrye.mutiny.Uni;
+import jakarta.inject.Inject;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.DELETE;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.QueryParam;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+
+/**
+ * Volumes: register, list, read (secrets and mount flags redacted), delete, and the operator's
+ * detach escape hatch.
+ */
+@Path("/v1/volumes")
+@Produces(MediaType.APPLICATION_JSON)
+public class VolumeResource {
+
+    public static final String REDACTED = Violation.REDACTED;
+
+    @Inject
+    ClaimService claims;
+    @Inject
+    Plugins plugins;
+    @Inject
+    Secrets secrets;
+
+    /** A 400/404/409 body: what is wrong, field by field. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record Problem(String field, String value, String message) {
+    }
+
+    public record Errors(String error, List<Problem> problems) {
+    }
+
+    public record Registered(List<String> registered) {
+    }
+
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record VolumeStub(String namespace, String id, String name, String pluginId, String accessMode,
+                             String attachmentMode, String claimedAccessMode, int currentReaders, int currentWriters,
+                             boolean schedulable, String health, boolean deleting) {
+    }
+
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record ClaimView(String allocationId, String nodeId, String mode, String state, String requestId,
+                            String releaseRequestId, String accessMode, String attachmentMode, boolean readOnly,
+                            String hostPath, String lastError, int attempt, Instant createdAt, Instant endedAt) {
+    }
+
+    public record MountOptionsView(String fsType, List<String> mountFlags) {
+    }
+
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record VolumeDetail(String namespace, String id, String name, String externalId, String pluginId,
+                               String accessMode, String attachmentMode, String claimedAccessMode,
+                               MountOptionsView mountOptions, Map<String, String> parameters, Map<String, String> context,
+                               Map<String, String> secrets, Map<String, String> topology, boolean schedulable, String health,
+                               boolean deleting, List<ClaimView> claims, List<ClaimView> pastClaims) {
+    }
+
+    public record Released(String volume, String action, List<String> allocations) {
+    }
+
+    @POST
+    @Consumes(MediaType.APPLICATION_JSON)
+    public Uni<Response> register(JsonNode body) {
+        VolumeRequestParser.Parsed parsed = VolumeRequestParser.parse(body);
+        if (!parsed.problems().isEmpty()) {
+            return Uni.createFrom().item(errors(Response.Status.BAD_REQUEST, "invalid volume registration", parsed.problems()));
+        }
+        List<String> keys = parsed.volumes().stream().map(s -> VolumeEntity.key(s.namespace(), s.id())).toList();
+        return Panache.withTransaction(() -> VolumeEntity.<VolumeEntity>list("volumeKey in ?1", keys).chain(existing -> {
+            if (!existing.isEmpty()) {
+                List<Violation> conflicts = existing.stream()
+                        .map(v -> new Violation("id", Violation.quote(v.volumeKey), "a volume with this namespace and id is already registered"))
+                        .toList();
+                return Uni.createFrom().item(errors(Response.Status.CONFLICT, "volume already registered", conflicts));
+            }
+            Uni<Void> chain = Uni.createFrom().voidItem();
+            for (VolumeSpec spec : parsed.volumes()) {
+                chain = chain.chain(() -> toEntity(spec).persist().replaceWithVoid());
+            }
+            return chain.map(x -> Response.status(Response.Status.CREATED).entity(new Registered(keys)).build());
+        }));
+    }
+
+    @GET
+    public Uni<List<VolumeStub>> list(@QueryParam("namespace") String namespace) {
+        return Panache.withSession(() -> (namespace == null
+                ? VolumeEntity.<VolumeEntity>list("order by volumeKey")
+                : VolumeEntity.<VolumeEntity>list("namespace = ?1 order by volumeKey", namespace))
+                .chain(volumes -> ClaimEntity.<ClaimEntity>list("past = false")
+                        .chain(active -> plugins.facts(volumes.stream().map(v -> v.pluginId).collect(Collectors.toSet()))
+                                .map(facts -> volumes.stream().map(v -> stub(v,
+                                        active.stream().filter(c -> c.volumeKey.equals(v.volumeKey)).toList(),
+                                        facts.get(v.pluginId))).toList()))));
+    }
+
+    @GET
+    @Path("/{namespace}/{id}")
+    public Uni<Response> get(@PathParam("namespace") String namespace, @PathParam("id") String id) {
+        return Panache.withSession(() -> VolumeEntity.<VolumeEntity>findById(VolumeEntity.key(namespace, id)).chain(v -> {
+            if (v == null) {
+                return Uni.createFrom().item(notFound(namespace, id));
+            }
+            return ClaimEntity.<ClaimEntity>list("volumeKey = ?1 order by createdAt", v.volumeKey)
+                    .chain(all -> plugins.facts(v.pluginId).map(plugin -> Response.ok(detail(v, all, plugin)).build()));
+        }));
+    }
+
+    @DELETE
+    @Path("/{namespace}/{id}")
+    public Uni<Response> delete(@PathParam("namespace") String namespace, @PathParam("id") String id,
+                                @QueryParam("force") boolean force) {
+        return claims.inTransaction(() -> claims.lockVolume(VolumeEntity.key(namespace, id)).chain(v -> {
+            if (v == null) {
+                return Uni.createFrom().item(notFound(namespace, id));
+            }
+            return ClaimService.activeClaims(v.volumeKey).chain(active -> {
+                if (active.isEmpty()) {
+                    return ClaimEntity.delete("volumeKey", v.volumeKey).chain(() -> v.delete())
+                            .map(x -> Response.noContent().build());
+                }
+                if (!force) {
+                    List<Violation> held = active.stream().map(c -> new Violation("claims", Violation.quote(c.allocationId),
+                            c.mode + " claim on node " + c.nodeId + " (" + c.phase.toLowerCase() + ")")).toList();
+                    return Uni.createFrom().item(errors(Response.Status.CONFLICT,
+                            "volume " + v.volumeKey + " is claimed; release the claims or delete with ?force=true", held));
+                }
+                v.deleting = true;
+                Uni<Void> chain = Uni.createFrom().voidItem();
+                for (ClaimEntity c : active) {
+                    chain = chain.chain(() -> claims.releaseLocked(v, c));
+                }
+                List<String> allocations = active.stream().map(c -> c.allocationId).toList();
+                return chain.map(x -> Response.accepted(new Released(v.volumeKey,
+                        "releasing every claim; the volume is deleted once the last one is released", allocations)).build());
+            });
+        }));
+    }
+
+    @POST
+    @Path("/{namespace}/{id}/detach")
+    public Uni<Response> detach(@PathParam("namespace") String namespace, @PathParam("id") String id,
+                                @QueryParam("node") String node) {
+        var problem = PathSafeId.problem(node);
+        if (problem.isPresent()) {
+            return Uni.createFrom().item(errors(Response.Status.BAD_REQUEST, "invalid detach",
+                    List.of(new Violation("node", Violation.quote(node), problem.get()))));
+        }
+        return claims.inTransaction(() -> claims.lockVolume(VolumeEntity.key(namespace, id)).chain(v -> {
+            if (v == null) {
+                return Uni.createFrom().item(notFound(namespace, id));
+            }
+            return ClaimService.activeClaims(v.volumeKey).chain(active -> {
+                List<ClaimEntity> onNode = active.stream().filter(c -> c.nodeId.equals(node)).toList();
+                Uni<Void> chain = Uni.createFrom().voidItem();
+                for (ClaimEntity c : onNode) {
+                    chain = chain.chain(() -> claims.detachLocked(v, c, "operator detached node " + node
+                            + " from volume " + v.volumeKey + ": the node is assumed detached"));
+                }
+                return chain.map(x -> Response.accepted(new Released(v.volumeKey, "detached node " + node,
+                        onNode.stream().map(c -> c.allocationId).toList())).build());
+            });
+        }));
+    }
+
+    /** A body that is not JSON: where it breaks, never what it says (it may hold secrets). */
+    @org.jboss.resteasy.reactive.server.ServerExceptionMapper
+    public Response notJson(com.fasterxml.jackson.core.JsonProcessingException e) {
+        var at = e.getLocation();
+        String where = at == null ? "" : " at line " + at.getLineNr() + ", column " + at.getColumnNr();
+        return errors(Response.Status.BAD_REQUEST, "invalid volume registration",
+                List.of(new Violation("(body)", Violation.REDACTED, "is not valid JSON" + where)));
+    }
+
+    private VolumeEntity toEntity(VolumeSpec spec) {
+        Instant now = Instant.now();
+        VolumeEntity v = new VolumeEntity();
+        v.volumeKey = VolumeEntity.key(spec.namespace(), spec.id());
+        v.namespace = spec.namespace();
+        v.id = spec.id();
+        v.name = spec.name();
+        v.externalId = spec.externalId();
+        v.pluginId = spec.pluginId();
+        v.accessMode = spec.accessMode().wire();
+        v.attachmentMode = spec.attachmentMode().wire();
+        v.fsType = spec.fsType();
+        v.mountFlagCount = spec.mountFlags().size();
+        v.parametersJson = Json.write(spec.parameters());
+        v.contextJson = Json.write(spec.context());
+        v.topologyJson = Json.write(spec.topology());
+        v.secretKeysJson = Json.write(new TreeSet<>(spec.secrets().keySet()));
+        v.sealedJson = secrets.sealToJson(new SecretPayload(spec.secrets(), spec.mountFlags()), spec.namespace(), spec.id());
+        v.createdAt = now;
+        v.updatedAt = now;
+        return v;
+    }
+
+    private static VolumeStub stub(VolumeEntity v, List<ClaimEntity> active, PluginFacts plugin) {
+        int readers = (int) active.stream().filter(c -> c.mode.equals("read")).count();
+        int writers = active.size() - readers;
+        String unhealthy = ClaimRules.unschedulableReason(ClaimService.facts(v, List.of()), plugin, null);
+        return new VolumeStub(v.namespace, v.id, v.name, v.pluginId, v.accessMode, v.attachmentMode, v.claimedAccessMode,
+                readers, writers, unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting);
+    }
+
+    private static VolumeDetail detail(VolumeEntity v, List<ClaimEntity> all, PluginFacts plugin) {
+        String unhealthy = ClaimRules.unschedulableReason(ClaimService.facts(v, List.of()), plugin, null);
+        Map<String, String> redactedSecrets = new LinkedHashMap<>();
+        for (String key : Json.list(v.secretKeysJson)) {
+            redactedSecrets.put(key, REDACTED);
+        }
+        List<ClaimView> current = new ArrayList<>();
+        List<ClaimView> past = new ArrayList<>();
+        for (ClaimEntity c : all) {
+            ClaimView view = new ClaimView(c.allocationId, c.nodeId, c.mode, c.phase.toLowerCase().replace('_', '-'),
+                    c.requestId, c.releaseRequestId, c.accessMode, c.attachmentMode, c.readOnly, c.hostPath, c.lastError,
+                    c.attempt, c.createdAt, c.endedAt);
+            (c.past ? past : current).add(view);
+        }
+        return new VolumeDetail(v.namespace, v.id, v.name, v.externalId, v.pluginId, v.accessMode, v.attachmentMode,
+                v.claimedAccessMode, new MountOptionsView(v.fsType, Collections.nCopies(v.mountFlagCount, REDACTED)),
+                Json.map(v.parametersJson), Json.map(v.contextJson), redactedSecrets, Json.map(v.topologyJson),
+                unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting, current, past);
+    }
+
+    private static Response notFound(String namespace, String id) {
+        return errors(Response.Status.NOT_FOUND, "no such volume",
+                List.of(new Violation("volume", Violation.quote(namespace + "/" + id), "is not registered")));
+    }
+
+    static Response errors(Response.Status status, String error, List<Violation> problems) {
+        List<Problem> list = problems.stream().map(p -> new Problem(p.field(), p.value(), p.reason())).toList();
+        return Response.status(status).type(MediaType.APPLICATION_JSON).entity(new Errors(error, list)).build();
+    }
+}

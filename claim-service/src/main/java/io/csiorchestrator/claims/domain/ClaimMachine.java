@@ -1,0 +1,299 @@
+package io.csiorchestrator.claims.domain;
+
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.NodeCommandKind;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The state machine of one claim, in one place. Pure: the caller loads the claim's checkpoint
+ * ({@link Snapshot}), feeds one input, stores the returned checkpoint and carries out the effects
+ * (node commands and claim-status events) in the same database transaction.
+ *
+ * <pre>
+ * publish:  CONTROLLER_PUBLISHING (only when the plugin requires a controller) -> MOUNTING -> READY
+ * release:  READY -> UNMOUNTING -> CONTROLLER_UNPUBLISHING (only when controller-published) -> FREED
+ * rollback: a fatal failure while publishing -> failed status, then the same teardown -> FAILED
+ * </pre>
+ *
+ * <p>Retries follow the CSI rules: UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ABORTED (and
+ * a command that got no answer in time) are retried with exponential backoff up to a limit;
+ * everything else is fatal. NOT_FOUND from a teardown step means it is already done. A teardown step
+ * that keeps failing is not declared done (the volume may still be attached): the claim stays held,
+ * retried at the capped backoff, until the node is assumed detached (gone past the timeout) or an
+ * operator detaches it.
+ */
+public final class ClaimMachine {
+
+    /** Where a claim is. FREED and FAILED are past claims. */
+    public enum Phase {
+        CONTROLLER_PUBLISHING, MOUNTING, READY, UNMOUNTING, CONTROLLER_UNPUBLISHING, FREED, FAILED;
+
+        public boolean past() {
+            return this == FREED || this == FAILED;
+        }
+
+        public boolean tearingDown() {
+            return this == UNMOUNTING || this == CONTROLLER_UNPUBLISHING;
+        }
+    }
+
+    /** The gRPC codes after which the same call is retried with backoff. */
+    public static final Set<String> RETRYABLE = Set.of("UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED");
+
+    /** Retry and backoff settings. */
+    public record Policy(int maxPublishAttempts, Duration baseBackoff, Duration maxBackoff) {
+        public static final Policy DEFAULT = new Policy(3, Duration.ofSeconds(1), Duration.ofMinutes(1));
+
+        public Duration backoff(int attempt) {
+            long factor = 1L << Math.min(Math.max(attempt - 1, 0), 20);
+            Duration d = baseBackoff.multipliedBy(factor);
+            return d.compareTo(maxBackoff) > 0 ? maxBackoff : d;
+        }
+    }
+
+    /**
+     * A claim's checkpoint.
+     *
+     * @param attempt             attempts of the current step so far (1 = first)
+     * @param controllerPublished the controller publish succeeded (so a controller-unpublish is owed)
+     * @param releaseRequested    a release arrived while publishing; teardown follows the step in flight
+     * @param rollingBack         the claim failed; the teardown ends in FAILED, not FREED
+     */
+    public record Snapshot(Phase phase, int attempt, boolean controllerRequired, boolean controllerPublished,
+                           boolean releaseRequested, boolean rollingBack) {
+
+        public static Snapshot fresh(boolean controllerRequired) {
+            return new Snapshot(null, 0, controllerRequired, false, false, false);
+        }
+
+        Snapshot to(Phase next) {
+            return new Snapshot(next, 1, controllerRequired, controllerPublished, releaseRequested, rollingBack);
+        }
+
+        Snapshot retrying() {
+            return new Snapshot(phase, attempt + 1, controllerRequired, controllerPublished, releaseRequested, rollingBack);
+        }
+
+        Snapshot withControllerPublished() {
+            return new Snapshot(phase, attempt, controllerRequired, true, releaseRequested, rollingBack);
+        }
+
+        Snapshot withReleaseRequested() {
+            return new Snapshot(phase, attempt, controllerRequired, controllerPublished, true, rollingBack);
+        }
+
+        Snapshot withRollback() {
+            return new Snapshot(phase, attempt, controllerRequired, controllerPublished, releaseRequested, true);
+        }
+    }
+
+    /** What the caller carries out. */
+    public sealed interface Effect permits SendCommand, EmitStatus, RetryLater, Abandoned {
+    }
+
+    /** Send this step's command (a new command id per attempt). */
+    public record SendCommand(NodeCommandKind kind) implements Effect {
+    }
+
+    /** Publish a claim-status event. */
+    public record EmitStatus(ClaimState state, String reason) implements Effect {
+    }
+
+    /** Send the current step again after {@code delay} (the reconciler does it). */
+    public record RetryLater(NodeCommandKind kind, Duration delay, String lastError) implements Effect {
+    }
+
+    /** A step was given up on purpose (e.g. controller-unpublish for an unknown node); the reason goes out as an event. */
+    public record Abandoned(NodeCommandKind kind, String reason) implements Effect {
+    }
+
+    /** The new checkpoint and what to do. */
+    public record Transition(Snapshot next, List<Effect> effects) {
+    }
+
+    private final Policy policy;
+
+    public ClaimMachine(Policy policy) {
+        this.policy = policy;
+    }
+
+    /** An accepted claim starts publishing. */
+    public Transition start(Snapshot fresh) {
+        List<Effect> effects = new ArrayList<>();
+        effects.add(new EmitStatus(ClaimState.ACCEPTED, null));
+        if (fresh.controllerRequired()) {
+            effects.add(new SendCommand(NodeCommandKind.CONTROLLER_PUBLISH));
+            return new Transition(fresh.to(Phase.CONTROLLER_PUBLISHING), effects);
+        }
+        effects.add(new SendCommand(NodeCommandKind.MOUNT));
+        return new Transition(fresh.to(Phase.MOUNTING), effects);
+    }
+
+    /** The current step's command succeeded. {@code hostPath} is the mount's. */
+    public Transition succeeded(Snapshot s, String hostPath) {
+        List<Effect> effects = new ArrayList<>();
+        switch (s.phase()) {
+            case CONTROLLER_PUBLISHING -> {
+                Snapshot published = s.withControllerPublished();
+                if (s.releaseRequested()) {
+                    effects.add(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH));
+                    return new Transition(published.to(Phase.CONTROLLER_UNPUBLISHING), effects);
+                }
+                effects.add(new SendCommand(NodeCommandKind.MOUNT));
+                return new Transition(published.to(Phase.MOUNTING), effects);
+            }
+            case MOUNTING -> {
+                if (s.releaseRequested()) {
+                    effects.add(new SendCommand(NodeCommandKind.UNMOUNT));
+                    return new Transition(s.to(Phase.UNMOUNTING), effects);
+                }
+                effects.add(new EmitStatus(ClaimState.READY, null));
+                return new Transition(s.to(Phase.READY), effects);
+            }
+            case UNMOUNTING -> {
+                return afterNodeDetached(s, effects);
+            }
+            case CONTROLLER_UNPUBLISHING -> {
+                return finish(s, effects, null);
+            }
+            default -> {
+                return new Transition(s, List.of());
+            }
+        }
+    }
+
+    /** The current step's command failed with a CSI/gRPC or worker code. */
+    public Transition failed(Snapshot s, String code, String message) {
+        String what = describe(s.phase()) + " failed: " + code + ": " + message;
+        boolean teardown = s.phase().tearingDown();
+        if (teardown && "NOT_FOUND".equals(code)) {
+            return succeeded(s, null);
+        }
+        if (s.phase() == Phase.READY || s.phase().past()) {
+            return new Transition(s, List.of());
+        }
+        boolean retryable = RETRYABLE.contains(code);
+        if (teardown) {
+            // The volume may still be attached: never declared done; retried at growing intervals.
+            return new Transition(s.retrying(), List.of(new RetryLater(kindOf(s.phase()), policy.backoff(s.attempt()), what)));
+        }
+        if (retryable && s.attempt() < policy.maxPublishAttempts()) {
+            return new Transition(s.retrying(), List.of(new RetryLater(kindOf(s.phase()), policy.backoff(s.attempt()), what)));
+        }
+        String reason = what + (retryable ? " (gave up after " + s.attempt() + " attempts)" : "");
+        List<Effect> effects = new ArrayList<>();
+        effects.add(new EmitStatus(ClaimState.FAILED, reason));
+        Snapshot rolling = s.withRollback();
+        if (s.phase() == Phase.MOUNTING) {
+            // The node may have staged or partly mounted the volume: undo it before the controller side.
+            effects.add(new SendCommand(NodeCommandKind.UNMOUNT));
+            return new Transition(rolling.to(Phase.UNMOUNTING), effects);
+        }
+        // CONTROLLER_PUBLISHING: nothing happened on the node, and the failed publish left nothing to undo.
+        return new Transition(rolling.to(Phase.FAILED), effects);
+    }
+
+    /** A command of the current step got no answer within the timeout: like DEADLINE_EXCEEDED. */
+    public Transition timedOut(Snapshot s) {
+        return failed(s, "DEADLINE_EXCEEDED", "no answer from the node's worker within the command timeout");
+    }
+
+    /** The allocation released its claim. */
+    public Transition release(Snapshot s) {
+        List<Effect> effects = new ArrayList<>();
+        switch (s.phase()) {
+            case CONTROLLER_PUBLISHING, MOUNTING -> {
+                if (s.releaseRequested() || s.rollingBack()) {
+                    return new Transition(s, List.of());
+                }
+                effects.add(new EmitStatus(ClaimState.RELEASING, "release requested while publishing; teardown follows the step in flight"));
+                return new Transition(s.withReleaseRequested(), effects);
+            }
+            case READY -> {
+                effects.add(new EmitStatus(ClaimState.RELEASING, null));
+                effects.add(new SendCommand(NodeCommandKind.UNMOUNT));
+                return new Transition(s.withReleaseRequested().to(Phase.UNMOUNTING), effects);
+            }
+            default -> {
+                return new Transition(s, List.of());
+            }
+        }
+    }
+
+    /**
+     * The claiming node is gone (or silent) past the timeout, or an operator detached it: the node
+     * side is assumed detached (Nomad 13301), the controller side still gets its unpublish.
+     */
+    public Transition nodeDetached(Snapshot s, String why) {
+        if (s.phase().past()) {
+            return new Transition(s, List.of());
+        }
+        List<Effect> effects = new ArrayList<>();
+        Snapshot released = s;
+        if (!s.rollingBack() && !s.releaseRequested()) {
+            released = s.withReleaseRequested();
+            effects.add(new EmitStatus(ClaimState.RELEASING, why));
+        }
+        if (s.phase() == Phase.CONTROLLER_UNPUBLISHING) {
+            return new Transition(released, effects);
+        }
+        if (s.phase() == Phase.CONTROLLER_PUBLISHING) {
+            // The publish may have reached the controller: unpublish to be sure (NOT_FOUND counts as done).
+            effects.add(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH));
+            return new Transition(released.withControllerPublished().to(Phase.CONTROLLER_UNPUBLISHING), effects);
+        }
+        return afterNodeDetached(released, effects, why);
+    }
+
+    /**
+     * The controller-unpublish cannot be sent because the claiming node is unknown to the plugin
+     * (no external node id): abandoned with an event instead of retried forever (Nomad 25349).
+     */
+    public Transition controllerUnpublishAbandoned(Snapshot s, String why) {
+        if (s.phase() != Phase.CONTROLLER_UNPUBLISHING) {
+            return new Transition(s, List.of());
+        }
+        List<Effect> effects = new ArrayList<>();
+        effects.add(new Abandoned(NodeCommandKind.CONTROLLER_UNPUBLISH, why));
+        return finish(s, effects, "controller-unpublish abandoned: " + why);
+    }
+
+    private Transition afterNodeDetached(Snapshot s, List<Effect> effects) {
+        return afterNodeDetached(s, effects, null);
+    }
+
+    private Transition afterNodeDetached(Snapshot s, List<Effect> effects, String why) {
+        if (s.controllerPublished()) {
+            effects.add(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH));
+            return new Transition(s.to(Phase.CONTROLLER_UNPUBLISHING), effects);
+        }
+        return finish(s, effects, why);
+    }
+
+    private Transition finish(Snapshot s, List<Effect> effects, String note) {
+        if (s.rollingBack()) {
+            return new Transition(s.to(Phase.FAILED), effects);
+        }
+        effects.add(new EmitStatus(ClaimState.RELEASED, note));
+        return new Transition(s.to(Phase.FREED), effects);
+    }
+
+    /** The command kind the phase waits on. */
+    public static NodeCommandKind kindOf(Phase phase) {
+        return switch (phase) {
+            case CONTROLLER_PUBLISHING -> NodeCommandKind.CONTROLLER_PUBLISH;
+            case MOUNTING -> NodeCommandKind.MOUNT;
+            case UNMOUNTING -> NodeCommandKind.UNMOUNT;
+            case CONTROLLER_UNPUBLISHING -> NodeCommandKind.CONTROLLER_UNPUBLISH;
+            default -> null;
+        };
+    }
+
+    private static String describe(Phase phase) {
+        NodeCommandKind kind = kindOf(phase);
+        return kind == null ? phase.name().toLowerCase() : kind.wire();
+    }
+}

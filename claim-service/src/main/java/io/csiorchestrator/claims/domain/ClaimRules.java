@@ -1,0 +1,244 @@
+package io.csiorchestrator.claims.domain;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.MountSupport;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * The claim rules, in one place: whether a read or write claim of a volume by an allocation on a
+ * node is accepted, from the volume's current claims, its access and attachment modes and its
+ * plugin's health. Pure: no framework, no I/O. Every rejection names the volume, the allocation and
+ * the mode, and says why in words an operator understands.
+ *
+ * <p>The rules (after Nomad's CSIVolume claim rules, with the checks Nomad leaves to mount time
+ * made at claim time):
+ * <ol>
+ *   <li>the volume is not being deleted;</li>
+ *   <li>the claim's attachment mode is the volume's; a block-device claim carries no mount options;</li>
+ *   <li>the task driver can mount it: {@code none} mounts nothing, {@code host-only} mounts file
+ *       systems but not raw block devices;</li>
+ *   <li>the claim's access mode is within the volume's registered capability (see
+ *       {@link #capabilityCovers}), and while the volume has claims it equals the mode the first
+ *       claim fixed;</li>
+ *   <li>the volume is schedulable: its plugin is known, has a healthy controller when it needs one,
+ *       and a healthy node instance on the claiming node; the node is within the volume's topology;</li>
+ *   <li>a write claim needs a write access mode, and in the single-writer modes no other writer;</li>
+ *   <li>in the single-node modes every claim is on one node.</li>
+ * </ol>
+ */
+public final class ClaimRules {
+
+    private ClaimRules() {
+    }
+
+    /** A claim the volume holds now (including claims being published or released). */
+    public record HeldClaim(String allocationId, String nodeId, ClaimMode mode) {
+    }
+
+    /**
+     * The volume as the rules see it.
+     *
+     * @param capability       the access mode the volume was registered with (the most it allows)
+     * @param fixedAccessMode  the access mode fixed by the first current claim; null without claims
+     * @param deleting         a forced delete is releasing its claims
+     */
+    public record VolumeFacts(String namespace, String volumeId, String pluginId, AccessMode capability,
+                              AttachmentMode attachmentMode, AccessMode fixedAccessMode,
+                              Map<String, String> topology, boolean deleting, List<HeldClaim> claims) {
+        public VolumeFacts {
+            topology = topology == null ? Map.of() : Map.copyOf(topology);
+            claims = List.copyOf(claims);
+        }
+    }
+
+    /** One node instance of a plugin. */
+    public record NodeFacts(String nodeId, String externalNodeId, boolean healthy, Map<String, String> topology) {
+        public NodeFacts {
+            topology = topology == null ? Map.of() : Map.copyOf(topology);
+        }
+    }
+
+    /**
+     * A plugin as the claim-service last heard of it; {@link #unknown} when plugin-status never
+     * named it (or removed it).
+     */
+    public record PluginFacts(String pluginId, boolean known, boolean controllerRequired,
+                              List<String> healthyControllerNodes, Map<String, NodeFacts> nodes) {
+        public PluginFacts {
+            healthyControllerNodes = List.copyOf(healthyControllerNodes);
+            nodes = Map.copyOf(nodes);
+        }
+
+        public static PluginFacts unknown(String pluginId) {
+            return new PluginFacts(pluginId, false, false, List.of(), Map.of());
+        }
+
+        public boolean hasHealthyNode(String nodeId) {
+            NodeFacts n = nodes.get(nodeId);
+            return n != null && n.healthy();
+        }
+
+        public boolean anyHealthyNode() {
+            return nodes.values().stream().anyMatch(NodeFacts::healthy);
+        }
+    }
+
+    /** What a read or write claim asks for. */
+    public record Request(String allocationId, String nodeId, ClaimMode mode, AccessMode accessMode,
+                          AttachmentMode attachmentMode, MountSupport mountSupport, boolean hasMountOptions) {
+    }
+
+    /** The outcome of {@link #decide}. */
+    public sealed interface Decision permits Accept, Reject, AlreadyHeld {
+    }
+
+    /** The claim is taken. */
+    public record Accept(String reason) implements Decision {
+    }
+
+    /** The claim is refused; {@code reason} names the volume, the allocation and the mode. */
+    public record Reject(String reason) implements Decision {
+    }
+
+    /** The allocation already holds this claim: nothing changes (a repeated claim, not an error). */
+    public record AlreadyHeld(HeldClaim claim) implements Decision {
+    }
+
+    public static Decision decide(VolumeFacts volume, PluginFacts plugin, Request request) {
+        Objects.requireNonNull(request.mode(), "mode");
+        if (request.mode() == ClaimMode.RELEASE) {
+            throw new IllegalArgumentException("a release is not decided by the claim rules");
+        }
+        String subject = "volume " + volume.namespace() + "/" + volume.volumeId() + ": " + request.mode().wire()
+                + " claim by allocation " + request.allocationId() + " on node " + request.nodeId()
+                + " (" + (request.accessMode() == null ? "?" : request.accessMode().wire()) + ", "
+                + (request.attachmentMode() == null ? "?" : request.attachmentMode().wire()) + ")";
+
+        for (HeldClaim held : volume.claims()) {
+            if (held.allocationId().equals(request.allocationId())) {
+                if (held.mode() == request.mode() && held.nodeId().equals(request.nodeId())) {
+                    return new AlreadyHeld(held);
+                }
+                return new Reject(subject + " rejected: the allocation already holds a " + held.mode().wire()
+                        + " claim on node " + held.nodeId() + "; release it first");
+            }
+        }
+        if (volume.deleting()) {
+            return new Reject(subject + " rejected: the volume is being deleted");
+        }
+        if (request.attachmentMode() != volume.attachmentMode()) {
+            return new Reject(subject + " rejected: the volume is registered for attachment mode "
+                    + volume.attachmentMode().wire());
+        }
+        if (request.attachmentMode() == AttachmentMode.BLOCK_DEVICE && request.hasMountOptions()) {
+            return new Reject(subject + " rejected: a block-device volume takes no mount options (fs type or flags)");
+        }
+        if (request.mountSupport() == MountSupport.NONE) {
+            return new Reject(subject + " rejected: the allocation's task driver cannot mount volumes (mount support: none)");
+        }
+        if (request.mountSupport() == MountSupport.HOST_ONLY && request.attachmentMode() == AttachmentMode.BLOCK_DEVICE) {
+            return new Reject(subject + " rejected: the allocation's task driver mounts host paths only and cannot use a raw block device; claim it as file-system or use a driver with full mount support");
+        }
+        if (!capabilityCovers(volume.capability(), request.accessMode())) {
+            return new Reject(subject + " rejected: the volume is registered as " + volume.capability().wire()
+                    + ", which does not allow " + request.accessMode().wire());
+        }
+        if (!volume.claims().isEmpty() && volume.fixedAccessMode() != null && volume.fixedAccessMode() != request.accessMode()) {
+            return new Reject(subject + " rejected: the volume's current claims use access mode "
+                    + volume.fixedAccessMode().wire() + " until every claim is released");
+        }
+        String unhealthy = unschedulableReason(volume, plugin, request.nodeId());
+        if (unhealthy != null) {
+            return new Reject(subject + " rejected: " + unhealthy);
+        }
+        AccessMode mode = request.accessMode();
+        if (request.mode() == ClaimMode.WRITE) {
+            if (!mode.allowsWrite()) {
+                return new Reject(subject + " rejected: access mode " + mode.wire() + " does not allow writers");
+            }
+            if (mode.singleWriter()) {
+                for (HeldClaim held : volume.claims()) {
+                    if (held.mode() == ClaimMode.WRITE) {
+                        return new Reject(subject + " rejected: access mode " + mode.wire()
+                                + " allows a single writer and allocation " + held.allocationId() + " on node "
+                                + held.nodeId() + " holds the write claim");
+                    }
+                }
+            }
+        }
+        if (!mode.multiNode()) {
+            for (HeldClaim held : volume.claims()) {
+                if (!held.nodeId().equals(request.nodeId())) {
+                    return new Reject(subject + " rejected: access mode " + mode.wire()
+                            + " allows one node only and allocation " + held.allocationId() + " holds a "
+                            + held.mode().wire() + " claim on node " + held.nodeId());
+                }
+            }
+        }
+        return new Accept(subject + " accepted");
+    }
+
+    /**
+     * Why the volume cannot be used on {@code nodeId}, or null when it can. With a null node it is
+     * the volume's general health: a known plugin, a healthy controller if required, and at least
+     * one healthy node instance.
+     */
+    public static String unschedulableReason(VolumeFacts volume, PluginFacts plugin, String nodeId) {
+        if (!plugin.known()) {
+            return "plugin " + volume.pluginId() + " is not registered (no plugin-status for it)";
+        }
+        if (plugin.controllerRequired() && plugin.healthyControllerNodes().isEmpty()) {
+            return "plugin " + volume.pluginId() + " requires a controller and has no healthy controller instance";
+        }
+        if (nodeId == null) {
+            return plugin.anyHealthyNode() ? null : "plugin " + volume.pluginId() + " has no healthy node instance";
+        }
+        NodeFacts node = plugin.nodes().get(nodeId);
+        if (node == null) {
+            return "plugin " + volume.pluginId() + " has no node instance on node " + nodeId;
+        }
+        if (!node.healthy()) {
+            return "plugin " + volume.pluginId() + " is unhealthy on node " + nodeId;
+        }
+        for (Map.Entry<String, String> segment : volume.topology().entrySet()) {
+            if (!segment.getValue().equals(node.topology().get(segment.getKey()))) {
+                return "node " + nodeId + " is outside the volume's topology (" + segment.getKey() + "="
+                        + segment.getValue() + ")";
+            }
+        }
+        return null;
+    }
+
+    /** Whether the volume (in general, on no particular node) is schedulable. */
+    public static boolean schedulable(VolumeFacts volume, PluginFacts plugin) {
+        return unschedulableReason(volume, plugin, null) == null;
+    }
+
+    /**
+     * Whether a volume registered with {@code capability} may be claimed in {@code requested}: a
+     * mode is covered by itself and by every mode that allows at least as much: more nodes
+     * (multi-node covers single-node), more writers (multi-writer covers single-writer covers
+     * reader-only).
+     */
+    public static boolean capabilityCovers(AccessMode capability, AccessMode requested) {
+        if (capability == null || requested == null) {
+            return false;
+        }
+        if (requested.multiNode() && !capability.multiNode()) {
+            return false;
+        }
+        return writerRank(capability) >= writerRank(requested);
+    }
+
+    private static int writerRank(AccessMode mode) {
+        return switch (mode) {
+            case SINGLE_NODE_READER_ONLY, MULTI_NODE_READER_ONLY -> 0;
+            case SINGLE_NODE_WRITER, MULTI_NODE_SINGLE_WRITER -> 1;
+            case MULTI_NODE_MULTI_WRITER -> 2;
+        };
+    }
+}

@@ -1,0 +1,193 @@
+package io.csiorchestrator.claims.outbox;
+
+import io.csiorchestrator.claims.ClaimSettings;
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.EventType;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import io.quarkus.scheduler.Scheduled;
+import io.vertx.mutiny.sqlclient.Pool;
+import io.vertx.mutiny.sqlclient.Row;
+import io.vertx.mutiny.sqlclient.Tuple;
+import jakarta.annotation.Priority;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import jakarta.interceptor.Interceptor;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.jboss.logging.Logger;
+
+/**
+ * Publishes committed outbox rows, in commit order, with a plain KafkaProducer (acks=all,
+ * idempotence, linger.ms=0), and marks each row published once the broker acknowledged it.
+ *
+ * <p>When it runs: right after a transaction that wrote outbox rows commits ({@link #signal()}, an
+ * in-process signal, no polling), once at start (the recovery sweep: whatever a crash left between
+ * commit and publish goes out now, with its original ce_id), and on a slow scheduled safety sweep
+ * ({@code csi.claims.outbox.sweep-interval}) that catches rows whose publish failed. One thread
+ * drains; a signal during a drain schedules one more drain, so none is lost.
+ */
+@ApplicationScoped
+public class OutboxRelay {
+
+    private static final Logger LOG = Logger.getLogger(OutboxRelay.class);
+    private static final String SOURCE = "/claim-service";
+
+    @Inject
+    Pool pool;
+    @Inject
+    ClaimSettings settings;
+    @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092")
+    String bootstrapServers;
+
+    private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "outbox-relay");
+        t.setDaemon(true);
+        return t;
+    });
+    private final AtomicBoolean pending = new AtomicBoolean();
+    private final AtomicLong published = new AtomicLong();
+    private volatile boolean suspended;
+    private volatile KafkaProducer<String, byte[]> producer;
+
+    void onStart(@Observes @Priority(Interceptor.Priority.PLATFORM_BEFORE + 20) StartupEvent event) {
+        Properties props = new Properties();
+        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        props.put(ProducerConfig.CLIENT_ID_CONFIG, "claim-service-outbox");
+        props.put(ProducerConfig.ACKS_CONFIG, "all");
+        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        props.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        props.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "5");
+        props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, org.apache.kafka.common.serialization.ByteArraySerializer.class.getName());
+        producer = new KafkaProducer<>(props);
+        recover();
+    }
+
+    void onStop(@Observes ShutdownEvent event) {
+        executor.shutdown();
+        try {
+            executor.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        KafkaProducer<String, byte[]> p = producer;
+        if (p != null) {
+            p.close(Duration.ofSeconds(5));
+        }
+    }
+
+    /** The recovery sweep: publishes every row left unpublished (e.g. by a crash after commit). */
+    public void recover() {
+        LOG.info("outbox recovery sweep");
+        signal();
+    }
+
+    /** Something was committed to the outbox: publish it now. Cheap; safe from any thread. */
+    public void signal() {
+        if (suspended || producer == null) {
+            return;
+        }
+        if (pending.compareAndSet(false, true)) {
+            executor.execute(this::drain);
+        }
+    }
+
+    @Scheduled(every = "${csi.claims.outbox.sweep-interval:30s}", delayed = "${csi.claims.outbox.sweep-interval:30s}",
+            concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    void safetySweep() {
+        signal();
+    }
+
+    /**
+     * Stops publishing (signals and sweeps are ignored) until {@link #resume()}: what a process killed
+     * right after its commits looks like from outside. For operators draining a node and for tests.
+     */
+    public void suspend() {
+        suspended = true;
+    }
+
+    /** Publishing again, starting with the recovery sweep. */
+    public void resume() {
+        suspended = false;
+        recover();
+    }
+
+    /** How many rows this relay has published since start. */
+    public long publishedCount() {
+        return published.get();
+    }
+
+    private void drain() {
+        pending.set(false);
+        try {
+            while (!suspended) {
+                List<Row> rows = new ArrayList<>();
+                pool.preparedQuery("SELECT seq, ce_id, ce_type, ce_time, topic, record_key, partition_no, payload FROM outbox"
+                                + " WHERE published_at IS NULL ORDER BY seq LIMIT $1")
+                        .execute(Tuple.of(settings.outbox().batchSize()))
+                        .await().atMost(Duration.ofSeconds(30))
+                        .forEach(rows::add);
+                if (rows.isEmpty()) {
+                    return;
+                }
+                List<Future<RecordMetadata>> sends = new ArrayList<>();
+                for (Row row : rows) {
+                    sends.add(producer.send(toRecord(row)));
+                }
+                List<Long> acked = new ArrayList<>();
+                Exception failure = null;
+                for (int i = 0; i < sends.size(); i++) {
+                    try {
+                        sends.get(i).get(settings.outbox().sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
+                        acked.add(rows.get(i).getLong("seq"));
+                    } catch (Exception e) {
+                        failure = e;
+                        break;
+                    }
+                }
+                if (!acked.isEmpty()) {
+                    pool.preparedQuery("UPDATE outbox SET published_at = now() WHERE seq = ANY($1)")
+                            .execute(Tuple.of(acked.toArray(new Long[0])))
+                            .await().atMost(Duration.ofSeconds(30));
+                    published.addAndGet(acked.size());
+                }
+                if (failure != null) {
+                    LOG.warnf("outbox publish failed after %d of %d records (retried by the next signal or sweep): %s",
+                            acked.size(), rows.size(), failure.toString());
+                    return;
+                }
+            }
+        } catch (RuntimeException e) {
+            LOG.warnf("outbox drain failed (retried by the next signal or sweep): %s", e.toString());
+        }
+    }
+
+    private static ProducerRecord<String, byte[]> toRecord(Row row) {
+        Integer partition = row.getInteger("partition_no");
+        OffsetDateTime time = row.getOffsetDateTime("ce_time");
+        ProducerRecord<String, byte[]> record = new ProducerRecord<>(row.getString("topic"), partition,
+                row.getString("record_key"), row.getString("payload").getBytes(StandardCharsets.UTF_8));
+        String ceType = row.getString("ce_type");
+        CloudEventHeaders.withId(row.getString("ce_id"), EventType.forCloudEventType(ceType), SOURCE, time.toInstant())
+                .writeTo(record.headers());
+        return record;
+    }
+}

@@ -1,0 +1,82 @@
+package io.csiorchestrator.claims.store;
+
+import io.quarkus.hibernate.reactive.panache.PanacheEntityBase;
+import jakarta.persistence.Column;
+import jakarta.persistence.Entity;
+import jakarta.persistence.Id;
+import jakarta.persistence.Table;
+import java.time.Instant;
+
+/** A claim (current or past) and the checkpoint of its state machine. */
+@Entity
+@Table(name = "claims")
+public class ClaimEntity extends PanacheEntityBase {
+
+    @Id
+    @Column(name = "claim_id")
+    public String claimId;
+    @Column(name = "volume_key")
+    public String volumeKey;
+    public String namespace;
+    @Column(name = "volume_id")
+    public String volumeId;
+    @Column(name = "allocation_id")
+    public String allocationId;
+    @Column(name = "node_id")
+    public String nodeId;
+    public String mode;
+    @Column(name = "request_id")
+    public String requestId;
+    @Column(name = "release_request_id")
+    public String releaseRequestId;
+    @Column(name = "access_mode")
+    public String accessMode;
+    @Column(name = "attachment_mode")
+    public String attachmentMode;
+    @Column(name = "read_only")
+    public boolean readOnly;
+    @Column(name = "fs_type")
+    public String fsType;
+    @Column(name = "sealed_json")
+    public String sealedJson;
+    public String phase;
+    public int attempt;
+    @Column(name = "controller_required")
+    public boolean controllerRequired;
+    @Column(name = "controller_published")
+    public boolean controllerPublished;
+    @Column(name = "release_requested")
+    public boolean releaseRequested;
+    @Column(name = "rolling_back")
+    public boolean rollingBack;
+    public boolean past;
+    @Column(name = "command_id")
+    public String commandId;
+    @Column(name = "command_node_id")
+    public String commandNodeId;
+    @Column(name = "command_deadline")
+    public Instant commandDeadline;
+    @Column(name = "retry_at")
+    public Instant retryAt;
+    @Column(name = "external_node_id")
+    public String externalNodeId;
+    @Column(name = "controller_node_id")
+    public String controllerNodeId;
+    @Column(name = "publish_context_json")
+    public String publishContextJson;
+    @Column(name = "host_path")
+    public String hostPath;
+    @Column(name = "last_error")
+    public String lastError;
+    @Column(name = "created_at")
+    public Instant createdAt;
+    @Column(name = "updated_at")
+    public Instant updatedAt;
+    @Column(name = "ended_at")
+    public Instant endedAt;
+
+    @Override
+    public String toString() {
+        return "Claim[" + claimId + " " + volumeKey + " alloc=" + allocationId + " node=" + nodeId + " " + mode + " " + phase + "]";
+    }
+}

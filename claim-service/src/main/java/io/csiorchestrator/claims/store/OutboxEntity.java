@@ -1,0 +1,36 @@
+package io.csiorchestrator.claims.store;
+
+import io.quarkus.hibernate.reactive.panache.PanacheEntityBase;
+import jakarta.persistence.Column;
+import jakarta.persistence.Entity;
+import jakarta.persistence.GeneratedValue;
+import jakarta.persistence.GenerationType;
+import jakarta.persistence.Id;
+import jakarta.persistence.Table;
+import java.time.Instant;
+
+/** One event waiting to be (or already) published, written in the transaction of the change that caused it. */
+@Entity
+@Table(name = "outbox")
+public class OutboxEntity extends PanacheEntityBase {
+
+    @Id
+    @GeneratedValue(strategy = GenerationType.IDENTITY)
+    public Long seq;
+    @Column(name = "ce_id")
+    public String ceId;
+    @Column(name = "ce_type")
+    public String ceType;
+    @Column(name = "ce_time")
+    public Instant ceTime;
+    public String topic;
+    @Column(name = "record_key")
+    public String recordKey;
+    @Column(name = "partition_no")
+    public Integer partitionNo;
+    public String payload;
+    @Column(name = "created_at")
+    public Instant createdAt;
+    @Column(name = "published_at")
+    public Instant publishedAt;
+}

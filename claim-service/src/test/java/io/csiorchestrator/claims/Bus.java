@@ -1,0 +1,138 @@
+package io.csiorchestrator.claims;
+
+import static io.restassured.RestAssured.given;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.ClaimStatus;
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.ContractEvent;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.MountOptions;
+import io.csiorchestrator.events.MountSupport;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.restassured.http.ContentType;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+
+/** The test's side of the topics: a scheduler sending claims, a plugin registry, and a worker answering commands. */
+public final class Bus implements AutoCloseable {
+
+    public static final Duration WAIT = Duration.ofSeconds(30);
+
+    public final KafkaTestClient kafka = KafkaTestClient.forSharedBroker();
+    private final Set<String> seenCommands = new HashSet<>();
+
+    public static String topic(Topic topic) {
+        return TestResources.PREFIX + topic.baseName();
+    }
+
+    public void send(ContractEvent event) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(event.eventType(), "/test").writeTo(headers);
+        Map<String, String> h = new LinkedHashMap<>();
+        headers.forEach(header -> h.put(header.key(), new String(header.value(), java.nio.charset.StandardCharsets.UTF_8)));
+        kafka.send(topic(event.eventType().topic()), event.recordKey(), EventCodec.encodeToString(event), h);
+    }
+
+    /** Registers a file-system volume (no secrets) and returns its id. */
+    public static String registerVolume(String namespace, String id, String pluginId, AccessMode mode) {
+        given().contentType(ContentType.JSON).body(Map.of("volumes", List.of(Map.of(
+                        "id", id, "namespace", namespace, "externalId", "ext-" + id, "pluginId", pluginId,
+                        "accessMode", mode.wire(), "attachmentMode", "file-system",
+                        "mountOptions", Map.of("fsType", "ext4")))))
+                .post("/v1/volumes").then().statusCode(201);
+        return id;
+    }
+
+    /** A plugin with healthy node instances on {@code nodes} (external id "ext-" + node) and the given controllers. */
+    public void plugin(String pluginId, boolean controllerRequired, List<String> controllers, List<String> nodes) {
+        List<PluginStatus.ControllerInstance> cs = controllers.stream()
+                .map(n -> new PluginStatus.ControllerInstance(n, true, "ok", Instant.now())).toList();
+        List<PluginStatus.NodeInstance> ns = nodes.stream()
+                .map(n -> new PluginStatus.NodeInstance(n, "ext-" + n, 10L, Map.of(), true, "ok", Instant.now())).toList();
+        send(new PluginStatus(pluginId, "test.csi", "1.0", controllerRequired, cs.size(), cs.size(), ns.size(), ns.size(),
+                cs, ns, Instant.now()));
+    }
+
+    public static ClaimRequested claim(String namespace, String volumeId, String alloc, String node, ClaimMode mode,
+                                       AccessMode accessMode) {
+        return new ClaimRequested(UUID.randomUUID().toString(), namespace, volumeId, alloc, node, mode, accessMode,
+                AttachmentMode.FILE_SYSTEM, false, MountOptions.NONE, MountSupport.ALL, Instant.now());
+    }
+
+    public static ClaimRequested release(String namespace, String volumeId, String alloc) {
+        return new ClaimRequested(UUID.randomUUID().toString(), namespace, volumeId, alloc, null, ClaimMode.RELEASE, null,
+                null, false, null, null, Instant.now());
+    }
+
+    public ClaimStatus awaitStatus(String requestId, ClaimState state) {
+        return EventCodec.decode(ClaimStatus.class, kafka.awaitRecord(topic(Topic.CLAIM_STATUS), r -> {
+            ClaimStatus s = EventCodec.decode(ClaimStatus.class, r.value());
+            return s.requestId().equals(requestId) && s.state() == state;
+        }, WAIT).value());
+    }
+
+    /** The answers to one request id so far (read to the topic's end). */
+    public List<ClaimStatus> statuses(String requestId) {
+        return kafka.readAll(topic(Topic.CLAIM_STATUS)).stream()
+                .map(r -> EventCodec.decode(ClaimStatus.class, r.value()))
+                .filter(s -> s.requestId().equals(requestId)).toList();
+    }
+
+    /** The next node command of this kind for the volume not seen before by this bus. */
+    public NodeCommand awaitCommand(String volumeId, NodeCommandKind kind) {
+        ConsumerRecord<String, String> record = kafka.awaitRecord(topic(Topic.NODE_COMMANDS), r -> {
+            NodeCommand c = EventCodec.decode(NodeCommand.class, r.value());
+            return c.volumeId().equals(volumeId) && c.kind() == kind && !seenCommands.contains(c.commandId());
+        }, WAIT);
+        NodeCommand command = EventCodec.decode(NodeCommand.class, record.value());
+        seenCommands.add(command.commandId());
+        org.junit.jupiter.api.Assertions.assertEquals(
+                io.csiorchestrator.events.NodePartitioner.partitionFor(command.nodeId(), TestResources.NODE_COMMAND_PARTITIONS),
+                record.partition(), "node-commands partition of node " + command.nodeId());
+        org.junit.jupiter.api.Assertions.assertEquals(command.nodeId(), record.key());
+        return command;
+    }
+
+    public List<NodeCommand> commands(String volumeId) {
+        return kafka.readAll(topic(Topic.NODE_COMMANDS)).stream()
+                .map(r -> EventCodec.decode(NodeCommand.class, r.value()))
+                .filter(c -> c.volumeId().equals(volumeId)).toList();
+    }
+
+    public void succeed(NodeCommand c, String hostPath, Map<String, String> publishContext) {
+        send(new MountDone(c.commandId(), c.nodeId(), c.kind(), c.namespace(), c.volumeId(), c.allocationId(), true, null,
+                null, publishContext, hostPath, null, Instant.now()));
+    }
+
+    public void succeed(NodeCommand c) {
+        succeed(c, c.kind() == NodeCommandKind.MOUNT ? "/var/lib/csi/" + c.volumeId() + "/" + c.allocationId() : null, Map.of());
+    }
+
+    public void fail(NodeCommand c, String code, String message) {
+        send(new MountDone(c.commandId(), c.nodeId(), c.kind(), c.namespace(), c.volumeId(), c.allocationId(), false, code,
+                message, Map.of(), null, null, Instant.now()));
+    }
+
+    @Override
+    public void close() {
+        kafka.close();
+    }
+}

@@ -1,0 +1,190 @@
+package io.csiorchestrator.claims;
+
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.SecretKeyring;
+import io.csiorchestrator.events.SecretPayload;
+import io.csiorchestrator.events.SecretSealer;
+import io.csiorchestrator.testkit.KafkaResource;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.http.ContentType;
+import io.vertx.mutiny.sqlclient.Pool;
+import io.vertx.mutiny.sqlclient.Tuple;
+import jakarta.inject.Inject;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.Header;
+import org.jboss.logmanager.ExtLogRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A canary secret (a volume secret and a mount flag) goes through registration, a claim with a
+ * controller publish and a mount, a failing step and the release: it must never appear in the log,
+ * on any topic (every record of every topic of this test run: key, value, headers) or in REST
+ * output, yet it must reach the worker inside NodeCommand.sealed.
+ */
+@QuarkusTest
+class CanarySecretTest {
+
+    static final String CANARY = "CANARY-b7e1-secret-value";
+    static final String FLAG_CANARY = "CANARY-flag-0c9d";
+
+    @Inject
+    Pool pool;
+
+    final Bus bus = new Bus();
+    final List<String> captured = Collections.synchronizedList(new ArrayList<>());
+    final Handler handler = new Handler() {
+        @Override
+        public void publish(LogRecord record) {
+            StringBuilder line = new StringBuilder(record.getLoggerName()).append(' ');
+            line.append(record instanceof ExtLogRecord ext ? ext.getFormattedMessage() : record.getMessage());
+            if (record.getParameters() != null) {
+                for (Object p : record.getParameters()) {
+                    line.append(' ').append(p);
+                }
+            }
+            if (record.getThrown() != null) {
+                StringWriter trace = new StringWriter();
+                record.getThrown().printStackTrace(new PrintWriter(trace));
+                line.append(' ').append(trace);
+            }
+            captured.add(line.toString());
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+    };
+
+    @BeforeEach
+    void captureLog() {
+        handler.setLevel(Level.ALL);
+        Logger.getLogger("").addHandler(handler);
+    }
+
+    @AfterEach
+    void after() {
+        Logger.getLogger("").removeHandler(handler);
+        bus.close();
+    }
+
+    @Test
+    void theCanaryNeverLeaksButReachesTheWorkerSealed() throws Exception {
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = ClaimFlowTest.unique("canary");
+        List<String> rest = new ArrayList<>();
+        rest.add(given().contentType(ContentType.JSON).body(Map.of("id", vol, "namespace", "ns1", "externalId", "ext-" + vol,
+                        "pluginId", plugin, "accessMode", "single-node-writer", "attachmentMode", "file-system",
+                        "mountOptions", Map.of("fsType", "ext4", "mountFlags", List.of("noatime", "password=" + FLAG_CANARY)),
+                        "secrets", Map.of("token", CANARY)))
+                .post("/v1/volumes").then().statusCode(201).extract().asString());
+        // An invalid registration carrying the canary: the 400 names the fields, never the values.
+        rest.add(given().contentType(ContentType.JSON).body(Map.of("id", "bad/id", "externalId", "x", "pluginId", plugin,
+                        "accessMode", "single-node-writer", "attachmentMode", "block-device",
+                        "mountOptions", Map.of("mountFlags", List.of("pw=" + FLAG_CANARY + ",x")),
+                        "secrets", Map.of("token", Map.of("nested", CANARY))))
+                .post("/v1/volumes").then().statusCode(400).extract().asString());
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of("node-a"));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+
+        ClaimRequested write = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(write);
+        NodeCommand publish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
+        assertNotNull(publish.sealed(), "the controller publish carries the secrets, sealed");
+        bus.succeed(publish, null, Map.of());
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        bus.fail(mount, "UNAVAILABLE", "transient");
+        mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        SecretSealer workerSealer = new SecretSealer(SecretKeyring.parse("test-key:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "test-key"));
+        SecretPayload opened = workerSealer.open(mount.sealed(), SecretSealer.associatedData("ns1", vol));
+        assertEquals(Map.of("token", CANARY), opened.secrets());
+        assertEquals(List.of("noatime", "password=" + FLAG_CANARY), opened.mountFlags());
+        bus.succeed(mount);
+        bus.awaitStatus(write.requestId(), ClaimState.READY);
+        rest.add(given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).extract().asString());
+        rest.add(given().get("/v1/volumes").then().statusCode(200).extract().asString());
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT));
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH));
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        rest.add(given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).extract().asString());
+
+        // REST output
+        for (String body : rest) {
+            assertNoCanary("REST output", body);
+        }
+        // Every record of every topic
+        int scanned = 0;
+        try (Admin admin = Admin.create(Map.<String, Object>of("bootstrap.servers", KafkaResource.bootstrapServers()))) {
+            Set<String> topics = admin.listTopics().names().get(30, TimeUnit.SECONDS);
+            for (String topic : topics) {
+                if (!topic.startsWith(TestResources.PREFIX)) {
+                    continue;
+                }
+                for (ConsumerRecord<String, String> r : bus.kafka.readAll(topic)) {
+                    scanned++;
+                    assertNoCanary(topic + " key", r.key());
+                    assertNoCanary(topic + " value", r.value());
+                    for (Header h : r.headers()) {
+                        assertNoCanary(topic + " header " + h.key(), h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8));
+                    }
+                }
+            }
+        }
+        assertTrue(scanned > 5, "records scanned: " + scanned);
+        // At rest: only sealed in PostgreSQL
+        String dump = pool.preparedQuery("SELECT v::text AS t FROM volumes v WHERE id = $1").execute(Tuple.of(vol))
+                .await().atMost(Duration.ofSeconds(10)).iterator().next().getString("t");
+        assertNoCanary("volumes row", dump);
+        assertTrue(dump.contains("AES-256-GCM"), dump);
+        // The log
+        assertTrue(captured.size() > 3, "log lines captured: " + captured.size());
+        assertTrue(captured.stream().anyMatch(l -> l.contains(vol)), "the log talks about the volume");
+        for (String line : List.copyOf(captured)) {
+            assertNoCanary("log", line);
+        }
+    }
+
+    static void assertNoCanary(String where, String text) {
+        if (text != null) {
+            assertFalse(text.contains(CANARY) || text.contains(FLAG_CANARY), "canary in " + where + ": " + text);
+        }
+    }
+
+    static String header(ConsumerRecord<String, String> r, String key) {
+        return KafkaTestClient.header(r, key);
+    }
+}

@@ -1,0 +1,103 @@
+package io.csiorchestrator.claims;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.claims.outbox.OutboxRelay;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.quarkus.test.junit.QuarkusTest;
+import io.vertx.mutiny.sqlclient.Pool;
+import io.vertx.mutiny.sqlclient.Row;
+import io.vertx.mutiny.sqlclient.Tuple;
+import jakarta.inject.Inject;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * "Killed between commit and publish": with the relay suspended (what a process that died right
+ * after its commits leaves behind), a claim is decided and committed with its events in the outbox,
+ * and nothing reaches the topics; the recovery sweep that runs at start then publishes exactly those
+ * rows, with the ce_id they were committed with.
+ */
+@QuarkusTest
+class OutboxRecoveryTest {
+
+    @Inject
+    OutboxRelay relay;
+    @Inject
+    Pool pool;
+
+    final Bus bus = new Bus();
+
+    @AfterEach
+    void after() {
+        relay.resume();
+        bus.close();
+    }
+
+    @Test
+    void eventsCommittedButNotPublishedArePublishedByTheRecoverySweep() {
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        bus.plugin(plugin, false, List.of(), List.of("node-a"));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+
+        relay.suspend();
+        ClaimRequested write = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(write);
+        // The decision is committed: the claim row and its two events (accepted, mount) in the outbox.
+        List<Row> pending = new ArrayList<>();
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> {
+            pending.clear();
+            pool.preparedQuery("SELECT ce_id, topic, partition_no FROM outbox WHERE published_at IS NULL AND payload LIKE $1 ORDER BY seq")
+                    .execute(Tuple.of("%" + vol + "%")).await().atMost(Duration.ofSeconds(10)).forEach(pending::add);
+            assertEquals(2, pending.size());
+        });
+        Row claimRow = pool.preparedQuery("SELECT phase FROM claims WHERE volume_id = $1").execute(Tuple.of(vol))
+                .await().atMost(Duration.ofSeconds(10)).iterator().next();
+        assertEquals("MOUNTING", claimRow.getString("phase"));
+        assertTrue(bus.statuses(write.requestId()).isEmpty(), "nothing published while the relay is down");
+        assertTrue(bus.commands(vol).isEmpty(), "nothing published while the relay is down");
+
+        relay.resume(); // the start-up recovery sweep
+        ConsumerRecord<String, String> accepted = bus.kafka.awaitRecord(Bus.topic(Topic.CLAIM_STATUS),
+                r -> r.value().contains(write.requestId()), Bus.WAIT);
+        ConsumerRecord<String, String> mount = bus.kafka.awaitRecord(Bus.topic(Topic.NODE_COMMANDS),
+                r -> r.value().contains(vol), Bus.WAIT);
+        Row statusRow = pending.stream().filter(r -> r.getString("topic").endsWith("claim-status")).findFirst().orElseThrow();
+        Row commandRow = pending.stream().filter(r -> r.getString("topic").endsWith("node-commands")).findFirst().orElseThrow();
+        assertEquals(statusRow.getString("ce_id"), KafkaTestClient.header(accepted, CloudEventHeaders.CE_ID));
+        assertEquals(commandRow.getString("ce_id"), KafkaTestClient.header(mount, CloudEventHeaders.CE_ID));
+        assertEquals(commandRow.getInteger("partition_no"), mount.partition());
+        bus.awaitStatus(write.requestId(), ClaimState.ACCEPTED);
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> assertEquals(0L,
+                pool.preparedQuery("SELECT count(*) AS n FROM outbox WHERE published_at IS NULL AND payload LIKE $1")
+                        .execute(Tuple.of("%" + vol + "%")).await().atMost(Duration.ofSeconds(10)).iterator().next().getLong("n")));
+    }
+
+    @Test
+    void aRowCommittedByAnotherProcessIsPublishedByTheSweep() {
+        String vol = ClaimFlowTest.unique("orphan");
+        String ceId = java.util.UUID.randomUUID().toString();
+        String payload = io.csiorchestrator.events.EventCodec.encodeToString(new io.csiorchestrator.events.ClaimStatus(
+                "req-" + vol, "ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, ClaimState.ACCEPTED, null, null, java.time.Instant.now()));
+        relay.suspend();
+        pool.preparedQuery("INSERT INTO outbox (ce_id, ce_type, ce_time, topic, record_key, payload, created_at)"
+                        + " VALUES ($1, 'io.csiorchestrator.claim.status.v1', now(), $2, $3, $4, now())")
+                .execute(Tuple.of(ceId, Bus.topic(Topic.CLAIM_STATUS), vol, payload)).await().atMost(Duration.ofSeconds(10));
+        relay.resume();
+        ConsumerRecord<String, String> record = bus.kafka.awaitRecord(Bus.topic(Topic.CLAIM_STATUS), r -> vol.equals(r.key()), Bus.WAIT);
+        assertEquals(ceId, KafkaTestClient.header(record, CloudEventHeaders.CE_ID));
+    }
+}

@@ -1,0 +1,23 @@
+package io.csiorchestrator.claims;
+
+import io.csiorchestrator.testkit.KafkaResource;
+import io.csiorchestrator.testkit.PostgresResource;
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.common.ResourceArg;
+
+/**
+ * The real infrastructure of every test of this module (one Quarkus application for all test
+ * classes): the testkit's in-process Kafka broker, with node-commands created with 4 partitions so
+ * the service must read the count from the broker, and an embedded PostgreSQL.
+ */
+@QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false,
+        initArgs = @ResourceArg(name = KafkaResource.TOPICS, value = "cs-test.node-commands:4"))
+@QuarkusTestResource(value = PostgresResource.class, restrictToAnnotatedClass = false)
+public final class TestResources {
+
+    public static final String PREFIX = "cs-test.";
+    public static final int NODE_COMMAND_PARTITIONS = 4;
+
+    private TestResources() {
+    }
+}

@@ -1,0 +1,133 @@
+package io.csiorchestrator.claims.domain;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.claims.domain.ClaimMachine.Abandoned;
+import io.csiorchestrator.claims.domain.ClaimMachine.EmitStatus;
+import io.csiorchestrator.claims.domain.ClaimMachine.Phase;
+import io.csiorchestrator.claims.domain.ClaimMachine.RetryLater;
+import io.csiorchestrator.claims.domain.ClaimMachine.SendCommand;
+import io.csiorchestrator.claims.domain.ClaimMachine.Snapshot;
+import io.csiorchestrator.claims.domain.ClaimMachine.Transition;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.NodeCommandKind;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class ClaimMachineTest {
+
+    final ClaimMachine machine = new ClaimMachine(new ClaimMachine.Policy(3, Duration.ofSeconds(1), Duration.ofSeconds(10)));
+
+    @Test
+    void publishAndReleaseWithController() {
+        Transition t = machine.start(Snapshot.fresh(true));
+        assertEquals(List.of(new EmitStatus(ClaimState.ACCEPTED, null), new SendCommand(NodeCommandKind.CONTROLLER_PUBLISH)), t.effects());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.MOUNTING, t.next().phase());
+        assertTrue(t.next().controllerPublished());
+        assertEquals(List.of(new SendCommand(NodeCommandKind.MOUNT)), t.effects());
+        t = machine.succeeded(t.next(), "/host");
+        assertEquals(Phase.READY, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.READY, null)), t.effects());
+        t = machine.release(t.next());
+        assertEquals(Phase.UNMOUNTING, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, null), new SendCommand(NodeCommandKind.UNMOUNT)), t.effects());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, null)), t.effects());
+    }
+
+    @Test
+    void withoutControllerTheControllerStepsAreSkipped() {
+        Transition t = machine.start(Snapshot.fresh(false));
+        assertEquals(Phase.MOUNTING, t.next().phase());
+        t = machine.succeeded(t.next(), "/host");
+        t = machine.release(t.next());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FREED, t.next().phase());
+    }
+
+    @Test
+    void retryableErrorsAreRetriedWithBackoffThenRolledBack() {
+        Snapshot s = machine.start(Snapshot.fresh(false)).next();
+        for (String code : ClaimMachine.RETRYABLE) {
+            Transition t = machine.failed(s, code, "x");
+            assertEquals(List.of(new RetryLater(NodeCommandKind.MOUNT, Duration.ofSeconds(1), "mount failed: " + code + ": x")), t.effects());
+        }
+        Transition t = machine.failed(s, "UNAVAILABLE", "down");
+        t = machine.failed(t.next(), "UNAVAILABLE", "down");
+        assertEquals(Duration.ofSeconds(2), ((RetryLater) t.effects().get(0)).delay());
+        t = machine.failed(t.next(), "UNAVAILABLE", "down");
+        EmitStatus failed = (EmitStatus) t.effects().get(0);
+        assertEquals(ClaimState.FAILED, failed.state());
+        assertTrue(failed.reason().contains("gave up after 3 attempts"), failed.reason());
+        assertEquals(new SendCommand(NodeCommandKind.UNMOUNT), t.effects().get(1));
+        assertEquals(Phase.UNMOUNTING, t.next().phase());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(), t.effects(), "no released status after a failure");
+    }
+
+    @Test
+    void fatalErrorsRollBackAtOnce() {
+        Snapshot publishing = machine.start(Snapshot.fresh(true)).next();
+        Transition t = machine.failed(publishing, "INVALID_ARGUMENT", "bad");
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(ClaimState.FAILED, ((EmitStatus) t.effects().get(0)).state());
+        Snapshot mounting = machine.succeeded(publishing, null).next();
+        t = machine.failed(mounting, "ALREADY_EXISTS", "incompatible");
+        assertEquals(Phase.UNMOUNTING, t.next().phase());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase(), "the controller side is undone too");
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FAILED, t.next().phase());
+    }
+
+    @Test
+    void teardownTreatsNotFoundAsDoneAndNeverGivesUpOnItsOwn() {
+        Snapshot ready = machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next();
+        ready = machine.succeeded(ready, "/h").next();
+        Snapshot unmounting = machine.release(ready).next();
+        Transition t = machine.failed(unmounting, "NOT_FOUND", "gone");
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        Snapshot s = unmounting;
+        for (int i = 0; i < 10; i++) {
+            t = machine.failed(s, "INTERNAL", "broken");
+            assertTrue(t.effects().get(0) instanceof RetryLater, t.effects().toString());
+            s = t.next();
+        }
+        assertEquals(Duration.ofSeconds(10), ((RetryLater) t.effects().get(0)).delay(), "capped backoff");
+        t = machine.controllerUnpublishAbandoned(machine.succeeded(unmounting, null).next(), "node n is unknown");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertTrue(t.effects().get(0) instanceof Abandoned);
+        assertTrue(((EmitStatus) t.effects().get(1)).reason().contains("abandoned"));
+    }
+
+    @Test
+    void aReleaseWhilePublishingTearsDownAfterTheStepInFlight() {
+        Snapshot publishing = machine.start(Snapshot.fresh(true)).next();
+        Transition t = machine.release(publishing);
+        assertEquals(ClaimState.RELEASING, ((EmitStatus) t.effects().get(0)).state());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        Snapshot mounting = machine.start(Snapshot.fresh(false)).next();
+        t = machine.succeeded(machine.release(mounting).next(), "/h");
+        assertEquals(Phase.UNMOUNTING, t.next().phase());
+    }
+
+    @Test
+    void aGoneNodeIsAssumedDetached() {
+        Snapshot ready = machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next();
+        Transition t = machine.nodeDetached(ready, "node gone");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node gone"), new EmitStatus(ClaimState.RELEASED, "node gone")), t.effects());
+        Snapshot withController = machine.succeeded(machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next(), "/h").next();
+        t = machine.nodeDetached(withController, "node gone");
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertEquals(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH), t.effects().get(1));
+    }
+}
