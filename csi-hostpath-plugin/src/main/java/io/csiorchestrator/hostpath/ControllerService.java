@@ -64,7 +64,7 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void createVolume(CreateVolumeRequest request, StreamObserver<CreateVolumeResponse> observer) {
         GrpcCalls.answer(observer, () -> state.locked(holder -> {
-            String name = RequestChecks.requireId("name", request.getName());
+            String name = RequestChecks.requireName(request.getName());
             RequestChecks.requireCapabilities("volume_capabilities", request.getVolumeCapabilitiesList());
             if (request.hasVolumeContentSource()) {
                 throw CsiStatus.invalidArgument("volume_content_source is not supported: the plugin neither clones"

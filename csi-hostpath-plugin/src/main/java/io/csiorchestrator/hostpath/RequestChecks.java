@@ -37,6 +37,21 @@ final class RequestChecks {
         return value;
     }
 
+    /**
+     * A required CreateVolume name. Names never become paths (volume ids are derived from them),
+     * so only length and control characters are checked.
+     */
+    static String requireName(String value) {
+        if (value == null || value.isEmpty()) {
+            throw CsiStatus.invalidArgument("name is required");
+        }
+        if (value.length() > MAX_ID_LENGTH || value.chars().anyMatch(Character::isISOControl)) {
+            throw CsiStatus.invalidArgument("name must have at most " + MAX_ID_LENGTH
+                    + " characters and no control characters");
+        }
+        return value;
+    }
+
     /** Why a string cannot be an id, if it cannot. */
     static Optional<String> idProblem(String value) {
         if (value.length() > MAX_ID_LENGTH) {

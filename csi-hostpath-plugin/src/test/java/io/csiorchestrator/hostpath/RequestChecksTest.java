@@ -28,6 +28,14 @@ class RequestChecksTest {
     }
 
     @Test
+    void namesOnlyNeedToBeBoundedAndPrintable() {
+        assertEquals("team/data", RequestChecks.requireName("team/data"));
+        assertThrows(StatusRuntimeException.class, () -> RequestChecks.requireName(""));
+        assertThrows(StatusRuntimeException.class, () -> RequestChecks.requireName("x".repeat(129)));
+        assertThrows(StatusRuntimeException.class, () -> RequestChecks.requireName("a\tb"));
+    }
+
+    @Test
     void pathsAreAbsoluteWithoutDotDot() {
         assertEquals(Path.of("/a/b"), RequestChecks.requirePath("target_path", "/a/./b"));
         for (String bad : new String[]{"", "relative", "/a/../b", "/a\u0000"}) {
