@@ -169,6 +169,11 @@ public final class PluginSupervisor {
             } catch (RuntimeException e) {
                 closeClient();
                 transition(false, e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+            } catch (Error e) {
+                // never let an Error end the scheduled supervision silently
+                LOG.errorf(e, "supervising CSI plugin %s failed", pluginId);
+                closeClient();
+                transition(false, "worker error while supervising the plugin: " + e);
             }
         }
         if (runRestart) {

@@ -1,0 +1,417 @@
+package io.csiorchestrator.worker.it;
+
+import static io.restassured.RestAssured.given;
+import static org.awaitility.Awaitility.await;
+import static org.hamcrest.Matchers.containsString;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.csi.CsiAccessMode;
+import io.csiorchestrator.csi.CsiAttachmentMode;
+import io.csiorchestrator.csi.CsiClientOptions;
+import io.csiorchestrator.csi.CsiPluginClient;
+import io.csiorchestrator.csi.MountOptions;
+import io.csiorchestrator.csi.VolumeCapabilities;
+import io.csiorchestrator.csi.v1.CreateVolumeRequest;
+import io.csiorchestrator.csi.v1.NodeStageVolumeRequest;
+import io.csiorchestrator.csi.v1.VolumeCapability;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.DeadLetters;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.NodePartitioner;
+import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.testkit.KafkaResource;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.csiorchestrator.worker.NodeMountWorker;
+import io.csiorchestrator.worker.state.MountInfo;
+import io.csiorchestrator.worker.state.MountRecordStore;
+import io.csiorchestrator.worker.state.PublishState;
+import io.csiorchestrator.worker.state.StageState;
+import io.csiorchestrator.worker.state.Usage;
+import io.csiorchestrator.worker.state.VolumeKey;
+import io.csiorchestrator.worker.state.VolumeRecord;
+import io.csiorchestrator.worker.state.WorkerPaths;
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.common.ResourceArg;
+import io.quarkus.test.junit.QuarkusTest;
+import jakarta.inject.Inject;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.Predicate;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * The worker end to end: real Kafka (testkit), the reference hostpath plugin as a separate
+ * process on a real unix socket, real bind mounts checked in /proc/self/mountinfo. The tests share
+ * one plugin and run in order (the plugin is killed in the last one).
+ */
+@QuarkusTest
+@QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false,
+        initArgs = @ResourceArg(name = KafkaResource.TOPICS, value = "node-commands:4"))
+@QuarkusTestResource(value = WorkerRootResource.class, restrictToAnnotatedClass = false)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class NodeMountWorkerTest {
+
+    static final String NODE = "test-node";
+    static final String NS = "default";
+    static final String PLUGIN = "hp";
+    static final Duration WAIT = Duration.ofSeconds(40);
+
+    static HostpathPlugin plugin;
+    static KafkaTestClient kafka;
+
+    @Inject
+    NodeMountWorker worker;
+
+    @BeforeAll
+    static void startKafkaClient() {
+        kafka = KafkaTestClient.forSharedBroker();
+    }
+
+    @AfterAll
+    static void stopAll() throws Exception {
+        if (kafka != null) {
+            kafka.close();
+        }
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private static Path pluginsDir() {
+        return WorkerRootResource.root.resolve("plugins");
+    }
+
+    private WorkerPaths paths() {
+        return worker.paths();
+    }
+
+    private static String createVolume(String name) {
+        VolumeCapability capability = VolumeCapabilities.build(CsiAccessMode.MULTI_NODE_MULTI_WRITER,
+                CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE);
+        try (CsiPluginClient client = CsiPluginClient.connect(plugin.socket, CsiClientOptions.defaults()).await()
+                .atMost(Duration.ofSeconds(10))) {
+            return client.createVolume(CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(capability)
+                    .build()).await().atMost(Duration.ofSeconds(20)).getVolume().getVolumeId();
+        }
+    }
+
+    private static NodeCommand mount(String volumeId, String externalId, String alloc, boolean readOnly) {
+        return new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, volumeId, PLUGIN, externalId,
+                alloc, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, readOnly, null, null, Map.of(),
+                Map.of(), null, Instant.now());
+    }
+
+    private static NodeCommand unmount(String volumeId, String externalId, String alloc) {
+        return new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.UNMOUNT, NS, volumeId, PLUGIN,
+                externalId, alloc, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now());
+    }
+
+    private static void send(NodeCommand command) {
+        sendRaw(command.commandId(), EventCodec.encodeToString(command));
+    }
+
+    private static void sendRaw(String what, String json) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(EventType.NODE_COMMAND, "/test").writeTo(headers);
+        int partition = NodePartitioner.partitionFor(NODE, 4);
+        kafka.send(new ProducerRecord<>("node-commands", partition, NODE, json, headers));
+    }
+
+    private static MountDone awaitDone(NodeCommand command) {
+        return awaitDone(command, 1).get(0);
+    }
+
+    private static List<MountDone> awaitDone(NodeCommand command, int count) {
+        String marker = "\"commandId\":\"" + command.commandId() + "\"";
+        return kafka.awaitRecords("mount-done", r -> r.value().contains(marker), count, WAIT).stream()
+                .map(r -> EventCodec.decode(MountDone.class, r.value())).toList();
+    }
+
+    private static MountDone run(NodeCommand command) {
+        send(command);
+        return awaitDone(command);
+    }
+
+    private static NodeEvent awaitEvent(Predicate<NodeEvent> predicate) {
+        ConsumerRecord<String, String> r = kafka.awaitRecord("node-events",
+                rec -> predicate.test(EventCodec.decode(NodeEvent.class, rec.value())), WAIT);
+        return EventCodec.decode(NodeEvent.class, r.value());
+    }
+
+    private static boolean mounted(Path path) {
+        return MountInfo.readSelf().isMountPoint(path);
+    }
+
+    private static long mountCount(Path path) {
+        String p = path.toString();
+        return MountInfo.readSelf().entries().stream().filter(e -> e.mountPoint().equals(p)).count();
+    }
+
+    // -------------------------------------------------------------------- tests
+
+    @Test
+    @Order(1)
+    void aPluginSocketThatAppearsIsFingerprintedAndPublishedHealthy() throws Exception {
+        Instant before = Instant.now();
+        plugin = new HostpathPlugin(PLUGIN, pluginsDir(), WorkerRootResource.root.resolve("hp-state"),
+                "--controller-publish=false", "--unmount-staging-on-exit").start();
+        ConsumerRecord<String, String> record = kafka.awaitRecord("plugin-health",
+                r -> r.key().equals(PluginHealth.key(PLUGIN, NODE))
+                        && EventCodec.decode(PluginHealth.class, r.value()).reportsHealthy(), Duration.ofSeconds(15));
+        PluginHealth health = EventCodec.decode(PluginHealth.class, record.value());
+        assertEquals("hostpath.csi.csiorchestrator.io", health.providerName());
+        assertTrue(health.nodeCapabilities().contains("STAGE_UNSTAGE_VOLUME"), health.toString());
+        assertTrue(health.pluginCapabilities().contains("CONTROLLER_SERVICE"), health.toString());
+        assertEquals(io.csiorchestrator.events.PluginType.MONOLITH, health.type());
+        assertEquals(NODE, health.nodeInfo().externalNodeId());
+        assertFalse(health.observedAt().isBefore(before.minusSeconds(1)));
+        assertEquals(EventType.PLUGIN_HEALTH.cloudEventType(), KafkaTestClient.header(record, CloudEventHeaders.CE_TYPE));
+        awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_HEALTH && PLUGIN.equals(e.pluginId())
+                && Boolean.TRUE.equals(e.success()));
+        await().atMost(WAIT).untilAsserted(() -> given().get("/q/health/ready").then().statusCode(200)
+                .body(containsString("plugin hp")).body(containsString("healthy (monolith)")));
+        // heartbeats follow
+        kafka.awaitRecord("plugin-health", r -> r.key().equals(PluginHealth.key(PLUGIN, NODE))
+                && EventCodec.decode(PluginHealth.class, r.value()).heartbeat(), Duration.ofSeconds(15));
+    }
+
+    @Test
+    @Order(2)
+    void twoAllocationsStageOnceAndTheLastReleaseUnstages() throws Exception {
+        String ext = createVolume("shared-vol");
+        long stages = plugin.calls("NodeStageVolume");
+        long publishes = plugin.calls("NodePublishVolume");
+
+        MountDone a1 = run(mount("shared", ext, "alloc-1", false));
+        MountDone a2 = run(mount("shared", ext, "alloc-2", true));
+        assertTrue(a1.succeeded(), a1.toString());
+        assertTrue(a2.succeeded(), a2.toString());
+        assertEquals(stages + 1, plugin.calls("NodeStageVolume"), "one stage for two allocations");
+        assertEquals(publishes + 2, plugin.calls("NodePublishVolume"), "one publish per allocation");
+
+        Path staging = paths().stagingPath(NS, "shared");
+        Path t1 = paths().targetPath("alloc-1", NS, "shared");
+        Path t2 = paths().targetPath("alloc-2", NS, "shared");
+        assertEquals(staging.toString(), a1.stagingPath());
+        assertEquals(t1.toString(), a1.hostPath());
+        assertTrue(mounted(staging) && mounted(t1) && mounted(t2));
+        assertTrue(MountInfo.readSelf().topmost(t2).orElseThrow().readOnly(), "alloc-2 asked read-only");
+        Files.writeString(t1.resolve("hello.txt"), "through alloc-1");
+        assertEquals("through alloc-1", Files.readString(t2.resolve("hello.txt")), "both see one volume");
+        assertEquals(0700, new io.csiorchestrator.worker.state.PosixDirs().mode(t1.getParent()));
+        awaitEvent(e -> e.kind() == NodeEventKind.MOUNT && "alloc-1".equals(e.allocationId())
+                && Boolean.TRUE.equals(e.success()) && "shared".equals(e.volumeId()));
+
+        long unstages = plugin.calls("NodeUnstageVolume");
+        assertTrue(run(unmount("shared", ext, "alloc-1")).succeeded());
+        assertEquals(unstages, plugin.calls("NodeUnstageVolume"), "alloc-2 still uses the volume");
+        assertFalse(mounted(t1));
+        assertFalse(Files.exists(paths().allocationDir("alloc-1")), "the target and its parents are removed");
+        assertTrue(mounted(t2) && mounted(staging));
+
+        assertTrue(run(unmount("shared", ext, "alloc-2")).succeeded());
+        assertEquals(unstages + 1, plugin.calls("NodeUnstageVolume"), "the last release unstages");
+        assertFalse(mounted(t2));
+        assertFalse(mounted(staging));
+        awaitEvent(e -> e.kind() == NodeEventKind.UNMOUNT && "alloc-2".equals(e.allocationId())
+                && Boolean.TRUE.equals(e.success()));
+    }
+
+    @Test
+    @Order(3)
+    void aRedeliveredCommandIsAnsweredWithoutASecondPluginCall() throws Exception {
+        String ext = createVolume("redelivered-vol");
+        NodeCommand command = mount("redelivered", ext, "alloc-r", false);
+        assertTrue(run(command).succeeded());
+        long stages = plugin.calls("NodeStageVolume");
+        long publishes = plugin.calls("NodePublishVolume");
+        send(command);
+        List<MountDone> answers = awaitDone(command, 2);
+        assertEquals(answers.get(0).hostPath(), answers.get(1).hostPath());
+        assertTrue(answers.get(1).succeeded());
+        assertEquals(stages, plugin.calls("NodeStageVolume"));
+        assertEquals(publishes, plugin.calls("NodePublishVolume"));
+        assertEquals(1, mountCount(paths().targetPath("alloc-r", NS, "redelivered")));
+        assertTrue(run(unmount("redelivered", ext, "alloc-r")).succeeded());
+    }
+
+    @Test
+    @Order(4)
+    void aPluginErrorReachesMountDoneAsTheOperatorMessage() throws Exception {
+        String ext = createVolume("faulty-vol");
+        plugin.faults("NodePublishVolume PERMISSION_DENIED 1 backend refused the mount\n");
+        MountDone done = run(mount("faulty", ext, "alloc-f", false));
+        assertFalse(done.succeeded());
+        assertEquals("PERMISSION_DENIED", done.errorCode());
+        assertTrue(done.errorMessage().contains("backend refused the mount"), done.errorMessage());
+        assertTrue(done.errorMessage().contains("NodePublishVolume"), done.errorMessage());
+        NodeEvent event = awaitEvent(e -> e.kind() == NodeEventKind.MOUNT && "alloc-f".equals(e.allocationId()));
+        assertEquals(Boolean.FALSE, event.success());
+        assertEquals(done.errorMessage(), event.error());
+        // the failed mount was rolled back: nothing mounted, nothing left staged
+        assertFalse(mounted(paths().targetPath("alloc-f", NS, "faulty")));
+        assertFalse(mounted(paths().stagingPath(NS, "faulty")));
+        assertTrue(worker.operations().record(new VolumeKey(NS, "faulty")).orElseThrow().usages().isEmpty());
+    }
+
+    @Test
+    @Order(5)
+    void aHostileIdIsRejectedAndNothingIsCreatedOutsideTheRoot() throws Exception {
+        Path root = paths().root();
+        String json = EventCodec.encodeToString(mount("placeholder", "ext", "alloc-h", false))
+                .replace("\"volumeId\":\"placeholder\"", "\"volumeId\":\"../x\"");
+        sendRaw("hostile", json);
+        ConsumerRecord<String, String> dead = kafka.awaitRecord("node-commands-dead-letter",
+                r -> r.value().contains("../x"), WAIT);
+        String reason = KafkaTestClient.header(dead, DeadLetters.REASON);
+        assertTrue(reason.contains("volumeId") && reason.contains("../x"), reason);
+        assertFalse(Files.exists(root.resolve("staging").resolve(NS).resolve("..").resolve("x").normalize()));
+        assertFalse(Files.exists(root.getParent().resolve("x")));
+        assertFalse(Files.exists(root.resolve("staging/x")));
+        assertFalse(Files.exists(root.resolve("per-alloc/alloc-h")));
+    }
+
+    @Test
+    @Order(6)
+    void aWorkerRestartWithIntactMountsCostsNoPluginCall() throws Exception {
+        String ext = createVolume("intact-vol");
+        assertTrue(run(mount("intact", ext, "alloc-i1", false)).succeeded());
+        assertTrue(run(mount("intact", ext, "alloc-i2", false)).succeeded());
+        long before = plugin.calls("NodeStageVolume") + plugin.calls("NodePublishVolume");
+
+        worker.stop();
+        worker.start();
+        await().atMost(WAIT).until(() -> worker.plugins().node(PLUGIN).isPresent() && !worker.restoring());
+        // the worker answers commands again
+        NodeCommand probe = unmount("intact", ext, "alloc-i2");
+        assertTrue(run(probe).succeeded());
+        assertEquals(before, plugin.calls("NodeStageVolume") + plugin.calls("NodePublishVolume"),
+                "intact mounts are verified in mountinfo, not by calling the plugin");
+        assertTrue(mounted(paths().targetPath("alloc-i1", NS, "intact")));
+        assertTrue(run(unmount("intact", ext, "alloc-i1")).succeeded());
+    }
+
+    /**
+     * A kill -9 of the worker between stage and publish, reproduced in-process: the worker is
+     * stopped, the state a crash leaves is built (the volume staged by a real NodeStageVolume, the
+     * record holding the usage reference as PUBLISHING and the staging as STAGING, the command not
+     * yet answered so it is redelivered), then the worker starts.
+     */
+    @Test
+    @Order(7)
+    void aCrashBetweenStageAndPublishConvergesWithoutDuplicates() throws Exception {
+        String ext = createVolume("crash-vol");
+        VolumeKey key = new VolumeKey(NS, "crash");
+        Path staging = paths().stagingPath(NS, "crash");
+        Path target = paths().targetPath("alloc-c", NS, "crash");
+        NodeCommand command = mount("crash", ext, "alloc-c", false);
+
+        worker.stop();
+        paths().ensureDirectory(staging);
+        paths().ensureTargetParent(target);
+        VolumeCapability capability = VolumeCapabilities.build(CsiAccessMode.MULTI_NODE_MULTI_WRITER,
+                CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE);
+        try (CsiPluginClient client = CsiPluginClient.connect(plugin.socket, CsiClientOptions.defaults()).await()
+                .atMost(Duration.ofSeconds(10))) {
+            client.nodeStage(NodeStageVolumeRequest.newBuilder().setVolumeId(ext)
+                    .setStagingTargetPath(staging.toString()).setVolumeCapability(capability).build())
+                    .await().atMost(Duration.ofSeconds(20));
+        }
+        Usage usage = new Usage("alloc-c", target.toString(), false, AccessMode.MULTI_NODE_MULTI_WRITER,
+                AttachmentMode.FILE_SYSTEM, null, Map.of(), Map.of(), null, PublishState.PUBLISHING);
+        new MountRecordStore(paths()).save(VolumeRecord.empty(key, PLUGIN, ext, staging.toString())
+                .withStage(StageState.STAGING).withUsage(usage));
+        send(command);
+        long stages = plugin.calls("NodeStageVolume");
+        long publishes = plugin.calls("NodePublishVolume");
+
+        worker.start();
+        MountDone done = awaitDone(command);
+        assertTrue(done.succeeded(), done.toString());
+        await().atMost(WAIT).until(() -> !worker.restoring());
+        assertEquals(stages, plugin.calls("NodeStageVolume"), "the staging made before the crash is reused");
+        assertEquals(publishes + 1, plugin.calls("NodePublishVolume"), "published exactly once");
+        assertEquals(1, mountCount(target), "no duplicate mount");
+        assertEquals(1, mountCount(staging), "no duplicate staging");
+        VolumeRecord record = worker.operations().record(key).orElseThrow();
+        assertEquals(StageState.STAGED, record.stage());
+        assertEquals(PublishState.PUBLISHED, record.usage("alloc-c").orElseThrow().state());
+        assertTrue(run(unmount("crash", ext, "alloc-c")).succeeded());
+        assertFalse(mounted(staging));
+    }
+
+    @Test
+    @Order(8)
+    void theHealerStagesAgainAndRepublishesAfterAPluginRestartLostTheStaging() throws Exception {
+        String ext = createVolume("heal-vol");
+        assertTrue(run(mount("heal", ext, "alloc-x", false)).succeeded());
+        Path staging = paths().stagingPath(NS, "heal");
+        assertTrue(mounted(staging));
+        long stages = plugin.calls("NodeStageVolume");
+        long publishes = plugin.calls("NodePublishVolume");
+        Instant restart = Instant.now();
+
+        plugin.stop(); // --unmount-staging-on-exit: the staging dies with the plugin
+        assertFalse(mounted(staging));
+        plugin.start();
+
+        NodeEvent heal = awaitEvent(e -> e.kind() == NodeEventKind.HEAL && "heal".equals(e.volumeId())
+                && !e.occurredAt().isBefore(restart));
+        assertEquals(Boolean.TRUE, heal.success(), heal.toString());
+        assertTrue(mounted(staging), "staged again");
+        assertEquals(stages + 1, plugin.calls("NodeStageVolume"));
+        assertEquals(publishes + 1, plugin.calls("NodePublishVolume"));
+        Path target = paths().targetPath("alloc-x", NS, "heal");
+        assertTrue(mounted(target));
+        Files.writeString(target.resolve("after-heal.txt"), "ok");
+        assertEquals("ok", Files.readString(staging.resolve("after-heal.txt")));
+        assertTrue(run(unmount("heal", ext, "alloc-x")).succeeded());
+    }
+
+    @Test
+    @Order(9)
+    void aKilledPluginIsReportedUnhealthy() throws Exception {
+        Instant before = Instant.now();
+        plugin.kill();
+        kafka.awaitRecord("plugin-health", r -> {
+            if (!r.key().equals(PluginHealth.key(PLUGIN, NODE))) {
+                return false;
+            }
+            PluginHealth h = EventCodec.decode(PluginHealth.class, r.value());
+            return !h.reportsHealthy() && !h.observedAt().isBefore(before);
+        }, Duration.ofSeconds(20));
+        NodeEvent event = awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_HEALTH && Boolean.FALSE.equals(e.success())
+                && !e.occurredAt().isBefore(before));
+        assertTrue(event.error() != null && !event.error().isBlank());
+        await().atMost(WAIT).untilAsserted(() -> given().get("/q/health/ready").then().statusCode(503)
+                .body(containsString("unhealthy")));
+        // a mount while the plugin is gone is answered, not lost
+        MountDone done = run(mount("orphan", "ext-orphan", "alloc-o", false));
+        assertEquals("PLUGIN_NOT_FOUND", done.errorCode());
+        assertTrue(new String(done.errorMessage().getBytes(StandardCharsets.UTF_8), StandardCharsets.UTF_8)
+                .contains("hp"));
+    }
+}
