@@ -15,9 +15,12 @@ import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 import org.hibernate.reactive.mutiny.Mutiny;
 import org.jboss.logging.Logger;
 
@@ -29,13 +32,16 @@ import org.jboss.logging.Logger;
  * {@link InstanceRules}, recompute the status from the whole instance list with
  * {@link PluginStatusCalculator}, store, commit; then publish. A status is published when it
  * changed (heartbeats that change nothing but times are not published), and again when a report is
- * redelivered, so a crash between commit and publication is repaired by the redelivery; that
- * re-publication carries the same value.
+ * redelivered; that re-publication carries the same value. A publication that did not complete (the
+ * broker unreachable, the service stopped after the commit) is repeated by the sweep, which finds
+ * plugins whose status version is ahead of the published one.
  */
 @ApplicationScoped
 public class PluginRegistry {
 
     private static final Logger LOG = Logger.getLogger(PluginRegistry.class);
+    /** A status not acknowledged this long after its change is published again by the sweep. */
+    static final Duration PUBLICATION_GRACE = Duration.ofSeconds(5);
 
     @Inject
     Mutiny.SessionFactory sessionFactory;
@@ -86,6 +92,10 @@ public class PluginRegistry {
     private Uni<Outcome> applyLocked(Mutiny.Session session, PluginRow plugin, List<PluginInstanceRow> rows,
                                      PluginHealth report, Instant now) {
         List<PluginInstance> before = rows.stream().map(PluginInstanceRow::toInstance).toList();
+        if (plugin.removed) {
+            // Removed, tombstone maybe not yet published: registered afresh by this report.
+            plugin.removed = false;
+        }
         PluginInstanceRow storedRow = rows.stream().filter(r -> r.id.nodeId.equals(report.nodeId())).findFirst().orElse(null);
         PluginInstance stored = storedRow == null ? null : storedRow.toInstance();
         HealthDecision decision = rules.decide(stored, report, now);
@@ -132,18 +142,28 @@ public class PluginRegistry {
      */
     public Uni<Integer> sweep() {
         Instant now = PluginInstance.toStoredPrecision(clock.instant());
-        return sessionFactory.withSession(session -> store.pluginsDueForSweep(session,
-                        rules.silentIfReceivedBefore(now), rules.removedIfReceivedBefore(now)))
-                .chain(pluginIds -> Multi.createFrom().iterable(pluginIds)
-                        .onItem().transformToUniAndConcatenate(pluginId -> sweepPlugin(pluginId, now)
-                                .call(changed -> changed ? publisher.publishCurrent(pluginId) : Uni.createFrom().voidItem())
-                                .onFailure().recoverWithItem(failure -> {
-                                    LOG.warnf(failure, "sweep of plugin %s failed; the next sweep tries again", pluginId);
-                                    return false;
-                                }))
-                        .filter(Boolean::booleanValue)
-                        .collect().asList()
-                        .map(List::size));
+        Uni<List<String>> due = sessionFactory.withSession(session -> store.pluginsDueForSweep(session,
+                rules.silentIfReceivedBefore(now), rules.removedIfReceivedBefore(now)));
+        Uni<List<String>> unpublished = sessionFactory.withSession(session ->
+                store.publicationPending(session, now.minus(PUBLICATION_GRACE)));
+        return due.chain(dueIds -> unpublished.chain(pendingIds -> {
+            if (!pendingIds.isEmpty()) {
+                LOG.infof("publishing again the status of plugin(s) %s, not acknowledged before", pendingIds);
+            }
+            Set<String> pluginIds = new TreeSet<>(dueIds);
+            pluginIds.addAll(pendingIds);
+            return Multi.createFrom().iterable(pluginIds)
+                    .onItem().transformToUniAndConcatenate(pluginId -> sweepPlugin(pluginId, now)
+                            .call(changed -> changed || pendingIds.contains(pluginId)
+                                    ? publisher.publishCurrent(pluginId) : Uni.createFrom().voidItem())
+                            .onFailure().recoverWithItem(failure -> {
+                                LOG.warnf(failure, "sweep of plugin %s failed; the next sweep tries again", pluginId);
+                                return false;
+                            }))
+                    .filter(Boolean::booleanValue)
+                    .collect().asList()
+                    .map(List::size);
+        }));
     }
 
     private Uni<Boolean> sweepPlugin(String pluginId, Instant now) {
@@ -166,9 +186,9 @@ public class PluginRegistry {
                 }
                 if (result.pluginGone()) {
                     LOG.infof("plugin %s: removed, no instance left", pluginId);
-                    return store.deleteInstances(session, pluginId, result.removed())
-                            .chain(() -> store.deletePlugin(session, pluginId))
-                            .replaceWith(true);
+                    plugin.takeStatus(PluginStatusCalculator.calculate(pluginId, List.of(), now));
+                    plugin.removed = true;
+                    return store.deleteInstances(session, pluginId, result.removed()).replaceWith(true);
                 }
                 for (PluginInstance kept : result.kept()) {
                     if (result.silenced().contains(kept.nodeId())) {

@@ -8,8 +8,8 @@ import io.quarkus.test.common.QuarkusTestResource;
  * Every Quarkus test of this module runs against the JVM's real Kafka broker (KRaft, in-process) and
  * real PostgreSQL (embedded); each application start gets a fresh database.
  */
-@QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false)
-@QuarkusTestResource(value = PostgresResource.class, restrictToAnnotatedClass = false)
+@QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false, parallel = true)
+@QuarkusTestResource(value = PostgresResource.class, restrictToAnnotatedClass = false, parallel = true)
 public final class TestInfrastructure {
 
     private TestInfrastructure() {

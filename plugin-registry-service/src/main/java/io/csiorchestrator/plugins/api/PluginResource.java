@@ -56,7 +56,7 @@ public class PluginResource {
             return Uni.createFrom().item(error(Response.Status.BAD_REQUEST, "invalid request",
                     List.of(new PluginViews.Problem("id", Violation.quote(id), problem.get()))));
         }
-        return sessionFactory.withSession(session -> store.find(session, id).chain(row -> row == null
+        return sessionFactory.withSession(session -> store.find(session, id).chain(row -> row == null || row.removed
                 ? Uni.createFrom().item(error(Response.Status.NOT_FOUND, "plugin " + Violation.quote(id) + " not found", List.of()))
                 : store.instances(session, id).map(rows -> Response.ok(PluginViews.PluginDetail.of(row,
                         rows.stream().map(PluginInstanceRow::toInstance).toList())).build())));

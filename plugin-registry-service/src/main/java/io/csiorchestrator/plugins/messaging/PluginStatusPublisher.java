@@ -36,6 +36,11 @@ import org.jboss.logging.Logger;
  *
  * <p>The status carries {@code updatedAt} = when the plugin last changed, not when it was published,
  * so publishing again without a change (e.g. on a redelivered report) sends the very same value.
+ *
+ * <p>After the broker's acknowledgement the published status version is recorded on the plugin row
+ * (by a targeted update, so a concurrent change is never overwritten); a removed plugin's row is
+ * deleted once its tombstone is out. A plugin whose publication did not complete is found and
+ * published again by the sweep.
  */
 @ApplicationScoped
 public class PluginStatusPublisher {
@@ -53,15 +58,31 @@ public class PluginStatusPublisher {
     @Channel("plugin-status")
     MutinyEmitter<Record<String, String>> emitter;
 
-    /** Publishes the plugin's committed state (or its tombstone) and completes once the broker has it. */
+    /**
+     * Publishes the plugin's committed state (or its tombstone) and completes once the broker has it;
+     * then records the published version, or deletes the row of a removed plugin.
+     */
     public Uni<Void> publishCurrent(String pluginId) {
         return sessionFactory.withTransaction(session -> store.lockPublishing(session, pluginId)
                 .chain(() -> store.find(session, pluginId))
-                .chain(plugin -> plugin == null
-                        ? Uni.createFrom().item(Optional.<PluginStatus>empty())
-                        : store.instances(session, pluginId).map(rows -> Optional.of(PluginStatusCalculator.calculate(
-                                pluginId, rows.stream().map(PluginInstanceRow::toInstance).toList(), plugin.updatedAt))))
-                .chain(status -> send(pluginId, status)));
+                .chain(plugin -> {
+                    if (plugin == null) {
+                        // Gone and its tombstone already published: publishing again is harmless.
+                        return send(pluginId, Optional.empty());
+                    }
+                    long version = plugin.statusVersion;
+                    if (plugin.removed) {
+                        return send(pluginId, Optional.empty())
+                                .chain(() -> store.deleteRemoved(session, pluginId, version))
+                                .replaceWithVoid();
+                    }
+                    return store.instances(session, pluginId)
+                            .map(rows -> PluginStatusCalculator.calculate(pluginId,
+                                    rows.stream().map(PluginInstanceRow::toInstance).toList(), plugin.updatedAt))
+                            .chain(status -> send(pluginId, Optional.of(status)))
+                            .chain(() -> store.markPublished(session, pluginId, version))
+                            .replaceWithVoid();
+                }));
     }
 
     private Uni<Void> send(String pluginId, Optional<PluginStatus> status) {

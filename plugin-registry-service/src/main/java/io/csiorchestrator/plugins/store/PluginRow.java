@@ -11,12 +11,19 @@ import java.time.Instant;
 /** Table {@code plugin}: one CSI plugin and its counts as last recomputed from its instances. */
 @Entity
 @Table(name = "plugin")
-@NamedQuery(name = PluginRow.ALL, query = "from PluginRow order by id")
-@NamedQuery(name = PluginRow.DELETE, query = "delete from PluginRow where id = :pluginId")
+@NamedQuery(name = PluginRow.ALL, query = "from PluginRow where removed = false order by id")
+@NamedQuery(name = PluginRow.PUBLICATION_PENDING, query = "select id from PluginRow"
+        + " where publishedVersion < statusVersion and updatedAt < :changedBefore order by id")
+@NamedQuery(name = PluginRow.MARK_PUBLISHED, query = "update PluginRow set publishedVersion = :version"
+        + " where id = :pluginId and publishedVersion < :version")
+@NamedQuery(name = PluginRow.DELETE_REMOVED, query = "delete from PluginRow"
+        + " where id = :pluginId and removed = true and statusVersion = :version")
 public class PluginRow {
 
     static final String ALL = "PluginRow.all";
-    static final String DELETE = "PluginRow.delete";
+    static final String PUBLICATION_PENDING = "PluginRow.publicationPending";
+    static final String MARK_PUBLISHED = "PluginRow.markPublished";
+    static final String DELETE_REMOVED = "PluginRow.deleteRemoved";
 
     @Id
     @Column(name = "id", nullable = false, length = 128)
@@ -50,8 +57,21 @@ public class PluginRow {
     @Column(name = "updated_at", nullable = false)
     public Instant updatedAt;
 
-    /** Copies the aggregate fields of a freshly computed status. */
+    /** Bumped on every change of the status (not on plain heartbeats). */
+    @Column(name = "status_version", nullable = false)
+    public long statusVersion;
+
+    /** The status version last acknowledged by the broker on plugin-status. */
+    @Column(name = "published_version", nullable = false)
+    public long publishedVersion;
+
+    /** No instance left: the row stays only until the tombstone is published. */
+    @Column(name = "removed", nullable = false)
+    public boolean removed;
+
+    /** Takes a freshly computed status as the plugin's new one: a change, to be published. */
     public void takeStatus(PluginStatus status) {
+        statusVersion++;
         providerName = status.providerName();
         providerVersion = status.providerVersion();
         controllerRequired = status.controllerRequired();

@@ -79,9 +79,26 @@ public class PluginStore {
                 .executeUpdate();
     }
 
-    public Uni<Integer> deletePlugin(Mutiny.Session session, String pluginId) {
-        return session.createNamedQuery(PluginRow.DELETE)
+    /** Ids of plugins whose latest status was not acknowledged by the broker, changed before {@code changedBefore}. */
+    public Uni<List<String>> publicationPending(Mutiny.Session session, Instant changedBefore) {
+        return session.createNamedQuery(PluginRow.PUBLICATION_PENDING, String.class)
+                .setParameter("changedBefore", changedBefore)
+                .getResultList();
+    }
+
+    /** Records that status {@code version} of the plugin reached the broker (never moves backwards). */
+    public Uni<Integer> markPublished(Mutiny.Session session, String pluginId, long version) {
+        return session.createNamedQuery(PluginRow.MARK_PUBLISHED)
                 .setParameter("pluginId", pluginId)
+                .setParameter("version", version)
+                .executeUpdate();
+    }
+
+    /** Deletes the row of a removed plugin once its tombstone is out, unless it came back meanwhile. */
+    public Uni<Integer> deleteRemoved(Mutiny.Session session, String pluginId, long version) {
+        return session.createNamedQuery(PluginRow.DELETE_REMOVED)
+                .setParameter("pluginId", pluginId)
+                .setParameter("version", version)
                 .executeUpdate();
     }
 
