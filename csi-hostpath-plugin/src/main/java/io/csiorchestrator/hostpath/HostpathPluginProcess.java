@@ -19,7 +19,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -40,6 +42,14 @@ public final class HostpathPluginProcess implements AutoCloseable {
 
     private static final String READY_MARKER = " listening on unix://";
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(20);
+
+    /** Plugins started by this JVM; killed when it exits, so none outlives a crashed test run. */
+    private static final Set<Process> STARTED = ConcurrentHashMap.newKeySet();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> STARTED.forEach(Process::destroy),
+                "hostpath-plugin-reaper"));
+    }
 
     private final Process process;
     private final Path socketPath;
@@ -140,6 +150,8 @@ public final class HostpathPluginProcess implements AutoCloseable {
             Path faults = faultsFileOf(extraArgs).orElse(stateDir.resolve(PluginOptions.FAULTS_FILE_NAME));
 
             Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            STARTED.add(process);
+            process.onExit().thenRun(() -> STARTED.remove(process));
             CompletableFuture<Void> ready = new CompletableFuture<>();
             Thread copier = new Thread(() -> copyOutput(process, log, ready), "hostpath-plugin-output-" + nodeId);
             copier.setDaemon(true);
