@@ -1,0 +1,186 @@
+package io.csiorchestrator.worker.it;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.csi.CsiAccessMode;
+import io.csiorchestrator.csi.CsiAttachmentMode;
+import io.csiorchestrator.csi.CsiClientOptions;
+import io.csiorchestrator.csi.CsiPluginClient;
+import io.csiorchestrator.csi.MountOptions;
+import io.csiorchestrator.csi.VolumeCapabilities;
+import io.csiorchestrator.csi.v1.CreateVolumeRequest;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.NodePartitioner;
+import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.testkit.KafkaBroker;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.csiorchestrator.worker.state.MountInfo;
+import io.csiorchestrator.worker.state.MountRecordStore;
+import io.csiorchestrator.worker.state.PosixDirs;
+import io.csiorchestrator.worker.state.PublishState;
+import io.csiorchestrator.worker.state.VolumeKey;
+import io.csiorchestrator.worker.state.VolumeRecord;
+import io.csiorchestrator.worker.state.WorkerPaths;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * kill -9 of the worker process between stage and publish, then a restart: the packaged worker
+ * ({@code target/quarkus-app/quarkus-run.jar}) runs as a separate process against an in-process
+ * Kafka broker and the hostpath plugin (also a process). NodePublishVolume is slowed down so the
+ * worker is killed while the publish is in flight, right after the stage was answered.
+ */
+class WorkerCrashIT {
+
+    static final String NODE = "crash-node";
+    static Path root;
+    static KafkaBroker broker;
+    static KafkaTestClient kafka;
+    static HostpathPlugin plugin;
+    static final List<Process> workers = new ArrayList<>();
+
+    @BeforeAll
+    static void setUp() throws Exception {
+        root = Files.createTempDirectory("csi-worker-crash").toRealPath();
+        broker = KafkaBroker.start();
+        broker.createTopic("node-commands", 4);
+        kafka = new KafkaTestClient(broker.bootstrapServers());
+        plugin = new HostpathPlugin("hp", root.resolve("plugins"), root.resolve("hp-state"),
+                "--controller-publish=false").start();
+    }
+
+    @AfterAll
+    static void tearDown() throws Exception {
+        for (Process w : workers) {
+            w.destroyForcibly();
+            w.waitFor(10, TimeUnit.SECONDS);
+        }
+        HostpathPlugin.killAll();
+        WorkerRootResource.unmountAllUnder(root);
+        if (kafka != null) {
+            kafka.close();
+        }
+        if (broker != null) {
+            broker.close();
+        }
+        try (Stream<Path> files = Files.walk(root)) {
+            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    private static Process startWorker(String name) throws IOException {
+        Path jar = Path.of(System.getProperty("csi.worker.jar", "target/quarkus-app/quarkus-run.jar"));
+        List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx256m", "-XX:TieredStopAtLevel=1",
+                "-Dcsi.worker.node-id=" + NODE,
+                "-Dcsi.worker.root=" + root.resolve("worker"),
+                "-Dcsi.worker.plugins-dir=" + root.resolve("plugins"),
+                "-Dcsi.worker.probe-interval=500ms",
+                "-Dcsi.worker.rescan-interval=1s",
+                "-Dcsi.worker.call-timeout=20s",
+                "-Dcsi.worker.call-attempts=1",
+                "-Dkafka.bootstrap.servers=" + broker.bootstrapServers(),
+                "-Dquarkus.http.port=0",
+                "-jar", jar.toAbsolutePath().toString());
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(root.resolve(name + ".log").toFile())).start();
+        workers.add(p);
+        return p;
+    }
+
+    private static String createVolume(String name) {
+        try (CsiPluginClient client = CsiPluginClient.connect(plugin.socket, CsiClientOptions.defaults()).await()
+                .atMost(Duration.ofSeconds(10))) {
+            return client.createVolume(CreateVolumeRequest.newBuilder().setName(name)
+                    .addVolumeCapabilities(VolumeCapabilities.build(CsiAccessMode.MULTI_NODE_MULTI_WRITER,
+                            CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE))
+                    .build()).await().atMost(Duration.ofSeconds(20)).getVolume().getVolumeId();
+        }
+    }
+
+    private static void send(NodeCommand command) {
+        kafka.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
+                EventCodec.encodeToString(command)));
+    }
+
+    private static NodeCommand command(NodeCommandKind kind, String ext, String id) {
+        boolean mount = kind == NodeCommandKind.MOUNT;
+        return new NodeCommand(id, NODE, kind, "default", "vol", "hp", ext, "alloc-1",
+                mount ? AccessMode.MULTI_NODE_MULTI_WRITER : null, mount ? AttachmentMode.FILE_SYSTEM : null, false,
+                null, null, Map.of(), Map.of(), null, Instant.now());
+    }
+
+    private static long mountsAt(Path path) {
+        return MountInfo.readSelf().entries().stream().filter(e -> e.mountPoint().equals(path.toString())).count();
+    }
+
+    @Test
+    void killNineBetweenStageAndPublishThenRestartConverges() throws Exception {
+        String ext = createVolume("crash-vol");
+        Process first = startWorker("worker-1");
+        kafka.awaitRecord("plugin-health", r -> r.key().equals(PluginHealth.key("hp", NODE))
+                && EventCodec.decode(PluginHealth.class, r.value()).reportsHealthy(), Duration.ofSeconds(60));
+
+        plugin.faults("latency NodePublishVolume 4s\n");
+        NodeCommand mount = command(NodeCommandKind.MOUNT, ext, "mount-1");
+        send(mount);
+        await().atMost(Duration.ofSeconds(30)).until(() -> plugin.successfulCalls("NodeStageVolume") == 1);
+        first.destroyForcibly(); // kill -9 while the publish is in flight
+        first.waitFor(10, TimeUnit.SECONDS);
+        assertFalse(first.isAlive());
+        plugin.faults("");
+        // the plugin may still finish the publish the dead worker asked for; let it answer first
+        try {
+            await().atMost(Duration.ofSeconds(10)).until(() -> plugin.calls("NodePublishVolume") >= 1);
+        } catch (org.awaitility.core.ConditionTimeoutException e) {
+            // the in-flight call was dropped with the connection: nothing was published
+        }
+
+        WorkerPaths paths = new WorkerPaths(root.resolve("worker"), new PosixDirs());
+        Path staging = paths.stagingPath("default", "vol");
+        Path target = paths.targetPath("alloc-1", "default", "vol");
+        VolumeRecord crashed = new MountRecordStore(paths).load(new VolumeKey("default", "vol")).orElseThrow();
+        assertTrue(crashed.usage("alloc-1").isPresent(), "the usage reference was recorded before staging");
+
+        startWorker("worker-2");
+        MountDone done = EventCodec.decode(MountDone.class, kafka.awaitRecord("mount-done",
+                r -> r.value().contains("\"commandId\":\"mount-1\""), Duration.ofSeconds(60)).value());
+        assertTrue(done.succeeded(), done.toString());
+        assertEquals(1, plugin.successfulCalls("NodeStageVolume"), "the volume is staged once");
+        assertEquals(1, mountsAt(staging), "one staging mount");
+        assertEquals(1, mountsAt(target), "one publication, no duplicate mount");
+        await().atMost(Duration.ofSeconds(10)).until(() -> new MountRecordStore(paths)
+                .load(new VolumeKey("default", "vol")).orElseThrow().usage("alloc-1")
+                .map(u -> u.state() == PublishState.PUBLISHED).orElse(false));
+
+        NodeCommand unmount = command(NodeCommandKind.UNMOUNT, ext, "unmount-1");
+        send(unmount);
+        MountDone released = EventCodec.decode(MountDone.class, kafka.awaitRecord("mount-done",
+                r -> r.value().contains("\"commandId\":\"unmount-1\""), Duration.ofSeconds(60)).value());
+        assertTrue(released.succeeded(), released.toString());
+        assertEquals(0, mountsAt(target));
+        assertEquals(0, mountsAt(staging));
+        assertEquals(1, plugin.successfulCalls("NodeUnstageVolume"));
+    }
+}
