@@ -19,6 +19,8 @@ import java.util.stream.Stream;
 public class WorkerRootResource implements QuarkusTestResourceLifecycleManager {
 
     static Path root;
+    /** A test-only AES-256 key (32 zero bytes, base64); never a real key. */
+    static final String KEYRING = "k1:" + java.util.Base64.getEncoder().encodeToString(new byte[32]);
 
     @Override
     public Map<String, String> start() {
@@ -39,6 +41,8 @@ public class WorkerRootResource implements QuarkusTestResourceLifecycleManager {
         config.put("csi.worker.connect-timeout", "2s");
         config.put("csi.worker.call-timeout", "10s");
         config.put("csi.worker.call-attempts", "2");
+        config.put("csi.secrets.keyring", KEYRING);
+        config.put("csi.secrets.active-key", "k1");
         return config;
     }
 
