@@ -176,21 +176,26 @@ public class ClaimService {
     // ---------------------------------------------------------------- mount-done
 
     public Uni<Void> onMountDone(MountDone done) {
-        return inTransaction(() -> ClaimEntity.<ClaimEntity>find("commandId", done.commandId()).firstResult()
-                .chain(found -> {
-                    if (found == null) {
-                        LOG.debugf("mount-done for command %s matches no pending command (already handled or unknown)", done.commandId());
-                        return Uni.createFrom().voidItem();
-                    }
-                    return lockVolume(found.volumeKey).chain(volume -> ClaimEntity.<ClaimEntity>findById(found.claimId)
-                            .call(claim -> Panache.getSession().chain(s -> s.refresh(claim)))
-                            .chain(claim -> {
-                                if (volume == null || claim == null || !done.commandId().equals(claim.commandId)) {
-                                    return Uni.createFrom().voidItem();
-                                }
-                                return stepDone(volume, claim, done);
-                            }));
-                }));
+        // Find the volume of the command, lock the volume, then read the claim: a concurrent update of the
+        // same volume (a claim-requested on another partition) waits for this transaction or vice versa.
+        return inTransaction(() -> volumeKeyOf("command_id", done.commandId()).chain(volumeKey -> {
+            if (volumeKey == null) {
+                LOG.debugf("mount-done for command %s matches no pending command (already handled or unknown)", done.commandId());
+                return Uni.createFrom().voidItem();
+            }
+            return lockVolume(volumeKey).chain(volume -> ClaimEntity.<ClaimEntity>find("commandId", done.commandId()).firstResult()
+                    .chain(claim -> {
+                        if (volume == null || claim == null) {
+                            return Uni.createFrom().voidItem();
+                        }
+                        return stepDone(volume, claim, done);
+                    }));
+        }));
+    }
+
+    private static Uni<String> volumeKeyOf(String column, String value) {
+        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT volume_key FROM claims WHERE " + column + " = :v", String.class)
+                .setParameter("v", value).getResultList()).map(keys -> keys.isEmpty() ? null : keys.get(0));
     }
 
     private Uni<Void> stepDone(VolumeEntity volume, ClaimEntity claim, MountDone done) {
@@ -289,14 +294,10 @@ public class ClaimService {
     }
 
     private Uni<Void> onLockedClaim(String claimId, ClaimWork work) {
-        return inTransaction(() -> ClaimEntity.<ClaimEntity>findById(claimId).chain(found -> {
-            if (found == null) {
-                return Uni.createFrom().voidItem();
-            }
-            return lockVolume(found.volumeKey)
-                    .call(v -> Panache.getSession().chain(s -> s.refresh(found)))
-                    .chain(volume -> volume == null ? Uni.createFrom().voidItem() : work.run(volume, found));
-        }));
+        return inTransaction(() -> volumeKeyOf("claim_id", claimId).chain(volumeKey -> volumeKey == null
+                ? Uni.createFrom().voidItem()
+                : lockVolume(volumeKey).chain(volume -> ClaimEntity.<ClaimEntity>findById(claimId)
+                        .chain(claim -> volume == null || claim == null ? Uni.createFrom().voidItem() : work.run(volume, claim)))));
     }
 
     // ---------------------------------------------------------------- transitions

@@ -92,7 +92,13 @@ public class VolumeResource {
 
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
-    public Uni<Response> register(JsonNode body) {
+    public Uni<Response> register(String text) {
+        JsonNode body;
+        try {
+            body = text == null || text.isBlank() ? null : io.csiorchestrator.events.EventCodec.mapper().readTree(text);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            return Uni.createFrom().item(notJson(e));
+        }
         VolumeRequestParser.Parsed parsed = VolumeRequestParser.parse(body);
         if (!parsed.problems().isEmpty()) {
             return Uni.createFrom().item(errors(Response.Status.BAD_REQUEST, "invalid volume registration", parsed.problems()));
@@ -195,8 +201,7 @@ public class VolumeResource {
     }
 
     /** A body that is not JSON: where it breaks, never what it says (it may hold secrets). */
-    @org.jboss.resteasy.reactive.server.ServerExceptionMapper
-    public Response notJson(com.fasterxml.jackson.core.JsonProcessingException e) {
+    static Response notJson(com.fasterxml.jackson.core.JsonProcessingException e) {
         var at = e.getLocation();
         String where = at == null ? "" : " at line " + at.getLineNr() + ", column " + at.getColumnNr();
         return errors(Response.Status.BAD_REQUEST, "invalid volume registration",

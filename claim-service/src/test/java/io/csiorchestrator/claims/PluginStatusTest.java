@@ -1,0 +1,73 @@
+package io.csiorchestrator.claims;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.equalTo;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.DeadLetters;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.quarkus.test.junit.QuarkusTest;
+import java.util.List;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** plugin-status drives volume health; a tombstone removes the plugin; malformed inputs are dead-lettered. */
+@QuarkusTest
+class PluginStatusTest {
+
+    final Bus bus = new Bus();
+
+    @AfterEach
+    void close() {
+        bus.close();
+    }
+
+    @Test
+    void volumeHealthFollowsPluginHealthAndATombstoneRemovesThePlugin() {
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
+        given().get("/v1/volumes/ns1/" + vol).then().body("schedulable", equalTo(false))
+                .body("health", containsString("not registered"));
+        bus.plugin(plugin, true, List.of(), List.of("node-a"));
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then()
+                .body("health", containsString("no healthy controller")));
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of("node-a"));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        // A claim on a node without a plugin instance is refused with a reason an operator understands.
+        ClaimRequested elsewhere = Bus.claim("ns1", vol, "alloc-1", "node-z", ClaimMode.READ, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.send(elsewhere);
+        String reason = bus.awaitStatus(elsewhere.requestId(), ClaimState.REJECTED).reason();
+        assertTrue(reason.contains("has no node instance on node node-z"), reason);
+
+        bus.kafka.send(Bus.topic(Topic.PLUGIN_STATUS), plugin, null); // tombstone
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then()
+                .body("schedulable", equalTo(false)).body("health", containsString("not registered")));
+    }
+
+    @Test
+    void malformedMountDoneAndPluginStatusAreDeadLettered() {
+        String node = ClaimFlowTest.unique("node");
+        bus.kafka.send(Bus.topic(Topic.MOUNT_DONE), node, "{\"commandId\": 7, \"success\": \"maybe\"");
+        ConsumerRecord<String, String> dead = bus.kafka.awaitRecord(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter",
+                r -> node.equals(r.key()), Bus.WAIT);
+        assertNotNull(KafkaTestClient.header(dead, DeadLetters.REASON));
+        String plugin = ClaimFlowTest.unique("plug");
+        bus.kafka.send(Bus.topic(Topic.PLUGIN_STATUS), plugin, "{\"pluginId\": \"other\"}");
+        dead = bus.kafka.awaitRecord(Bus.topic(Topic.PLUGIN_STATUS) + "-dead-letter", r -> plugin.equals(r.key()), Bus.WAIT);
+        assertTrue(KafkaTestClient.header(dead, DeadLetters.REASON).contains("malformed plugin-status"),
+                KafkaTestClient.header(dead, DeadLetters.REASON));
+        // The partition goes on: a valid status for the same key is applied.
+        bus.plugin(plugin, false, List.of(), List.of("node-a"));
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+    }
+}
