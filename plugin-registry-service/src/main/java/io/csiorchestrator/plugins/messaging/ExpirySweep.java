@@ -22,7 +22,8 @@ public class ExpirySweep {
     PluginRegistry registry;
 
     @Scheduled(identity = "plugin-expiry-sweep", every = "${csi.registry.sweep-interval:5s}",
-            delayed = "${csi.registry.sweep-interval:5s}", concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+            delayed = "${csi.registry.sweep-interval:5s}", concurrentExecution = Scheduled.ConcurrentExecution.SKIP,
+            skipExecutionIf = Scheduled.ApplicationNotRunning.class)
     Uni<Void> sweep() {
         return registry.sweep()
                 .invoke(changed -> {
