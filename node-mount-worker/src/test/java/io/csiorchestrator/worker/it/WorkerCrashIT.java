@@ -49,7 +49,9 @@ import org.junit.jupiter.api.Test;
  * kill -9 of the worker process between stage and publish, then a restart: the packaged worker
  * ({@code target/quarkus-app/quarkus-run.jar}) runs as a separate process against an in-process
  * Kafka broker and the hostpath plugin (also a process). NodePublishVolume is slowed down so the
- * worker is killed while the publish is in flight, right after the stage was answered.
+ * worker is killed while the publish is in flight, right after the stage was answered. The
+ * worker then restarts without Kafka (restore from the local record alone), is killed again, and
+ * restarts with Kafka: the redelivered command is answered and nothing is mounted twice.
  */
 class WorkerCrashIT {
 
@@ -90,6 +92,10 @@ class WorkerCrashIT {
     }
 
     private static Process startWorker(String name) throws IOException {
+        return startWorker(name, broker.bootstrapServers());
+    }
+
+    private static Process startWorker(String name, String bootstrapServers) throws IOException {
         Path jar = Path.of(System.getProperty("csi.worker.jar", "target/quarkus-app/quarkus-run.jar"));
         List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:TieredStopAtLevel=1",
@@ -100,7 +106,7 @@ class WorkerCrashIT {
                 "-Dcsi.worker.rescan-interval=1s",
                 "-Dcsi.worker.call-timeout=20s",
                 "-Dcsi.worker.call-attempts=1",
-                "-Dkafka.bootstrap.servers=" + broker.bootstrapServers(),
+                "-Dkafka.bootstrap.servers=" + bootstrapServers,
                 "-Dquarkus.http.port=0",
                 "-jar", jar.toAbsolutePath().toString());
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
@@ -163,7 +169,17 @@ class WorkerCrashIT {
         VolumeRecord crashed = new MountRecordStore(paths).load(new VolumeKey("default", "vol")).orElseThrow();
         assertTrue(crashed.usage("alloc-1").isPresent(), "the usage reference was recorded before staging");
 
-        startWorker("worker-2");
+        // restart while Kafka is unreachable (a disconnected node): the restore needs no broker and
+        // publishes the lost publication again from the record alone
+        Process offline = startWorker("worker-2-offline", "127.0.0.1:1");
+        await().atMost(Duration.ofSeconds(60)).until(() -> mountsAt(target) == 1 && mountsAt(staging) == 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> new MountRecordStore(paths)
+                .load(new VolumeKey("default", "vol")).orElseThrow().usage("alloc-1")
+                .map(u -> u.state() == PublishState.PUBLISHED).orElse(false));
+        offline.destroyForcibly(); // and crash once more
+        offline.waitFor(10, TimeUnit.SECONDS);
+
+        startWorker("worker-3");
         MountDone done = EventCodec.decode(MountDone.class, kafka.awaitRecord("mount-done",
                 r -> r.value().contains("\"commandId\":\"mount-1\""), Duration.ofSeconds(60)).value());
         assertTrue(done.succeeded(), done.toString());
