@@ -114,7 +114,13 @@ public class ClaimService {
                     + " holds no claim on volume " + volume.volumeKey + " (nothing to release)", null));
         }
         claim.releaseRequestId = request.requestId();
-        return apply(volume, claim, machine().release(snapshot(claim)));
+        Transition t = machine().release(snapshot(claim));
+        if (t.effects().isEmpty()) {
+            // Already tearing down (a release, a rollback or a forced delete): answered, not started twice.
+            return outbox.add(status(request, ClaimState.RELEASING, "the claim of allocation " + request.allocationId()
+                    + " on volume " + volume.volumeKey + " is already being released (" + claim.phase.toLowerCase() + ")", null));
+        }
+        return apply(volume, claim, t);
     }
 
     private Uni<Void> claim(ClaimRequested request, VolumeEntity volume, List<ClaimEntity> claims) {

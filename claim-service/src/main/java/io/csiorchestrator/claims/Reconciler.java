@@ -50,7 +50,7 @@ public class Reconciler {
                 .chain(ids -> each(ids, claims::commandTimedOut))
                 .chain(() -> ids("SELECT c.claim_id FROM claims c JOIN volumes v ON v.volume_key = c.volume_key"
                         + " JOIN plugin_nodes pn ON pn.plugin_id = v.plugin_id AND pn.node_id = c.node_id"
-                        + " WHERE NOT c.past AND NOT c.rolling_back AND c.phase IN ('CONTROLLER_PUBLISHING', 'MOUNTING', 'READY', 'UNMOUNTING')"
+                        + " WHERE NOT c.past AND c.phase IN ('CONTROLLER_PUBLISHING', 'MOUNTING', 'READY', 'UNMOUNTING')"
                         + " AND pn.unhealthy_since < :now LIMIT :n", now.minus(settings.nodeGoneTimeout()), batch))
                 .chain(ids -> each(ids, id -> claims.nodeDetached(id, "node's plugin instance missing or unhealthy for longer than "
                         + settings.nodeGoneTimeout() + ": assumed detached")))

@@ -261,6 +261,46 @@ class ClaimFlowTest {
         assertNull(null);
     }
 
+    @Test
+    void aReleaseWhilePublishingTearsDownAfterTheStepInFlight() {
+        String plugin = unique("plug");
+        String vol = Bus.registerVolume("ns1", unique("vol"), plugin, AccessMode.MULTI_NODE_READER_ONLY);
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of("node-a"));
+        awaitSchedulable("ns1", vol);
+        ClaimRequested read = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.READ, AccessMode.MULTI_NODE_READER_ONLY);
+        bus.send(read);
+        NodeCommand publish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
+        assertTrue(publish.readOnly(), "a read claim is published read-only");
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASING);
+        bus.succeed(publish, null, Map.of());
+        NodeCommand unpublish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
+        bus.succeed(unpublish);
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> c.kind() == NodeCommandKind.MOUNT), "never mounted");
+        ClaimRequested again = Bus.release("ns1", vol, "alloc-1");
+        bus.send(again);
+        assertTrue(bus.awaitStatus(again.requestId(), ClaimState.RELEASED).reason().contains("holds no claim"));
+    }
+
+    @Test
+    void aFatalControllerPublishFailureFailsTheClaimAtOnce() {
+        String plugin = unique("plug");
+        String vol = Bus.registerVolume("ns1", unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of("node-a"));
+        awaitSchedulable("ns1", vol);
+        ClaimRequested write = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(write);
+        bus.fail(bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH), "FAILED_PRECONDITION",
+                "volume is already published on another node and has no multi-node capability");
+        String reason = bus.awaitStatus(write.requestId(), ClaimState.FAILED).reason();
+        assertTrue(reason.contains("controller-publish failed: FAILED_PRECONDITION"), reason);
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims", hasSize(0))
+                .body("pastClaims[0].state", equalTo("failed"));
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> c.kind() == NodeCommandKind.MOUNT));
+    }
+
     static void awaitSchedulable(String namespace, String vol) {
         org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
                 given().get("/v1/volumes/" + namespace + "/" + vol).then().statusCode(200).body("schedulable", equalTo(true)));
