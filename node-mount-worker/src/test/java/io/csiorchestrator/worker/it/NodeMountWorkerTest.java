@@ -178,6 +178,7 @@ class NodeMountWorkerTest {
         Instant before = Instant.now();
         plugin = new HostpathPlugin(PLUGIN, pluginsDir(), WorkerRootResource.root.resolve("hp-state"),
                 "--controller-publish=false", "--unmount-staging-on-exit").start();
+        await().atMost(Duration.ofSeconds(5)).until(() -> worker.plugins().get(PLUGIN).isPresent());
         ConsumerRecord<String, String> record = kafka.awaitRecord("plugin-health",
                 r -> r.key().equals(PluginHealth.key(PLUGIN, NODE))
                         && EventCodec.decode(PluginHealth.class, r.value()).reportsHealthy(), Duration.ofSeconds(15));
@@ -302,7 +303,14 @@ class NodeMountWorkerTest {
         assertTrue(run(mount("intact", ext, "alloc-i2", false)).succeeded());
         long before = plugin.calls("NodeStageVolume") + plugin.calls("NodePublishVolume");
 
+        Instant stopped = Instant.now();
         worker.stop();
+        ConsumerRecord<String, String> last = kafka.awaitRecord("plugin-health", r -> {
+            PluginHealth h = EventCodec.decode(PluginHealth.class, r.value());
+            return h.pluginId().equals(PLUGIN) && !h.reportsHealthy() && !h.observedAt().isBefore(stopped);
+        }, WAIT);
+        assertTrue(EventCodec.decode(PluginHealth.class, last.value()).healthDescription().contains("shutting down"),
+                "a last unhealthy fingerprint on shutdown");
         worker.start();
         await().atMost(WAIT).until(() -> worker.plugins().node(PLUGIN).isPresent() && !worker.restoring());
         // the worker answers commands again
@@ -436,7 +444,14 @@ class NodeMountWorkerTest {
         assertTrue(unpublished.succeeded(), unpublished.toString());
         assertEquals(1, controller.successfulCalls("ControllerUnpublishVolume"));
         assertTrue(worker.operations().record(new VolumeKey(NS, "ctl")).orElseThrow().idle());
+
+        // a plugin whose socket disappears is deregistered within 5 s, with a last unhealthy fingerprint
+        Instant gone = Instant.now();
         controller.stop();
+        Files.deleteIfExists(controller.socket);
+        await().atMost(Duration.ofSeconds(5)).until(() -> worker.plugins().get("hpc").isEmpty());
+        awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_DEREGISTERED && "hpc".equals(e.pluginId())
+                && !e.occurredAt().isBefore(gone));
     }
 
     @Test
