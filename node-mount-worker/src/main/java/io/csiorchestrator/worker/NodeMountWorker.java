@@ -73,6 +73,7 @@ public class NodeMountWorker {
     private CommandConsumer consumer;
     private ScheduledExecutorService scheduler;
     private ExecutorService volumeExecutor;
+    private ExecutorService probeExecutor;
     private final AtomicInteger restoresPending = new AtomicInteger();
     private volatile boolean started;
 
@@ -104,6 +105,7 @@ public class NodeMountWorker {
         publisher.start();
         registry = new PluginRegistry();
         scheduler = Executors.newScheduledThreadPool(2, daemon("csi-worker-scheduler"));
+        probeExecutor = Executors.newCachedThreadPool(daemon("csi-plugin-probe"));
         volumeExecutor = Executors.newFixedThreadPool(Math.max(1, config.concurrency()), daemon("csi-volume-op"));
         serializer = new VolumeSerializer(volumeExecutor);
         operations = new VolumeOperations(nodeId, paths, new MountRecordStore(paths), registry, MountInfo::readSelf,
@@ -118,7 +120,7 @@ public class NodeMountWorker {
         watcher = new PluginWatcher(config.pluginsDir(), nodeId, registry,
                 (pluginId, socket, settings) -> new PluginSupervisor(pluginId, nodeId, socket, settings, paths.root(),
                         timing, publisher, this::healVolumesOf, clock),
-                scheduler, config.probeInterval(), config.heartbeatInterval(), config.rescanInterval(), publisher, clock);
+                scheduler, probeExecutor, config.probeInterval(), config.heartbeatInterval(), config.rescanInterval(), publisher, clock);
         restoreRecordedVolumes(nodeId);
         watcher.start();
         consumer = new CommandConsumer(bootstrapServers, config.consumerGroup().orElse("node-mount-worker-" + nodeId),
@@ -219,6 +221,9 @@ public class NodeMountWorker {
         }
         if (scheduler != null) {
             scheduler.shutdownNow();
+        }
+        if (probeExecutor != null) {
+            probeExecutor.shutdownNow();
         }
         if (volumeExecutor != null) {
             volumeExecutor.shutdown();

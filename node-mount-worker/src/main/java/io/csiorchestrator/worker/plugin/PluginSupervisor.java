@@ -121,6 +121,26 @@ public final class PluginSupervisor {
         return controller ? PluginType.CONTROLLER : PluginType.NODE;
     }
 
+    private final java.util.concurrent.atomic.AtomicBoolean checking = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** Runs {@link #check()} on {@code executor} unless a check of this plugin is still running. */
+    public void checkOn(java.util.concurrent.Executor executor) {
+        if (!checking.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            executor.execute(() -> {
+                try {
+                    check();
+                } finally {
+                    checking.set(false);
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            checking.set(false);
+        }
+    }
+
     /** One supervision step: (re)connect, fingerprint or probe, publish a transition. */
     public void check() {
         boolean runRestart = false;

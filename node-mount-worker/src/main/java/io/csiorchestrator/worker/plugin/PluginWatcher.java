@@ -50,6 +50,7 @@ public final class PluginWatcher implements AutoCloseable {
     private final PluginRegistry registry;
     private final SupervisorFactory factory;
     private final ScheduledExecutorService scheduler;
+    private final java.util.concurrent.Executor probeExecutor;
     private final Duration probeInterval;
     private final Duration heartbeatInterval;
     private final Duration rescanInterval;
@@ -63,8 +64,10 @@ public final class PluginWatcher implements AutoCloseable {
     private volatile boolean closed;
 
     public PluginWatcher(Path pluginsDir, String nodeId, PluginRegistry registry, SupervisorFactory factory,
-                         ScheduledExecutorService scheduler, Duration probeInterval, Duration heartbeatInterval,
-                         Duration rescanInterval, EventSink sink, Clock clock) {
+                         ScheduledExecutorService scheduler, java.util.concurrent.Executor probeExecutor,
+                         Duration probeInterval, Duration heartbeatInterval, Duration rescanInterval, EventSink sink,
+                         Clock clock) {
+        this.probeExecutor = probeExecutor;
         this.pluginsDir = pluginsDir;
         this.nodeId = nodeId;
         this.registry = registry;
@@ -165,8 +168,10 @@ public final class PluginWatcher implements AutoCloseable {
         LOG.infof("found CSI plugin %s at %s", pluginId, socket);
         sink.publish(new NodeEvent(nodeId, null, NodeEventKind.PLUGIN_REGISTERED, "Plugin " + pluginId + " registered",
                 pluginId, null, null, null, true, null, Map.of("socket", socket.toString()), clock.instant()));
-        ScheduledFuture<?> probe = scheduler.scheduleWithFixedDelay(supervisor::check, 0, probeInterval.toMillis(),
-                TimeUnit.MILLISECONDS);
+        // the scheduler only triggers; the (blocking) probe runs on its own executor, so a hung
+        // plugin never delays the others, the heartbeats or the rescans
+        ScheduledFuture<?> probe = scheduler.scheduleWithFixedDelay(() -> supervisor.checkOn(probeExecutor), 0,
+                probeInterval.toMillis(), TimeUnit.MILLISECONDS);
         ScheduledFuture<?> heartbeat = scheduler.scheduleAtFixedRate(supervisor::heartbeat,
                 heartbeatInterval.toMillis(), heartbeatInterval.toMillis(), TimeUnit.MILLISECONDS);
         tasks.put(pluginId, new ScheduledFuture<?>[] {probe, heartbeat});
