@@ -1,0 +1,179 @@
+package io.csiorchestrator.cli;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.ClaimStatus;
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.MalformedEventException;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.TopicCatalog;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Properties;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Plays an upstream scheduler: publishes {@code claim-requested} and waits for the answering
+ * {@code claim-status} records (read from the end of the topic as it was before the request).
+ */
+public final class ClaimClient {
+
+    static final String SOURCE = "/csi-cli";
+    static final Set<ClaimState> CLAIM_DONE = EnumSet.of(ClaimState.READY, ClaimState.REJECTED, ClaimState.FAILED);
+    static final Set<ClaimState> RELEASE_DONE = EnumSet.of(ClaimState.RELEASED, ClaimState.REJECTED, ClaimState.FAILED);
+
+    /** The outcome: the last status seen (null on timeout) and every status seen, in order. */
+    public record Outcome(ClaimStatus last, List<ClaimStatus> seen, boolean timedOut) {
+        public boolean is(ClaimState state) {
+            return last != null && last.state() == state;
+        }
+
+        public String describe() {
+            if (timedOut) {
+                return "no final claim-status within the timeout; seen: " + states();
+            }
+            return last.state().wire() + (last.reason() == null ? "" : " (" + last.reason() + ")");
+        }
+
+        public String states() {
+            List<String> states = new ArrayList<>();
+            seen.forEach(s -> states.add(s.state().wire()));
+            return states.isEmpty() ? "none" : String.join(" -> ", states);
+        }
+    }
+
+    private final String bootstrap;
+    private final TopicCatalog topics;
+
+    public ClaimClient(String bootstrap, String topicPrefix) {
+        this.bootstrap = bootstrap;
+        this.topics = new TopicCatalog(topicPrefix == null ? "" : topicPrefix);
+    }
+
+    public static ClaimRequested claim(String namespace, String volumeId, String allocationId, String nodeId,
+                                       ClaimMode mode, AccessMode accessMode, AttachmentMode attachmentMode) {
+        return new ClaimRequested("csi-cli-" + UUID.randomUUID(), namespace, volumeId, allocationId, nodeId, mode,
+                accessMode, attachmentMode, mode == ClaimMode.READ, null, null, Instant.now());
+    }
+
+    public static ClaimRequested release(String namespace, String volumeId, String allocationId) {
+        return new ClaimRequested("csi-cli-" + UUID.randomUUID(), namespace, volumeId, allocationId, null,
+                ClaimMode.RELEASE, null, null, false, null, null, Instant.now());
+    }
+
+    /** Publishes the request, then waits for a final claim-status of it; {@code progress} sees each status. */
+    public Outcome request(ClaimRequested request, Duration timeout, Consumer<ClaimStatus> progress) {
+        Set<ClaimState> done = request.mode() == ClaimMode.RELEASE ? RELEASE_DONE : CLAIM_DONE;
+        String statusTopic = topics.name(Topic.CLAIM_STATUS);
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps())) {
+            List<PartitionInfo> infos = consumer.partitionsFor(statusTopic, Duration.ofSeconds(15));
+            if (infos == null || infos.isEmpty()) {
+                throw new KafkaException("topic " + statusTopic + " does not exist on " + bootstrap);
+            }
+            List<TopicPartition> partitions = new ArrayList<>();
+            infos.forEach(i -> partitions.add(new TopicPartition(i.topic(), i.partition())));
+            consumer.assign(partitions);
+            consumer.seekToEnd(partitions);
+            partitions.forEach(p -> consumer.position(p, Duration.ofSeconds(15)));
+            send(request);
+            List<ClaimStatus> seen = new ArrayList<>();
+            long deadline = System.nanoTime() + timeout.toNanos();
+            while (System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(250))) {
+                    ClaimStatus status;
+                    try {
+                        status = EventCodec.decode(ClaimStatus.class, record.value());
+                    } catch (MalformedEventException e) {
+                        continue;
+                    }
+                    if (!answers(request, status)) {
+                        continue;
+                    }
+                    seen.add(status);
+                    if (progress != null) {
+                        progress.accept(status);
+                    }
+                    if (done.contains(status.state())) {
+                        return new Outcome(status, seen, false);
+                    }
+                }
+            }
+            return new Outcome(seen.isEmpty() ? null : seen.get(seen.size() - 1), seen, true);
+        }
+    }
+
+    /** A status answers the request when it names it, or (for a release) when it ends the allocation's claim. */
+    static boolean answers(ClaimRequested request, ClaimStatus status) {
+        if (!request.volumeId().equals(status.volumeId()) || !request.namespace().equals(status.namespace())) {
+            return false;
+        }
+        if (request.requestId().equals(status.requestId())) {
+            return true;
+        }
+        return request.mode() == ClaimMode.RELEASE && request.allocationId().equals(status.allocationId())
+                && (status.state() == ClaimState.RELEASING || status.state() == ClaimState.RELEASED);
+    }
+
+    void send(ClaimRequested request) {
+        Properties props = new Properties();
+        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ProducerConfig.ACKS_CONFIG, "all");
+        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        props.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "15000");
+        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
+        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
+        props.put(ProducerConfig.CLIENT_ID_CONFIG, "csi-cli");
+        try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(props, new StringSerializer(),
+                new ByteArraySerializer())) {
+            ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(Topic.CLAIM_REQUESTED),
+                    request.recordKey(), EventCodec.encode(request));
+            CloudEventHeaders.create(request.eventType(), SOURCE).writeTo(record.headers());
+            producer.send(record).get(30, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            throw new KafkaException("could not publish claim-requested to " + bootstrap + ": "
+                    + e.getCause().getMessage(), e.getCause());
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new KafkaException("Kafka at " + bootstrap + " did not acknowledge claim-requested within 30 s");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KafkaException("interrupted");
+        }
+    }
+
+    private Properties consumerProps() {
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
+        props.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "15000");
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "csi-cli");
+        return props;
+    }
+}

@@ -1,0 +1,266 @@
+package io.csiorchestrator.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.csiorchestrator.csi.CsiClientOptions;
+import io.csiorchestrator.csi.CsiPluginClient;
+import io.csiorchestrator.csi.v1.CreateVolumeRequest;
+import io.csiorchestrator.csi.v1.CreateVolumeResponse;
+import io.csiorchestrator.csi.v1.VolumeCapability;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.ClaimStatus;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * {@code csi demo}: starts the system, plays an upstream scheduler through one volume's life
+ * (write on node-1, read on node-2) checking the mount table and the file at every step, and
+ * tears everything down. Exit 0 only when every step succeeded.
+ */
+public final class Demo {
+
+    static final String NAMESPACE = "default";
+    static final String VOLUME = "demo-volume";
+    static final String FILE = "hello.txt";
+    static final Duration CLAIM_TIMEOUT = Duration.ofSeconds(120);
+    static final Duration START_TIMEOUT = Duration.ofSeconds(180);
+
+    private final Cluster cluster;
+    private final PrintStream out;
+    private final AtomicBoolean tornDown = new AtomicBoolean();
+    private final Steps steps;
+
+    private String externalId;
+    private String writePath;
+    private String readPath;
+    private String content;
+
+    public Demo(Cluster cluster, PrintStream out) {
+        this.cluster = cluster;
+        this.out = out;
+        this.steps = new Steps(out, 15);
+    }
+
+    public int run() {
+        Thread hook = new Thread(this::teardownQuietly, "csi-demo-teardown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        out.println("csi demo: work dir " + cluster.workDir() + " (logs in " + cluster.logs() + ")");
+        boolean ok = steps.run("start Kafka (KRaft) and PostgreSQL", () -> {
+            cluster.prepare();
+            cluster.startInfra();
+            return "kafka " + cluster.kafkaBootstrap();
+        })
+                && steps.run("start plugin-registry-service and claim-service", () -> {
+                    Cluster.Proc registry = cluster.startRegistry();
+                    Cluster.Proc claims = cluster.startClaims();
+                    cluster.awaitReady(registry, cluster.registryUrl(), START_TIMEOUT);
+                    cluster.awaitReady(claims, cluster.claimsUrl(), START_TIMEOUT);
+                    return cluster.registryUrl() + ", " + cluster.claimsUrl();
+                })
+                && steps.run("start the hostpath plugin on node-1 and node-2", () -> {
+                    for (String node : Cluster.NODES) {
+                        cluster.startPlugin(node);
+                    }
+                    return "sockets " + cluster.pluginSocket("node-1").getFileName() + " under each plugins dir";
+                })
+                && steps.run("start node-mount-worker on node-1 and node-2", () -> {
+                    List<Cluster.Proc> workers = new java.util.ArrayList<>();
+                    for (String node : Cluster.NODES) {
+                        workers.add(cluster.startWorker(node));
+                    }
+                    for (int i = 0; i < workers.size(); i++) {
+                        cluster.awaitReady(workers.get(i), cluster.workerUrl(Cluster.NODES.get(i)), START_TIMEOUT);
+                    }
+                    return null;
+                })
+                && steps.run("plugin hostpath healthy on both nodes (plugin-registry-service)", this::awaitPluginHealthy)
+                && steps.run("create the volume on the plugin (CSI CreateVolume)", this::createVolume)
+                && steps.run("register the volume (POST /v1/volumes)", this::registerVolume)
+                && steps.run("volume schedulable (claim-service has the plugin's status)", this::awaitSchedulable)
+                && steps.run("claim for write on node-1, wait for ready", () -> {
+                    ClaimStatus ready = claim("alloc-writer", "node-1", ClaimMode.WRITE);
+                    writePath = ready.hostPath();
+                    List<String> table = Mounts.table();
+                    check(Mounts.parseMountPoints(table).contains(writePath), "no mount at " + writePath);
+                    check(!Mounts.readOnly(table, writePath), writePath + " is mounted read-only");
+                    return "mounted read-write at " + writePath;
+                })
+                && steps.run("write " + FILE + " through the mounted path", () -> {
+                    content = "written on node-1 at " + Instant.now() + "\n";
+                    Files.writeString(Path.of(writePath, FILE), content, StandardCharsets.UTF_8);
+                    check(Files.readString(Path.of(writePath, FILE)).equals(content), "read-back differs");
+                    return content.length() + " bytes";
+                })
+                && steps.run("release on node-1, wait for released", () -> {
+                    release("alloc-writer");
+                    check(!Mounts.isMountPoint(writePath), writePath + " is still mounted after release");
+                    return "unmounted";
+                })
+                && steps.run("claim read-only on node-2, wait for ready", () -> {
+                    ClaimStatus ready = claim("alloc-reader", "node-2", ClaimMode.READ);
+                    readPath = ready.hostPath();
+                    List<String> table = Mounts.table();
+                    check(Mounts.parseMountPoints(table).contains(readPath), "no mount at " + readPath);
+                    check(Mounts.readOnly(table, readPath), readPath + " is not mounted read-only");
+                    return "mounted read-only at " + readPath;
+                })
+                && steps.run("read " + FILE + " back on node-2", () -> {
+                    String read = Files.readString(Path.of(readPath, FILE), StandardCharsets.UTF_8);
+                    check(read.equals(content), "expected '" + content.strip() + "', read '" + read.strip() + "'");
+                    try {
+                        Files.writeString(Path.of(readPath, "should-fail"), "x");
+                        throw new AssertionError("writing to the read-only mount " + readPath + " succeeded");
+                    } catch (IOException expected) {
+                        // read-only file system
+                    }
+                    return "content matches; writes are refused";
+                })
+                && steps.run("release on node-2, wait for released", () -> {
+                    release("alloc-reader");
+                    check(!Mounts.isMountPoint(readPath), readPath + " is still mounted after release");
+                    List<String> left = Mounts.under(cluster.workDir());
+                    check(left.isEmpty(), "mounts left under the work dir: " + left);
+                    return "no mount under " + cluster.workDir();
+                });
+        steps.skipTo(15);
+        boolean down = steps.run("tear down, no mount left behind", () -> {
+            List<String> killed = teardown();
+            List<String> left = Mounts.unmountAllUnder(cluster.workDir());
+            check(left.isEmpty(), "mounts were left under the work dir (now unmounted): " + left);
+            check(killed.isEmpty(), "had to SIGKILL " + killed);
+            return "all processes stopped";
+        });
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException shuttingDown) {
+            // the hook is running already
+        }
+        if (ok && down) {
+            out.printf("csi demo: every step succeeded in %.1f s%n", steps.elapsedMillis() / 1000.0);
+            return 0;
+        }
+        Steps.Result failed = steps.firstFailure();
+        out.println("csi demo: FAILED at step '" + failed.name() + "': " + failed.detail());
+        out.println("csi demo: logs of every process are in " + cluster.logs() + ":");
+        for (Cluster.Proc proc : cluster.procs()) {
+            out.println("  " + proc.name() + ": " + proc.log());
+        }
+        return 1;
+    }
+
+    private String awaitPluginHealthy() {
+        Http registry = new Http("plugin-registry-service", cluster.registryUrl());
+        JsonNode plugin = Wait.until("plugin hostpath with 2 healthy nodes and a healthy controller",
+                START_TIMEOUT, null, () -> {
+                    Http.Response r = registry.get("/v1/plugins/" + Cluster.PLUGIN_ID);
+                    if (r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() >= Cluster.NODES.size()
+                            && r.body().path("controllersHealthy").asInt() >= 1) {
+                        return Optional.of(r.body());
+                    }
+                    return Optional.empty();
+                });
+        return "nodes " + plugin.path("nodesHealthy").asInt() + "/" + plugin.path("nodesExpected").asInt()
+                + ", controllers " + plugin.path("controllersHealthy").asInt() + "/"
+                + plugin.path("controllersExpected").asInt();
+    }
+
+    /**
+     * CreateVolume on every node's plugin: the hostpath plugins share their volume directories but
+     * each keeps its own state, so each must know the volume (same name, same id).
+     */
+    private String createVolume() {
+        VolumeCapability capability = VolumeCapability.newBuilder()
+                .setMount(VolumeCapability.MountVolume.getDefaultInstance())
+                .setAccessMode(VolumeCapability.AccessMode.newBuilder()
+                        .setMode(VolumeCapability.AccessMode.Mode.MULTI_NODE_SINGLE_WRITER))
+                .build();
+        CreateVolumeRequest request = CreateVolumeRequest.newBuilder().setName(VOLUME)
+                .addVolumeCapabilities(capability).build();
+        for (String node : Cluster.NODES) {
+            try (CsiPluginClient client = CsiPluginClient.connect(cluster.pluginSocket(node), CsiClientOptions.defaults())
+                    .await().atMost(Duration.ofSeconds(30))) {
+                CreateVolumeResponse response = client.createVolume(request).await().atMost(Duration.ofSeconds(60));
+                String id = response.getVolume().getVolumeId();
+                if (externalId != null && !externalId.equals(id)) {
+                    throw new AssertionError("the plugins gave different ids: " + externalId + " and " + id);
+                }
+                externalId = id;
+            }
+        }
+        return "external id " + externalId;
+    }
+
+    private String registerVolume() throws IOException {
+        Map<String, Object> volume = Map.of(
+                "id", VOLUME, "namespace", NAMESPACE, "name", VOLUME, "externalId", externalId,
+                "pluginId", Cluster.PLUGIN_ID, "accessMode", AccessMode.MULTI_NODE_SINGLE_WRITER.wire(),
+                "attachmentMode", AttachmentMode.FILE_SYSTEM.wire());
+        Http claims = new Http("claim-service", cluster.claimsUrl());
+        Http.Response r = claims.post("/v1/volumes", Http.MAPPER.writeValueAsString(volume));
+        check(r.status() == 201, "POST /v1/volumes answered " + r.status() + ": " + r.raw());
+        return NAMESPACE + "/" + VOLUME;
+    }
+
+    private String awaitSchedulable() {
+        Http claims = new Http("claim-service", cluster.claimsUrl());
+        Wait.until("volume " + VOLUME + " schedulable", Duration.ofSeconds(60), null, () -> {
+            Http.Response r = claims.get("/v1/volumes/" + NAMESPACE + "/" + VOLUME);
+            return r.ok() && r.body() != null && r.body().path("schedulable").asBoolean()
+                    ? Optional.of(true) : Optional.empty();
+        });
+        return null;
+    }
+
+    private ClaimStatus claim(String alloc, String node, ClaimMode mode) {
+        ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
+        ClaimClient.Outcome outcome = client.request(ClaimClient.claim(NAMESPACE, VOLUME, alloc, node, mode,
+                AccessMode.MULTI_NODE_SINGLE_WRITER, AttachmentMode.FILE_SYSTEM), CLAIM_TIMEOUT,
+                s -> steps.progress("claim-status " + s.state().wire()));
+        out.println();
+        check(outcome.is(ClaimState.READY), "claim of " + alloc + " on " + node + ": " + outcome.describe());
+        check(outcome.last().hostPath() != null, "ready without a host path");
+        out.print("         ");
+        return outcome.last();
+    }
+
+    private void release(String alloc) {
+        ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
+        ClaimClient.Outcome outcome = client.request(ClaimClient.release(NAMESPACE, VOLUME, alloc), CLAIM_TIMEOUT,
+                s -> steps.progress("claim-status " + s.state().wire()));
+        out.println();
+        check(outcome.is(ClaimState.RELEASED), "release of " + alloc + ": " + outcome.describe());
+        out.print("         ");
+    }
+
+    private List<String> teardown() {
+        if (!tornDown.compareAndSet(false, true)) {
+            return List.of();
+        }
+        return cluster.stopAll(Duration.ofSeconds(30));
+    }
+
+    private void teardownQuietly() {
+        try {
+            teardown();
+        } finally {
+            Mounts.unmountAllUnder(cluster.workDir());
+        }
+    }
+
+    static void check(boolean condition, String message) {
+        if (!condition) {
+            throw new AssertionError(message);
+        }
+    }
+}

@@ -1,0 +1,88 @@
+package io.csiorchestrator.cli;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.Arrays;
+import java.util.Set;
+
+/** Entry point of {@code ./csi}. */
+public final class Main {
+
+    static final String USAGE = """
+            usage: ./csi <command> [options]
+
+            The system on one command:
+              demo [--work-dir D]          start everything, play one volume's life across two nodes, tear down
+              up [--work-dir D]            start everything and leave it running (work dir .csi/up)
+              down [--work-dir D]          stop what `up` started, unmount anything left under its work dir
+
+            Volumes and plugins (claim-service and plugin-registry-service REST, Kafka):
+              volume register <file.json>                   register the volume(s) in the file
+              volume status [id]                            all volumes, or one with its claims
+              volume deregister <id> [-force]               remove (force: release every claim first)
+              volume detach <id> <node>                     every claim on <node> is assumed detached
+              volume claim <id> --alloc A --node N --mode read|write [--access-mode M] [--attachment-mode M]
+              volume release <id> --alloc A                 publish claim-requested, wait for claim-status
+              plugin status [id]                            plugins, or one with its instances per node
+
+            Options: -json (machine output), --namespace NS (default "default"), --timeout SECONDS,
+              --claims-url URL (env CSI_CLAIMS_URL), --registry-url URL (env CSI_REGISTRY_URL),
+              --kafka HOST:PORT (env CSI_KAFKA_BOOTSTRAP), --topic-prefix P (env CSI_TOPICS_PREFIX);
+              defaults: what `./csi up` wrote in .csi/up/endpoints.properties, else localhost:8081/8082/9092.
+            """;
+
+    private Main() {
+    }
+
+    public static void main(String[] argv) {
+        System.exit(run(argv, System.out, System.err));
+    }
+
+    static Path home(Args args) {
+        String home = args.option("home").orElse(System.getProperty("csi.home", System.getenv("CSI_HOME")));
+        return Path.of(home == null ? "." : home).toAbsolutePath().normalize();
+    }
+
+    public static int run(String[] argv, PrintStream out, PrintStream err) {
+        if (argv.length == 0 || Set.of("help", "-h", "--help", "-help").contains(argv[0])) {
+            out.print(USAGE);
+            return argv.length == 0 ? 2 : 0;
+        }
+        String command = argv[0];
+        String[] rest = Arrays.copyOfRange(argv, 1, argv.length);
+        try {
+            Args args = Args.parse(rest);
+            return switch (command) {
+                case "demo" -> {
+                    args.only(Set.of("work-dir")).atMost(0);
+                    Path home = home(args);
+                    Path work = args.option("work-dir").map(Path::of).orElse(home.resolve(".csi").resolve("demo-"
+                            + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").format(ZonedDateTime.now(ZoneOffset.UTC))));
+                    yield new Demo(new Cluster(home, work, Cluster.Ports.free(), false), out).run();
+                }
+                case "up" -> Up.up(args.only(Set.of("work-dir")).atMost(0), home(args), out, err);
+                case "down" -> Up.down(args.only(Set.of("work-dir")).atMost(0), home(args), out, err);
+                case "infra" -> Infra.run(Path.of(args.positional(0, "work dir")), args.option("topic-prefix").orElse(""));
+                case "volume", "plugin" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)
+                        .run(command);
+                default -> throw new Args.UsageException("unknown command '" + command + "'");
+            };
+        } catch (Args.UsageException e) {
+            err.println("error: " + e.getMessage());
+            err.println("run ./csi help for the commands");
+            return 2;
+        } catch (Http.UnreachableException | Operator.Failure e) {
+            err.println("error: " + e.getMessage());
+            return 1;
+        } catch (org.apache.kafka.common.KafkaException e) {
+            err.println("error: Kafka: " + e.getMessage());
+            return 1;
+        } catch (Exception e) {
+            err.println("error: " + e);
+            return 1;
+        }
+    }
+}

@@ -1,0 +1,384 @@
+package io.csiorchestrator.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.PathSafeId;
+import io.csiorchestrator.events.WireValue;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/** The operator commands: {@code volume ...} and {@code plugin ...}. */
+final class Operator {
+
+    /** A command that reached the service and failed: message for the person, exit 1. */
+    static final class Failure extends RuntimeException {
+        Failure(String message) {
+            super(message);
+        }
+    }
+
+    private final Args args;
+    private final Endpoints endpoints;
+    private final PrintStream out;
+    private final PrintStream err;
+    private final boolean json;
+    private final String namespace;
+
+    Operator(Args args, Endpoints endpoints, PrintStream out, PrintStream err) {
+        this.args = args;
+        this.endpoints = endpoints;
+        this.out = out;
+        this.err = err;
+        this.json = args.flag("json");
+        this.namespace = args.option("namespace").orElse("default");
+    }
+
+    int run(String noun) throws IOException {
+        String verb = args.positional(0, noun + " subcommand");
+        if (noun.equals("plugin")) {
+            if (!verb.equals("status")) {
+                throw new Args.UsageException("unknown command 'plugin " + verb + "'");
+            }
+            args.only(Set.of()).atMost(2);
+            return pluginStatus(args.positionalOpt(1).orElse(null));
+        }
+        return switch (verb) {
+            case "register" -> register(args.only(Set.of()).atMost(2).positional(1, "volume file"));
+            case "status" -> volumeStatus(args.only(Set.of()).atMost(2).positionalOpt(1).orElse(null));
+            case "deregister" -> deregister(args.only(Set.of("force")).atMost(2).positional(1, "volume id"));
+            case "detach" -> {
+                args.only(Set.of()).atMost(3);
+                yield detach(args.positional(1, "volume id"), args.positional(2, "node id"));
+            }
+            case "claim" -> claim(args.only(Set.of("alloc", "node", "mode", "access-mode", "attachment-mode",
+                    "timeout", "read-only")).atMost(2).positional(1, "volume id"));
+            case "release" -> release(args.only(Set.of("alloc", "timeout")).atMost(2).positional(1, "volume id"));
+            default -> throw new Args.UsageException("unknown command 'volume " + verb + "'");
+        };
+    }
+
+    private Http claims() {
+        return new Http("claim-service", endpoints.claimsUrl());
+    }
+
+    private Http registry() {
+        return new Http("plugin-registry-service", endpoints.registryUrl());
+    }
+
+    // ------------------------------------------------------------------ volumes
+
+    int register(String file) throws IOException {
+        String body;
+        try {
+            body = Files.readString(Path.of(file));
+        } catch (NoSuchFileException e) {
+            throw new Failure("no such file: " + file);
+        }
+        try {
+            Http.MAPPER.readTree(body);
+        } catch (IOException e) {
+            throw new Failure(file + " is not JSON: " + e.getMessage().lines().findFirst().orElse(""));
+        }
+        Http.Response r = claims().post("/v1/volumes", body);
+        if (r.status() == 201) {
+            if (json) {
+                out.println(r.raw());
+            } else {
+                for (JsonNode id : r.body().path("registered")) {
+                    out.println("registered volume " + id.asText());
+                }
+            }
+            return 0;
+        }
+        if (r.status() == 400 && r.body() != null && r.body().has("problems")) {
+            if (json) {
+                out.println(r.raw());
+            } else {
+                err.println("error: " + r.error());
+                Table table = new Table("FIELD", "VALUE", "PROBLEM");
+                for (JsonNode p : r.body().path("problems")) {
+                    table.row(p.path("field").asText(), p.path("value").asText(), text(p, "message", "reason"));
+                }
+                err.print(table.render());
+            }
+            return 1;
+        }
+        throw new Failure("claim-service refused the registration (HTTP " + r.status() + "): " + r.error());
+    }
+
+    int volumeStatus(String id) {
+        if (id == null) {
+            Http.Response r = claims().get("/v1/volumes?namespace=" + enc(namespace));
+            expectOk(r, "list volumes");
+            if (json) {
+                out.println(r.raw());
+                return 0;
+            }
+            Table table = new Table("ID", "NAMESPACE", "PLUGIN", "ACCESS MODE", "READERS", "WRITERS", "SCHEDULABLE",
+                    "HEALTH");
+            for (JsonNode v : r.body()) {
+                table.row(v.path("id").asText(), v.path("namespace").asText(), v.path("pluginId").asText(),
+                        v.path("accessMode").asText() + (v.path("deleting").asBoolean() ? " (deleting)" : ""),
+                        v.path("currentReaders").asInt(), v.path("currentWriters").asInt(),
+                        v.path("schedulable").asBoolean() ? "yes" : "no", v.path("health").asText("-"));
+            }
+            out.print(table.size() == 0 ? "No volumes in namespace " + namespace + "\n" : table.render());
+            return 0;
+        }
+        JsonNode v = volume(id);
+        if (json) {
+            out.println(v.toPrettyString());
+            return 0;
+        }
+        List<String[]> pairs = new ArrayList<>();
+        for (String field : List.of("id", "namespace", "name", "externalId", "pluginId", "accessMode", "attachmentMode",
+                "claimedAccessMode", "schedulable", "health", "deleting")) {
+            JsonNode value = v.get(field);
+            pairs.add(new String[] {field, value == null || value.isNull() ? "-" : value.asText()});
+        }
+        out.print(Table.keyValues(pairs));
+        printClaims("Claims", v.path("claims"));
+        printClaims("Past claims", v.path("pastClaims"));
+        return 0;
+    }
+
+    private void printClaims(String title, JsonNode claims) {
+        out.println();
+        out.println(title);
+        if (!claims.isArray() || claims.isEmpty()) {
+            out.println("No " + title.toLowerCase());
+            return;
+        }
+        Table table = new Table("ALLOCATION", "NODE", "MODE", "STATE", "HOST PATH", "ERROR");
+        for (JsonNode c : claims) {
+            table.row(c.path("allocationId").asText(), c.path("nodeId").asText(), c.path("mode").asText(),
+                    c.path("state").asText(), c.path("hostPath").asText("-"), c.path("lastError").asText("-"));
+        }
+        out.print(table.render());
+    }
+
+    int deregister(String id) {
+        checkId("volume id", id);
+        boolean force = args.flag("force");
+        Http.Response r = claims().delete(volumePath(id) + (force ? "?force=true" : ""));
+        if (r.status() == 404) {
+            throw unknownVolume(id);
+        }
+        if (r.status() == 409) {
+            throw new Failure("volume " + namespace + "/" + id + " is claimed: " + r.error()
+                    + " (use -force to release every claim and deregister when the last is released)");
+        }
+        expectOk(r, "deregister volume " + id);
+        if (json) {
+            out.println(r.raw() == null || r.raw().isBlank() ? "{\"volume\":\"" + namespace + "/" + id + "\",\"status\":"
+                    + r.status() + "}" : r.raw());
+        } else if (r.status() == 202) {
+            out.println("volume " + namespace + "/" + id + ": releasing every claim; deregistered once the last is released");
+        } else {
+            out.println("volume " + namespace + "/" + id + " deregistered");
+        }
+        return 0;
+    }
+
+    int detach(String id, String node) {
+        checkId("volume id", id);
+        checkId("node id", node);
+        Http.Response r = claims().post(volumePath(id) + "/detach?node=" + enc(node), "");
+        if (r.status() == 404) {
+            throw unknownVolume(id);
+        }
+        expectOk(r, "detach volume " + id + " from " + node);
+        if (json) {
+            out.println(r.raw() == null || r.raw().isBlank() ? "{}" : r.raw());
+        } else {
+            out.println("volume " + namespace + "/" + id + ": claims on node " + node + " are being detached");
+        }
+        return 0;
+    }
+
+    // ------------------------------------------------------------------ claims over Kafka
+
+    int claim(String id) {
+        checkId("volume id", id);
+        String alloc = args.required("alloc");
+        String node = args.required("node");
+        checkId("allocation id", alloc);
+        checkId("node id", node);
+        String modeText = args.required("mode");
+        ClaimMode mode = switch (modeText) {
+            case "read" -> ClaimMode.READ;
+            case "write" -> ClaimMode.WRITE;
+            default -> throw new Args.UsageException("--mode takes read or write, got '" + modeText + "'");
+        };
+        AccessMode accessMode;
+        AttachmentMode attachmentMode;
+        if (args.option("access-mode").isPresent() && args.option("attachment-mode").isPresent()) {
+            accessMode = parse(AccessMode.class, "access-mode");
+            attachmentMode = parse(AttachmentMode.class, "attachment-mode");
+        } else {
+            JsonNode v = volume(id); // the volume's own modes, unless given
+            String claimed = v.path("claimedAccessMode").asText("");
+            accessMode = args.option("access-mode").isPresent() ? parse(AccessMode.class, "access-mode")
+                    : AccessMode.fromWire(claimed.isEmpty() || claimed.equals("null") ? v.path("accessMode").asText()
+                    : claimed);
+            attachmentMode = args.option("attachment-mode").isPresent() ? parse(AttachmentMode.class, "attachment-mode")
+                    : WireValue.parse(AttachmentMode.class, v.path("attachmentMode").asText());
+        }
+        ClaimRequested request = ClaimClient.claim(namespace, id, alloc, node, mode, accessMode, attachmentMode);
+        return await(request, ClaimState.READY);
+    }
+
+    int release(String id) {
+        checkId("volume id", id);
+        String alloc = args.required("alloc");
+        checkId("allocation id", alloc);
+        return await(ClaimClient.release(namespace, id, alloc), ClaimState.RELEASED);
+    }
+
+    private int await(ClaimRequested request, ClaimState wanted) {
+        Duration timeout = Duration.ofSeconds(Long.parseLong(args.option("timeout").orElse("120")));
+        ClaimClient client = new ClaimClient(endpoints.kafkaBootstrap(), endpoints.topicPrefix());
+        long start = System.nanoTime();
+        if (!json) {
+            err.println("published claim-requested " + request.requestId() + " (" + request.mode().wire() + " "
+                    + namespace + "/" + request.volumeId() + " for " + request.allocationId() + "), waiting for claim-status");
+        }
+        ClaimClient.Outcome outcome = client.request(request, timeout, s -> {
+            if (!json) {
+                err.printf("  %-9s %s%n", s.state().wire(), s.reason() == null ? "" : s.reason());
+            }
+        });
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        if (json) {
+            ObjectNode node = Http.MAPPER.createObjectNode();
+            node.put("requestId", request.requestId());
+            node.put("timedOut", outcome.timedOut());
+            node.put("millis", ms);
+            ArrayNode seen = node.putArray("statuses");
+            outcome.seen().forEach(s -> seen.add(Http.MAPPER.valueToTree(s)));
+            out.println(node.toPrettyString());
+        } else if (outcome.is(wanted)) {
+            out.println(wanted.wire() + " in " + Steps.seconds(ms)
+                    + (outcome.last().hostPath() == null ? "" : ": " + outcome.last().hostPath()));
+        } else {
+            err.println("error: " + outcome.describe());
+        }
+        return outcome.is(wanted) ? 0 : 1;
+    }
+
+    // ------------------------------------------------------------------ plugins
+
+    int pluginStatus(String id) {
+        if (id == null) {
+            Http.Response r = registry().get("/v1/plugins");
+            expectOk(r, "list plugins");
+            if (json) {
+                out.println(r.raw());
+                return 0;
+            }
+            Table table = new Table("ID", "PROVIDER", "CONTROLLERS HEALTHY/EXPECTED", "NODES HEALTHY/EXPECTED");
+            for (JsonNode p : r.body()) {
+                table.row(p.path("id").asText(), p.path("providerName").asText("-") + " "
+                                + p.path("providerVersion").asText(""),
+                        p.path("controllersHealthy").asInt() + "/" + p.path("controllersExpected").asInt(),
+                        p.path("nodesHealthy").asInt() + "/" + p.path("nodesExpected").asInt());
+            }
+            out.print(table.size() == 0 ? "No plugins\n" : table.render());
+            return 0;
+        }
+        checkId("plugin id", id);
+        Http.Response r = registry().get("/v1/plugins/" + enc(id));
+        if (r.status() == 404) {
+            throw new Failure("plugin '" + id + "' unknown to plugin-registry-service at " + endpoints.registryUrl());
+        }
+        expectOk(r, "get plugin " + id);
+        if (json) {
+            out.println(r.body().toPrettyString());
+            return 0;
+        }
+        JsonNode p = r.body();
+        List<String[]> pairs = new ArrayList<>();
+        pairs.add(new String[] {"id", p.path("id").asText()});
+        pairs.add(new String[] {"provider", p.path("providerName").asText("-") + " " + p.path("providerVersion").asText("")});
+        pairs.add(new String[] {"controllers", p.path("controllersHealthy").asInt() + "/" + p.path("controllersExpected").asInt()
+                + " healthy"});
+        pairs.add(new String[] {"nodes", p.path("nodesHealthy").asInt() + "/" + p.path("nodesExpected").asInt() + " healthy"});
+        out.print(Table.keyValues(pairs));
+        out.println();
+        Table table = new Table("NODE", "TYPE", "HEALTHY", "DESCRIPTION", "LAST HEARTBEAT");
+        for (JsonNode i : p.path("instances")) {
+            table.row(i.path("nodeId").asText(), i.path("type").asText(), i.path("healthy").asBoolean() ? "yes" : "no",
+                    i.path("healthDescription").asText("-"), i.path("lastHeartbeat").asText("-"));
+        }
+        out.print(table.size() == 0 ? "No instances\n" : table.render());
+        return 0;
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private JsonNode volume(String id) {
+        checkId("volume id", id);
+        Http.Response r = claims().get(volumePath(id));
+        if (r.status() == 404) {
+            throw unknownVolume(id);
+        }
+        expectOk(r, "get volume " + id);
+        return r.body();
+    }
+
+    private String volumePath(String id) {
+        return "/v1/volumes/" + enc(namespace) + "/" + enc(id);
+    }
+
+    private Failure unknownVolume(String id) {
+        return new Failure("volume '" + namespace + "/" + id + "' unknown to claim-service at " + endpoints.claimsUrl());
+    }
+
+    private static void expectOk(Http.Response r, String what) {
+        if (!r.ok()) {
+            throw new Failure(what + " failed (HTTP " + r.status() + "): " + r.error());
+        }
+    }
+
+    private static void checkId(String what, String id) {
+        PathSafeId.problem(id).ifPresent(problem -> {
+            throw new Args.UsageException(what + " '" + id + "': " + problem);
+        });
+    }
+
+    private <E extends Enum<E> & WireValue> E parse(Class<E> type, String option) {
+        try {
+            return WireValue.parse(type, args.required(option));
+        } catch (IllegalArgumentException e) {
+            throw new Args.UsageException("--" + option + ": " + e.getMessage());
+        }
+    }
+
+    private static String text(JsonNode node, String... fields) {
+        for (String f : fields) {
+            if (node.hasNonNull(f)) {
+                return node.get(f).asText();
+            }
+        }
+        return "-";
+    }
+
+    private static String enc(String s) {
+        return URLEncoder.encode(s, StandardCharsets.UTF_8);
+    }
+}
