@@ -27,7 +27,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.api.Test;
 
-class ClaimRulesTest {
+public class ClaimRulesTest {
 
     static final PluginFacts HEALTHY = new PluginFacts("p", true, false, List.of(),
             Map.of("n1", new NodeFacts("n1", "ext-1", true, Map.of("zone", "a")),
@@ -38,7 +38,7 @@ class ClaimRulesTest {
      * One step of a sequence: {@code R alloc node}, {@code W alloc node}, {@code X alloc} (release),
      * and whether the claim is accepted ('+') or rejected ('-'). Releases always succeed.
      */
-    static Stream<Arguments> sequences() {
+    public static Stream<Arguments> sequences() {
         return Stream.of(
                 // single-node-reader-only: readers on one node only, never a writer
                 Arguments.of(AccessMode.SINGLE_NODE_READER_ONLY, "R a1 n1 +, R a2 n1 +, R a3 n2 -, W a4 n1 -, X a1, X a2, R a3 n2 +"),

@@ -1,0 +1,75 @@
+package io.csiorchestrator.claims;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.claims.domain.ClaimRulesTest;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.ClaimStatus;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.quarkus.test.junit.QuarkusTest;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The same table as {@link ClaimRulesTest} (the five access modes under sequences of read, write and
+ * release claims from several allocations and nodes), end to end: claim-requested in, claim-status
+ * and node-commands out, the test answering each mount and unmount as the worker would.
+ */
+@QuarkusTest
+class AccessModesEndToEndTest {
+
+    final Bus bus = new Bus();
+
+    @AfterEach
+    void close() {
+        bus.close();
+    }
+
+    static Stream<Arguments> sequences() {
+        // The rows for the five modes (the last row of the unit table needs an unhealthy node instance).
+        return ClaimRulesTest.sequences().limit(5);
+    }
+
+    @ParameterizedTest(name = "{0}: {1}")
+    @MethodSource("sequences")
+    void accessModesThroughKafka(AccessMode mode, String script) {
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("e2e", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.plugin(plugin, false, List.of(), List.of("n1", "n2"));
+        ClaimFlowTest.awaitSchedulable("e2e", vol);
+        for (String raw : script.split(",")) {
+            String[] step = raw.trim().split(" ");
+            if (step[0].equals("X")) {
+                ClaimRequested release = Bus.release("e2e", vol, step[1]);
+                bus.send(release);
+                NodeCommand unmount = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+                bus.succeed(unmount);
+                bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+                continue;
+            }
+            ClaimMode claimMode = step[0].equals("R") ? ClaimMode.READ : ClaimMode.WRITE;
+            ClaimRequested claim = Bus.claim("e2e", vol, step[1], step[2], claimMode, mode);
+            bus.send(claim);
+            if (step[3].equals("+")) {
+                bus.awaitStatus(claim.requestId(), ClaimState.ACCEPTED);
+                NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+                assertTrue(mount.allocationId().equals(step[1]) && mount.nodeId().equals(step[2]), mount.toString());
+                assertTrue(mount.readOnly() == (claimMode == ClaimMode.READ), "read claims mount read-only");
+                bus.succeed(mount);
+                bus.awaitStatus(claim.requestId(), ClaimState.READY);
+            } else {
+                ClaimStatus rejected = bus.awaitStatus(claim.requestId(), ClaimState.REJECTED);
+                assertTrue(rejected.reason().contains(vol) && rejected.reason().contains("allocation " + step[1])
+                        && rejected.reason().contains(mode.wire()), rejected.reason());
+            }
+        }
+    }
+}
