@@ -1,0 +1,129 @@
+package io.csiorchestrator.worker.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.TopicCatalog;
+import io.csiorchestrator.testkit.KafkaResource;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A disconnected node: events published while Kafka cannot be reached wait in the worker's queue
+ * and are delivered, in order and with their CloudEvents headers, once the broker is reachable.
+ * The bootstrap address is a port nothing listens on at first; then a TCP forwarder to the real
+ * broker opens on it.
+ */
+class KafkaEventPublisherTest {
+
+    /** Forwards every connection on {@code port} to {@code target}. */
+    static final class Forwarder implements AutoCloseable {
+        private final ServerSocket server;
+        private final List<Socket> sockets = new ArrayList<>();
+
+        Forwarder(int port, String targetHost, int targetPort) throws IOException {
+            server = new ServerSocket(port, 50, InetAddress.getLoopbackAddress());
+            Thread accept = new Thread(() -> {
+                while (!server.isClosed()) {
+                    try {
+                        Socket in = server.accept();
+                        Socket out = new Socket(targetHost, targetPort);
+                        synchronized (sockets) {
+                            sockets.add(in);
+                            sockets.add(out);
+                        }
+                        pump(in.getInputStream(), out.getOutputStream());
+                        pump(out.getInputStream(), in.getOutputStream());
+                    } catch (IOException e) {
+                        return;
+                    }
+                }
+            }, "forwarder-accept");
+            accept.setDaemon(true);
+            accept.start();
+        }
+
+        private static void pump(InputStream from, OutputStream to) {
+            Thread t = new Thread(() -> {
+                try {
+                    from.transferTo(to);
+                } catch (IOException e) {
+                    // connection closed
+                }
+            }, "forwarder-pump");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+            synchronized (sockets) {
+                for (Socket s : sockets) {
+                    s.close();
+                }
+            }
+        }
+    }
+
+    private static NodeEvent event(int n) {
+        return new NodeEvent("offline-node", null, NodeEventKind.RESTORE, "Restore volume after worker restart " + n,
+                null, "ns", "v" + n, null, true, null, Map.of(), Instant.now());
+    }
+
+    @Test
+    void eventsQueuedWhileKafkaIsUnreachableAreDeliveredInOrderOnceItIsBack() throws Exception {
+        String broker = KafkaResource.bootstrapServers();
+        int port;
+        try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = probe.getLocalPort();
+        }
+        TopicCatalog topics = new TopicCatalog("offline-test.");
+        KafkaEventPublisher publisher = new KafkaEventPublisher("127.0.0.1:" + port, topics, "/node-mount-worker", 100);
+        publisher.start();
+        try {
+            List<CompletableFuture<Void>> acks = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                acks.add(publisher.send(event(i)));
+            }
+            assertThrows(TimeoutException.class, () -> acks.get(0).get(3, TimeUnit.SECONDS), "Kafka is unreachable");
+            assertFalse(acks.get(2).isDone(), "nothing is delivered while Kafka is unreachable");
+
+            int brokerPort = Integer.parseInt(broker.substring(broker.lastIndexOf(':') + 1));
+            try (Forwarder forwarder = new Forwarder(port, broker.substring(0, broker.lastIndexOf(':')), brokerPort)) {
+                CompletableFuture.allOf(acks.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+            }
+            try (KafkaTestClient kafka = new KafkaTestClient(broker)) {
+                List<ConsumerRecord<String, String>> records = kafka.awaitRecords("offline-test.node-events",
+                        r -> true, 3, Duration.ofSeconds(20));
+                for (int i = 0; i < 3; i++) {
+                    assertEquals("v" + i, EventCodec.decode(NodeEvent.class, records.get(i).value()).volumeId());
+                    assertEquals("offline-node", records.get(i).key());
+                    assertFalse(KafkaTestClient.header(records.get(i), CloudEventHeaders.CE_ID).isBlank());
+                }
+            }
+        } finally {
+            publisher.close(Duration.ofSeconds(5));
+        }
+    }
+}
