@@ -291,30 +291,47 @@ public final class Cluster {
 
     // ------------------------------------------------------------------ stopping
 
-    /** Stops the processes in reverse start order (SIGTERM, then SIGKILL after {@code grace}). */
+    /**
+     * Stops the processes tier by tier, each tier in parallel: workers, then plugins, then the
+     * central services, then Kafka and PostgreSQL (SIGTERM, then SIGKILL after {@code grace}).
+     */
     public static List<String> stop(List<Proc> procs, Duration grace) {
         List<String> killed = new ArrayList<>();
-        List<Proc> reversed = new ArrayList<>(procs);
-        Collections.reverse(reversed);
-        for (Proc proc : reversed) {
-            ProcessHandle handle = proc.handle();
-            if (!handle.isAlive()) {
-                continue;
+        for (int tier = 0; tier <= 3; tier++) {
+            List<Proc> group = new ArrayList<>();
+            for (Proc proc : procs) {
+                if (tier(proc.name()) == tier && proc.handle().isAlive()) {
+                    group.add(proc);
+                }
             }
-            handle.destroy();
-            try {
-                handle.onExit().get(grace.toMillis(), TimeUnit.MILLISECONDS);
-            } catch (Exception e) {
-                handle.destroyForcibly();
-                killed.add(proc.name());
+            group.forEach(p -> p.handle().destroy());
+            long deadline = System.nanoTime() + grace.toNanos();
+            for (Proc proc : group) {
+                ProcessHandle handle = proc.handle();
                 try {
-                    handle.onExit().get(10, TimeUnit.SECONDS);
-                } catch (Exception ignored) {
-                    // gone or stuck in the kernel: nothing more to do
+                    handle.onExit().get(Math.max(1, (deadline - System.nanoTime()) / 1_000_000), TimeUnit.MILLISECONDS);
+                } catch (Exception e) {
+                    handle.destroyForcibly();
+                    killed.add(proc.name());
+                    try {
+                        handle.onExit().get(10, TimeUnit.SECONDS);
+                    } catch (Exception ignored) {
+                        // gone or stuck in the kernel: nothing more to do
+                    }
                 }
             }
         }
         return killed;
+    }
+
+    static int tier(String name) {
+        if (name.startsWith("node-mount-worker")) {
+            return 0;
+        }
+        if (name.startsWith("hostpath")) {
+            return 1;
+        }
+        return name.equals("infra") ? 3 : 2;
     }
 
     public List<String> stopAll(Duration grace) {

@@ -1,11 +1,6 @@
 package io.csiorchestrator.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.csiorchestrator.csi.CsiClientOptions;
-import io.csiorchestrator.csi.CsiPluginClient;
-import io.csiorchestrator.csi.v1.CreateVolumeRequest;
-import io.csiorchestrator.csi.v1.CreateVolumeResponse;
-import io.csiorchestrator.csi.v1.VolumeCapability;
 import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.ClaimMode;
@@ -180,24 +175,9 @@ public final class Demo {
      * each keeps its own state, so each must know the volume (same name, same id).
      */
     private String createVolume() {
-        VolumeCapability capability = VolumeCapability.newBuilder()
-                .setMount(VolumeCapability.MountVolume.getDefaultInstance())
-                .setAccessMode(VolumeCapability.AccessMode.newBuilder()
-                        .setMode(VolumeCapability.AccessMode.Mode.MULTI_NODE_SINGLE_WRITER))
-                .build();
-        CreateVolumeRequest request = CreateVolumeRequest.newBuilder().setName(VOLUME)
-                .addVolumeCapabilities(capability).build();
-        for (String node : Cluster.NODES) {
-            try (CsiPluginClient client = CsiPluginClient.connect(cluster.pluginSocket(node), CsiClientOptions.defaults())
-                    .await().atMost(Duration.ofSeconds(30))) {
-                CreateVolumeResponse response = client.createVolume(request).await().atMost(Duration.ofSeconds(60));
-                String id = response.getVolume().getVolumeId();
-                if (externalId != null && !externalId.equals(id)) {
-                    throw new AssertionError("the plugins gave different ids: " + externalId + " and " + id);
-                }
-                externalId = id;
-            }
-        }
+        List<Path> sockets = new java.util.ArrayList<>();
+        Cluster.NODES.forEach(node -> sockets.add(cluster.pluginSocket(node)));
+        externalId = PluginVolumes.create(VOLUME, sockets);
         return "external id " + externalId;
     }
 
@@ -226,21 +206,17 @@ public final class Demo {
         ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
         ClaimClient.Outcome outcome = client.request(ClaimClient.claim(NAMESPACE, VOLUME, alloc, node, mode,
                 AccessMode.MULTI_NODE_SINGLE_WRITER, AttachmentMode.FILE_SYSTEM), CLAIM_TIMEOUT,
-                s -> steps.progress("claim-status " + s.state().wire()));
-        out.println();
+                s -> steps.progress(s.state().wire()));
         check(outcome.is(ClaimState.READY), "claim of " + alloc + " on " + node + ": " + outcome.describe());
         check(outcome.last().hostPath() != null, "ready without a host path");
-        out.print("         ");
         return outcome.last();
     }
 
     private void release(String alloc) {
         ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
         ClaimClient.Outcome outcome = client.request(ClaimClient.release(NAMESPACE, VOLUME, alloc), CLAIM_TIMEOUT,
-                s -> steps.progress("claim-status " + s.state().wire()));
-        out.println();
+                s -> steps.progress(s.state().wire()));
         check(outcome.is(ClaimState.RELEASED), "release of " + alloc + ": " + outcome.describe());
-        out.print("         ");
     }
 
     private List<String> teardown() {

@@ -20,7 +20,8 @@ public final class Main {
               down [--work-dir D]          stop what `up` started, unmount anything left under its work dir
 
             Volumes and plugins (claim-service and plugin-registry-service REST, Kafka):
-              volume register <file.json>                   register the volume(s) in the file
+              volume create <name> [--plugin hostpath]      CSI CreateVolume on each node's plugin of `up` (prints externalId)
+              volume register <file.json>                   register the volume(s) in the file (claim-service POST /v1/volumes)
               volume status [id]                            all volumes, or one with its claims
               volume deregister <id> [-force]               remove (force: release every claim first)
               volume detach <id> <node>                     every claim on <node> is assumed detached

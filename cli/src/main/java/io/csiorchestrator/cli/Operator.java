@@ -58,6 +58,7 @@ final class Operator {
             return pluginStatus(args.positionalOpt(1).orElse(null));
         }
         return switch (verb) {
+            case "create" -> create(args.only(Set.of("plugin", "work-dir")).atMost(2).positional(1, "volume name"));
             case "register" -> register(args.only(Set.of()).atMost(2).positional(1, "volume file"));
             case "status" -> volumeStatus(args.only(Set.of()).atMost(2).positionalOpt(1).orElse(null));
             case "deregister" -> deregister(args.only(Set.of("force")).atMost(2).positional(1, "volume id"));
@@ -119,6 +120,29 @@ final class Operator {
             return 1;
         }
         throw new Failure("claim-service refused the registration (HTTP " + r.status() + "): " + r.error());
+    }
+
+    /** CreateVolume on the plugin of every node of the local system ({@code csi up}'s work dir). */
+    int create(String name) {
+        String plugin = args.option("plugin").orElse(Cluster.PLUGIN_ID);
+        checkId("plugin id", plugin);
+        Path work = Up.workDir(args, Main.home(args));
+        List<Path> sockets = new ArrayList<>();
+        for (String node : Cluster.NODES) {
+            Path socket = work.resolve(node).resolve("plugins").resolve(plugin).resolve("csi.sock");
+            if (!Files.exists(socket)) {
+                throw new Failure("no plugin socket " + socket + " (is the local system up? ./csi up)");
+            }
+            sockets.add(socket);
+        }
+        String id = PluginVolumes.create(name, sockets);
+        if (json) {
+            out.println("{\"name\":\"" + name + "\",\"pluginId\":\"" + plugin + "\",\"externalId\":\"" + id + "\"}");
+        } else {
+            out.println("created volume '" + name + "' on plugin " + plugin + " (nodes " + String.join(", ", Cluster.NODES)
+                    + "): externalId " + id);
+        }
+        return 0;
     }
 
     int volumeStatus(String id) {

@@ -20,6 +20,7 @@ public final class Steps {
     private final List<Result> results = new ArrayList<>();
     private final long begin = System.nanoTime();
     private int next = 1;
+    private volatile long stepStart = System.nanoTime();
 
     public Steps(PrintStream out, int total) {
         this.out = out;
@@ -33,6 +34,7 @@ public final class Steps {
         out.print(label + " ... ");
         out.flush();
         long start = System.nanoTime();
+        stepStart = start;
         try {
             String detail = body.run();
             long ms = (System.nanoTime() - start) / 1_000_000;
@@ -54,10 +56,9 @@ public final class Steps {
         next = Math.max(next, number);
     }
 
-    /** Progress inside a long step, on its own indented line. */
+    /** Progress inside a long step, on the step's line, with the time since the step began. */
     public void progress(String text) {
-        out.println();
-        out.print("         " + text + " ... ");
+        out.print(text + " " + seconds((System.nanoTime() - stepStart) / 1_000_000) + " ... ");
         out.flush();
     }
 

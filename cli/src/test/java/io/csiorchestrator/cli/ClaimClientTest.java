@@ -1,0 +1,56 @@
+package io.csiorchestrator.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.ClaimStatus;
+import io.csiorchestrator.events.EventCodec;
+import java.time.Instant;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class ClaimClientTest {
+
+    static ClaimStatus status(String requestId, String alloc, ClaimState state) {
+        return new ClaimStatus(requestId, "default", "vol", alloc, "node-1", ClaimMode.WRITE, state,
+                state == ClaimState.FAILED ? "why" : null, state == ClaimState.READY ? "/p" : null, Instant.now());
+    }
+
+    @Test
+    void requestsAreValidContractEvents() {
+        ClaimRequested claim = ClaimClient.claim("default", "vol", "a1", "node-1", ClaimMode.READ,
+                AccessMode.MULTI_NODE_READER_ONLY, AttachmentMode.FILE_SYSTEM);
+        assertEquals(claim, EventCodec.decode(ClaimRequested.class, EventCodec.encode(claim)));
+        assertTrue(claim.readOnly());
+        ClaimRequested release = ClaimClient.release("default", "vol", "a1");
+        assertEquals(release, EventCodec.decode(ClaimRequested.class, EventCodec.encode(release)));
+        assertEquals("vol", release.recordKey());
+    }
+
+    @Test
+    void aStatusAnswersItsRequestOnly() {
+        ClaimRequested claim = ClaimClient.claim("default", "vol", "a1", "node-1", ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM);
+        assertTrue(ClaimClient.answers(claim, status(claim.requestId(), "a1", ClaimState.ACCEPTED)));
+        assertFalse(ClaimClient.answers(claim, status("other", "a1", ClaimState.READY)));
+        ClaimRequested release = ClaimClient.release("default", "vol", "a1");
+        assertTrue(ClaimClient.answers(release, status("other", "a1", ClaimState.RELEASED)));
+        assertFalse(ClaimClient.answers(release, status("other", "a2", ClaimState.RELEASED)));
+        assertFalse(ClaimClient.answers(release, status("other", "a1", ClaimState.READY)));
+    }
+
+    @Test
+    void outcomeDescribesTheLastStateOrTheTimeout() {
+        ClaimStatus failed = status("r", "a1", ClaimState.FAILED);
+        assertEquals("failed (why)", new ClaimClient.Outcome(failed, List.of(failed), false).describe());
+        ClaimStatus accepted = status("r", "a1", ClaimState.ACCEPTED);
+        assertEquals("no final claim-status within the timeout; seen: accepted",
+                new ClaimClient.Outcome(accepted, List.of(accepted), true).describe());
+    }
+}

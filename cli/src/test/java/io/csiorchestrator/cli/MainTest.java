@@ -1,0 +1,67 @@
+package io.csiorchestrator.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class MainTest {
+
+    record Run(int code, String out, String err) {
+    }
+
+    static Run run(String... argv) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = Main.run(argv, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void unreachableServiceIsNamed() {
+        String url = "http://127.0.0.1:" + Cluster.freePort();
+        Run r = run("volume", "status", "--claims-url", url);
+        assertEquals(1, r.code());
+        assertTrue(r.err().contains("claim-service unreachable at " + url), r.err());
+        r = run("plugin", "status", "--registry-url", url);
+        assertEquals(1, r.code());
+        assertTrue(r.err().contains("plugin-registry-service unreachable at " + url), r.err());
+    }
+
+    @Test
+    void usageErrorsExitTwo() {
+        assertEquals(2, run("volume", "claim", "v", "--node", "n", "--mode", "write").code());
+        Run r = run("volume", "claim", "v", "--alloc", "a", "--node", "n", "--mode", "sideways");
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--mode takes read or write"), r.err());
+        r = run("volume", "status", "../etc");
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("volume id '../etc'"), r.err());
+        assertEquals(2, run("frobnicate").code());
+        assertEquals(0, run("help").code());
+    }
+
+    @Test
+    void endpointsComeFromFlagsThenEnvThenTheUpFileThenDefaults(@TempDir Path home) throws Exception {
+        Endpoints defaults = Endpoints.resolve(Args.parse(), Map.of(), home);
+        assertEquals("http://localhost:8081", defaults.claimsUrl());
+        assertEquals("http://localhost:8082", defaults.registryUrl());
+        Path up = Files.createDirectories(home.resolve(".csi/up"));
+        Files.writeString(up.resolve(Endpoints.FILE), "claims.url=http://127.0.0.1:8081\nkafka.bootstrap.servers=127.0.0.1:4242\n"
+                + "csi.topics.prefix=csi.\n");
+        Endpoints fromUp = Endpoints.resolve(Args.parse(), Map.of("CSI_CLAIMS_URL", "http://env:1/"), home);
+        assertEquals("http://env:1", fromUp.claimsUrl());
+        assertEquals("127.0.0.1:4242", fromUp.kafkaBootstrap());
+        assertEquals("csi.", fromUp.topicPrefix());
+        Endpoints flag = Endpoints.resolve(Args.parse("--kafka", "k:1"), Map.of(), home);
+        assertEquals("k:1", flag.kafkaBootstrap());
+    }
+}
