@@ -47,9 +47,9 @@ public class PluginResource {
     @APIResponse(responseCode = "200", content = @Content(mediaType = MediaType.APPLICATION_JSON,
             schema = @Schema(implementation = PluginViews.PluginDetail.class)))
     @APIResponse(responseCode = "400", description = "the id is not a valid plugin id",
-            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = PluginViews.Error.class)))
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = PluginViews.ApiError.class)))
     @APIResponse(responseCode = "404", description = "no such plugin",
-            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = PluginViews.Error.class)))
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = PluginViews.ApiError.class)))
     public Uni<Response> get(@PathParam("id") String id) {
         Optional<String> problem = PathSafeId.problem(id);
         if (problem.isPresent()) {
@@ -64,6 +64,6 @@ public class PluginResource {
 
     private static Response error(Response.Status status, String message, List<PluginViews.Problem> problems) {
         return Response.status(status).type(MediaType.APPLICATION_JSON)
-                .entity(new PluginViews.Error(message, problems)).build();
+                .entity(new PluginViews.ApiError(message, problems)).build();
     }
 }

@@ -91,7 +91,7 @@ public final class PluginViews {
 
     @Schema(description = "An error; for a bad request, every problem")
     @JsonInclude(JsonInclude.Include.NON_EMPTY)
-    public record Error(String error, List<Problem> problems) {
+    public record ApiError(String error, List<Problem> problems) {
     }
 
     @Schema(description = "One problem with one input")
