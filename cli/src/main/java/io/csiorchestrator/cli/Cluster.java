@@ -159,7 +159,9 @@ public final class Cluster {
         List<String> cmd = java("infra", 512);
         cmd.add("-cp");
         List<String> classPath = new ArrayList<>();
-        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+        // csi.cli.classpath: the packaged CLI jar (tests run from a surefire booter jar).
+        String own = System.getProperty("csi.cli.classpath", System.getProperty("java.class.path"));
+        for (String entry : own.split(java.io.File.pathSeparator)) {
             classPath.add(Path.of(entry).toAbsolutePath().toString());
         }
         cmd.add(String.join(java.io.File.pathSeparator, classPath));

@@ -47,6 +47,10 @@ public final class Demo {
         this.steps = new Steps(out, 15);
     }
 
+    public Steps steps() {
+        return steps;
+    }
+
     public int run() {
         Thread hook = new Thread(this::teardownQuietly, "csi-demo-teardown");
         Runtime.getRuntime().addShutdownHook(hook);

@@ -1,0 +1,96 @@
+package io.csiorchestrator.cli.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.cli.Cluster;
+import io.csiorchestrator.cli.Demo;
+import io.csiorchestrator.cli.Mounts;
+import io.csiorchestrator.cli.Steps;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The demo's lifecycle across separate processes (Kafka and PostgreSQL, claim-service,
+ * plugin-registry-service, two node-mount-workers, two hostpath plugins): write on node-1, read
+ * back on node-2. The demo checks the mount table (mounted, read-write/read-only, unmounted) and the
+ * file's contents at every step; this test asserts that every step passed and that nothing is left.
+ */
+class DemoLifecycleIT {
+
+    private Cluster cluster;
+
+    @AfterEach
+    void cleanUp() {
+        if (cluster != null) {
+            cluster.stopAll(java.time.Duration.ofSeconds(30));
+            Mounts.unmountAllUnder(cluster.workDir());
+        }
+    }
+
+    @Test
+    void volumeWrittenOnOneNodeIsReadOnTheOther() throws Exception {
+        Path home = Path.of(System.getProperty("csi.home", "..")).toAbsolutePath().normalize();
+        Path work = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "e2e-");
+        cluster = new Cluster(home, work, Cluster.Ports.free(), false);
+        ByteArrayOutputStream output = new ByteArrayOutputStream();
+        PrintStream out = new PrintStream(output, true, StandardCharsets.UTF_8);
+        Demo demo = new Demo(cluster, new PrintStream(new TeeStream(out, System.out), true, StandardCharsets.UTF_8));
+
+        int code = demo.run();
+
+        List<Steps.Result> results = demo.steps().results();
+        assertEquals(0, code, output.toString(StandardCharsets.UTF_8));
+        assertEquals(15, results.size(), output.toString(StandardCharsets.UTF_8));
+        for (Steps.Result result : results) {
+            assertTrue(result.ok(), result.name() + ": " + result.detail());
+        }
+        assertTrue(results.get(8).detail().contains("mounted read-write at " + work), results.get(8).detail());
+        assertTrue(results.get(11).detail().contains("mounted read-only at " + work), results.get(11).detail());
+        assertEquals("content matches; writes are refused", results.get(12).detail());
+        assertEquals(List.of(), Mounts.under(work), "mounts left under " + work);
+        for (Cluster.Proc proc : cluster.procs()) {
+            assertFalse(proc.handle().isAlive(), proc.name() + " still runs");
+        }
+        // The file written on node-1 is in the shared volume directory, with what node-2 read.
+        try (var files = Files.walk(cluster.sharedVolumes())) {
+            assertEquals(1, files.filter(p -> p.getFileName().toString().equals("hello.txt")).count());
+        }
+    }
+
+    /** Copies the demo's output to the test log as well. */
+    private static final class TeeStream extends java.io.OutputStream {
+        private final java.io.OutputStream a;
+        private final java.io.OutputStream b;
+
+        TeeStream(java.io.OutputStream a, java.io.OutputStream b) {
+            this.a = a;
+            this.b = b;
+        }
+
+        @Override
+        public void write(int value) throws java.io.IOException {
+            a.write(value);
+            b.write(value);
+        }
+
+        @Override
+        public void write(byte[] bytes, int off, int len) throws java.io.IOException {
+            a.write(bytes, off, len);
+            b.write(bytes, off, len);
+        }
+
+        @Override
+        public void flush() throws java.io.IOException {
+            a.flush();
+            b.flush();
+        }
+    }
+}
