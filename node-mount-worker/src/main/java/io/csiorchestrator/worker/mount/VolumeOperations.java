@@ -225,7 +225,7 @@ public final class VolumeOperations {
             return succeeded(command, target.toString(), staged ? staging.toString() : null);
         } catch (PluginCallFailure failure) {
             rollBackMount(key, plugin, alloc, target, publishAttempted || failure.uncertain());
-            return failed(command, failure.code(), failure.getMessage(), target.toString(), null);
+            return failed(command, failure.code(), failure.getMessage(), null, null);
         }
     }
 
@@ -287,7 +287,7 @@ public final class VolumeOperations {
             }
             return succeeded(command, null, null);
         } catch (PluginCallFailure failure) {
-            return failed(command, failure.code(), failure.getMessage(), target.toString(), null);
+            return failed(command, failure.code(), failure.getMessage(), null, null);
         }
     }
 
