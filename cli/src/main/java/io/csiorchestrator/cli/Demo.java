@@ -64,6 +64,7 @@ public final class Demo {
                     Cluster.Proc registry = cluster.startRegistry();
                     Cluster.Proc claims = cluster.startClaims();
                     cluster.awaitReady(registry, cluster.registryUrl(), START_TIMEOUT);
+                    steps.progress("registry ready");
                     cluster.awaitReady(claims, cluster.claimsUrl(), START_TIMEOUT);
                     return cluster.registryUrl() + ", " + cluster.claimsUrl();
                 })
@@ -80,6 +81,9 @@ public final class Demo {
                     }
                     for (int i = 0; i < workers.size(); i++) {
                         cluster.awaitReady(workers.get(i), cluster.workerUrl(Cluster.NODES.get(i)), START_TIMEOUT);
+                        if (i == 0) {
+                            steps.progress(Cluster.NODES.get(i) + " ready");
+                        }
                     }
                     return null;
                 })
