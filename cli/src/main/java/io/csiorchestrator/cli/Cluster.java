@@ -217,7 +217,8 @@ public final class Cluster {
 
     public Proc startPlugin(String node) throws IOException {
         List<String> cmd = java("hostpath-" + node, 192);
-        cmd.addAll(List.of("-jar", home.resolve("csi-hostpath-plugin/target/csi-hostpath-plugin.jar").toString(),
+        cmd.addAll(List.of("-jar", built("csi-hostpath-plugin",
+                        home.resolve("csi-hostpath-plugin/target/csi-hostpath-plugin.jar")).toString(),
                 "--endpoint", "unix://" + pluginSocket(node),
                 "--node-id", node,
                 "--state-dir", nodeDir(node).resolve("hostpath-state").toString(),
@@ -261,7 +262,15 @@ public final class Cluster {
     }
 
     private Path serviceJar(String module) {
-        return home.resolve(module).resolve("target/quarkus-app/quarkus-run.jar");
+        return built(module, home.resolve(module).resolve("target/quarkus-app/quarkus-run.jar"));
+    }
+
+    private static Path built(String module, Path jar) {
+        if (!Files.isRegularFile(jar)) {
+            throw new IllegalStateException(jar + " is missing: build it with ./mvnw -B -q -DskipTests -pl " + module
+                    + " -am package");
+        }
+        return jar;
     }
 
     private List<String> java(String name, int heapMb) {
