@@ -89,8 +89,9 @@ final class Up {
     static int down(Args args, Path home, PrintStream out, PrintStream err) throws IOException {
         Path work = workDir(args, home);
         List<Cluster.Proc> procs = Cluster.readPids(work);
-        if (procs.isEmpty()) {
+        if (procs.isEmpty() && (!Files.isDirectory(work) || Mounts.under(work).isEmpty())) {
             out.println("csi down: nothing running in " + work);
+            return 0;
         }
         for (Cluster.Proc proc : procs) {
             out.println("stopping " + proc.name() + " (pid " + proc.handle().pid() + ")");
