@@ -30,7 +30,8 @@ public class RegistryBeans {
 
     @Produces
     @Singleton
-    TopicCatalog topicCatalog(@ConfigProperty(name = TopicCatalog.PREFIX_PROPERTY, defaultValue = "") String prefix) {
-        return new TopicCatalog(prefix);
+    TopicCatalog topicCatalog(@ConfigProperty(name = TopicCatalog.PREFIX_PROPERTY) java.util.Optional<String> prefix) {
+        // Optional: MicroProfile Config treats an empty value as missing, and no prefix is the default.
+        return new TopicCatalog(prefix.orElse(""));
     }
 }
