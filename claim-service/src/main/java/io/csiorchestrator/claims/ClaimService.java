@@ -311,6 +311,10 @@ public class ClaimService {
     private Uni<Void> apply(VolumeEntity volume, ClaimEntity claim, Transition t) {
         Instant now = Instant.now();
         Snapshot s = t.next();
+        if (!s.phase().name().equals(claim.phase) || claim.attempt != s.attempt()) {
+            LOG.infof("claim %s (volume %s, allocation %s, node %s): %s -> %s (attempt %d)", claim.claimId, claim.volumeKey,
+                    claim.allocationId, claim.nodeId, claim.phase, s.phase(), s.attempt());
+        }
         claim.phase = s.phase().name();
         claim.attempt = s.attempt();
         claim.controllerPublished = s.controllerPublished();

@@ -17,13 +17,19 @@ import org.jboss.logging.Logger;
 /**
  * The three inputs. Each record is decoded with the contract's codec: a malformed record fails with
  * a {@link MalformedEventException}, which nacks it to the topic's dead-letter topic (reason header
- * = the exception's message) and the partition moves on. A failure of the database is retried a few
- * times with backoff before the record is dead-lettered, so nothing stalls a partition either.
+ * = the exception's message) and the partition moves on. A failure of the database is retried with
+ * backoff for {@link #RETRY_BUDGET} before the record is dead-lettered, so nothing stalls a partition either.
  */
 @ApplicationScoped
 public class Consumers {
 
     private static final Logger LOG = Logger.getLogger(Consumers.class);
+    /**
+     * How long a record whose handling fails for another reason than being malformed (the database down,
+     * a lock timeout) is retried before it is dead-lettered with the reason: below the connector's
+     * 60 s limit for an unacknowledged record, so the channel stays healthy meanwhile.
+     */
+    static final Duration RETRY_BUDGET = Duration.ofSeconds(45);
 
     @Inject
     ClaimService claims;
@@ -61,6 +67,6 @@ public class Consumers {
         return Uni.createFrom().<Void>deferred(work::get).onFailure(t -> !(t instanceof MalformedEventException))
                 .invoke(t -> LOG.warnf("%s failed, retrying: %s", what, t.toString()))
                 .onFailure(t -> !(t instanceof MalformedEventException))
-                .retry().withBackOff(Duration.ofMillis(100), Duration.ofSeconds(5)).atMost(8);
+                .retry().withBackOff(Duration.ofMillis(100), Duration.ofSeconds(5)).expireIn(RETRY_BUDGET.toMillis());
     }
 }
