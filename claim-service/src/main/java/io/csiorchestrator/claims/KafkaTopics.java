@@ -39,10 +39,11 @@ public class KafkaTopics {
     private final boolean create;
     private volatile int nodeCommandPartitions;
 
-    public KafkaTopics(@ConfigProperty(name = "csi.topics.prefix", defaultValue = "") String prefix,
+    // The prefix is Optional: MicroProfile Config treats an empty value as missing, and no prefix is the default.
+    public KafkaTopics(@ConfigProperty(name = "csi.topics.prefix") java.util.Optional<String> prefix,
                        @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092") String bootstrapServers,
                        @ConfigProperty(name = "csi.topics.create", defaultValue = "true") boolean create) {
-        this.catalog = new TopicCatalog(prefix);
+        this.catalog = new TopicCatalog(prefix.orElse(""));
         this.bootstrapServers = bootstrapServers;
         this.create = create;
     }

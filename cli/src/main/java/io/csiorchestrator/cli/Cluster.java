@@ -32,11 +32,7 @@ public final class Cluster {
 
     public static final String PLUGIN_ID = "hostpath";
     public static final String PIDS = "pids";
-    /**
-     * Topic prefix of the local system. Not empty on purpose: claim-service and plugin-registry-service
-     * fail to start with an empty {@code csi.topics.prefix} ("Failed to load config value of type class
-     * java.lang.String for: csi.topics.prefix": an empty value counts as missing in MicroProfile Config).
-     */
+    /** Topic prefix of the local system, so its topics stand apart on a shared broker. */
     public static final String TOPIC_PREFIX = "csi.";
     public static final List<String> NODES = List.of("node-1", "node-2");
 
