@@ -1,0 +1,138 @@
+package io.csiorchestrator.deploycheck;
+
+import static io.csiorchestrator.deploycheck.Manifests.documents;
+import static io.csiorchestrator.deploycheck.Manifests.get;
+import static io.csiorchestrator.deploycheck.Manifests.isTrue;
+import static io.csiorchestrator.deploycheck.Manifests.map;
+import static io.csiorchestrator.deploycheck.Manifests.maps;
+import static io.csiorchestrator.deploycheck.Manifests.read;
+import static io.csiorchestrator.deploycheck.Manifests.root;
+import static io.csiorchestrator.deploycheck.Manifests.string;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import io.csiorchestrator.events.Topic;
+
+class ComposeFileTest {
+
+    private static Map<String, Object> services() {
+        List<Map<String, Object>> documents = documents(root().resolve("docker-compose.yml"));
+        assertEquals(1, documents.size(), "docker-compose.yml is one document");
+        return map(documents.get(0), "services");
+    }
+
+    private static Map<String, Object> service(String name) {
+        return map(services(), name);
+    }
+
+    @Test
+    void kafkaRunsKraftAndPostgresSixteenWithHealthChecks() {
+        Map<String, Object> kafka = service("kafka");
+        assertEquals("apache/kafka:4.1.1", kafka.get("image"));
+        assertTrue(string(kafka, "environment", "KAFKA_PROCESS_ROLES").contains("controller"), "KRaft controller role");
+        assertTrue(string(kafka, "environment", "KAFKA_ADVERTISED_LISTENERS").contains("PLAINTEXT://kafka:9092"),
+                "advertised on the compose network");
+        assertNotNull(get(kafka, "healthcheck", "test"));
+
+        Map<String, Object> postgres = service("postgres");
+        assertTrue(postgres.get("image").toString().startsWith("postgres:16"), "PostgreSQL 16");
+        assertNotNull(get(postgres, "healthcheck", "test"));
+        assertTrue(Files.isRegularFile(root().resolve("deploy/compose/postgres-init.sh")));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"claim-service", "plugin-registry-service"})
+    void servicesWaitForHealthyKafkaAndPostgres(String name) {
+        Map<String, Object> service = service(name);
+        assertEquals("service_healthy", string(service, "depends_on", "kafka", "condition"));
+        assertEquals("service_healthy", string(service, "depends_on", "postgres", "condition"));
+        assertEquals("deploy/docker/service.jvm.Dockerfile", string(service, "build", "dockerfile"));
+        assertEquals(name, string(service, "build", "args", "MODULE"));
+        assertTrue(string(service, "environment", "QUARKUS_DATASOURCE_REACTIVE_URL").startsWith("postgresql://postgres:5432/"));
+        assertEquals("kafka:9092", string(service, "environment", "KAFKA_BOOTSTRAP_SERVERS"));
+    }
+
+    @Test
+    void workerAndPluginArePrivilegedAndShareAnRsharedRootAndThePluginsDir() {
+        Map<String, Object> worker = service("node-mount-worker");
+        Map<String, Object> plugin = service("hostpath-plugin");
+        assertTrue(isTrue(worker.get("privileged")), "worker privileged");
+        assertTrue(isTrue(plugin.get("privileged")), "plugin privileged");
+        assertEquals("service_healthy", string(worker, "depends_on", "kafka", "condition"));
+        assertNotNull(string(worker, "environment", "CSI_WORKER_NODE_ID"), "CSI_WORKER_NODE_ID");
+
+        String root = string(worker, "environment", "CSI_WORKER_ROOT");
+        String pluginsDir = string(worker, "environment", "CSI_WORKER_PLUGINS_DIR");
+        assertNotNull(root, "CSI_WORKER_ROOT");
+        assertNotNull(pluginsDir, "CSI_WORKER_PLUGINS_DIR");
+
+        Map<String, Object> workerRoot = volumeAt(worker, root);
+        Map<String, Object> pluginRoot = volumeAt(plugin, root);
+        for (Map<String, Object> mount : List.of(workerRoot, pluginRoot)) {
+            assertEquals("bind", mount.get("type"), "the worker root is a host bind mount: " + mount);
+            assertEquals("rshared", string(mount, "bind", "propagation"), "propagation of " + mount);
+        }
+        assertEquals(workerRoot.get("source"), pluginRoot.get("source"), "one host directory for both");
+
+        Map<String, Object> workerPlugins = volumeAt(worker, pluginsDir);
+        Map<String, Object> pluginPlugins = volumeAt(plugin, pluginsDir);
+        assertEquals(workerPlugins.get("source"), pluginPlugins.get("source"), "one plugins dir for both");
+
+        List<Object> command = Manifests.asList(plugin.get("command"), "hostpath-plugin command");
+        int endpoint = command.indexOf("--endpoint");
+        assertTrue(endpoint >= 0, "plugin --endpoint: " + command);
+        assertTrue(command.get(endpoint + 1).toString().startsWith("unix://" + pluginsDir + "/"),
+                "the plugin's socket is in the plugins dir: " + command);
+        assertEquals(string(worker, "environment", "CSI_WORKER_NODE_ID"), command.get(command.indexOf("--node-id") + 1),
+                "worker and plugin agree on the node id");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"claim-service", "node-mount-worker"})
+    void keyringIsARequiredVariableNeverAValue(String name) {
+        String keyring = string(service(name), "environment", "CSI_SECRETS_KEYRING");
+        assertNotNull(keyring, name + " gets CSI_SECRETS_KEYRING");
+        assertTrue(keyring.startsWith("${CSI_SECRETS_KEYRING:?") && keyring.endsWith("}"),
+                name + ": CSI_SECRETS_KEYRING must be a required variable, is " + keyring);
+    }
+
+    @Test
+    void topicScriptCreatesTheContractTopicsWithTheirPartitions() {
+        String script = read(root().resolve("deploy/compose/create-topics.sh"));
+        Matcher line = Pattern.compile("(?m)^topic\\s+(\\S+)\\s+(\\d+)(.*)$").matcher(script);
+        Map<String, String> found = new HashMap<>();
+        while (line.find()) {
+            found.put(line.group(1), line.group(2) + "|" + line.group(3).trim());
+        }
+        assertEquals(Topic.values().length, found.size(), "topics in create-topics.sh: " + found.keySet());
+        for (Topic topic : Topic.values()) {
+            String entry = found.get(topic.baseName());
+            assertNotNull(entry, topic.baseName() + " in create-topics.sh");
+            String[] parts = entry.split("\\|", -1);
+            assertEquals(String.valueOf(topic.defaultPartitions()), parts[0], topic.baseName() + " partitions");
+            assertEquals(topic.compacted(), parts[1].contains("cleanup.policy=compact"), topic.baseName() + " compaction");
+        }
+        assertTrue(script.contains("-dead-letter"), "the script creates the dead-letter topics too");
+        assertEquals("service_completed_successfully",
+                string(service("claim-service"), "depends_on", "kafka-topics", "condition"));
+    }
+
+    private static Map<String, Object> volumeAt(Map<String, Object> service, String target) {
+        return maps(service, "volumes").stream()
+                .filter(v -> target.equals(v.get("target")))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no long-syntax volume at " + target + " in " + service));
+    }
+}
