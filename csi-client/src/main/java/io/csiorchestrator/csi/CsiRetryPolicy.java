@@ -116,7 +116,7 @@ public record CsiRetryPolicy(
     /**
      * Runs a call under this policy. {@code attempt} makes the Uni of attempt n (1-based); it is
      * asked once per attempt, so each attempt gets a fresh deadline. Every attempt is reported to
-     * {@code listener}. The result fails with the last attempt's failure, wrapped in nothing.
+     * {@code listener}, with its duration (measured from making the attempt's Uni to its outcome). The result fails with the last attempt's failure, wrapped in nothing.
      */
     public <T> Uni<T> run(CsiRpc rpc, IntFunction<Uni<T>> attempt, CsiAttemptListener listener) {
         Objects.requireNonNull(listener, "listener");
@@ -124,10 +124,12 @@ public record CsiRetryPolicy(
             AtomicInteger attempts = new AtomicInteger();
             Uni<T> oneAttempt = Uni.createFrom().deferred(() -> {
                 int number = attempts.incrementAndGet();
+                long started = System.nanoTime();
                 return attempt.apply(number)
                         .onItemOrFailure().invoke((item, failure) -> {
+                            Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
                             Status.Code code = failure == null ? Status.Code.OK : codeOf(failure);
-                            listener.onAttempt(new CsiAttempt(rpc, number, code, nextDelay(number, code)));
+                            listener.onAttempt(new CsiAttempt(rpc, number, code, nextDelay(number, code), elapsed));
                         });
             });
             return oneAttempt.onFailure().retry().when(failures -> failures

@@ -97,6 +97,28 @@ class CsiRetryPolicyTest {
     }
 
     @Test
+    void eachAttemptReportsHowLongItTookWithoutTheBackoff() {
+        List<CsiAttempt> attempts = new CopyOnWriteArrayList<>();
+        AtomicInteger sent = new AtomicInteger();
+        CsiRetryPolicy policy = CsiRetryPolicy.defaults().withBackoff(Duration.ofMillis(300), Duration.ofSeconds(1));
+
+        policy.run(CsiRpc.NODE_STAGE_VOLUME,
+                        number -> sent.incrementAndGet() == 1
+                                ? Uni.createFrom().<String>failure(Status.UNAVAILABLE.asRuntimeException())
+                                : Uni.createFrom().item("staged").onItem().delayIt().by(Duration.ofMillis(120)),
+                        attempts::add)
+                .await().atMost(WAIT);
+
+        assertEquals(2, attempts.size());
+        assertTrue(attempts.get(0).elapsed().compareTo(Duration.ofMillis(300)) < 0,
+                "the first attempt failed at once; the backoff is not part of it: " + attempts.get(0).elapsed());
+        assertTrue(attempts.get(1).elapsed().compareTo(Duration.ofMillis(120)) >= 0,
+                "the second attempt took at least its 120 ms: " + attempts.get(1).elapsed());
+        assertEquals(Duration.ZERO, new CsiAttempt(CsiRpc.PROBE, 1, Status.Code.OK, Optional.empty()).elapsed(),
+                "the four-argument constructor still works");
+    }
+
+    @Test
     void unimplementedIsTriedExactlyOnce() {
         List<CsiAttempt> attempts = new CopyOnWriteArrayList<>();
         AtomicInteger sent = new AtomicInteger();
