@@ -18,6 +18,8 @@ public final class Main {
               demo [--work-dir D]          start everything, play one volume's life across two nodes, tear down
               up [--work-dir D]            start everything and leave it running (work dir .csi/up)
               down [--work-dir D]          stop what `up` started, unmount anything left under its work dir
+              bench [--cycles N] [--warmup W] [--node N]
+                                           on the `up` system: claim/release latency, hop by hop (record timestamps)
 
             Volumes and plugins (claim-service and plugin-registry-service REST, Kafka):
               volume create <name> [--plugin hostpath]      CSI CreateVolume on each node's plugin of `up` (prints externalId)
@@ -67,6 +69,8 @@ public final class Main {
                 case "up" -> Up.up(args.only(Set.of("work-dir")).atMost(0), home(args), out, err);
                 case "down" -> Up.down(args.only(Set.of("work-dir")).atMost(0), home(args), out, err);
                 case "infra" -> Infra.run(Path.of(args.positional(0, "work dir")), args.option("topic-prefix").orElse(""));
+                case "bench" -> new Bench(args.only(Set.of("work-dir", "cycles", "warmup", "node")).atMost(0),
+                        Endpoints.resolve(args, System.getenv(), home(args)), out).run();
                 case "volume", "plugin" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)
                         .run(command);
                 default -> throw new Args.UsageException("unknown command '" + command + "'");
