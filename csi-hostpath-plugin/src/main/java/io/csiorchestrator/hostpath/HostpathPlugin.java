@@ -34,8 +34,11 @@ public final class HostpathPlugin implements AutoCloseable {
             FaultInjector.appendRules(options.faultsFile(), options.faultRules());
         }
         FaultInjector faults = new FaultInjector(options.faultsFile());
-        PluginStateHolder state = new PluginStateHolder(new StateStore(options.stateDir()));
-        VolumeDirectories directories = new VolumeDirectories(options.stateDir());
+        if (options.sharedDir() != null) {
+            Files.createDirectories(options.sharedDir());
+        }
+        PluginStateHolder state = new PluginStateHolder(new StateStore(options.stateDir(), options.sharedDir()));
+        VolumeDirectories directories = new VolumeDirectories(options.volumesParent());
         Files.createDirectories(directories.root());
         MountTable mountTable = new MountTable();
         Mounter mounter = new Mounter(mountTable);
@@ -48,6 +51,7 @@ public final class HostpathPlugin implements AutoCloseable {
                     node), new CallInterceptor(faults, callLog));
             LOG.info("CSI hostpath plugin " + options.pluginName() + " " + version + " listening on unix://"
                     + options.socketPath() + " (node " + options.nodeId() + ", state dir " + options.stateDir()
+                    + (options.sharedDir() == null ? "" : ", shared dir " + options.sharedDir())
                     + ", stage-unstage=" + options.stageUnstage() + ", controller-publish=" + options.controllerPublish()
                     + ", max-volumes-per-node=" + options.maxVolumesPerNode()
                     + ", unmount-staging-on-exit=" + options.unmountStagingOnExit()

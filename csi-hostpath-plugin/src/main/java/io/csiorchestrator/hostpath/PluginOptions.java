@@ -22,6 +22,9 @@ import java.util.Set;
  * @param knownNodeIds          {@code --known-node-ids a,b}: nodes ControllerPublishVolume accepts, besides this one
  * @param faultsFile            {@code --faults-file F}, default {@code <state-dir>/faults}
  * @param faultRules            {@code --fault RULE} (repeatable): rules added to the faults file at start
+ * @param sharedDir             {@code --shared-dir D} or null: the volumes and the controller state, shared by every
+ *                              process of this plugin (as a storage backend is), so that a ControllerPublish answered
+ *                              by one node's plugin is known to another's NodeStage
  */
 public record PluginOptions(
         Path socketPath,
@@ -34,7 +37,8 @@ public record PluginOptions(
         boolean unmountStagingOnExit,
         Set<String> knownNodeIds,
         Path faultsFile,
-        List<String> faultRules) {
+        List<String> faultRules,
+        Path sharedDir) {
 
     public static final String DEFAULT_PLUGIN_NAME = "hostpath.csi.csiorchestrator.io";
     public static final String FAULTS_FILE_NAME = "faults";
@@ -49,6 +53,8 @@ public record PluginOptions(
               --plugin-name NAME               GetPluginInfo name (default hostpath.csi.csiorchestrator.io)
               --faults-file F                  fault rules, re-read on every call (default <state-dir>/faults)
               --fault RULE                     add a fault rule at start, e.g. --fault "NodePublishVolume UNAVAILABLE 2"
+              --shared-dir D                   volumes and controller state shared by this plugin's processes on
+                                               every node (D/volumes, D/controller-state.json; file-locked)
             """;
 
     public PluginOptions {
@@ -66,6 +72,7 @@ public record PluginOptions(
         Path socket = null;
         String nodeId = null;
         Path stateDir = null;
+        Path sharedDir = null;
         String pluginName = DEFAULT_PLUGIN_NAME;
         boolean stageUnstage = true;
         boolean controllerPublish = true;
@@ -117,6 +124,7 @@ public record PluginOptions(
                             }
                         }
                         case "faults-file" -> faultsFile = absolute(name, value);
+                        case "shared-dir" -> sharedDir = absolute(name, value);
                         case "fault" -> faultRules.add(value);
                         default -> throw new IllegalArgumentException("unknown option --" + name);
                     }
@@ -131,7 +139,12 @@ public record PluginOptions(
         }
         return new PluginOptions(socket, nodeId, stateDir, pluginName, stageUnstage, controllerPublish, maxVolumes,
                 unmountStagingOnExit, knownNodes, faultsFile == null ? stateDir.resolve(FAULTS_FILE_NAME) : faultsFile,
-                faultRules);
+                faultRules, sharedDir);
+    }
+
+    /** Where the volume directories are: {@code <shared-dir>/volumes} or {@code <state-dir>/volumes}. */
+    public Path volumesParent() {
+        return sharedDir == null ? stateDir : sharedDir;
     }
 
     private static boolean bool(String name, String value) {

@@ -3,11 +3,14 @@ package io.csiorchestrator.hostpath;
 import io.csiorchestrator.hostpath.state.PluginState;
 import io.csiorchestrator.hostpath.state.StateStore;
 
+import java.nio.channels.FileLock;
 import java.util.function.Function;
 
 /**
  * The plugin's current state and the one lock every CSI operation holds: the hostpath plugin
  * handles one operation at a time, mounts included. A change is saved before it takes effect.
+ * With a shared dir, the lock is also the shared dir's file lock, and each operation starts from
+ * the state as saved, since another node's plugin may have changed the controller half.
  */
 final class PluginStateHolder {
 
@@ -21,7 +24,16 @@ final class PluginStateHolder {
 
     /** Runs an operation under the lock; it reads {@link #current()} and saves with {@link #commit}. */
     synchronized <T> T locked(Function<PluginStateHolder, T> operation) {
-        return operation.apply(this);
+        if (!store.shared()) {
+            return operation.apply(this);
+        }
+        FileLock lock = store.lockShared();
+        try {
+            state = store.load();
+            return operation.apply(this);
+        } finally {
+            StateStore.unlock(lock);
+        }
     }
 
     synchronized PluginState current() {
@@ -29,7 +41,7 @@ final class PluginStateHolder {
     }
 
     synchronized void commit(PluginState next) {
-        store.save(next);
+        store.save(state, next);
         state = next;
     }
 }

@@ -1,0 +1,122 @@
+package io.csiorchestrator.hostpath;
+
+import static io.csiorchestrator.hostpath.PluginFixture.WRITER;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.csi.v1.ControllerGrpc;
+import io.csiorchestrator.csi.v1.ControllerPublishVolumeRequest;
+import io.csiorchestrator.csi.v1.ControllerUnpublishVolumeRequest;
+import io.csiorchestrator.csi.v1.CreateVolumeRequest;
+import io.csiorchestrator.csi.v1.ListVolumesRequest;
+import io.csiorchestrator.csi.v1.NodeGrpc;
+import io.csiorchestrator.csi.v1.NodeStageVolumeRequest;
+import io.csiorchestrator.csi.v1.NodeUnstageVolumeRequest;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Two plugin processes (nodes n1 and n2) with one {@code --shared-dir}, as the demo runs them: a
+ * volume created through one is known to the other, a ControllerPublish to n2 answered by n1's
+ * plugin lets n2's plugin stage it, and a ControllerUnpublish through n2 is seen by n1.
+ */
+class SharedDirIT {
+
+    @TempDir
+    static Path dir;
+
+    private static HostpathPluginProcess n1;
+    private static HostpathPluginProcess n2;
+    private static ManagedChannel channel1;
+    private static ManagedChannel channel2;
+
+    @BeforeAll
+    static void start() throws IOException {
+        Path shared = dir.resolve("shared");
+        n1 = HostpathPluginProcess.builder(dir.resolve("n1.sock"), "n1", dir.resolve("n1-state"))
+                .args("--known-node-ids", "n2", "--shared-dir", shared.toString()).start();
+        n2 = HostpathPluginProcess.builder(dir.resolve("n2.sock"), "n2", dir.resolve("n2-state"))
+                .args("--known-node-ids", "n1", "--shared-dir", shared.toString()).start();
+        channel1 = channel(n1);
+        channel2 = channel(n2);
+    }
+
+    @AfterAll
+    static void stop() throws IOException {
+        channel1.shutdownNow();
+        channel2.shutdownNow();
+        n2.stop();
+        PluginFixture.tearDown(n1, null, dir);
+    }
+
+    @Test
+    void controllerStateAndVolumesAreSharedNodeStateIsNot() throws IOException {
+        String id = controller(channel1).createVolume(CreateVolumeRequest.newBuilder().setName("shared-one")
+                .addVolumeCapabilities(WRITER).build()).getVolume().getVolumeId();
+        assertEquals(id, controller(channel2).createVolume(CreateVolumeRequest.newBuilder().setName("shared-one")
+                .addVolumeCapabilities(WRITER).build()).getVolume().getVolumeId(), "same name, same volume");
+        Files.writeString(dir.resolve("shared").resolve("volumes").resolve(id).resolve("data.txt"), "from n1");
+
+        Path staging = dir.resolve("n2-staging");
+        NodeStageVolumeRequest stage = NodeStageVolumeRequest.newBuilder().setVolumeId(id)
+                .setStagingTargetPath(staging.toString()).setVolumeCapability(WRITER).build();
+        StatusRuntimeException unpublished = assertThrows(StatusRuntimeException.class,
+                () -> node(channel2).nodeStageVolume(stage));
+        assertEquals(Status.Code.FAILED_PRECONDITION, unpublished.getStatus().getCode());
+
+        controller(channel1).controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(id)
+                .setNodeId("n2").setVolumeCapability(WRITER).build());
+        node(channel2).nodeStageVolume(stage);
+        assertTrue(PluginFixture.mountAt(staging).isPresent());
+        assertEquals("from n1", Files.readString(staging.resolve("data.txt")));
+        assertTrue(controller(channel1).listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList().stream()
+                .anyMatch(e -> e.getVolume().getVolumeId().equals(id)
+                        && e.getStatus().getPublishedNodeIdsList().contains("n2")));
+
+        // A single-node writer is on n2 now: n1's plugin refuses to publish it to n1 too.
+        StatusRuntimeException busy = assertThrows(StatusRuntimeException.class, () -> controller(channel1)
+                .controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(id).setNodeId("n1")
+                        .setVolumeCapability(WRITER).build()));
+        assertEquals(Status.Code.FAILED_PRECONDITION, busy.getStatus().getCode());
+
+        node(channel2).nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id)
+                .setStagingTargetPath(staging.toString()).build());
+        assertFalse(PluginFixture.mountAt(staging).isPresent());
+        controller(channel2).controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(id)
+                .setNodeId("n2").build());
+        assertTrue(controller(channel1).listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList().stream()
+                .filter(e -> e.getVolume().getVolumeId().equals(id))
+                .allMatch(e -> e.getStatus().getPublishedNodeIdsList().isEmpty()));
+
+        // The controller half is in the shared dir; the node half stays per process (n1 never staged anything).
+        assertTrue(Files.readString(dir.resolve("shared").resolve("controller-state.json")).contains(id));
+        Path n1State = n1.stateDir().resolve("plugin-state.json");
+        assertFalse(Files.exists(n1State) && Files.readString(n1State).contains(id));
+    }
+
+    private static ManagedChannel channel(HostpathPluginProcess plugin) {
+        return Grpc.newChannelBuilder(plugin.endpoint(), InsecureChannelCredentials.create())
+                .overrideAuthority("localhost").build();
+    }
+
+    private static ControllerGrpc.ControllerBlockingStub controller(ManagedChannel channel) {
+        return ControllerGrpc.newBlockingStub(channel).withDeadlineAfter(1, TimeUnit.MINUTES);
+    }
+
+    private static NodeGrpc.NodeBlockingStub node(ManagedChannel channel) {
+        return NodeGrpc.newBlockingStub(channel).withDeadlineAfter(1, TimeUnit.MINUTES);
+    }
+}
