@@ -45,8 +45,12 @@ public final class ClaimClient {
     static final Set<ClaimState> CLAIM_DONE = EnumSet.of(ClaimState.READY, ClaimState.REJECTED, ClaimState.FAILED);
     static final Set<ClaimState> RELEASE_DONE = EnumSet.of(ClaimState.RELEASED, ClaimState.REJECTED, ClaimState.FAILED);
 
-    /** The outcome: the last status seen (null on timeout) and every status seen, in order. */
-    public record Outcome(ClaimStatus last, List<ClaimStatus> seen, boolean timedOut) {
+    /**
+     * The outcome: the last status seen (null on timeout), every status seen, in order, and the time
+     * the system took, from the claim-requested record's timestamp to the final claim-status record's
+     * (-1 when there is none): the client's own start-up and connection set-up are not in it.
+     */
+    public record Outcome(ClaimStatus last, List<ClaimStatus> seen, boolean timedOut, long systemMillis) {
         public boolean is(ClaimState state) {
             return last != null && last.state() == state;
         }
@@ -98,7 +102,7 @@ public final class ClaimClient {
             consumer.assign(partitions);
             consumer.seekToEnd(partitions);
             partitions.forEach(p -> consumer.position(p, Duration.ofSeconds(15)));
-            send(request);
+            long sentAt = send(request);
             List<ClaimStatus> seen = new ArrayList<>();
             long deadline = System.nanoTime() + timeout.toNanos();
             while (System.nanoTime() < deadline) {
@@ -117,11 +121,11 @@ public final class ClaimClient {
                         progress.accept(status);
                     }
                     if (done.contains(status.state())) {
-                        return new Outcome(status, seen, false);
+                        return new Outcome(status, seen, false, sentAt < 0 ? -1 : record.timestamp() - sentAt);
                     }
                 }
             }
-            return new Outcome(seen.isEmpty() ? null : seen.get(seen.size() - 1), seen, true);
+            return new Outcome(seen.isEmpty() ? null : seen.get(seen.size() - 1), seen, true, -1);
         }
     }
 
@@ -137,7 +141,8 @@ public final class ClaimClient {
                 && (status.state() == ClaimState.RELEASING || status.state() == ClaimState.RELEASED);
     }
 
-    void send(ClaimRequested request) {
+    /** Publishes the request; returns its record's timestamp (ms). */
+    long send(ClaimRequested request) {
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -152,7 +157,7 @@ public final class ClaimClient {
             ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(Topic.CLAIM_REQUESTED),
                     request.recordKey(), EventCodec.encode(request));
             CloudEventHeaders.create(request.eventType(), SOURCE).writeTo(record.headers());
-            producer.send(record).get(30, TimeUnit.SECONDS);
+            return producer.send(record).get(30, TimeUnit.SECONDS).timestamp();
         } catch (ExecutionException e) {
             throw new KafkaException("could not publish claim-requested to " + bootstrap + ": "
                     + e.getCause().getMessage(), e.getCause());

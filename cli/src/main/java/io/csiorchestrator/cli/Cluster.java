@@ -123,9 +123,12 @@ public final class Cluster {
         return pluginsDir(node).resolve(PLUGIN_ID).resolve("csi.sock");
     }
 
-    /** The hostpath plugins' volume directories, shared by both nodes (see {@link #startPlugin}). */
-    public Path sharedVolumes() {
-        return workDir.resolve("shared-volumes");
+    /**
+     * The hostpath plugins' {@code --shared-dir}: the volume directories ({@code volumes/}) and the
+     * controller state of both nodes' plugins, like a storage backend both nodes reach.
+     */
+    public Path hostpathShared() {
+        return workDir.resolve("hostpath-shared");
     }
 
     public List<Proc> procs() {
@@ -134,18 +137,11 @@ public final class Cluster {
 
     public void prepare() throws IOException {
         Files.createDirectories(logs());
-        Files.createDirectories(sharedVolumes());
+        Files.createDirectories(hostpathShared());
         for (String node : NODES) {
             Files.createDirectories(workerRoot(node));
             Files.createDirectories(pluginsDir(node).resolve(PLUGIN_ID));
-            Path state = nodeDir(node).resolve("hostpath-state");
-            Files.createDirectories(state);
-            // Both plugins keep their volume directories in one place, like a shared filesystem, so a
-            // volume written on node-1 is readable on node-2. Each plugin keeps its own state file.
-            Path volumes = state.resolve("volumes");
-            if (!Files.exists(volumes, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                Files.createSymbolicLink(volumes, sharedVolumes());
-            }
+            Files.createDirectories(nodeDir(node).resolve("hostpath-state"));
         }
     }
 
@@ -219,10 +215,9 @@ public final class Cluster {
                 "--node-id", node,
                 "--state-dir", nodeDir(node).resolve("hostpath-state").toString(),
                 "--known-node-ids", String.join(",", NODES),
-                // Each plugin process keeps its own state: a ControllerPublish answered by node-1's plugin is
-                // unknown to node-2's, whose NodeStage then refuses ("not published to node node-2"). Without
-                // PUBLISH_UNPUBLISH_VOLUME no controller publish is owed, and staging needs none.
-                "--controller-publish=false"));
+                // Volumes and controller publications in one place for both nodes' plugins: a ControllerPublish
+                // answered by node-1's plugin is known to node-2's NodeStage.
+                "--shared-dir", hostpathShared().toString()));
         Proc proc = start("hostpath-" + node, cmd, Map.of());
         Path socket = pluginSocket(node);
         Wait.until("hostpath plugin socket " + socket, Duration.ofSeconds(60), proc,

@@ -92,12 +92,12 @@ public final class Demo {
                 && steps.run("register the volume (POST /v1/volumes)", this::registerVolume)
                 && steps.run("volume schedulable (claim-service has the plugin's status)", this::awaitSchedulable)
                 && steps.run("claim for write on node-1, wait for ready", () -> {
-                    ClaimStatus ready = claim("alloc-writer", "node-1", ClaimMode.WRITE);
-                    writePath = ready.hostPath();
+                    ClaimClient.Outcome outcome = claim("alloc-writer", "node-1", ClaimMode.WRITE);
+                    writePath = outcome.last().hostPath();
                     List<String> table = Mounts.table();
                     check(Mounts.parseMountPoints(table).contains(writePath), "no mount at " + writePath);
                     check(!Mounts.readOnly(table, writePath), writePath + " is mounted read-only");
-                    return "mounted read-write at " + writePath;
+                    return "mounted read-write at " + writePath + inSystem(outcome);
                 })
                 && steps.run("write " + FILE + " through the mounted path", () -> {
                     content = "written on node-1 at " + Instant.now() + "\n";
@@ -106,17 +106,17 @@ public final class Demo {
                     return content.length() + " bytes";
                 })
                 && steps.run("release on node-1, wait for released", () -> {
-                    release("alloc-writer");
+                    ClaimClient.Outcome outcome = release("alloc-writer");
                     check(!Mounts.isMountPoint(writePath), writePath + " is still mounted after release");
-                    return "unmounted";
+                    return "unmounted" + inSystem(outcome);
                 })
                 && steps.run("claim read-only on node-2, wait for ready", () -> {
-                    ClaimStatus ready = claim("alloc-reader", "node-2", ClaimMode.READ);
-                    readPath = ready.hostPath();
+                    ClaimClient.Outcome outcome = claim("alloc-reader", "node-2", ClaimMode.READ);
+                    readPath = outcome.last().hostPath();
                     List<String> table = Mounts.table();
                     check(Mounts.parseMountPoints(table).contains(readPath), "no mount at " + readPath);
                     check(Mounts.readOnly(table, readPath), readPath + " is not mounted read-only");
-                    return "mounted read-only at " + readPath;
+                    return "mounted read-only at " + readPath + inSystem(outcome);
                 })
                 && steps.run("read " + FILE + " back on node-2", () -> {
                     String read = Files.readString(Path.of(readPath, FILE), StandardCharsets.UTF_8);
@@ -130,11 +130,11 @@ public final class Demo {
                     return "content matches; writes are refused";
                 })
                 && steps.run("release on node-2, wait for released", () -> {
-                    release("alloc-reader");
+                    ClaimClient.Outcome outcome = release("alloc-reader");
                     check(!Mounts.isMountPoint(readPath), readPath + " is still mounted after release");
                     List<String> left = Mounts.under(cluster.workDir());
                     check(left.isEmpty(), "mounts left under the work dir: " + left);
-                    return "no mount under " + cluster.workDir();
+                    return "no mount under " + cluster.workDir() + inSystem(outcome);
                 });
         steps.skipTo(15);
         boolean down = steps.run("tear down, no mount left behind", () -> {
@@ -210,21 +210,28 @@ public final class Demo {
         return null;
     }
 
-    private ClaimStatus claim(String alloc, String node, ClaimMode mode) {
+    /** The system's share of a step: from the claim-requested record to the claim-status record. */
+    static String inSystem(ClaimClient.Outcome outcome) {
+        return outcome.systemMillis() < 0 ? "" : " (claim-requested → " + outcome.last().state().wire() + " in "
+                + outcome.systemMillis() + " ms by record timestamps)";
+    }
+
+    private ClaimClient.Outcome claim(String alloc, String node, ClaimMode mode) {
         ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
         ClaimClient.Outcome outcome = client.request(ClaimClient.claim(NAMESPACE, VOLUME, alloc, node, mode,
                 AccessMode.MULTI_NODE_SINGLE_WRITER, AttachmentMode.FILE_SYSTEM), CLAIM_TIMEOUT,
                 s -> steps.progress(s.state().wire()));
         check(outcome.is(ClaimState.READY), "claim of " + alloc + " on " + node + ": " + outcome.describe());
         check(outcome.last().hostPath() != null, "ready without a host path");
-        return outcome.last();
+        return outcome;
     }
 
-    private void release(String alloc) {
+    private ClaimClient.Outcome release(String alloc) {
         ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
         ClaimClient.Outcome outcome = client.request(ClaimClient.release(NAMESPACE, VOLUME, alloc), CLAIM_TIMEOUT,
                 s -> steps.progress(s.state().wire()));
         check(outcome.is(ClaimState.RELEASED), "release of " + alloc + ": " + outcome.describe());
+        return outcome;
     }
 
     private List<String> teardown() {

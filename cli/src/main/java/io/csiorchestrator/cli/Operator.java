@@ -293,12 +293,14 @@ final class Operator {
             node.put("requestId", request.requestId());
             node.put("timedOut", outcome.timedOut());
             node.put("millis", ms);
+            node.put("systemMillis", outcome.systemMillis());
             ArrayNode seen = node.putArray("statuses");
             outcome.seen().forEach(s -> seen.add(Http.MAPPER.valueToTree(s)));
             out.println(node.toPrettyString());
         } else if (outcome.is(wanted)) {
             out.println(wanted.wire() + " in " + Steps.seconds(ms)
-                    + (outcome.last().hostPath() == null ? "" : ": " + outcome.last().hostPath()));
+                    + (outcome.last().hostPath() == null ? "" : ": " + outcome.last().hostPath())
+                    + Demo.inSystem(outcome));
         } else {
             err.println("error: " + outcome.describe());
         }

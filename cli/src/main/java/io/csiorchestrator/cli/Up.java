@@ -80,7 +80,7 @@ final class Up {
             out.println(node + " plugins dir      " + cluster.pluginsDir(node)
                     + "   (a CSI plugin at <dir>/<plugin-id>/csi.sock is picked up; worker " + cluster.workerUrl(node) + ")");
         }
-        out.println("hostpath volumes         " + cluster.sharedVolumes());
+        out.println("hostpath shared dir      " + cluster.hostpathShared() + "   (volumes/, controller-state.json)");
         out.println("logs                     " + cluster.logs());
         out.println("stop with                ./csi down");
         return 0;

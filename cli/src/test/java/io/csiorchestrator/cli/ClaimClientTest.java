@@ -48,9 +48,9 @@ class ClaimClientTest {
     @Test
     void outcomeDescribesTheLastStateOrTheTimeout() {
         ClaimStatus failed = status("r", "a1", ClaimState.FAILED);
-        assertEquals("failed (why)", new ClaimClient.Outcome(failed, List.of(failed), false).describe());
+        assertEquals("failed (why)", new ClaimClient.Outcome(failed, List.of(failed), false, 12).describe());
         ClaimStatus accepted = status("r", "a1", ClaimState.ACCEPTED);
         assertEquals("no final claim-status within the timeout; seen: accepted",
-                new ClaimClient.Outcome(accepted, List.of(accepted), true).describe());
+                new ClaimClient.Outcome(accepted, List.of(accepted), true, -1).describe());
     }
 }

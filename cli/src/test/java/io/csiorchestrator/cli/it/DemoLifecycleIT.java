@@ -60,9 +60,20 @@ class DemoLifecycleIT {
             assertFalse(proc.handle().isAlive(), proc.name() + " still runs");
         }
         // The file written on node-1 is in the shared volume directory, with what node-2 read.
-        try (var files = Files.walk(cluster.sharedVolumes())) {
+        try (var files = Files.walk(cluster.hostpathShared().resolve("volumes"))) {
             assertEquals(1, files.filter(p -> p.getFileName().toString().equals("hello.txt")).count());
         }
+        // Each claim was controller-published (to node-1, then node-2) and unpublished on release, whichever
+        // node's plugin answered; none is left in the plugins' shared controller state.
+        List<String> calls = new java.util.ArrayList<>();
+        for (String node : Cluster.NODES) {
+            Path log = cluster.nodeDir(node).resolve("hostpath-state").resolve("calls.log");
+            calls.addAll(Files.readAllLines(log));
+        }
+        assertEquals(2, calls.stream().filter(c -> c.equals("ControllerPublishVolume OK")).count(), calls.toString());
+        assertTrue(calls.stream().filter(c -> c.equals("ControllerUnpublishVolume OK")).count() >= 2, calls.toString());
+        assertFalse(Files.readString(cluster.hostpathShared().resolve("controller-state.json"))
+                .contains("\"nodeId\""), "a controller publication is left");
     }
 
     /** Copies the demo's output to the test log as well. */
