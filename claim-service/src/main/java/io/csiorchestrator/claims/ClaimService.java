@@ -60,14 +60,36 @@ public class ClaimService {
     Secrets secrets;
     @Inject
     ClaimSettings settings;
+    @Inject
+    ClaimMetrics metrics;
 
     private ClaimMachine machine() {
         return new ClaimMachine(settings.policy());
     }
 
-    /** Runs {@code work} in a transaction and signals the relay once it committed. */
+    /** Runs {@code work} in a transaction without a traced cause and signals the relay once it committed. */
     public <T> Uni<T> inTransaction(Supplier<Uni<T>> work) {
-        return Panache.withTransaction(work).invoke(() -> relay.signal());
+        return inTransaction(Tx.untraced(), work);
+    }
+
+    /**
+     * Runs {@code work} in a transaction caused by {@code tx}'s input; once it committed, signals the relay
+     * and records the transaction's observations (latency timers, decision counters).
+     */
+    public <T> Uni<T> inTransaction(Tx tx, Supplier<Uni<T>> work) {
+        return Panache.withTransaction(work).invoke(() -> {
+            relay.signal();
+            tx.committed();
+        });
+    }
+
+    /** Runs {@code observation} when the claim's transaction commits (at once when the claim has none). */
+    private static void observe(ClaimEntity claim, Runnable observation) {
+        if (claim.tx != null) {
+            claim.tx.afterCommit(observation);
+        } else {
+            observation.run();
+        }
     }
 
     public Uni<VolumeEntity> lockVolume(String volumeKey) {
@@ -80,8 +102,12 @@ public class ClaimService {
 
     // ---------------------------------------------------------------- claim-requested
 
-    public Uni<Void> onClaimRequested(ClaimRequested request) {
-        return inTransaction(() -> Panache.getSession()
+    /**
+     * A claim-requested record. {@code requestedAt}: the event's time (CloudEvents ce_time, else the
+     * record's timestamp), the start of the claim and release latencies; {@code tx}: its trace context.
+     */
+    public Uni<Void> onClaimRequested(ClaimRequested request, Instant requestedAt, Tx tx) {
+        return inTransaction(tx, () -> Panache.getSession()
                 .chain(s -> s.createNativeQuery("INSERT INTO handled_requests (request_id, handled_at) VALUES (:id, :now)"
                                 + " ON CONFLICT DO NOTHING")
                         .setParameter("id", request.requestId()).setParameter("now", Instant.now()).executeUpdate())
@@ -90,40 +116,56 @@ public class ClaimService {
                         LOG.debugf("claim-requested %s was handled before; not answered again", request.requestId());
                         return Uni.createFrom().voidItem();
                     }
-                    return handle(request);
+                    return handle(request, requestedAt, tx);
                 }));
     }
 
-    private Uni<Void> handle(ClaimRequested request) {
+    private Uni<Void> handle(ClaimRequested request, Instant requestedAt, Tx tx) {
         String key = VolumeEntity.key(request.namespace(), request.volumeId());
         return lockVolume(key).chain(volume -> {
             if (volume == null) {
+                if (request.mode() != ClaimMode.RELEASE) {
+                    rejected(request, requestedAt, tx, "volume-not-registered");
+                }
                 return outbox.add(status(request, ClaimState.REJECTED, "volume " + key + ": " + request.mode().wire()
-                        + " claim by allocation " + request.allocationId() + " rejected: the volume is not registered", null));
+                        + " claim by allocation " + request.allocationId() + " rejected: the volume is not registered", null), tx);
             }
             return activeClaims(key).chain(claims -> request.mode() == ClaimMode.RELEASE
-                    ? release(request, volume, claims)
-                    : claim(request, volume, claims));
+                    ? release(request, requestedAt, tx, volume, claims)
+                    : claim(request, requestedAt, tx, volume, claims));
         });
     }
 
-    private Uni<Void> release(ClaimRequested request, VolumeEntity volume, List<ClaimEntity> claims) {
+    /** Counts a rejected claim (decision and latency) once its answer committed. */
+    private void rejected(ClaimRequested request, Instant requestedAt, Tx tx, String code) {
+        String mode = request.mode().wire();
+        tx.afterCommit(() -> {
+            metrics.decision("rejected", code);
+            metrics.claimLatency(mode, "rejected", requestedAt);
+        });
+    }
+
+    private Uni<Void> release(ClaimRequested request, Instant requestedAt, Tx tx, VolumeEntity volume, List<ClaimEntity> claims) {
         ClaimEntity claim = claims.stream().filter(c -> c.allocationId.equals(request.allocationId())).findFirst().orElse(null);
         if (claim == null) {
             return outbox.add(status(request, ClaimState.RELEASED, "allocation " + request.allocationId()
-                    + " holds no claim on volume " + volume.volumeKey + " (nothing to release)", null));
+                    + " holds no claim on volume " + volume.volumeKey + " (nothing to release)", null), tx);
         }
+        claim.tx = tx;
         claim.releaseRequestId = request.requestId();
         Transition t = machine().release(snapshot(claim));
         if (t.effects().isEmpty()) {
             // Already tearing down (a release, a rollback or a forced delete): answered, not started twice.
             return outbox.add(status(request, ClaimState.RELEASING, "the claim of allocation " + request.allocationId()
-                    + " on volume " + volume.volumeKey + " is already being released (" + claim.phase.toLowerCase() + ")", null));
+                    + " on volume " + volume.volumeKey + " is already being released (" + claim.phase.toLowerCase() + ")", null), tx);
+        }
+        if (claim.releaseRequestedAt == null) {
+            claim.releaseRequestedAt = requestedAt;
         }
         return apply(volume, claim, t);
     }
 
-    private Uni<Void> claim(ClaimRequested request, VolumeEntity volume, List<ClaimEntity> claims) {
+    private Uni<Void> claim(ClaimRequested request, Instant requestedAt, Tx tx, VolumeEntity volume, List<ClaimEntity> claims) {
         return plugins.facts(volume.pluginId).chain(plugin -> {
             VolumeFacts facts = facts(volume, claims);
             var decision = ClaimRules.decide(facts, plugin, new ClaimRules.Request(request.allocationId(), request.nodeId(),
@@ -131,16 +173,21 @@ public class ClaimService {
                     !request.mountOptions().isEmpty()));
             if (decision instanceof ClaimRules.Reject reject) {
                 LOG.infof("claim rejected: %s", reject.reason());
-                return outbox.add(status(request, ClaimState.REJECTED, reject.reason(), null));
+                rejected(request, requestedAt, tx, reject.code());
+                return outbox.add(status(request, ClaimState.REJECTED, reject.reason(), null), tx);
             }
             if (decision instanceof ClaimRules.AlreadyHeld) {
                 ClaimEntity held = claims.stream().filter(c -> c.allocationId.equals(request.allocationId())).findFirst().orElseThrow();
                 boolean ready = Phase.READY.name().equals(held.phase);
+                tx.afterCommit(() -> metrics.decision("accepted", "already-held"));
                 return outbox.add(status(request, ready ? ClaimState.READY : ClaimState.ACCEPTED,
-                        "allocation " + request.allocationId() + " already holds this claim", ready ? held.hostPath : null));
+                        "allocation " + request.allocationId() + " already holds this claim", ready ? held.hostPath : null), tx);
             }
             LOG.infof("claim accepted: %s", ((ClaimRules.Accept) decision).reason());
+            tx.afterCommit(() -> metrics.decision("accepted", "new-claim"));
             ClaimEntity claim = newClaim(request, volume, plugin);
+            claim.requestedAt = requestedAt;
+            claim.tx = tx;
             if (claims.isEmpty()) {
                 volume.claimedAccessMode = request.accessMode().wire();
             }
@@ -181,10 +228,10 @@ public class ClaimService {
 
     // ---------------------------------------------------------------- mount-done
 
-    public Uni<Void> onMountDone(MountDone done) {
+    public Uni<Void> onMountDone(MountDone done, Tx tx) {
         // Find the volume of the command, lock the volume, then read the claim: a concurrent update of the
         // same volume (a claim-requested on another partition) waits for this transaction or vice versa.
-        return inTransaction(() -> volumeKeyOf("command_id", done.commandId()).chain(volumeKey -> {
+        return inTransaction(tx, () -> volumeKeyOf("command_id", done.commandId()).chain(volumeKey -> {
             if (volumeKey == null) {
                 LOG.debugf("mount-done for command %s matches no pending command (already handled or unknown)", done.commandId());
                 return Uni.createFrom().voidItem();
@@ -194,6 +241,7 @@ public class ClaimService {
                         if (volume == null || claim == null) {
                             return Uni.createFrom().voidItem();
                         }
+                        claim.tx = tx;
                         return stepDone(volume, claim, done);
                     }));
         }));
@@ -280,13 +328,18 @@ public class ClaimService {
         });
     }
 
-    /** Releases a claim (force delete). Call inside a transaction with the volume locked. */
-    public Uni<Void> releaseLocked(VolumeEntity volume, ClaimEntity claim) {
+    /** Releases a claim (force delete). Call inside {@code tx}'s transaction with the volume locked. */
+    public Uni<Void> releaseLocked(VolumeEntity volume, ClaimEntity claim, Tx tx) {
+        claim.tx = tx;
+        if (claim.releaseRequestedAt == null && !claim.releaseRequested && !claim.rollingBack) {
+            claim.releaseRequestedAt = Instant.now();
+        }
         return apply(volume, claim, machine().release(snapshot(claim)));
     }
 
-    /** Operator detach of a claim on a node. Call inside a transaction with the volume locked. */
-    public Uni<Void> detachLocked(VolumeEntity volume, ClaimEntity claim, String why) {
+    /** Operator detach of a claim on a node. Call inside {@code tx}'s transaction with the volume locked. */
+    public Uni<Void> detachLocked(VolumeEntity volume, ClaimEntity claim, String why, Tx tx) {
+        claim.tx = tx;
         if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
             claim.commandId = null;
             claim.commandDeadline = null;
@@ -300,10 +353,17 @@ public class ClaimService {
     }
 
     private Uni<Void> onLockedClaim(String claimId, ClaimWork work) {
-        return inTransaction(() -> volumeKeyOf("claim_id", claimId).chain(volumeKey -> volumeKey == null
+        Tx tx = Tx.untraced();
+        return inTransaction(tx, () -> volumeKeyOf("claim_id", claimId).chain(volumeKey -> volumeKey == null
                 ? Uni.createFrom().voidItem()
                 : lockVolume(volumeKey).chain(volume -> ClaimEntity.<ClaimEntity>findById(claimId)
-                        .chain(claim -> volume == null || claim == null ? Uni.createFrom().voidItem() : work.run(volume, claim)))));
+                        .chain(claim -> {
+                            if (volume == null || claim == null) {
+                                return Uni.createFrom().voidItem();
+                            }
+                            claim.tx = tx;
+                            return work.run(volume, claim);
+                        }))));
     }
 
     // ---------------------------------------------------------------- transitions
@@ -328,7 +388,8 @@ public class ClaimService {
                     claim.lastError = e.reason();
                     LOG.warnf("claim %s of volume %s failed: %s", claim.claimId, claim.volumeKey, e.reason());
                 }
-                chain = chain.chain(() -> outbox.add(status(claim, e.state(), e.reason())));
+                chain = chain.chain(() -> outbox.add(status(claim, e.state(), e.reason()), claim.tx));
+                observeEnd(claim, e.state(), t);
             } else if (effect instanceof ClaimMachine.SendCommand c) {
                 chain = chain.chain(() -> send(volume, claim, c.kind()));
             } else if (effect instanceof ClaimMachine.RetryLater r) {
@@ -412,7 +473,7 @@ public class ClaimService {
                     publishing ? Json.map(volume.contextJson) : null,
                     kind == NodeCommandKind.MOUNT ? Json.map(claim.publishContextJson) : null,
                     kind == NodeCommandKind.UNMOUNT ? null : secrets.fromJson(claim.sealedJson), now);
-            return outbox.add(command);
+            return outbox.add(command, claim.tx);
         });
     }
 
@@ -421,6 +482,28 @@ public class ClaimService {
             return previous;
         }
         return plugin.healthyControllerNodes().isEmpty() ? null : plugin.healthyControllerNodes().get(0);
+    }
+
+    /** The claim latency ends at ready / failed, the release latency at released; counted after commit. */
+    private void observeEnd(ClaimEntity claim, ClaimState state, Transition t) {
+        String mode = claim.mode;
+        switch (state) {
+            case READY -> {
+                Instant start = claim.requestedAt;
+                observe(claim, () -> metrics.claimLatency(mode, "ready", start));
+            }
+            case FAILED -> {
+                Instant start = claim.requestedAt;
+                observe(claim, () -> metrics.claimLatency(mode, "failed", start));
+            }
+            case RELEASED -> {
+                Instant start = claim.releaseRequestedAt;
+                String outcome = t.effects().stream().anyMatch(e -> e instanceof ClaimMachine.Abandoned) ? "abandoned" : "released";
+                observe(claim, () -> metrics.releaseLatency(outcome, start));
+            }
+            default -> {
+            }
+        }
     }
 
     // ---------------------------------------------------------------- plugin-status

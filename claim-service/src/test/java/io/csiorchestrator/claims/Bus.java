@@ -44,10 +44,16 @@ public final class Bus implements AutoCloseable {
     }
 
     public void send(ContractEvent event) {
+        send(event, Map.of());
+    }
+
+    /** Sends {@code event} with CloudEvents headers plus {@code extra} ones (e.g. a traceparent). */
+    public void send(ContractEvent event, Map<String, String> extra) {
         RecordHeaders headers = new RecordHeaders();
         CloudEventHeaders.create(event.eventType(), "/test").writeTo(headers);
         Map<String, String> h = new LinkedHashMap<>();
         headers.forEach(header -> h.put(header.key(), new String(header.value(), java.nio.charset.StandardCharsets.UTF_8)));
+        h.putAll(extra);
         kafka.send(topic(event.eventType().topic()), event.recordKey(), EventCodec.encodeToString(event), h);
     }
 

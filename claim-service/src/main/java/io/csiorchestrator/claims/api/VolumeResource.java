@@ -4,6 +4,9 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.csiorchestrator.claims.ClaimService;
 import io.csiorchestrator.claims.Secrets;
+import io.csiorchestrator.claims.Tx;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.context.Context;
 import io.csiorchestrator.claims.api.VolumeRequestParser.VolumeSpec;
 import io.csiorchestrator.claims.domain.ClaimRules;
 import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
@@ -17,6 +20,13 @@ import io.csiorchestrator.events.Violation;
 import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.inject.Inject;
+import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
+import org.eclipse.microprofile.openapi.annotations.media.Content;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
+import org.eclipse.microprofile.openapi.annotations.parameters.RequestBody;
+import org.eclipse.microprofile.openapi.annotations.responses.APIResponse;
+import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
 import jakarta.ws.rs.GET;
@@ -41,6 +51,7 @@ import java.util.stream.Collectors;
  * detach escape hatch.
  */
 @Path("/v1/volumes")
+@Tag(name = "volumes", description = "Volume registration and operator actions")
 @Produces(MediaType.APPLICATION_JSON)
 public class VolumeResource {
 
@@ -52,6 +63,8 @@ public class VolumeResource {
     Plugins plugins;
     @Inject
     Secrets secrets;
+    @Inject
+    OpenTelemetry openTelemetry;
 
     /** A 400/404/409 body: what is wrong, field by field. */
     @JsonInclude(JsonInclude.Include.NON_NULL)
@@ -92,6 +105,16 @@ public class VolumeResource {
 
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Register volumes", description = "One volume object, a list, or {\"volumes\": [...]}. Secrets and "
+            + "mount flags are sealed at rest and never returned.")
+    @RequestBody(required = true, content = @Content(mediaType = MediaType.APPLICATION_JSON,
+            schema = @Schema(type = SchemaType.OBJECT, description = "a volume, a list of volumes, or {\"volumes\": [...]}")))
+    @APIResponse(responseCode = "201", description = "Registered (namespace/id of each)",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Registered.class)))
+    @APIResponse(responseCode = "400", description = "Every problem of every volume, field by field (secret values and mount flags redacted)",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
+    @APIResponse(responseCode = "409", description = "A volume with this namespace and id is already registered",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
     public Uni<Response> register(String text) {
         JsonNode body;
         try {
@@ -120,6 +143,9 @@ public class VolumeResource {
     }
 
     @GET
+    @Operation(summary = "List volumes", description = "Stubs of every volume, or of one namespace's.")
+    @APIResponse(responseCode = "200", description = "The volumes",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.ARRAY, implementation = VolumeStub.class)))
     public Uni<List<VolumeStub>> list(@QueryParam("namespace") String namespace) {
         return Panache.withSession(() -> (namespace == null
                 ? VolumeEntity.<VolumeEntity>list("order by volumeKey")
@@ -133,6 +159,11 @@ public class VolumeResource {
 
     @GET
     @Path("/{namespace}/{id}")
+    @Operation(summary = "Read a volume", description = "Everything but secret values and mount flags, with its current and past claims.")
+    @APIResponse(responseCode = "200", description = "The volume",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeDetail.class)))
+    @APIResponse(responseCode = "404", description = "No such volume",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
     public Uni<Response> get(@PathParam("namespace") String namespace, @PathParam("id") String id) {
         return Panache.withSession(() -> VolumeEntity.<VolumeEntity>findById(VolumeEntity.key(namespace, id)).chain(v -> {
             if (v == null) {
@@ -145,9 +176,19 @@ public class VolumeResource {
 
     @DELETE
     @Path("/{namespace}/{id}")
+    @Operation(summary = "Delete a volume", description = "Refused while claimed unless force=true, which releases every "
+            + "claim; the volume goes when the last one is released.")
+    @APIResponse(responseCode = "204", description = "Deleted")
+    @APIResponse(responseCode = "202", description = "Forced: releasing every claim",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Released.class)))
+    @APIResponse(responseCode = "404", description = "No such volume",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
+    @APIResponse(responseCode = "409", description = "The volume is claimed (the claims are listed); release them or use force=true",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
     public Uni<Response> delete(@PathParam("namespace") String namespace, @PathParam("id") String id,
                                 @QueryParam("force") boolean force) {
-        return claims.inTransaction(() -> claims.lockVolume(VolumeEntity.key(namespace, id)).chain(v -> {
+        Tx tx = Tx.causedBy(openTelemetry, Context.current());
+        return claims.inTransaction(tx, () -> claims.lockVolume(VolumeEntity.key(namespace, id)).chain(v -> {
             if (v == null) {
                 return Uni.createFrom().item(notFound(namespace, id));
             }
@@ -165,7 +206,7 @@ public class VolumeResource {
                 v.deleting = true;
                 Uni<Void> chain = Uni.createFrom().voidItem();
                 for (ClaimEntity c : active) {
-                    chain = chain.chain(() -> claims.releaseLocked(v, c));
+                    chain = chain.chain(() -> claims.releaseLocked(v, c, tx));
                 }
                 List<String> allocations = active.stream().map(c -> c.allocationId).toList();
                 return chain.map(x -> Response.accepted(new Released(v.volumeKey,
@@ -176,6 +217,14 @@ public class VolumeResource {
 
     @POST
     @Path("/{namespace}/{id}/detach")
+    @Operation(summary = "Detach a node", description = "Every claim of the volume on the node is assumed detached from "
+            + "it (controller-unpublish still sent when owed).")
+    @APIResponse(responseCode = "202", description = "Detached",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Released.class)))
+    @APIResponse(responseCode = "400", description = "Invalid node id",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
+    @APIResponse(responseCode = "404", description = "No such volume",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
     public Uni<Response> detach(@PathParam("namespace") String namespace, @PathParam("id") String id,
                                 @QueryParam("node") String node) {
         var problem = PathSafeId.problem(node);
@@ -183,7 +232,8 @@ public class VolumeResource {
             return Uni.createFrom().item(errors(Response.Status.BAD_REQUEST, "invalid detach",
                     List.of(new Violation("node", Violation.quote(node), problem.get()))));
         }
-        return claims.inTransaction(() -> claims.lockVolume(VolumeEntity.key(namespace, id)).chain(v -> {
+        Tx tx = Tx.causedBy(openTelemetry, Context.current());
+        return claims.inTransaction(tx, () -> claims.lockVolume(VolumeEntity.key(namespace, id)).chain(v -> {
             if (v == null) {
                 return Uni.createFrom().item(notFound(namespace, id));
             }
@@ -192,7 +242,7 @@ public class VolumeResource {
                 Uni<Void> chain = Uni.createFrom().voidItem();
                 for (ClaimEntity c : onNode) {
                     chain = chain.chain(() -> claims.detachLocked(v, c, "operator detached node " + node
-                            + " from volume " + v.volumeKey + ": the node is assumed detached"));
+                            + " from volume " + v.volumeKey + ": the node is assumed detached", tx));
                 }
                 return chain.map(x -> Response.accepted(new Released(v.volumeKey, "detached node " + node,
                         onNode.stream().map(c -> c.allocationId).toList())).build());

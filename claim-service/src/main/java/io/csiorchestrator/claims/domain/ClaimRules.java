@@ -100,8 +100,11 @@ public final class ClaimRules {
     public record Accept(String reason) implements Decision {
     }
 
-    /** The claim is refused; {@code reason} names the volume, the allocation and the mode. */
-    public record Reject(String reason) implements Decision {
+    /**
+     * The claim is refused; {@code reason} names the volume, the allocation and the mode; {@code code}
+     * is a short, stable reason code (kebab-case, no ids) for metrics.
+     */
+    public record Reject(String code, String reason) implements Decision {
     }
 
     /** The allocation already holds this claim: nothing changes (a repeated claim, not an error). */
@@ -123,47 +126,47 @@ public final class ClaimRules {
                 if (held.mode() == request.mode() && held.nodeId().equals(request.nodeId())) {
                     return new AlreadyHeld(held);
                 }
-                return new Reject(subject + " rejected: the allocation already holds a " + held.mode().wire()
+                return new Reject("allocation-holds-other-claim", subject + " rejected: the allocation already holds a " + held.mode().wire()
                         + " claim on node " + held.nodeId() + "; release it first");
             }
         }
         if (volume.deleting()) {
-            return new Reject(subject + " rejected: the volume is being deleted");
+            return new Reject("volume-deleting", subject + " rejected: the volume is being deleted");
         }
         if (request.attachmentMode() != volume.attachmentMode()) {
-            return new Reject(subject + " rejected: the volume is registered for attachment mode "
+            return new Reject("attachment-mode-mismatch", subject + " rejected: the volume is registered for attachment mode "
                     + volume.attachmentMode().wire());
         }
         if (request.attachmentMode() == AttachmentMode.BLOCK_DEVICE && request.hasMountOptions()) {
-            return new Reject(subject + " rejected: a block-device volume takes no mount options (fs type or flags)");
+            return new Reject("block-device-mount-options", subject + " rejected: a block-device volume takes no mount options (fs type or flags)");
         }
         if (request.mountSupport() == MountSupport.NONE) {
-            return new Reject(subject + " rejected: the allocation's task driver cannot mount volumes (mount support: none)");
+            return new Reject("driver-cannot-mount", subject + " rejected: the allocation's task driver cannot mount volumes (mount support: none)");
         }
         if (request.mountSupport() == MountSupport.HOST_ONLY && request.attachmentMode() == AttachmentMode.BLOCK_DEVICE) {
-            return new Reject(subject + " rejected: the allocation's task driver mounts host paths only and cannot use a raw block device; claim it as file-system or use a driver with full mount support");
+            return new Reject("driver-host-only", subject + " rejected: the allocation's task driver mounts host paths only and cannot use a raw block device; claim it as file-system or use a driver with full mount support");
         }
         if (!capabilityCovers(volume.capability(), request.accessMode())) {
-            return new Reject(subject + " rejected: the volume is registered as " + volume.capability().wire()
+            return new Reject("access-mode-not-allowed", subject + " rejected: the volume is registered as " + volume.capability().wire()
                     + ", which does not allow " + request.accessMode().wire());
         }
         if (!volume.claims().isEmpty() && volume.fixedAccessMode() != null && volume.fixedAccessMode() != request.accessMode()) {
-            return new Reject(subject + " rejected: the volume's current claims use access mode "
+            return new Reject("access-mode-fixed", subject + " rejected: the volume's current claims use access mode "
                     + volume.fixedAccessMode().wire() + " until every claim is released");
         }
-        String unhealthy = unschedulableReason(volume, plugin, request.nodeId());
+        Unschedulable unhealthy = unschedulable(volume, plugin, request.nodeId());
         if (unhealthy != null) {
-            return new Reject(subject + " rejected: " + unhealthy);
+            return new Reject(unhealthy.code(), subject + " rejected: " + unhealthy.message());
         }
         AccessMode mode = request.accessMode();
         if (request.mode() == ClaimMode.WRITE) {
             if (!mode.allowsWrite()) {
-                return new Reject(subject + " rejected: access mode " + mode.wire() + " does not allow writers");
+                return new Reject("access-mode-read-only", subject + " rejected: access mode " + mode.wire() + " does not allow writers");
             }
             if (mode.singleWriter()) {
                 for (HeldClaim held : volume.claims()) {
                     if (held.mode() == ClaimMode.WRITE) {
-                        return new Reject(subject + " rejected: access mode " + mode.wire()
+                        return new Reject("single-writer-held", subject + " rejected: access mode " + mode.wire()
                                 + " allows a single writer and allocation " + held.allocationId() + " on node "
                                 + held.nodeId() + " holds the write claim");
                     }
@@ -173,7 +176,7 @@ public final class ClaimRules {
         if (!mode.multiNode()) {
             for (HeldClaim held : volume.claims()) {
                 if (!held.nodeId().equals(request.nodeId())) {
-                    return new Reject(subject + " rejected: access mode " + mode.wire()
+                    return new Reject("single-node-held", subject + " rejected: access mode " + mode.wire()
                             + " allows one node only and allocation " + held.allocationId() + " holds a "
                             + held.mode().wire() + " claim on node " + held.nodeId());
                 }
@@ -188,26 +191,37 @@ public final class ClaimRules {
      * one healthy node instance.
      */
     public static String unschedulableReason(VolumeFacts volume, PluginFacts plugin, String nodeId) {
+        Unschedulable u = unschedulable(volume, plugin, nodeId);
+        return u == null ? null : u.message();
+    }
+
+    /** Why a volume cannot be used: a reason code (for metrics) and the operator's message. */
+    public record Unschedulable(String code, String message) {
+    }
+
+    /** {@link #unschedulableReason} with its reason code; null when the volume can be used. */
+    public static Unschedulable unschedulable(VolumeFacts volume, PluginFacts plugin, String nodeId) {
         if (!plugin.known()) {
-            return "plugin " + volume.pluginId() + " is not registered (no plugin-status for it)";
+            return new Unschedulable("plugin-not-registered", "plugin " + volume.pluginId() + " is not registered (no plugin-status for it)");
         }
         if (plugin.controllerRequired() && plugin.healthyControllerNodes().isEmpty()) {
-            return "plugin " + volume.pluginId() + " requires a controller and has no healthy controller instance";
+            return new Unschedulable("no-healthy-controller", "plugin " + volume.pluginId() + " requires a controller and has no healthy controller instance");
         }
         if (nodeId == null) {
-            return plugin.anyHealthyNode() ? null : "plugin " + volume.pluginId() + " has no healthy node instance";
+            return plugin.anyHealthyNode() ? null
+                    : new Unschedulable("no-healthy-node", "plugin " + volume.pluginId() + " has no healthy node instance");
         }
         NodeFacts node = plugin.nodes().get(nodeId);
         if (node == null) {
-            return "plugin " + volume.pluginId() + " has no node instance on node " + nodeId;
+            return new Unschedulable("no-node-instance", "plugin " + volume.pluginId() + " has no node instance on node " + nodeId);
         }
         if (!node.healthy()) {
-            return "plugin " + volume.pluginId() + " is unhealthy on node " + nodeId;
+            return new Unschedulable("node-unhealthy", "plugin " + volume.pluginId() + " is unhealthy on node " + nodeId);
         }
         for (Map.Entry<String, String> segment : volume.topology().entrySet()) {
             if (!segment.getValue().equals(node.topology().get(segment.getKey()))) {
-                return "node " + nodeId + " is outside the volume's topology (" + segment.getKey() + "="
-                        + segment.getValue() + ")";
+                return new Unschedulable("outside-topology", "node " + nodeId + " is outside the volume's topology ("
+                        + segment.getKey() + "=" + segment.getValue() + ")");
             }
         }
         return null;

@@ -1,6 +1,14 @@
 package io.csiorchestrator.claims.messaging;
 
 import io.csiorchestrator.claims.ClaimService;
+import io.csiorchestrator.claims.Tx;
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.context.Context;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import org.apache.kafka.common.header.Header;
 import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.MalformedEventException;
@@ -31,19 +39,57 @@ public class Consumers {
      */
     static final Duration RETRY_BUDGET = Duration.ofSeconds(45);
 
+    /** How far in the future a ce_time may be (clock skew between hosts) and still be believed. */
+    static final Duration CLOCK_SKEW = Duration.ofMinutes(1);
+    /** How much older than its record a ce_time may be and still be believed. */
+    static final Duration MAX_CE_TIME_AGE = Duration.ofHours(1);
+
     @Inject
     ClaimService claims;
+    @Inject
+    OpenTelemetry openTelemetry;
 
     @Incoming("claim-requested")
-    public Uni<Void> onClaimRequested(String value) {
-        return Uni.createFrom().item(() -> EventCodec.decode(ClaimRequested.class, value))
-                .chain(request -> retried(() -> claims.onClaimRequested(request), "claim-requested " + request.requestId()));
+    public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
+        // The record's span (extracted from its traceparent by the connector) is current now, not later.
+        Tx tx = Tx.causedBy(openTelemetry, Context.current());
+        Instant requestedAt = eventTime(record, Instant.now());
+        return Uni.createFrom().item(() -> EventCodec.decode(ClaimRequested.class, record.value()))
+                .chain(request -> retried(() -> claims.onClaimRequested(request, requestedAt, tx),
+                        "claim-requested " + request.requestId()));
     }
 
     @Incoming("mount-done")
-    public Uni<Void> onMountDone(String value) {
-        return Uni.createFrom().item(() -> EventCodec.decode(MountDone.class, value))
-                .chain(done -> retried(() -> claims.onMountDone(done), "mount-done " + done.commandId()));
+    public Uni<Void> onMountDone(ConsumerRecord<String, String> record) {
+        Tx tx = Tx.causedBy(openTelemetry, Context.current());
+        return Uni.createFrom().item(() -> EventCodec.decode(MountDone.class, record.value()))
+                .chain(done -> retried(() -> claims.onMountDone(done, tx), "mount-done " + done.commandId()));
+    }
+
+    /**
+     * When the event happened: its CloudEvents {@code ce_time} header when present and sane (parseable,
+     * not in the future beyond {@link #CLOCK_SKEW}, not older than the record's own timestamp by more than
+     * {@link #MAX_CE_TIME_AGE}), else the record's timestamp, else {@code now}.
+     */
+    static Instant eventTime(ConsumerRecord<?, ?> record, Instant now) {
+        Instant recordTime = record.timestamp() > 0 ? Instant.ofEpochMilli(record.timestamp()) : null;
+        Header header = record.headers().lastHeader(CloudEventHeaders.CE_TIME);
+        if (header != null && header.value() != null) {
+            try {
+                Instant ceTime = Instant.parse(new String(header.value(), StandardCharsets.UTF_8));
+                boolean notFuture = !ceTime.isAfter(now.plus(CLOCK_SKEW));
+                boolean notAncient = !ceTime.isBefore((recordTime == null ? now : recordTime).minus(MAX_CE_TIME_AGE));
+                if (notFuture && notAncient) {
+                    return ceTime;
+                }
+            } catch (DateTimeParseException e) {
+                // not a timestamp: the record's timestamp below
+            }
+        }
+        if (recordTime != null && !recordTime.isAfter(now.plus(CLOCK_SKEW))) {
+            return recordTime;
+        }
+        return now;
     }
 
     @Incoming("plugin-status")

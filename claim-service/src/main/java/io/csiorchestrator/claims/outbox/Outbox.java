@@ -1,6 +1,7 @@
 package io.csiorchestrator.claims.outbox;
 
 import io.csiorchestrator.claims.KafkaTopics;
+import io.csiorchestrator.claims.Tx;
 import io.csiorchestrator.claims.store.OutboxEntity;
 import io.csiorchestrator.events.ContractEvent;
 import io.csiorchestrator.events.EventCodec;
@@ -21,7 +22,11 @@ public class Outbox {
     @Inject
     KafkaTopics topics;
 
-    public Uni<Void> add(ContractEvent event) {
+    /**
+     * Adds {@code event}; {@code cause} (nullable) is the transaction's input, whose trace context the
+     * relay's publish span continues.
+     */
+    public Uni<Void> add(ContractEvent event, Tx cause) {
         OutboxEntity row = new OutboxEntity();
         row.ceId = UUID.randomUUID().toString();
         row.ceType = event.eventType().cloudEventType();
@@ -31,6 +36,8 @@ public class Outbox {
         row.partitionNo = event instanceof NodeCommand command ? topics.nodeCommandPartition(command.nodeId()) : null;
         row.payload = EventCodec.encodeToString(event);
         row.createdAt = row.ceTime;
+        row.traceparent = cause == null ? null : cause.traceparent();
+        row.tracestate = cause == null ? null : cause.tracestate();
         return row.persist().replaceWithVoid();
     }
 }

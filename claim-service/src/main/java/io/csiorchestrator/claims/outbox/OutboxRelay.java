@@ -1,6 +1,16 @@
 package io.csiorchestrator.claims.outbox;
 
+import io.csiorchestrator.claims.ClaimMetrics;
 import io.csiorchestrator.claims.ClaimSettings;
+import io.csiorchestrator.events.tracing.KafkaTraceHeaders;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanBuilder;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.api.trace.Tracer;
+import io.opentelemetry.context.Context;
+import java.time.Instant;
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.EventType;
 import io.quarkus.runtime.ShutdownEvent;
@@ -54,6 +64,12 @@ public class OutboxRelay {
     Pool pool;
     @Inject
     ClaimSettings settings;
+    @Inject
+    ClaimMetrics metrics;
+    @Inject
+    OpenTelemetry openTelemetry;
+    @Inject
+    Tracer tracer;
     @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092")
     String bootstrapServers;
 
@@ -113,6 +129,9 @@ public class OutboxRelay {
     @Scheduled(every = "${csi.claims.outbox.sweep-interval:30s}", delayed = "${csi.claims.outbox.sweep-interval:30s}",
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     void safetySweep() {
+        if (suspended) {
+            executor.execute(this::updatePending);
+        }
         signal();
     }
 
@@ -140,17 +159,18 @@ public class OutboxRelay {
         try {
             while (!suspended) {
                 List<Row> rows = new ArrayList<>();
-                pool.preparedQuery("SELECT seq, ce_id, ce_type, ce_time, topic, record_key, partition_no, payload FROM outbox"
-                                + " WHERE published_at IS NULL ORDER BY seq LIMIT $1")
+                pool.preparedQuery("SELECT seq, ce_id, ce_type, ce_time, topic, record_key, partition_no, payload, created_at,"
+                                + " traceparent, tracestate FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1")
                         .execute(Tuple.of(settings.outbox().batchSize()))
                         .await().atMost(Duration.ofSeconds(30))
                         .forEach(rows::add);
                 if (rows.isEmpty()) {
+                    updatePending();
                     return;
                 }
                 List<Future<RecordMetadata>> sends = new ArrayList<>();
                 for (Row row : rows) {
-                    sends.add(producer.send(toRecord(row)));
+                    sends.add(send(row));
                 }
                 List<Long> acked = new ArrayList<>();
                 Exception failure = null;
@@ -168,6 +188,7 @@ public class OutboxRelay {
                             .execute(Tuple.of(acked.toArray(new Long[0])))
                             .await().atMost(Duration.ofSeconds(30));
                     published.addAndGet(acked.size());
+                    updatePending();
                 }
                 if (failure != null) {
                     LOG.warnf("outbox publish failed after %d of %d records (retried by the next signal or sweep): %s",
@@ -177,6 +198,61 @@ public class OutboxRelay {
             }
         } catch (RuntimeException e) {
             LOG.warnf("outbox drain failed (retried by the next signal or sweep): %s", e.toString());
+        }
+    }
+
+    /**
+     * Sends one row inside a PRODUCER span {@code <topic> publish} whose parent is the trace context stored
+     * with the row (a new trace when it has none), injected into the record's traceparent/tracestate headers.
+     * The span ends, and {@code csi.outbox.publish} records row written → ack, when the broker answers.
+     */
+    private Future<RecordMetadata> send(Row row) {
+        ProducerRecord<String, byte[]> record = toRecord(row);
+        String traceparent = row.getString("traceparent");
+        SpanBuilder builder = tracer.spanBuilder(record.topic() + " publish").setSpanKind(SpanKind.PRODUCER)
+                .setAttribute("messaging.system", "kafka")
+                .setAttribute("messaging.destination.name", record.topic())
+                .setAttribute("messaging.operation.type", "send")
+                .setAttribute("messaging.message.id", row.getString("ce_id"));
+        Context parent = traceparent == null ? Context.root()
+                : KafkaTraceHeaders.fromStored(openTelemetry, traceparent, row.getString("tracestate"));
+        if (traceparent == null) {
+            builder.setNoParent();
+        } else {
+            builder.setParent(parent);
+        }
+        Span span = builder.startSpan();
+        KafkaTraceHeaders.inject(openTelemetry, parent.with(span), record.headers());
+        OffsetDateTime written = row.getOffsetDateTime("created_at");
+        try {
+            return producer.send(record, (metadata, error) -> {
+                if (error != null) {
+                    span.recordException(error);
+                    span.setStatus(StatusCode.ERROR, error.toString());
+                } else {
+                    if (written != null) {
+                        metrics.outboxPublished(Duration.between(written.toInstant(), Instant.now()));
+                    }
+                    span.setAttribute("messaging.destination.partition.id", String.valueOf(metadata.partition()));
+                }
+                span.end();
+            });
+        } catch (RuntimeException e) {
+            span.recordException(e);
+            span.setStatus(StatusCode.ERROR, e.toString());
+            span.end();
+            throw e;
+        }
+    }
+
+    /** Refreshes the {@code csi.outbox.pending} gauge (the partial index on unpublished rows keeps it cheap). */
+    private void updatePending() {
+        try {
+            Row row = pool.query("SELECT count(*) AS n FROM outbox WHERE published_at IS NULL").execute()
+                    .await().atMost(Duration.ofSeconds(30)).iterator().next();
+            metrics.outboxPending(row.getLong("n"));
+        } catch (RuntimeException e) {
+            LOG.debugf("could not count unpublished outbox rows: %s", e.toString());
         }
     }
 

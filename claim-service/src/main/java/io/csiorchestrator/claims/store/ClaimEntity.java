@@ -5,6 +5,8 @@ import jakarta.persistence.Column;
 import jakarta.persistence.Entity;
 import jakarta.persistence.Id;
 import jakarta.persistence.Table;
+import jakarta.persistence.Transient;
+import io.csiorchestrator.claims.Tx;
 import java.time.Instant;
 
 /** A claim (current or past) and the checkpoint of its state machine. */
@@ -74,6 +76,15 @@ public class ClaimEntity extends PanacheEntityBase {
     public Instant updatedAt;
     @Column(name = "ended_at")
     public Instant endedAt;
+    /** When the claim was requested (the claim-requested event's time): the start of the claim latency. */
+    @Column(name = "requested_at")
+    public Instant requestedAt;
+    /** When its release was requested: the start of the release latency. */
+    @Column(name = "release_requested_at")
+    public Instant releaseRequestedAt;
+    /** The transaction (and the input that caused it) this claim is being changed in; not stored. */
+    @Transient
+    public Tx tx;
 
     @Override
     public String toString() {

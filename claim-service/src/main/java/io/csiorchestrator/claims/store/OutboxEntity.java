@@ -33,4 +33,7 @@ public class OutboxEntity extends PanacheEntityBase {
     public Instant createdAt;
     @Column(name = "published_at")
     public Instant publishedAt;
+    /** The W3C trace context of the input that caused this event (null: none; the relay starts a new trace). */
+    public String traceparent;
+    public String tracestate;
 }

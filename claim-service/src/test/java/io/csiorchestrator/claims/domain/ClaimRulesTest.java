@@ -76,6 +76,7 @@ public class ClaimRulesTest {
                 assertTrue(reject.reason().contains("volume ns/vol"), reject.reason());
                 assertTrue(reject.reason().contains("allocation " + step[1]), reject.reason());
                 assertTrue(reject.reason().contains(mode.wire()), reject.reason());
+                assertTrue(reject.code().matches("[a-z]+(-[a-z]+)*"), reject.code());
             }
         }
     }
@@ -164,6 +165,13 @@ public class ClaimRulesTest {
         assertTrue(reject.reason().contains(fragment), reject.reason());
         assertTrue(reject.reason().contains("allocation " + r.allocationId()), reject.reason());
         assertEquals(true, reject.reason().contains(r.mode().wire()), reject.reason());
+        assertLowCardinalityCode(reject, r);
+    }
+
+    /** A reject's metric reason code: kebab-case words, never an id from the request. */
+    private static void assertLowCardinalityCode(Reject reject, Request r) {
+        assertTrue(reject.code() != null && reject.code().matches("[a-z]+(-[a-z]+)*"), reject.code());
+        assertTrue(!reject.code().contains(r.allocationId()) || r.allocationId().length() < 2, reject.code());
     }
 
     private static VolumeFacts volume(AccessMode capability, AccessMode fixed, List<HeldClaim> held) {

@@ -1,0 +1,100 @@
+package io.csiorchestrator.claims;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import jakarta.annotation.PostConstruct;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The claim-service's own meters (Micrometer, rendered by {@code /q/metrics} in Prometheus format).
+ * Tags are low-cardinality only: claim mode, outcome, decision, reason code. Never a volume,
+ * allocation or node id.
+ *
+ * <ul>
+ *   <li>{@code csi.claim.latency} {mode, outcome}: claim requested (event time) → ready / failed /
+ *       rejected committed;</li>
+ *   <li>{@code csi.claim.release.latency} {outcome}: release requested → released committed;</li>
+ *   <li>{@code csi.claim.decisions} {decision, reason}: claim rule decisions;</li>
+ *   <li>{@code csi.outbox.pending}: outbox rows not yet acknowledged by the broker;</li>
+ *   <li>{@code csi.outbox.publish}: outbox row written (its transaction) → broker ack.</li>
+ * </ul>
+ */
+@ApplicationScoped
+public class ClaimMetrics {
+
+    public static final String CLAIM_LATENCY = "csi.claim.latency";
+    public static final String RELEASE_LATENCY = "csi.claim.release.latency";
+    public static final String DECISIONS = "csi.claim.decisions";
+    public static final String OUTBOX_PENDING = "csi.outbox.pending";
+    public static final String OUTBOX_PUBLISH = "csi.outbox.publish";
+
+    /** Histogram buckets for every latency timer here: 5 ms .. 60 s. */
+    public static final Duration[] BUCKETS = {
+            Duration.ofMillis(5), Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(50),
+            Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500), Duration.ofSeconds(1),
+            Duration.ofMillis(2500), Duration.ofSeconds(5), Duration.ofSeconds(10), Duration.ofSeconds(30),
+            Duration.ofSeconds(60)};
+
+    @Inject
+    MeterRegistry registry;
+
+    private final AtomicLong outboxPending = new AtomicLong();
+
+    @PostConstruct
+    void register() {
+        Gauge.builder(OUTBOX_PENDING, outboxPending, AtomicLong::get)
+                .description("Outbox rows committed and not yet acknowledged by the broker")
+                .register(registry);
+    }
+
+    private Timer timer(String name, String description, String... tags) {
+        return Timer.builder(name).description(description).tags(tags)
+                .serviceLevelObjectives(BUCKETS)
+                .minimumExpectedValue(BUCKETS[0]).maximumExpectedValue(BUCKETS[BUCKETS.length - 1])
+                .register(registry);
+    }
+
+    /** A claim (mode read / write) ended its publish side with {@code outcome} (ready / failed / rejected). */
+    public void claimLatency(String mode, String outcome, Instant requestedAt) {
+        if (requestedAt == null) {
+            return;
+        }
+        timer(CLAIM_LATENCY, "Claim requested (event time) to ready / failed / rejected committed",
+                "mode", mode, "outcome", outcome).record(nonNegative(Duration.between(requestedAt, Instant.now())));
+    }
+
+    /** A release (requested at {@code requestedAt}) ended with {@code outcome} (released / abandoned). */
+    public void releaseLatency(String outcome, Instant requestedAt) {
+        if (requestedAt == null) {
+            return;
+        }
+        timer(RELEASE_LATENCY, "Release requested (event time) to released committed", "outcome", outcome)
+                .record(nonNegative(Duration.between(requestedAt, Instant.now())));
+    }
+
+    /** A claim rule decision: {@code decision} accepted / rejected, {@code reason} a reason code. */
+    public void decision(String decision, String reason) {
+        Counter.builder(DECISIONS).description("Claim decisions by decision and reason code")
+                .tags("decision", decision, "reason", reason).register(registry).increment();
+    }
+
+    /** An outbox row was acknowledged by the broker {@code elapsed} after it was written. */
+    public void outboxPublished(Duration elapsed) {
+        timer(OUTBOX_PUBLISH, "Outbox row written to broker ack").record(nonNegative(elapsed));
+    }
+
+    /** The current number of unpublished outbox rows. */
+    public void outboxPending(long rows) {
+        outboxPending.set(rows);
+    }
+
+    private static Duration nonNegative(Duration d) {
+        return d.isNegative() ? Duration.ZERO : d;
+    }
+}

@@ -1,0 +1,28 @@
+package io.csiorchestrator.claims;
+
+import io.csiorchestrator.claims.api.VolumeResource;
+import io.quarkus.runtime.annotations.RegisterForReflection;
+
+/**
+ * What a native image needs for reflection beyond what Quarkus finds itself: every class Jackson
+ * (de)serializes here. The REST bodies are built as {@code Response} entities, so Quarkus REST cannot see
+ * their types from the method signatures. The JSON text columns ({@code store.Json}) hold only JDK maps
+ * and lists of strings; the sealed secrets ({@code SealedSecrets}) and the stored plugin-status
+ * ({@code PluginStatus}) are events-schema records, registered by events-schema's reflect-config.json.
+ * {@code NativeReflectionTest} fails when a REST record is missing here.
+ */
+@RegisterForReflection(targets = {
+        VolumeResource.Problem.class,
+        VolumeResource.Errors.class,
+        VolumeResource.Registered.class,
+        VolumeResource.VolumeStub.class,
+        VolumeResource.ClaimView.class,
+        VolumeResource.MountOptionsView.class,
+        VolumeResource.VolumeDetail.class,
+        VolumeResource.Released.class,
+})
+public final class NativeReflection {
+
+    private NativeReflection() {
+    }
+}
