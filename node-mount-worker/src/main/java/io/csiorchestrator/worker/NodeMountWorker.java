@@ -23,7 +23,20 @@ import io.csiorchestrator.worker.state.MountRecordStore;
 import io.csiorchestrator.worker.state.PosixDirs;
 import io.csiorchestrator.worker.state.VolumeKey;
 import io.csiorchestrator.worker.state.VolumeRecord;
+import io.csiorchestrator.worker.state.StageState;
 import io.csiorchestrator.worker.state.WorkerPaths;
+import io.csiorchestrator.worker.state.PublishState;
+import io.csiorchestrator.worker.telemetry.Telemetry;
+import io.csiorchestrator.worker.telemetry.WorkerMetrics;
+import io.csiorchestrator.worker.telemetry.WorkerTracing;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.api.trace.Tracer;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.context.Scope;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanContext;
+import org.jboss.logging.MDC;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -63,6 +76,7 @@ public class NodeMountWorker {
     private final Optional<String> keyring;
     private final Optional<String> activeKey;
     private final Clock clock = Clock.systemUTC();
+    private final Telemetry telemetry;
 
     private WorkerPaths paths;
     private PluginRegistry registry;
@@ -81,7 +95,9 @@ public class NodeMountWorker {
                            @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092") String bootstrapServers,
                            @ConfigProperty(name = TopicCatalog.PREFIX_PROPERTY, defaultValue = "") Optional<String> prefix,
                            @ConfigProperty(name = "csi.secrets.keyring") Optional<String> keyring,
-                           @ConfigProperty(name = "csi.secrets.active-key") Optional<String> activeKey) {
+                           @ConfigProperty(name = "csi.secrets.active-key") Optional<String> activeKey,
+                           MeterRegistry meters, OpenTelemetry openTelemetry, Tracer tracer) {
+        this.telemetry = new Telemetry(new WorkerMetrics(meters), new WorkerTracing(openTelemetry, tracer));
         this.config = config;
         this.bootstrapServers = bootstrapServers;
         this.topics = new TopicCatalog(prefix.orElse(""));
@@ -101,7 +117,8 @@ public class NodeMountWorker {
         String nodeId = PathSafeId.require("csi.worker.node-id", config.nodeId());
         paths = new WorkerPaths(config.root(), new PosixDirs());
         paths.ensureDirectory(paths.recordsDir());
-        publisher = new KafkaEventPublisher(bootstrapServers, topics, SOURCE, config.eventQueueCapacity());
+        publisher = new KafkaEventPublisher(bootstrapServers, topics, SOURCE, config.eventQueueCapacity(),
+                telemetry.tracing());
         publisher.start();
         registry = new PluginRegistry();
         scheduler = Executors.newScheduledThreadPool(2, daemon("csi-worker-scheduler"));
@@ -109,7 +126,9 @@ public class NodeMountWorker {
         volumeExecutor = Executors.newFixedThreadPool(Math.max(1, config.concurrency()), daemon("csi-volume-op"));
         serializer = new VolumeSerializer(volumeExecutor);
         operations = new VolumeOperations(nodeId, paths, new MountRecordStore(paths), registry, MountInfo::readSelf,
-                secretOpener(), publisher::publish, clock);
+                // node events of a command are emitted synchronously on the volume thread, inside the
+                // command's context (see handle): they carry the command's trace
+                secretOpener(), event -> publisher.publish(event, Context.current()), clock);
         for (String problem : operations.load()) {
             LOG.error(problem);
             publisher.publish(new NodeEvent(nodeId, null, NodeEventKind.RESTORE, "Unreadable mount record", null, null,
@@ -119,21 +138,33 @@ public class NodeMountWorker {
                 config.callTimeout(), config.callAttempts());
         watcher = new PluginWatcher(config.pluginsDir(), nodeId, registry,
                 (pluginId, socket, settings) -> new PluginSupervisor(pluginId, nodeId, socket, settings, paths.root(),
-                        timing, publisher, this::healVolumesOf, clock),
+                        timing, publisher, this::healVolumesOf, clock, telemetry),
                 scheduler, probeExecutor, config.probeInterval(), config.heartbeatInterval(), config.rescanInterval(), publisher, clock);
         restoreRecordedVolumes(nodeId);
         watcher.start();
         consumer = new CommandConsumer(bootstrapServers, config.consumerGroup().orElse("node-mount-worker-" + nodeId),
                 topics.name(Topic.NODE_COMMANDS), topics.deadLetterName(Topic.NODE_COMMANDS), nodeId, serializer,
-                this::handle, publisher);
+                this::handle, publisher, telemetry);
         consumer.start();
+        registerGauges();
         started = true;
         LOG.infof("node-mount-worker of node %s started: root %s, plugins %s", nodeId, paths.root(), config.pluginsDir());
     }
 
-    /** Runs a command; an unexpected failure is still answered, so the partition never stalls. */
-    private MountDone handle(NodeCommand command) {
-        try {
+    /**
+     * Runs a command on the volume thread inside {@code cause}, the context of its
+     * {@code node-commands process} span: the CSI calls it awaits on this thread are its children
+     * and the node events it emits carry it. An unexpected failure is still answered, so the
+     * partition never stalls.
+     */
+    private MountDone handle(NodeCommand command, Context cause) {
+        SpanContext span = Span.fromContext(cause).getSpanContext();
+        // the log format's %X{traceId}: Quarkus fills the MDC on Vert.x threads only, this is a worker thread
+        if (span.isValid()) {
+            MDC.put("traceId", span.getTraceId());
+            MDC.put("spanId", span.getSpanId());
+        }
+        try (Scope ignored = cause.makeCurrent()) {
             return operations.execute(command);
         } catch (RuntimeException e) {
             LOG.errorf(e, "command %s failed unexpectedly", command.commandId());
@@ -141,7 +172,44 @@ public class NodeMountWorker {
                     command.volumeId(), command.allocationId(), false, "WORKER_ERROR",
                     "node-mount-worker failed on this command: " + e.getClass().getSimpleName() + ": " + e.getMessage(),
                     Map.of(), null, null, clock.instant());
+        } finally {
+            MDC.remove("traceId");
+            MDC.remove("spanId");
         }
+    }
+
+    /** Gauges read from the worker's current parts (registered once; a restart keeps them). */
+    private void registerGauges() {
+        WorkerMetrics metrics = telemetry.metrics();
+        metrics.gauge("csi.plugins", "CSI plugins registered on this node, by health", this,
+                w -> w.countPlugins(true), "healthy", "true");
+        metrics.gauge("csi.plugins", "CSI plugins registered on this node, by health", this,
+                w -> w.countPlugins(false), "healthy", "false");
+        metrics.gauge("csi.node.volumes.staged", "Volumes staged on this node (the worker's records)", this,
+                NodeMountWorker::countStaged);
+        metrics.gauge("csi.node.volumes.published",
+                "Publications (allocation targets) published on this node (the worker's records)", this,
+                NodeMountWorker::countPublished);
+        metrics.gauge("csi.node.events.queued", "Events waiting in memory for the broker", this,
+                w -> w.publisher == null ? 0 : w.publisher.queued());
+    }
+
+    private double countPlugins(boolean healthy) {
+        PluginRegistry r = registry;
+        return r == null ? 0 : r.all().stream().filter(s -> s.healthy() == healthy).count();
+    }
+
+    private double countStaged() {
+        VolumeOperations ops = operations;
+        return ops == null ? 0 : ops.records().values().stream().filter(r -> r.stage() == StageState.STAGED).count();
+    }
+
+    private double countPublished() {
+        VolumeOperations ops = operations;
+        return ops == null ? 0 : ops.records().values().stream()
+                .flatMap(r -> r.users().stream())
+                .filter(u -> u.state() == PublishState.PUBLISHED)
+                .count();
     }
 
     /**
@@ -260,6 +328,10 @@ public class NodeMountWorker {
 
     public CommandConsumer consumer() {
         return consumer;
+    }
+
+    public KafkaEventPublisher publisher() {
+        return publisher;
     }
 
     private static java.util.concurrent.ThreadFactory daemon(String name) {

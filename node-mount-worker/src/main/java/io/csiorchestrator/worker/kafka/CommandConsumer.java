@@ -8,15 +8,21 @@ import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodePartitioner;
 import io.csiorchestrator.worker.mount.VolumeSerializer;
 import io.csiorchestrator.worker.state.VolumeKey;
+import io.csiorchestrator.worker.telemetry.Telemetry;
+import io.csiorchestrator.worker.telemetry.WorkerTracing;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.context.Context;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
+import java.util.function.BiFunction;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -38,6 +44,12 @@ import org.jboss.logging.Logger;
  * per volume at a time, volumes concurrently); each answer goes to {@code mount-done}, and the
  * offset is committed (under a per-node group id) only up to the longest prefix of commands whose
  * answer the broker acknowledged. A redelivery after a crash is answered from the record.
+ *
+ * <p>Each command of this node is a CONSUMER span {@code <topic> process}, child of the trace in
+ * the record's {@code traceparent}; the handler gets that span's context and the mount-done is
+ * published with it. The time from taking the command to the acknowledged mount-done is the
+ * {@code csi.node.command} timer. Every few seconds the thread asks the broker for the
+ * partition's end offset: {@link #connectivity()} tells readiness whether the broker answers.
  */
 public final class CommandConsumer implements AutoCloseable {
 
@@ -48,7 +60,11 @@ public final class CommandConsumer implements AutoCloseable {
     private final String deadLetterTopic;
     private final String nodeId;
     private final VolumeSerializer serializer;
-    private final Function<NodeCommand, MountDone> handler;
+    private final BiFunction<NodeCommand, Context, MountDone> handler;
+    private final Telemetry telemetry;
+    private volatile Instant lastBrokerContact;
+    private volatile String lastFailure = "not connected yet";
+    private long nextContactCheckNanos;
     private final KafkaEventPublisher publisher;
     private final OffsetTracker tracker = new OffsetTracker();
     private final CountDownLatch stop = new CountDownLatch(1);
@@ -57,8 +73,9 @@ public final class CommandConsumer implements AutoCloseable {
     private Thread thread;
 
     public CommandConsumer(String bootstrapServers, String groupId, String topic, String deadLetterTopic, String nodeId,
-                           VolumeSerializer serializer, Function<NodeCommand, MountDone> handler,
-                           KafkaEventPublisher publisher) {
+                           VolumeSerializer serializer, BiFunction<NodeCommand, Context, MountDone> handler,
+                           KafkaEventPublisher publisher, Telemetry telemetry) {
+        this.telemetry = telemetry;
         this.topic = topic;
         this.deadLetterTopic = deadLetterTopic;
         this.nodeId = nodeId;
@@ -102,9 +119,12 @@ public final class CommandConsumer implements AutoCloseable {
                     TopicPartition tp = new TopicPartition(topic, NodePartitioner.partitionFor(nodeId, partitions.size()));
                     consumer.assign(List.of(tp));
                     assigned = tp;
+                    lastBrokerContact = Instant.now();
+                    lastFailure = null;
                     LOG.infof("node %s reads partition %d of %s (%d partitions)", nodeId, tp.partition(), topic,
                             partitions.size());
                 }
+                checkBrokerContact();
                 ConsumerRecords<String, byte[]> records = consumer.poll(Duration.ofMillis(200));
                 for (ConsumerRecord<String, byte[]> record : records) {
                     dispatch(record);
@@ -117,6 +137,7 @@ public final class CommandConsumer implements AutoCloseable {
             } catch (WakeupException e) {
                 break;
             } catch (RuntimeException e) {
+                lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
                 LOG.warnf("reading %s failed (%s); retrying in %d ms", topic, e.getMessage(), backoffMs);
                 try {
                     if (stop.await(backoffMs, TimeUnit.MILLISECONDS)) {
@@ -152,6 +173,9 @@ public final class CommandConsumer implements AutoCloseable {
         try {
             command = EventCodec.decode(NodeCommand.class, record.value());
         } catch (MalformedEventException e) {
+            Span span = telemetry.tracing().startProcess(record);
+            span.setStatus(StatusCode.ERROR, "malformed node command sent to " + deadLetterTopic);
+            span.end();
             LOG.warnf("malformed node command at %s-%d@%d sent to %s: %s", record.topic(), record.partition(), offset,
                     deadLetterTopic, e.getMessage());
             ProducerRecord<String, byte[]> dead = new ProducerRecord<>(deadLetterTopic, null, record.key(), record.value(),
@@ -163,18 +187,56 @@ public final class CommandConsumer implements AutoCloseable {
             publisher.sendRaw(dead).whenComplete((ok, failure) -> tracker.completed(offset));
             return;
         }
+        Span span = telemetry.tracing().startProcess(record);
+        span.setAttribute("csi.node-command.kind", command.kind().wire());
+        Context context = Context.root().with(span);
+        long taken = System.nanoTime();
         VolumeKey key = new VolumeKey(command.namespace(), command.volumeId());
-        serializer.submit(key, () -> handler.apply(command)).whenComplete((done, failure) -> {
+        serializer.submit(key, () -> handler.apply(command, context)).whenComplete((done, failure) -> {
             if (failure != null) {
                 LOG.errorf(failure, "command %s failed unexpectedly; it runs again after a restart", command.commandId());
+                WorkerTracing.end(span, failure);
                 return;
             }
-            publisher.send(done).whenComplete((ok, sendFailure) -> {
+            if (!done.succeeded()) {
+                span.setStatus(StatusCode.ERROR, done.errorCode());
+            }
+            publisher.send(done, context).whenComplete((ok, sendFailure) -> {
                 if (sendFailure == null) {
+                    telemetry.metrics().nodeCommand(command.kind(), done.succeeded(),
+                            Duration.ofNanos(System.nanoTime() - taken));
                     tracker.completed(offset);
                 }
+                span.end();
             });
         });
+    }
+
+    /** Asks the broker for the partition's end offset every 5 s: proof the consumer reaches it. */
+    private void checkBrokerContact() {
+        long now = System.nanoTime();
+        if (now < nextContactCheckNanos) {
+            return;
+        }
+        nextContactCheckNanos = now + Duration.ofSeconds(5).toNanos();
+        try {
+            consumer.endOffsets(List.of(assigned), Duration.ofSeconds(3));
+            lastBrokerContact = Instant.now();
+            lastFailure = null;
+        } catch (org.apache.kafka.common.errors.TimeoutException e) {
+            lastFailure = "the broker did not answer within 3 s";
+        }
+    }
+
+    /** What the consumer knows of its broker: for readiness. */
+    public record Connectivity(TopicPartition partition, Instant lastBrokerContact, String lastFailure) {
+        public boolean connected() {
+            return partition != null && lastFailure == null && lastBrokerContact != null;
+        }
+    }
+
+    public Connectivity connectivity() {
+        return new Connectivity(assigned, lastBrokerContact, lastFailure);
     }
 
     private static byte[] bytes(String s) {

@@ -5,7 +5,11 @@ import io.csiorchestrator.events.ContractEvent;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.worker.EventSink;
+import io.csiorchestrator.worker.telemetry.WorkerTracing;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.context.Context;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -24,7 +28,9 @@ import org.jboss.logging.Logger;
  * Sends the worker's events in order from an in-memory queue on one thread. A record leaves the
  * queue only once the broker acknowledged it, so while Kafka is unreachable (a disconnected node)
  * events wait and are delivered once it is back. Every record carries the CloudEvents headers,
- * created when the event is queued (a resend keeps its ce_id).
+ * created when the event is queued (a resend keeps its ce_id), and an event caused by traced work
+ * the W3C trace context of a PRODUCER span {@code <topic> publish} (child of the cause) that ends
+ * with the broker's acknowledgement.
  */
 public final class KafkaEventPublisher implements EventSink, AutoCloseable {
 
@@ -39,6 +45,9 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
     private final String source;
     private final int capacity;
     private final Properties producerConfig;
+    private final WorkerTracing tracing;
+    private volatile String lastSendFailure;
+    private volatile Instant lastAcknowledged;
     private final LinkedBlockingDeque<Pending> queue = new LinkedBlockingDeque<>();
     private final CountDownLatch stopped = new CountDownLatch(1);
     private volatile boolean closing;
@@ -46,6 +55,12 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
     private KafkaProducer<String, byte[]> producer;
 
     public KafkaEventPublisher(String bootstrapServers, TopicCatalog topics, String source, int capacity) {
+        this(bootstrapServers, topics, source, capacity, WorkerTracing.noop());
+    }
+
+    public KafkaEventPublisher(String bootstrapServers, TopicCatalog topics, String source, int capacity,
+                               WorkerTracing tracing) {
+        this.tracing = tracing;
         this.topics = topics;
         this.source = source;
         this.capacity = capacity;
@@ -69,16 +84,27 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
     }
 
     @Override
-    public void publish(ContractEvent event) {
-        send(event);
+    public void publish(ContractEvent event, Context cause) {
+        send(event, cause);
     }
 
-    /** Queues {@code event}; the future completes when the broker acknowledged it. */
+    /** Queues {@code event}, caused by nothing traced; the future completes when the broker acknowledged it. */
     public CompletableFuture<Void> send(ContractEvent event) {
-        ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(event.eventType().topic()),
-                event.recordKey(), EventCodec.encode(event));
+        return send(event, Context.root());
+    }
+
+    /**
+     * Queues {@code event}, caused by the work traced in {@code cause}: the record carries the
+     * context of its {@code <topic> publish} span. The future completes when the broker acknowledged it.
+     */
+    public CompletableFuture<Void> send(ContractEvent event, Context cause) {
+        String topic = topics.name(event.eventType().topic());
+        ProducerRecord<String, byte[]> record = new ProducerRecord<>(topic, event.recordKey(), EventCodec.encode(event));
         CloudEventHeaders.create(event.eventType(), source).writeTo(record.headers());
-        return enqueue(record);
+        Span span = tracing.startPublish(cause, topic, record.headers());
+        CompletableFuture<Void> acked = enqueue(record);
+        acked.whenComplete((ok, failure) -> WorkerTracing.end(span, failure));
+        return acked;
     }
 
     /** Queues a raw record (a dead letter). */
@@ -103,6 +129,16 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
         return queue.size();
     }
 
+    /** Why the last send to the broker failed, or null when the last send succeeded (or none was tried). */
+    public String lastSendFailure() {
+        return lastSendFailure;
+    }
+
+    /** When the broker last acknowledged a record, or null. */
+    public Instant lastAcknowledged() {
+        return lastAcknowledged;
+    }
+
     private void run() {
         long backoffMs = 100;
         while (!(closing && queue.isEmpty())) {
@@ -120,6 +156,8 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
                     producer = new KafkaProducer<>(producerConfig);
                 }
                 producer.send(next.record()).get(SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                lastSendFailure = null;
+                lastAcknowledged = Instant.now();
                 next.acked().complete(null);
                 backoffMs = 100;
             } catch (InterruptedException e) {
@@ -127,6 +165,7 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
                 break;
             } catch (ExecutionException | TimeoutException | RuntimeException e) {
                 queue.addFirst(next);
+                lastSendFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
                 LOG.debugf("sending to %s failed (%s); retrying in %d ms", next.record().topic(), e.getMessage(), backoffMs);
                 if (closing) {
                     break;

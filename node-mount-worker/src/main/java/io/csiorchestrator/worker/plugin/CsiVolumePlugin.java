@@ -4,6 +4,7 @@ import io.csiorchestrator.csi.CsiAccessMode;
 import io.csiorchestrator.csi.CsiAttachmentMode;
 import io.csiorchestrator.csi.CsiCallException;
 import io.csiorchestrator.csi.CsiPluginClient;
+import io.csiorchestrator.csi.CsiRpc;
 import io.csiorchestrator.csi.CsiSocketException;
 import io.csiorchestrator.csi.MountOptions;
 import io.csiorchestrator.csi.VolumeCapabilities;
@@ -18,6 +19,9 @@ import io.csiorchestrator.worker.mount.ControllerVolumePlugin;
 import io.csiorchestrator.worker.mount.NodeVolumePlugin;
 import io.csiorchestrator.worker.mount.PluginCallFailure;
 import io.csiorchestrator.worker.mount.VolumeRequest;
+import io.csiorchestrator.worker.telemetry.WorkerTracing;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.context.Scope;
 import io.smallrye.mutiny.Uni;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -27,7 +31,8 @@ import java.util.Map;
  * One plugin's node and controller services over the csi-client library: builds the CSI
  * requests (capability from access and attachment mode, fs type and flags; paths translated for
  * a containerized plugin), waits for the client's retried call, and turns its failures into
- * {@link PluginCallFailure}s carrying the client's operator message.
+ * {@link PluginCallFailure}s carrying the client's operator message. Each call is a CLIENT span
+ * {@code csi/<Rpc>} (retries included) in the current trace: the caller's thread awaits the call.
  */
 public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolumePlugin {
 
@@ -37,9 +42,16 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
     private final PluginSettings settings;
     private final Path workerRoot;
     private final Duration callLimit;
+    private final WorkerTracing tracing;
 
     public CsiVolumePlugin(String pluginId, CsiPluginClient client, boolean requiresStaging, PluginSettings settings,
                            Path workerRoot, Duration callLimit) {
+        this(pluginId, client, requiresStaging, settings, workerRoot, callLimit, WorkerTracing.noop());
+    }
+
+    public CsiVolumePlugin(String pluginId, CsiPluginClient client, boolean requiresStaging, PluginSettings settings,
+                           Path workerRoot, Duration callLimit, WorkerTracing tracing) {
+        this.tracing = tracing;
         this.pluginId = pluginId;
         this.client = client;
         this.requiresStaging = requiresStaging;
@@ -68,12 +80,12 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
                 .putAllSecrets(r.secrets())
                 .putAllVolumeContext(r.volumeContext())
                 .build();
-        await(client.nodeStage(request));
+        await(CsiRpc.NODE_STAGE_VOLUME, client.nodeStage(request));
     }
 
     @Override
     public void unstage(String externalVolumeId, Path stagingPath) {
-        await(client.nodeUnstage(NodeUnstageVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
+        await(CsiRpc.NODE_UNSTAGE_VOLUME, client.nodeUnstage(NodeUnstageVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
                 .setStagingTargetPath(plugin(stagingPath)).build()));
     }
 
@@ -90,12 +102,12 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
         if (requiresStaging && r.stagingPath() != null) {
             request.setStagingTargetPath(plugin(r.stagingPath()));
         }
-        await(client.nodePublish(request.build()));
+        await(CsiRpc.NODE_PUBLISH_VOLUME, client.nodePublish(request.build()));
     }
 
     @Override
     public void unpublish(String externalVolumeId, Path targetPath) {
-        await(client.nodeUnpublish(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
+        await(CsiRpc.NODE_UNPUBLISH_VOLUME, client.nodeUnpublish(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
                 .setTargetPath(plugin(targetPath)).build()));
     }
 
@@ -109,12 +121,12 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
                 .putAllSecrets(r.secrets())
                 .putAllVolumeContext(r.volumeContext())
                 .build();
-        return await(client.controllerPublish(request)).getPublishContextMap();
+        return await(CsiRpc.CONTROLLER_PUBLISH_VOLUME, client.controllerPublish(request)).getPublishContextMap();
     }
 
     @Override
     public void controllerUnpublish(String externalVolumeId, String externalNodeId, Map<String, String> secrets) {
-        await(client.controllerUnpublish(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
+        await(CsiRpc.CONTROLLER_UNPUBLISH_VOLUME, client.controllerUnpublish(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
                 .setNodeId(externalNodeId).putAllSecrets(secrets).build()));
     }
 
@@ -135,16 +147,34 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
         }
     }
 
-    private <T> T await(Uni<T> call) {
-        try {
-            return call.await().atMost(callLimit);
+    private <T> T await(CsiRpc rpc, Uni<T> call) {
+        Span span = tracing.csiCall(pluginId, "csi.v1." + serviceName(rpc), rpc.methodName());
+        try (Scope ignored = span.makeCurrent()) {
+            T result = call.await().atMost(callLimit);
+            WorkerTracing.endCsiCall(span, "OK", null);
+            return result;
         } catch (CsiCallException e) {
+            WorkerTracing.endCsiCall(span, e.code().name(), e.getMessage());
             throw new PluginCallFailure(e.code().name(), e.getMessage(), e.isUncertain());
         } catch (CsiSocketException e) {
+            WorkerTracing.endCsiCall(span, "UNAVAILABLE", e.getMessage());
             throw new PluginCallFailure("UNAVAILABLE", e.getMessage(), true);
         } catch (io.smallrye.mutiny.TimeoutException e) {
-            throw new PluginCallFailure("DEADLINE_EXCEEDED", "CSI plugin '" + pluginId + "' did not answer within "
-                    + callLimit + "; the operation may still complete", true);
+            String message = "CSI plugin '" + pluginId + "' did not answer within " + callLimit
+                    + "; the operation may still complete";
+            WorkerTracing.endCsiCall(span, "DEADLINE_EXCEEDED", message);
+            throw new PluginCallFailure("DEADLINE_EXCEEDED", message, true);
+        } catch (RuntimeException e) {
+            WorkerTracing.end(span, e);
+            throw e;
         }
+    }
+
+    private static String serviceName(CsiRpc rpc) {
+        return switch (rpc.service()) {
+            case IDENTITY -> "Identity";
+            case CONTROLLER -> "Controller";
+            case NODE -> "Node";
+        };
     }
 }

@@ -9,6 +9,7 @@ import io.csiorchestrator.events.NodeInfo;
 import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.events.PluginType;
 import io.csiorchestrator.worker.EventSink;
+import io.csiorchestrator.worker.telemetry.Telemetry;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -47,6 +48,7 @@ public final class PluginSupervisor {
     private final EventSink sink;
     private final Consumer<String> onHealthy;
     private final Clock clock;
+    private final Telemetry telemetry;
 
     private CsiPluginClient client;
     private Object socketIdentity;
@@ -59,6 +61,13 @@ public final class PluginSupervisor {
 
     public PluginSupervisor(String pluginId, String nodeId, Path socket, PluginSettings settings, Path workerRoot,
                             Timing timing, EventSink sink, Consumer<String> onHealthy, Clock clock) {
+        this(pluginId, nodeId, socket, settings, workerRoot, timing, sink, onHealthy, clock, Telemetry.none());
+    }
+
+    /** With {@code telemetry}: every CSI attempt recorded as {@code csi.rpc}, every volume call traced. */
+    public PluginSupervisor(String pluginId, String nodeId, Path socket, PluginSettings settings, Path workerRoot,
+                            Timing timing, EventSink sink, Consumer<String> onHealthy, Clock clock, Telemetry telemetry) {
+        this.telemetry = telemetry;
         this.pluginId = pluginId;
         this.nodeId = nodeId;
         this.socket = socket;
@@ -169,7 +178,8 @@ public final class PluginSupervisor {
                     }
                     fingerprint = fp;
                     volumes = new CsiVolumePlugin(pluginId, client, fp.requiresStaging(), settings, workerRoot,
-                            timing.callTimeout().multipliedBy(timing.callAttempts()).plusSeconds(30));
+                            timing.callTimeout().multipliedBy(timing.callAttempts()).plusSeconds(30),
+                            telemetry.tracing());
                 } else {
                     Boolean ready = probeClient().probe().await().atMost(timing.probeTimeout().plusSeconds(1));
                     if (!Boolean.TRUE.equals(ready)) {
@@ -252,6 +262,7 @@ public final class PluginSupervisor {
     private CsiClientOptions clientOptions() {
         CsiClientOptions defaults = CsiClientOptions.defaults();
         return defaults.withConnectTimeout(timing.connectTimeout())
+                .withAttemptListener(telemetry.metrics().csiAttempts(pluginId))
                 .withRetryPolicy(defaults.retryPolicy().withMaxAttempts(timing.callAttempts())
                         .withPerAttemptTimeout(timing.callTimeout()));
     }

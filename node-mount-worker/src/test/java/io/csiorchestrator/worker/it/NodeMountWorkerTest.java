@@ -56,6 +56,9 @@ import java.util.function.Predicate;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import static org.hamcrest.Matchers.hasItems;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -85,6 +88,9 @@ class NodeMountWorkerTest {
 
     @Inject
     NodeMountWorker worker;
+
+    @Inject
+    RecordingSpanExporter spans;
 
     @BeforeAll
     static void startKafkaClient() {
@@ -138,6 +144,30 @@ class NodeMountWorkerTest {
         CloudEventHeaders.create(EventType.NODE_COMMAND, "/test").writeTo(headers);
         int partition = NodePartitioner.partitionFor(NODE, 4);
         kafka.send(new ProducerRecord<>("node-commands", partition, NODE, json, headers));
+    }
+
+    private static final String TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
+    private static final String PARENT_SPAN_ID = "00f067aa0ba902b7";
+
+    private static void sendTraced(NodeCommand command, String traceparent) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(EventType.NODE_COMMAND, "/test").writeTo(headers);
+        headers.add("traceparent", traceparent.getBytes(StandardCharsets.UTF_8));
+        int partition = NodePartitioner.partitionFor(NODE, 4);
+        kafka.send(new ProducerRecord<>("node-commands", partition, NODE, EventCodec.encodeToString(command), headers));
+    }
+
+    private static String traceIdOf(String traceparent) {
+        return traceparent.split("-")[1];
+    }
+
+    private static String spanIdOf(String traceparent) {
+        return traceparent.split("-")[2];
+    }
+
+    private SpanData awaitSpan(Predicate<SpanData> predicate) {
+        return await().atMost(Duration.ofSeconds(20)).until(
+                () -> spans.spans().stream().filter(predicate).findFirst(), java.util.Optional::isPresent).orElseThrow();
     }
 
     private static MountDone awaitDone(NodeCommand command) {
@@ -241,8 +271,106 @@ class NodeMountWorkerTest {
                 && Boolean.TRUE.equals(e.success()));
     }
 
+    /**
+     * A node command produced with a known traceparent: the worker's CONSUMER span
+     * {@code node-commands process} is its child, the CSI calls are children of that span, and the
+     * mount-done and the node event it causes carry the same trace with their own span ids.
+     */
     @Test
     @Order(3)
+    void aTracedCommandCarriesItsTraceToMountDoneTheNodeEventAndTheCsiCalls() throws Exception {
+        String ext = createVolume("traced-vol");
+        NodeCommand command = mount("traced", ext, "alloc-t", false);
+        String sent = "00-" + TRACE_ID + "-" + PARENT_SPAN_ID + "-01";
+        sendTraced(command, sent);
+
+        String marker = "\"commandId\":\"" + command.commandId() + "\"";
+        ConsumerRecord<String, String> done = kafka.awaitRecord("mount-done", r -> r.value().contains(marker), WAIT);
+        assertTrue(EventCodec.decode(MountDone.class, done.value()).succeeded(), done.value());
+        String doneParent = KafkaTestClient.header(done, "traceparent");
+        assertEquals(TRACE_ID, traceIdOf(doneParent), "mount-done continues the command's trace: " + doneParent);
+        assertFalse(PARENT_SPAN_ID.equals(spanIdOf(doneParent)), "with a span of the worker: " + doneParent);
+
+        ConsumerRecord<String, String> event = kafka.awaitRecord("node-events", r -> {
+            NodeEvent e = EventCodec.decode(NodeEvent.class, r.value());
+            return e.kind() == NodeEventKind.MOUNT && "alloc-t".equals(e.allocationId());
+        }, WAIT);
+        String eventParent = KafkaTestClient.header(event, "traceparent");
+        assertEquals(TRACE_ID, traceIdOf(eventParent), "the node event the command caused is in its trace too");
+
+        SpanData process = awaitSpan(s -> s.getName().equals("node-commands process")
+                && s.getTraceId().equals(TRACE_ID));
+        assertEquals(SpanKind.CONSUMER, process.getKind());
+        assertEquals(PARENT_SPAN_ID, process.getParentSpanId(), "a child of the producer's span");
+        SpanData publish = awaitSpan(s -> s.getName().equals("csi/NodePublishVolume") && s.getTraceId().equals(TRACE_ID));
+        assertEquals(SpanKind.CLIENT, publish.getKind());
+        assertEquals(process.getSpanId(), publish.getParentSpanId(), "CSI calls are children of the command's span");
+        SpanData stage = awaitSpan(s -> s.getName().equals("csi/NodeStageVolume") && s.getTraceId().equals(TRACE_ID));
+        assertEquals(process.getSpanId(), stage.getParentSpanId());
+        SpanData produced = awaitSpan(s -> s.getName().equals("mount-done publish") && s.getTraceId().equals(TRACE_ID));
+        assertEquals(SpanKind.PRODUCER, produced.getKind());
+        assertEquals(process.getSpanId(), produced.getParentSpanId());
+        assertEquals(produced.getSpanId(), spanIdOf(doneParent), "mount-done carries its publish span");
+
+        assertTrue(run(unmount("traced", ext, "alloc-t")).succeeded());
+    }
+
+    /** The CSI RPC and node command histograms, the node gauges, and the readiness checks by name. */
+    @Test
+    @Order(4)
+    void metricsShowCsiRpcAndNodeCommandHistogramsAndReadinessNamesItsChecks() {
+        // the last mount-done's timer is recorded on the broker's acknowledgement, which may follow the record
+        await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> {
+            String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+            assertBucket(metrics, "csi_rpc_seconds_bucket", "0.05", "plugin=\"hp\"", "rpc=\"NodeStageVolume\"", "code=\"OK\"");
+            assertBucket(metrics, "csi_rpc_seconds_bucket", "1.0", "plugin=\"hp\"", "rpc=\"NodePublishVolume\"", "code=\"OK\"");
+            assertTrue(count(metrics, "csi_rpc_seconds_count", "plugin=\"hp\"", "rpc=\"NodeStageVolume\"", "code=\"OK\"") > 0,
+                    metrics);
+            assertTrue(count(metrics, "csi_rpc_seconds_count", "plugin=\"hp\"", "rpc=\"Probe\"", "code=\"OK\"") > 0,
+                    "probes are CSI calls too");
+            assertBucket(metrics, "csi_node_command_seconds_bucket", "0.05", "kind=\"mount\"", "outcome=\"succeeded\"");
+            assertTrue(count(metrics, "csi_node_command_seconds_count", "kind=\"mount\"", "outcome=\"succeeded\"") >= 3,
+                    "mounts of the tests before");
+            assertTrue(count(metrics, "csi_node_command_seconds_count", "kind=\"unmount\"", "outcome=\"succeeded\"") >= 3);
+            assertEquals(1.0, value(metrics, "csi_plugins", "healthy=\"true\""), metrics);
+            assertEquals(0.0, value(metrics, "csi_plugins", "healthy=\"false\""));
+            assertTrue(value(metrics, "csi_node_volumes_staged") >= 0);
+            assertTrue(value(metrics, "csi_node_volumes_published") >= 0);
+            assertFalse(java.util.regex.Pattern.compile("[{,](volume|volume_id|alloc|allocation|node|node_id)=").matcher(metrics).find(),
+                    "no per-volume, per-allocation or per-node tags");
+        });
+        given().get("/q/health/ready").then().statusCode(200)
+                .body("checks.name", hasItems("node-mount-worker", "kafka"))
+                .body("checks.find { it.name == 'kafka' }.status", org.hamcrest.Matchers.equalTo("UP"))
+                .body("checks.find { it.name == 'kafka' }.data.consumer", containsString("node-commands"));
+    }
+
+    private static List<String> lines(String metrics, String name, String... labels) {
+        return metrics.lines().filter(l -> l.startsWith(name + "{") || l.startsWith(name + " "))
+                .filter(l -> java.util.Arrays.stream(labels).allMatch(l::contains)).toList();
+    }
+
+    private static void assertBucket(String metrics, String name, String le, String... labels) {
+        List<String> found = lines(metrics, name, labels).stream().filter(l -> l.contains("le=\"" + le + "\"")).toList();
+        assertEquals(1, found.size(), name + " " + List.of(labels) + " le=" + le + " in:\n" + lines(metrics, name));
+    }
+
+    private static double count(String metrics, String name, String... labels) {
+        return lines(metrics, name, labels).stream().mapToDouble(NodeMountWorkerTest::sampleValue).sum();
+    }
+
+    private static double value(String metrics, String name, String... labels) {
+        List<String> found = lines(metrics, name, labels);
+        assertEquals(1, found.size(), name + " " + List.of(labels) + ": " + found);
+        return sampleValue(found.get(0));
+    }
+
+    private static double sampleValue(String line) {
+        return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+    }
+
+    @Test
+    @Order(5)
     void aRedeliveredCommandIsAnsweredWithoutASecondPluginCall() throws Exception {
         String ext = createVolume("redelivered-vol");
         NodeCommand command = mount("redelivered", ext, "alloc-r", false);
@@ -260,7 +388,7 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(4)
+    @Order(6)
     void aPluginErrorReachesMountDoneAsTheOperatorMessage() throws Exception {
         String ext = createVolume("faulty-vol");
         plugin.faults("NodePublishVolume PERMISSION_DENIED 1 backend refused the mount\n");
@@ -279,7 +407,7 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(5)
+    @Order(7)
     void aHostileIdIsRejectedAndNothingIsCreatedOutsideTheRoot() throws Exception {
         Path root = paths().root();
         String json = EventCodec.encodeToString(mount("placeholder", "ext", "alloc-h", false))
@@ -296,7 +424,7 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(6)
+    @Order(8)
     void aWorkerRestartWithIntactMountsCostsNoPluginCall() throws Exception {
         String ext = createVolume("intact-vol");
         assertTrue(run(mount("intact", ext, "alloc-i1", false)).succeeded());
@@ -329,7 +457,7 @@ class NodeMountWorkerTest {
      * yet answered so it is redelivered), then the worker starts.
      */
     @Test
-    @Order(7)
+    @Order(9)
     void aCrashBetweenStageAndPublishConvergesWithoutDuplicates() throws Exception {
         String ext = createVolume("crash-vol");
         VolumeKey key = new VolumeKey(NS, "crash");
@@ -372,7 +500,7 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(8)
+    @Order(10)
     void theHealerStagesAgainAndRepublishesAfterAPluginRestartLostTheStaging() throws Exception {
         String ext = createVolume("heal-vol");
         assertTrue(run(mount("heal", ext, "alloc-x", false)).succeeded());
@@ -400,7 +528,7 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(9)
+    @Order(11)
     void controllerCommandsRunOnTheNodeHostingTheControllerAndSecretsStaySealed() throws Exception {
         HostpathPlugin controller = new HostpathPlugin("hpc", pluginsDir(), WorkerRootResource.root.resolve("hpc-state"))
                 .start();
@@ -455,7 +583,7 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(10)
+    @Order(12)
     void aKilledPluginIsReportedUnhealthy() throws Exception {
         Instant before = Instant.now();
         plugin.kill();

@@ -26,6 +26,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.eclipse.microprofile.health.HealthCheckResponse;
+import io.csiorchestrator.worker.KafkaReadiness;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -108,11 +113,25 @@ class KafkaEventPublisherTest {
             }
             assertThrows(TimeoutException.class, () -> acks.get(0).get(3, TimeUnit.SECONDS), "Kafka is unreachable");
             assertFalse(acks.get(2).isDone(), "nothing is delivered while Kafka is unreachable");
+            // readiness: the producer reports that it cannot reach the broker (its send times out after 10 s)
+            CommandConsumer.Connectivity consumerUp = new CommandConsumer.Connectivity(
+                    new TopicPartition("node-commands", 0), Instant.now(), null);
+            await().atMost(Duration.ofSeconds(30)).until(() -> publisher.lastSendFailure() != null);
+            HealthCheckResponse down = KafkaReadiness.evaluate(consumerUp, publisher);
+            assertEquals(HealthCheckResponse.Status.DOWN, down.getStatus());
+            assertEquals("kafka", down.getName());
+            assertTrue(down.getData().orElseThrow().get("producer").toString().startsWith("cannot reach the broker"),
+                    down.getData().toString());
 
             int brokerPort = Integer.parseInt(broker.substring(broker.lastIndexOf(':') + 1));
             try (Forwarder forwarder = new Forwarder(port, broker.substring(0, broker.lastIndexOf(':')), brokerPort)) {
                 CompletableFuture.allOf(acks.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
             }
+            assertEquals(HealthCheckResponse.Status.UP, KafkaReadiness.evaluate(consumerUp, publisher).getStatus(),
+                    "up again once the broker acknowledged");
+            assertEquals(HealthCheckResponse.Status.DOWN, KafkaReadiness.evaluate(
+                    new CommandConsumer.Connectivity(null, null, "not connected yet"), publisher).getStatus(),
+                    "down while the consumer has no partition");
             try (KafkaTestClient kafka = new KafkaTestClient(broker)) {
                 List<ConsumerRecord<String, String>> records = kafka.awaitRecords("offline-test.node-events",
                         r -> true, 3, Duration.ofSeconds(20));
