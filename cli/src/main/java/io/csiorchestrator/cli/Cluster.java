@@ -164,8 +164,7 @@ public final class Cluster {
         cmd.add("--topic-prefix=" + TOPIC_PREFIX);
         Proc proc = start("infra", cmd, Map.of());
         Path file = workDir.resolve(Infra.FILE);
-        Wait.until("Kafka and PostgreSQL", Duration.ofSeconds(180), proc, () -> Files.isRegularFile(file)
-                ? Optional.of(true) : Optional.empty());
+        Wait.forFile("Kafka and PostgreSQL (" + Infra.FILE + ")", file, Duration.ofSeconds(180), proc);
         infra = new Properties();
         try (Reader reader = Files.newBufferedReader(file)) {
             infra.load(reader);
@@ -220,8 +219,7 @@ public final class Cluster {
                 "--shared-dir", hostpathShared().toString()));
         Proc proc = start("hostpath-" + node, cmd, Map.of());
         Path socket = pluginSocket(node);
-        Wait.until("hostpath plugin socket " + socket, Duration.ofSeconds(60), proc,
-                () -> Files.exists(socket) ? Optional.of(true) : Optional.empty());
+        Wait.forFile("hostpath plugin socket " + socket, socket, Duration.ofSeconds(60), proc);
         return proc;
     }
 

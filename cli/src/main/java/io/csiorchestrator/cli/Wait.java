@@ -1,13 +1,25 @@
 package io.csiorchestrator.cli;
 
+import java.io.IOException;
+import java.nio.file.ClosedWatchServiceException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardWatchEventKinds;
+import java.nio.file.WatchKey;
+import java.nio.file.WatchService;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 /**
- * A bounded wait for a condition that has no event to listen to (a process' health endpoint, a
- * file a process writes): retries with a small, growing backoff, and fails at once when the
- * process it waits on has exited.
+ * Bounded waits for the CLI's child processes. A file a process writes is awaited on the file
+ * system's events ({@link #forFile}); a condition with no event to listen to (a health endpoint)
+ * is checked again after a small, growing interval ({@link #until}). Both end at once, with the
+ * process' log named, when the process they wait on exits: they wait on its exit, not a sleep.
  */
 public final class Wait {
 
@@ -21,28 +33,83 @@ public final class Wait {
     private Wait() {
     }
 
+    /** Until {@code check} gives a value: checked at once, then after 50 ms, 100 ms, ... at most 500 ms apart. */
     public static <T> T until(String what, Duration timeout, Cluster.Proc proc, Supplier<Optional<T>> check) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        long backoff = 50;
+        long interval = 50;
         while (true) {
             Optional<T> value = check.get();
             if (value.isPresent()) {
                 return value.get();
             }
-            if (proc != null && !proc.handle().isAlive()) {
-                throw new WaitFailed(proc.name() + " exited while waiting for " + what + " (log: " + proc.log() + ")");
+            long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+            if (left <= 0) {
+                throw timedOut(what, timeout, proc);
             }
-            if (System.nanoTime() > deadline) {
-                throw new WaitFailed("timed out after " + timeout.toSeconds() + " s waiting for " + what
-                        + (proc == null ? "" : " (log: " + proc.log() + ")"));
-            }
-            try {
-                Thread.sleep(backoff);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new WaitFailed("interrupted while waiting for " + what);
-            }
-            backoff = Math.min(backoff * 2, 500);
+            awaitExitOf(proc, what, Math.min(interval, left));
+            interval = Math.min(interval * 2, 500);
         }
+    }
+
+    /** Until {@code file} exists (a socket, a file written by rename), on the directory's watch events. */
+    public static void forFile(String what, Path file, Duration timeout, Cluster.Proc proc) {
+        Path directory = file.toAbsolutePath().getParent();
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try {
+            Files.createDirectories(directory);
+            try (WatchService watcher = directory.getFileSystem().newWatchService()) {
+                directory.register(watcher, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_MODIFY);
+                // Registered first, checked second: a file made in between is seen by the check.
+                while (!Files.exists(file, LinkOption.NOFOLLOW_LINKS)) {
+                    long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                    if (left <= 0) {
+                        throw timedOut(what, timeout, proc);
+                    }
+                    if (proc != null && !proc.handle().isAlive()) {
+                        throw exited(what, proc);
+                    }
+                    // Bounded so that the process' exit is noticed within a second.
+                    WatchKey key = watcher.poll(Math.min(left, 1000), TimeUnit.MILLISECONDS);
+                    if (key != null) {
+                        key.pollEvents();
+                        key.reset();
+                    }
+                }
+            }
+        } catch (IOException | ClosedWatchServiceException e) {
+            throw new WaitFailed("cannot watch " + directory + " for " + what + ": " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new WaitFailed("interrupted while waiting for " + what);
+        }
+    }
+
+    /** Waits up to {@code millis} for the process to exit; fails if it does. Without a process, just waits. */
+    private static void awaitExitOf(Cluster.Proc proc, String what, long millis) {
+        try {
+            if (proc == null) {
+                // A REST condition of a service this CLI did not start: no event and no process to follow.
+                Thread.sleep(millis);
+            } else {
+                proc.handle().onExit().get(millis, TimeUnit.MILLISECONDS);
+                throw exited(what, proc);
+            }
+        } catch (TimeoutException e) {
+            // the interval passed and the process still runs: check again
+        } catch (ExecutionException e) {
+            throw new WaitFailed("cannot follow " + proc.name() + ": " + e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new WaitFailed("interrupted while waiting for " + what);
+        }
+    }
+
+    private static WaitFailed exited(String what, Cluster.Proc proc) {
+        return new WaitFailed(proc.name() + " exited while waiting for " + what + " (log: " + proc.log() + ")");
+    }
+
+    private static WaitFailed timedOut(String what, Duration timeout, Cluster.Proc proc) {
+        return new WaitFailed("timed out after " + timeout.toSeconds() + " s waiting for " + what
+                + (proc == null ? "" : " (log: " + proc.log() + ")"));
     }
 }
