@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Properties;
 import java.util.Set;
@@ -50,7 +51,18 @@ public final class ClaimClient {
      * the system took, from the claim-requested record's timestamp to the final claim-status record's
      * (-1 when there is none): the client's own start-up and connection set-up are not in it.
      */
-    public record Outcome(ClaimStatus last, List<ClaimStatus> seen, boolean timedOut, long systemMillis) {
+    public record Outcome(ClaimStatus last, List<ClaimStatus> seen, boolean timedOut, long systemMillis,
+                          String traceId, String statusTraceId) {
+
+        Outcome(ClaimStatus last, List<ClaimStatus> seen, boolean timedOut, long systemMillis) {
+            this(last, seen, timedOut, systemMillis, null, null);
+        }
+
+        /** True when the final claim-status carries the trace the request started. */
+        public boolean traceCarried() {
+            return traceId != null && traceId.equals(statusTraceId);
+        }
+
         public boolean is(ClaimState state) {
             return last != null && last.state() == state;
         }
@@ -68,6 +80,9 @@ public final class ClaimClient {
             return states.isEmpty() ? "none" : String.join(" -> ", states);
         }
     }
+
+    static final String TRACEPARENT = "traceparent";
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 
     private final String bootstrap;
     private final TopicCatalog topics;
@@ -102,7 +117,9 @@ public final class ClaimClient {
             consumer.assign(partitions);
             consumer.seekToEnd(partitions);
             partitions.forEach(p -> consumer.position(p, Duration.ofSeconds(15)));
-            long sentAt = send(request);
+            String traceparent = newTraceparent();
+            String traceId = traceparent.substring(3, 35);
+            long sentAt = send(request, traceparent);
             List<ClaimStatus> seen = new ArrayList<>();
             long deadline = System.nanoTime() + timeout.toNanos();
             while (System.nanoTime() < deadline) {
@@ -121,11 +138,12 @@ public final class ClaimClient {
                         progress.accept(status);
                     }
                     if (done.contains(status.state())) {
-                        return new Outcome(status, seen, false, sentAt < 0 ? -1 : record.timestamp() - sentAt);
+                        return new Outcome(status, seen, false, sentAt < 0 ? -1 : record.timestamp() - sentAt,
+                                traceId, traceIdOf(record.headers().lastHeader(TRACEPARENT)));
                     }
                 }
             }
-            return new Outcome(seen.isEmpty() ? null : seen.get(seen.size() - 1), seen, true, -1);
+            return new Outcome(seen.isEmpty() ? null : seen.get(seen.size() - 1), seen, true, -1, traceId, null);
         }
     }
 
@@ -141,8 +159,29 @@ public final class ClaimClient {
                 && (status.state() == ClaimState.RELEASING || status.state() == ClaimState.RELEASED);
     }
 
-    /** Publishes the request; returns its record's timestamp (ms). */
-    long send(ClaimRequested request) {
+    /**
+     * A new W3C trace context, as an upstream scheduler would start one per request: the services
+     * carry it through every record the request causes, so the answer comes back in the same trace.
+     */
+    static String newTraceparent() {
+        byte[] trace = new byte[16];
+        byte[] span = new byte[8];
+        RANDOM.nextBytes(trace);
+        RANDOM.nextBytes(span);
+        return "00-" + HexFormat.of().formatHex(trace) + "-" + HexFormat.of().formatHex(span) + "-01";
+    }
+
+    /** The trace id of a {@code traceparent} header, or null when there is none or it is not one. */
+    static String traceIdOf(org.apache.kafka.common.header.Header header) {
+        if (header == null || header.value() == null) {
+            return null;
+        }
+        String value = new String(header.value(), java.nio.charset.StandardCharsets.UTF_8);
+        return value.matches("[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}") ? value.substring(3, 35) : null;
+    }
+
+    /** Publishes the request in the trace {@code traceparent}; returns its record's timestamp (ms). */
+    long send(ClaimRequested request, String traceparent) {
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -157,6 +196,7 @@ public final class ClaimClient {
             ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(Topic.CLAIM_REQUESTED),
                     request.recordKey(), EventCodec.encode(request));
             CloudEventHeaders.create(request.eventType(), SOURCE).writeTo(record.headers());
+            record.headers().add(TRACEPARENT, traceparent.getBytes(java.nio.charset.StandardCharsets.UTF_8));
             return producer.send(record).get(30, TimeUnit.SECONDS).timestamp();
         } catch (ExecutionException e) {
             throw new KafkaException("could not publish claim-requested to " + bootstrap + ": "

@@ -67,6 +67,7 @@ public final class Cluster {
     private final List<Proc> procs = Collections.synchronizedList(new ArrayList<>());
     private final String keyring;
     private Properties infra;
+    private boolean jsonLogs;
 
     public Cluster(Path home, Path workDir, Ports ports, boolean detached) {
         this.home = home.toAbsolutePath().normalize();
@@ -77,6 +78,12 @@ public final class Cluster {
         new SecureRandom().nextBytes(key);
         // Sealing key of this run: handed to the services in their environment only, never written or printed.
         this.keyring = "local-" + System.currentTimeMillis() + ":" + Base64.getEncoder().encodeToString(key);
+    }
+
+    /** The services log JSON lines (QUARKUS_LOG_CONSOLE_JSON_ENABLED=true), as a log shipper wants them. */
+    public Cluster jsonLogs(boolean on) {
+        this.jsonLogs = on;
+        return this;
     }
 
     public Path workDir() {
@@ -281,6 +288,9 @@ public final class Cluster {
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
         builder.environment().putAll(env);
+        if (jsonLogs && cmd.stream().anyMatch(arg -> arg.endsWith("quarkus-run.jar"))) {
+            builder.environment().put("QUARKUS_LOG_CONSOLE_JSON_ENABLED", "true");
+        }
         Process process = builder.start();
         Proc proc = new Proc(name, process.toHandle(), log);
         procs.add(proc);

@@ -36,6 +36,7 @@ public final class Demo {
     private final AtomicBoolean tornDown = new AtomicBoolean();
     private final Steps steps;
 
+    private final List<ClaimClient.Outcome> outcomes = new java.util.concurrent.CopyOnWriteArrayList<>();
     private String externalId;
     private String writePath;
     private String readPath;
@@ -49,6 +50,11 @@ public final class Demo {
 
     public Steps steps() {
         return steps;
+    }
+
+    /** The claims' and releases' outcomes, in order. */
+    public List<ClaimClient.Outcome> outcomes() {
+        return List.copyOf(outcomes);
     }
 
     public int run() {
@@ -221,6 +227,7 @@ public final class Demo {
         ClaimClient.Outcome outcome = client.request(ClaimClient.claim(NAMESPACE, VOLUME, alloc, node, mode,
                 AccessMode.MULTI_NODE_SINGLE_WRITER, AttachmentMode.FILE_SYSTEM), CLAIM_TIMEOUT,
                 s -> steps.progress(s.state().wire()));
+        outcomes.add(outcome);
         check(outcome.is(ClaimState.READY), "claim of " + alloc + " on " + node + ": " + outcome.describe());
         check(outcome.last().hostPath() != null, "ready without a host path");
         return outcome;
@@ -230,6 +237,7 @@ public final class Demo {
         ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
         ClaimClient.Outcome outcome = client.request(ClaimClient.release(NAMESPACE, VOLUME, alloc), CLAIM_TIMEOUT,
                 s -> steps.progress(s.state().wire()));
+        outcomes.add(outcome);
         check(outcome.is(ClaimState.RELEASED), "release of " + alloc + ": " + outcome.describe());
         return outcome;
     }

@@ -17,6 +17,7 @@ public final class Main {
             The system on one command:
               demo [--work-dir D]          start everything, play one volume's life across two nodes, tear down
               up [--work-dir D]            start everything and leave it running (work dir .csi/up)
+                                           (both: --json-logs makes the services log JSON lines)
               down [--work-dir D]          stop what `up` started, unmount anything left under its work dir
               bench [--cycles N] [--warmup W] [--node N]
                                            on the `up` system: claim/release latency, hop by hop (record timestamps)
@@ -60,13 +61,14 @@ public final class Main {
             Args args = Args.parse(rest);
             return switch (command) {
                 case "demo" -> {
-                    args.only(Set.of("work-dir")).atMost(0);
+                    args.only(Set.of("work-dir", "json-logs")).atMost(0);
                     Path home = home(args);
                     Path work = args.option("work-dir").map(Path::of).orElse(home.resolve(".csi").resolve("demo-"
                             + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").format(ZonedDateTime.now(ZoneOffset.UTC))));
-                    yield new Demo(new Cluster(home, work, Cluster.Ports.free(), false), out).run();
+                    yield new Demo(new Cluster(home, work, Cluster.Ports.free(), false)
+                            .jsonLogs(args.flag("json-logs")), out).run();
                 }
-                case "up" -> Up.up(args.only(Set.of("work-dir")).atMost(0), home(args), out, err);
+                case "up" -> Up.up(args.only(Set.of("work-dir", "json-logs")).atMost(0), home(args), out, err);
                 case "down" -> Up.down(args.only(Set.of("work-dir")).atMost(0), home(args), out, err);
                 case "infra" -> Infra.run(Path.of(args.positional(0, "work dir")), args.option("topic-prefix").orElse(""));
                 case "bench" -> new Bench(args.only(Set.of("work-dir", "cycles", "warmup", "node")).atMost(0),

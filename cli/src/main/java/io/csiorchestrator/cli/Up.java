@@ -35,7 +35,7 @@ final class Up {
         Files.deleteIfExists(work.resolve(Cluster.PIDS));
         Files.deleteIfExists(work.resolve(Infra.FILE));
         Files.deleteIfExists(work.resolve(Endpoints.FILE));
-        Cluster cluster = new Cluster(home, work, ports, true);
+        Cluster cluster = new Cluster(home, work, ports, true).jsonLogs(args.flag("json-logs"));
         Steps steps = new Steps(out, 5);
         boolean ok = steps.run("start Kafka (KRaft) and PostgreSQL", () -> {
             cluster.prepare();

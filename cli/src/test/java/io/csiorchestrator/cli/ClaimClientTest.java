@@ -1,6 +1,8 @@
 package io.csiorchestrator.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -52,5 +54,21 @@ class ClaimClientTest {
         ClaimStatus accepted = status("r", "a1", ClaimState.ACCEPTED);
         assertEquals("no final claim-status within the timeout; seen: accepted",
                 new ClaimClient.Outcome(accepted, List.of(accepted), true, -1).describe());
+    }
+
+    @Test
+    void eachRequestStartsAW3cTraceAndTheAnswersTraceIdIsRead() {
+        String traceparent = ClaimClient.newTraceparent();
+        assertTrue(traceparent.matches("00-[0-9a-f]{32}-[0-9a-f]{16}-01"), traceparent);
+        assertNotEquals(traceparent, ClaimClient.newTraceparent());
+        String answer = "00-" + traceparent.substring(3, 35) + "-00f067aa0ba902b7-01";
+        assertEquals(traceparent.substring(3, 35), ClaimClient.traceIdOf(
+                new org.apache.kafka.common.header.internals.RecordHeader("traceparent", answer.getBytes())));
+        assertNull(ClaimClient.traceIdOf(null));
+        assertNull(ClaimClient.traceIdOf(new org.apache.kafka.common.header.internals.RecordHeader("traceparent",
+                "garbage".getBytes())));
+        ClaimClient.Outcome carried = new ClaimClient.Outcome(null, List.of(), false, 5, "a", "a");
+        assertTrue(carried.traceCarried());
+        assertFalse(new ClaimClient.Outcome(null, List.of(), false, 5, "a", null).traceCarried());
     }
 }
