@@ -142,6 +142,20 @@ class KubernetesManifestsTest {
                 name + " Service exposes " + containerPort);
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"Deployment/claim-service", "Deployment/plugin-registry-service", "DaemonSet/node-mount-worker"})
+    void everyServiceIsScrapedForPrometheusOnItsHttpPort(String kindAndName) {
+        String[] parts = kindAndName.split("/");
+        Map<String, Object> workload = named(kubernetesObjects(), parts[0], parts[1]);
+        Map<String, Object> annotations = map(workload, "spec", "template", "metadata", "annotations");
+        Map<String, Object> container = byName(maps(workload, "spec", "template", "spec", "containers"), parts[1],
+                "containers of " + parts[1]);
+        assertEquals("true", annotations.get("prometheus.io/scrape"), kindAndName);
+        assertEquals("/q/metrics", annotations.get("prometheus.io/path"), kindAndName);
+        assertEquals(String.valueOf(maps(container, "ports").get(0).get("containerPort")),
+                annotations.get("prometheus.io/port"), kindAndName);
+    }
+
     @Test
     void workerDaemonSetIsPrivilegedWithBidirectionalRootAndSharedPluginsDir() {
         Map<String, Object> daemonSet = named(kubernetesObjects(), "DaemonSet", "node-mount-worker");
