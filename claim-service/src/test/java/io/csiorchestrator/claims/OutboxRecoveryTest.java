@@ -70,6 +70,9 @@ class OutboxRecoveryTest {
         assertTrue(bus.statuses(write.requestId()).isEmpty(), "nothing published while the relay is down");
         assertTrue(bus.commands(vol).isEmpty(), "nothing published while the relay is down");
 
+        // csi.outbox.pending counts them (refreshed by the safety sweep while the relay is suspended).
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> assertTrue(outboxPendingGauge() >= 2, "csi_outbox_pending"));
+
         relay.resume(); // the start-up recovery sweep
         ConsumerRecord<String, String> accepted = bus.kafka.awaitRecord(Bus.topic(Topic.CLAIM_STATUS),
                 r -> r.value().contains(write.requestId()), Bus.WAIT);
@@ -84,6 +87,15 @@ class OutboxRecoveryTest {
         Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> assertEquals(0L,
                 pool.preparedQuery("SELECT count(*) AS n FROM outbox WHERE published_at IS NULL AND payload LIKE $1")
                         .execute(Tuple.of("%" + vol + "%")).await().atMost(Duration.ofSeconds(10)).iterator().next().getLong("n")));
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> assertEquals(0.0, outboxPendingGauge(), "csi_outbox_pending after the sweep"));
+    }
+
+    /** The csi_outbox_pending gauge as /q/metrics shows it. */
+    static double outboxPendingGauge() {
+        String metrics = io.restassured.RestAssured.given().get("/q/metrics").then().statusCode(200).extract().asString();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^csi_outbox_pending(?:\\{[^}]*})? ([0-9.eE+-]+)").matcher(metrics);
+        assertTrue(m.find(), "csi_outbox_pending in /q/metrics");
+        return Double.parseDouble(m.group(1));
     }
 
     @Test

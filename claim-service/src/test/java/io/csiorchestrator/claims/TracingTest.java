@@ -110,6 +110,31 @@ class TracingTest {
         assertTrue(onStatus.spanId().matches("[0-9a-f]{16}"), onStatus.spanId());
     }
 
+    @Test
+    void aCommandTheReconcilerRetriesStartsANewTrace() {
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("trace", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        bus.plugin(plugin, false, List.of(), List.of("node-a"));
+        ClaimFlowTest.awaitSchedulable("trace", vol);
+        Traceparent scheduler = new Traceparent(randomHex(16), randomHex(8));
+        ClaimRequested write = Bus.claim("trace", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(write, Map.of(KafkaTraceHeaders.TRACEPARENT, scheduler.header()));
+        NodeCommand first = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+
+        Traceparent worker = new Traceparent(randomHex(16), randomHex(8));
+        bus.send(new MountDone(first.commandId(), first.nodeId(), first.kind(), first.namespace(), first.volumeId(),
+                        first.allocationId(), false, "UNAVAILABLE", "plugin restarting", Map.of(), null, null, Instant.now()),
+                Map.of(KafkaTraceHeaders.TRACEPARENT, worker.header()));
+        NodeCommand retry = bus.awaitCommand(vol, NodeCommandKind.MOUNT); // sent by the reconciler once the backoff is over
+        assertNotEquals(first.commandId(), retry.commandId());
+        ConsumerRecord<String, String> record = bus.kafka.awaitRecord(Bus.topic(Topic.NODE_COMMANDS),
+                r -> r.value().contains(retry.commandId()), Bus.WAIT);
+        Traceparent onRetry = Traceparent.parse(KafkaTestClient.header(record, KafkaTraceHeaders.TRACEPARENT));
+        assertTrue(onRetry.traceId().matches("[0-9a-f]{32}") && !onRetry.traceId().equals("0".repeat(32)), onRetry.traceId());
+        assertNotEquals(scheduler.traceId(), onRetry.traceId(), "a reconciler row has no cause: a new trace");
+        assertNotEquals(worker.traceId(), onRetry.traceId(), "a reconciler row has no cause: a new trace");
+    }
+
     private ConsumerRecord<String, String> awaitStatusRecord(String requestId, ClaimState state) {
         return bus.kafka.awaitRecord(Bus.topic(Topic.CLAIM_STATUS), r -> {
             ClaimStatus s = EventCodec.decode(ClaimStatus.class, r.value());
