@@ -7,6 +7,7 @@ import io.csiorchestrator.plugins.domain.InstanceRules;
 import io.csiorchestrator.plugins.domain.PluginInstance;
 import io.csiorchestrator.plugins.domain.PluginStatusCalculator;
 import io.csiorchestrator.plugins.messaging.PluginStatusPublisher;
+import io.csiorchestrator.plugins.metrics.RegistryMetrics;
 import io.csiorchestrator.plugins.store.PluginInstanceRow;
 import io.csiorchestrator.plugins.store.PluginRow;
 import io.csiorchestrator.plugins.store.PluginStore;
@@ -53,6 +54,8 @@ public class PluginRegistry {
     PluginStatusPublisher publisher;
     @Inject
     Clock clock;
+    @Inject
+    RegistryMetrics metrics;
 
     /** What a report did. */
     public enum Outcome {
@@ -68,9 +71,26 @@ public class PluginRegistry {
 
     /** Applies one valid {@code plugin-health} report. */
     public Uni<Outcome> record(PluginHealth report) {
+        return record(report, null);
+    }
+
+    /**
+     * Applies one valid {@code plugin-health} report produced at {@code eventTime} (null: unknown); the
+     * time from then to the commit is recorded as {@value RegistryMetrics#REPORT_LATENCY}.
+     */
+    public Uni<Outcome> record(PluginHealth report, Instant eventTime) {
+        return record(report, eventTime, null);
+    }
+
+    /**
+     * As {@link #record(PluginHealth, Instant)}; the {@code plugin-status} record it publishes carries
+     * the trace of {@code trace} (the {@code plugin-health} record's; null: the current context).
+     */
+    public Uni<Outcome> record(PluginHealth report, Instant eventTime, io.opentelemetry.context.Context trace) {
         return sessionFactory.withTransaction(session -> apply(session, report, 0))
+                .invoke(outcome -> metrics.committed(outcome, eventTime))
                 .call(outcome -> outcome == Outcome.CHANGED || outcome == Outcome.DUPLICATE
-                        ? publisher.publishCurrent(report.pluginId())
+                        ? publisher.publishCurrent(report.pluginId(), trace)
                         : Uni.createFrom().voidItem());
     }
 
@@ -154,6 +174,12 @@ public class PluginRegistry {
             pluginIds.addAll(pendingIds);
             return Multi.createFrom().iterable(pluginIds)
                     .onItem().transformToUniAndConcatenate(pluginId -> sweepPlugin(pluginId, now)
+                            .invoke(result -> {
+                                if (result != null) {
+                                    metrics.expired(result.silenced().size(), result.removed().size());
+                                }
+                            })
+                            .map(result -> result != null)
                             .call(changed -> changed || pendingIds.contains(pluginId)
                                     ? publisher.publishCurrent(pluginId) : Uni.createFrom().voidItem())
                             .onFailure().recoverWithItem(failure -> {
@@ -166,16 +192,17 @@ public class PluginRegistry {
         }));
     }
 
-    private Uni<Boolean> sweepPlugin(String pluginId, Instant now) {
+    /** Sweeps one plugin; after the commit, what changed, or null when nothing did. */
+    private Uni<InstanceRules.SweepResult> sweepPlugin(String pluginId, Instant now) {
         return sessionFactory.withTransaction(session -> store.lock(session, pluginId).chain(plugin -> {
             if (plugin == null) {
-                return Uni.createFrom().item(false);
+                return Uni.createFrom().nullItem();
             }
             return store.instances(session, pluginId).chain(rows -> {
                 List<PluginInstance> before = rows.stream().map(PluginInstanceRow::toInstance).toList();
                 InstanceRules.SweepResult result = rules.sweep(before, now);
                 if (!result.changed()) {
-                    return Uni.createFrom().item(false);
+                    return Uni.createFrom().nullItem();
                 }
                 if (!result.silenced().isEmpty()) {
                     LOG.infof("plugin %s: no heartbeat within %s from node(s) %s", pluginId, rules.instanceTtl(), result.silenced());
@@ -188,7 +215,7 @@ public class PluginRegistry {
                     LOG.infof("plugin %s: removed, no instance left", pluginId);
                     plugin.takeStatus(PluginStatusCalculator.calculate(pluginId, List.of(), now));
                     plugin.removed = true;
-                    return store.deleteInstances(session, pluginId, result.removed()).replaceWith(true);
+                    return store.deleteInstances(session, pluginId, result.removed()).replaceWith(result);
                 }
                 for (PluginInstance kept : result.kept()) {
                     if (result.silenced().contains(kept.nodeId())) {
@@ -197,7 +224,7 @@ public class PluginRegistry {
                     }
                 }
                 recompute(plugin, before, result.kept(), now);
-                return store.deleteInstances(session, pluginId, result.removed()).replaceWith(true);
+                return store.deleteInstances(session, pluginId, result.removed()).replaceWith(result);
             });
         }));
     }

@@ -19,4 +19,11 @@ public interface RegistryConfig {
     /** How often the expiry sweep runs (read by the scheduler as {@code csi.registry.sweep-interval}). */
     @WithDefault("5s")
     Duration sweepInterval();
+
+    /**
+     * Run the Flyway migrations at start (read by {@link DatabaseMigrations}). Declared here too so that
+     * setting it is not refused as an unknown {@code csi.registry} property.
+     */
+    @WithDefault("true")
+    boolean migrateAtStart();
 }

@@ -6,11 +6,15 @@ import io.csiorchestrator.events.EventType;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.plugins.PluginRegistry;
+import io.csiorchestrator.plugins.metrics.RegistryMetrics;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.format.DateTimeParseException;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 import org.eclipse.microprofile.reactive.messaging.Incoming;
@@ -32,6 +36,8 @@ public class PluginHealthConsumer {
 
     @Inject
     PluginRegistry registry;
+    @Inject
+    RegistryMetrics metrics;
 
     @Incoming("plugin-health")
     public Uni<Void> consume(ConsumerRecord<String, String> record) {
@@ -41,17 +47,42 @@ public class PluginHealthConsumer {
         } catch (MalformedEventException e) {
             LOG.warnf("dead-lettering %s record %s-%d@%d: %s", EVENT, record.topic(), record.partition(),
                     record.offset(), e.getMessage());
+            metrics.report(RegistryMetrics.MALFORMED);
             return Uni.createFrom().failure(e);
         }
-        return registry.record(report)
+        Instant eventTime = eventTime(record);
+        // The trace of this record (SmallRye's "<topic> process" span, child of the producer's traceparent):
+        // kept here, as retries with backoff may run the publication on another thread.
+        io.opentelemetry.context.Context trace = io.opentelemetry.context.Context.current();
+        return registry.record(report, eventTime, trace)
                 .onFailure(failure -> !(failure instanceof MalformedEventException))
                 .invoke(failure -> LOG.warnf("recording %s of plugin %s on node %s failed, retrying: %s",
                         EVENT, report.pluginId(), report.nodeId(), failure.toString()))
                 .onFailure(failure -> !(failure instanceof MalformedEventException))
                 .retry().withBackOff(Duration.ofMillis(200), Duration.ofSeconds(10)).atMost(8)
-                .invoke(outcome -> LOG.debugf("%s of plugin %s on node %s: %s", EVENT, report.pluginId(),
-                        report.nodeId(), outcome))
+                .onFailure().invoke(failure -> metrics.report(failure instanceof MalformedEventException
+                        ? RegistryMetrics.MALFORMED : RegistryMetrics.FAILED))
+                .invoke(outcome -> {
+                    metrics.report(RegistryMetrics.outcome(outcome));
+                    LOG.debugf("%s of plugin %s on node %s: %s", EVENT, report.pluginId(), report.nodeId(), outcome);
+                })
                 .replaceWithVoid();
+    }
+
+    /**
+     * When the report was produced: its {@code ce_time} header, else the record's timestamp; null when
+     * neither is usable.
+     */
+    static Instant eventTime(ConsumerRecord<String, String> record) {
+        Header ceTime = record.headers().lastHeader(CloudEventHeaders.CE_TIME);
+        if (ceTime != null && ceTime.value() != null) {
+            try {
+                return OffsetDateTime.parse(new String(ceTime.value(), StandardCharsets.UTF_8)).toInstant();
+            } catch (DateTimeParseException e) {
+                // fall back to the record's timestamp
+            }
+        }
+        return record.timestamp() >= 0 ? Instant.ofEpochMilli(record.timestamp()) : null;
     }
 
     /** The valid report in {@code record}, or a {@link MalformedEventException} naming every problem. */

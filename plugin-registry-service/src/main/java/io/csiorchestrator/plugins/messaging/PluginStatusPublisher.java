@@ -7,9 +7,12 @@ import io.csiorchestrator.events.PluginStatus;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.plugins.domain.PluginStatusCalculator;
+import io.csiorchestrator.plugins.metrics.PluginGauges;
 import io.csiorchestrator.plugins.store.PluginInstanceRow;
 import io.csiorchestrator.plugins.store.PluginStore;
+import io.opentelemetry.api.trace.Span;
 import io.smallrye.mutiny.Uni;
+import io.smallrye.reactive.messaging.TracingMetadata;
 import io.smallrye.reactive.messaging.MutinyEmitter;
 import io.smallrye.reactive.messaging.kafka.Record;
 import io.smallrye.reactive.messaging.kafka.api.OutgoingKafkaRecordMetadata;
@@ -55,6 +58,8 @@ public class PluginStatusPublisher {
     @Inject
     TopicCatalog topics;
     @Inject
+    PluginGauges gauges;
+    @Inject
     @Channel("plugin-status")
     MutinyEmitter<Record<String, String>> emitter;
 
@@ -63,29 +68,46 @@ public class PluginStatusPublisher {
      * then records the published version, or deletes the row of a removed plugin.
      */
     public Uni<Void> publishCurrent(String pluginId) {
+        return publishCurrent(pluginId, null);
+    }
+
+    /**
+     * As {@link #publishCurrent(String)}, the record carrying the trace of {@code trace} (the
+     * {@code plugin-health} record that caused it) even when the send runs on another thread than
+     * the one that received that record; null: the current context.
+     */
+    public Uni<Void> publishCurrent(String pluginId, io.opentelemetry.context.Context trace) {
         return sessionFactory.withTransaction(session -> store.lockPublishing(session, pluginId)
                 .chain(() -> store.find(session, pluginId))
+                .invoke(plugin -> {
+                    // The committed state, read under the publishing lock: what the gauges show.
+                    if (plugin == null || plugin.removed) {
+                        gauges.remove(pluginId);
+                    } else {
+                        gauges.update(pluginId, PluginGauges.Counts.of(plugin));
+                    }
+                })
                 .chain(plugin -> {
                     if (plugin == null) {
                         // Gone and its tombstone already published: publishing again is harmless.
-                        return send(pluginId, Optional.empty());
+                        return send(pluginId, Optional.empty(), trace);
                     }
                     long version = plugin.statusVersion;
                     if (plugin.removed) {
-                        return send(pluginId, Optional.empty())
+                        return send(pluginId, Optional.empty(), trace)
                                 .chain(() -> store.deleteRemoved(session, pluginId, version))
                                 .replaceWithVoid();
                     }
                     return store.instances(session, pluginId)
                             .map(rows -> PluginStatusCalculator.calculate(pluginId,
                                     rows.stream().map(PluginInstanceRow::toInstance).toList(), plugin.updatedAt))
-                            .chain(status -> send(pluginId, Optional.of(status)))
+                            .chain(status -> send(pluginId, Optional.of(status), trace))
                             .chain(() -> store.markPublished(session, pluginId, version))
                             .replaceWithVoid();
                 }));
     }
 
-    private Uni<Void> send(String pluginId, Optional<PluginStatus> status) {
+    private Uni<Void> send(String pluginId, Optional<PluginStatus> status, io.opentelemetry.context.Context trace) {
         String value = status.map(EventCodec::encodeToString).orElse(null);
         RecordHeaders headers = new RecordHeaders();
         CloudEventHeaders.create(EventType.PLUGIN_STATUS, SOURCE).writeTo(headers);
@@ -94,6 +116,10 @@ public class PluginStatusPublisher {
                         .withTopic(topics.name(Topic.PLUGIN_STATUS))
                         .withHeaders(headers)
                         .build());
+        if (trace != null && Span.fromContext(trace).getSpanContext().isValid()) {
+            // SmallRye's outgoing span (and traceparent header) takes this as parent instead of Context.current().
+            message = message.addMetadata(TracingMetadata.withCurrent(trace));
+        }
         Context context = Vertx.currentContext();
         Uni<Void> sent = emitter.sendMessage(message)
                 .invoke(() -> LOG.debugf("published %s of plugin %s", value == null ? "tombstone" : "status", pluginId));

@@ -1,0 +1,77 @@
+package io.csiorchestrator.plugins;
+
+import static io.csiorchestrator.plugins.HealthRecords.cloudEventHeaders;
+import static io.csiorchestrator.plugins.HealthRecords.healthTopic;
+import static io.csiorchestrator.plugins.HealthRecords.node;
+import static io.csiorchestrator.plugins.HealthRecords.now;
+import static io.csiorchestrator.plugins.HealthRecords.statusTopic;
+import static io.csiorchestrator.plugins.HealthRecords.uniquePluginId;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.quarkus.test.junit.QuarkusTest;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The plugin-status record a plugin-health record causes carries that record's trace (W3C traceparent). */
+@QuarkusTest
+class TracePropagationTest {
+
+    private static KafkaTestClient kafka;
+
+    @BeforeAll
+    static void client() {
+        kafka = KafkaTestClient.forSharedBroker();
+    }
+
+    @AfterAll
+    static void close() {
+        kafka.close();
+    }
+
+    @Test
+    void theStatusRecordCarriesTheTraceOfTheHealthRecord() {
+        Set<String> producerSpans = new HashSet<>();
+        for (String nodeId : new String[] {"n1", "n2"}) {
+            String plugin = uniquePluginId("traced");
+            String traceId = hex(32);
+            String spanId = hex(16);
+            producerSpans.add(spanId);
+            PluginHealth report = node(plugin, nodeId, true, now());
+            Map<String, String> headers = new LinkedHashMap<>(cloudEventHeaders());
+            headers.put("traceparent", "00-" + traceId + "-" + spanId + "-01");
+            kafka.send(healthTopic(), report.recordKey(), EventCodec.encodeToString(report), headers);
+
+            ConsumerRecord<String, String> status = kafka.awaitRecord(statusTopic(),
+                    r -> plugin.equals(r.key()) && r.value() != null, Duration.ofSeconds(30));
+            String traceparent = KafkaTestClient.header(status, "traceparent");
+            assertNotNull(traceparent, "plugin-status carries a traceparent");
+            String[] parts = traceparent.split("-");
+            assertEquals(4, parts.length, traceparent);
+            assertEquals(traceId, parts[1], "same trace as the plugin-health record");
+            assertNotEquals(spanId, parts[2], "a span of the registry, not the producer's");
+            assertTrue(parts[3].equals("01"), "sampled: " + traceparent);
+        }
+    }
+
+    private static String hex(int length) {
+        StringBuilder s = new StringBuilder();
+        while (s.length() < length) {
+            s.append(Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE));
+        }
+        return s.substring(0, length);
+    }
+}
