@@ -6,6 +6,7 @@ import static io.csiorchestrator.plugins.HealthRecords.node;
 import static io.csiorchestrator.plugins.HealthRecords.now;
 import static io.csiorchestrator.plugins.HealthRecords.statusTopic;
 import static io.csiorchestrator.plugins.HealthRecords.uniquePluginId;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -16,21 +17,29 @@ import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.testkit.KafkaTestClient;
 import io.quarkus.test.junit.QuarkusTest;
 import java.time.Duration;
-import java.util.HashSet;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import jakarta.inject.Inject;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** The plugin-status record a plugin-health record causes carries that record's trace (W3C traceparent). */
+/**
+ * The plugin-status record a plugin-health record causes carries that record's trace (W3C traceparent):
+ * same trace id, the registry's publish span as parent; the spans are "<topic> receive" and "<topic> publish".
+ */
 @QuarkusTest
 class TracePropagationTest {
 
     private static KafkaTestClient kafka;
+
+    @Inject
+    RecordedSpans spans;
 
     @BeforeAll
     static void client() {
@@ -44,12 +53,10 @@ class TracePropagationTest {
 
     @Test
     void theStatusRecordCarriesTheTraceOfTheHealthRecord() {
-        Set<String> producerSpans = new HashSet<>();
         for (String nodeId : new String[] {"n1", "n2"}) {
             String plugin = uniquePluginId("traced");
             String traceId = hex(32);
             String spanId = hex(16);
-            producerSpans.add(spanId);
             PluginHealth report = node(plugin, nodeId, true, now());
             Map<String, String> headers = new LinkedHashMap<>(cloudEventHeaders());
             headers.put("traceparent", "00-" + traceId + "-" + spanId + "-01");
@@ -64,6 +71,20 @@ class TracePropagationTest {
             assertEquals(traceId, parts[1], "same trace as the plugin-health record");
             assertNotEquals(spanId, parts[2], "a span of the registry, not the producer's");
             assertTrue(parts[3].equals("01"), "sampled: " + traceparent);
+
+            // The spans: "<topic> receive" (consumer) child of the producer's span, and the publish span
+            // (producer) whose id is the one in the plugin-status record's traceparent.
+            String publishSpanId = parts[2];
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+                List<SpanData> trace = spans.ofTrace(traceId);
+                SpanData receive = trace.stream().filter(s -> s.getKind() == SpanKind.CONSUMER
+                        && s.getName().contains(healthTopic())).findFirst().orElseThrow(() -> new AssertionError("no consumer span in " + trace));
+                assertEquals(spanId, receive.getParentSpanId());
+                SpanData publish = trace.stream().filter(s -> s.getSpanId().equals(publishSpanId)).findFirst()
+                        .orElseThrow(() -> new AssertionError("no publish span in " + trace));
+                assertEquals(SpanKind.PRODUCER, publish.getKind());
+                assertTrue(publish.getName().contains(statusTopic()), publish.getName());
+            });
         }
     }
 
