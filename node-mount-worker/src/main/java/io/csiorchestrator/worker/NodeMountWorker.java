@@ -165,7 +165,11 @@ public class NodeMountWorker {
             MDC.put("spanId", span.getSpanId());
         }
         try (Scope ignored = cause.makeCurrent()) {
-            return operations.execute(command);
+            MountDone done = operations.execute(command);
+            LOG.infof("%s of volume %s/%s%s: %s", command.kind().wire(), command.namespace(), command.volumeId(),
+                    command.allocationId() == null ? "" : " for allocation " + command.allocationId(),
+                    done.succeeded() ? "done" : "failed with " + done.errorCode());
+            return done;
         } catch (RuntimeException e) {
             LOG.errorf(e, "command %s failed unexpectedly", command.commandId());
             return new MountDone(command.commandId(), command.nodeId(), command.kind(), command.namespace(),

@@ -282,7 +282,35 @@ class NodeMountWorkerTest {
         String ext = createVolume("traced-vol");
         NodeCommand command = mount("traced", ext, "alloc-t", false);
         String sent = "00-" + TRACE_ID + "-" + PARENT_SPAN_ID + "-01";
-        sendTraced(command, sent);
+        List<org.jboss.logmanager.ExtLogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                if (record instanceof org.jboss.logmanager.ExtLogRecord ext) {
+                    ext.copyMdc();
+                    logged.add(ext);
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        java.util.logging.Logger workerLog = java.util.logging.Logger.getLogger(NodeMountWorker.class.getName());
+        workerLog.addHandler(capture);
+        try {
+            sendTraced(command, sent);
+            await().atMost(WAIT).until(() -> logged.stream().anyMatch(r -> r.getFormattedMessage().contains("alloc-t")));
+        } finally {
+            workerLog.removeHandler(capture);
+        }
+        org.jboss.logmanager.ExtLogRecord line = logged.stream()
+                .filter(r -> r.getFormattedMessage().contains("alloc-t")).findFirst().orElseThrow();
+        assertEquals(TRACE_ID, line.getMdc("traceId"), "the command's log line carries its trace id (%X{traceId})");
 
         String marker = "\"commandId\":\"" + command.commandId() + "\"";
         ConsumerRecord<String, String> done = kafka.awaitRecord("mount-done", r -> r.value().contains(marker), WAIT);
