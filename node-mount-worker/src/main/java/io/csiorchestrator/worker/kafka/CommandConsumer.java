@@ -64,7 +64,7 @@ public final class CommandConsumer implements AutoCloseable {
     private final Telemetry telemetry;
     private volatile Instant lastBrokerContact;
     private volatile String lastFailure = "not connected yet";
-    private long nextContactCheckNanos;
+    private long nextContactCheckNanos = System.nanoTime();
     private final KafkaEventPublisher publisher;
     private final OffsetTracker tracker = new OffsetTracker();
     private final CountDownLatch stop = new CountDownLatch(1);
@@ -215,7 +215,7 @@ public final class CommandConsumer implements AutoCloseable {
     /** Asks the broker for the partition's end offset every 5 s: proof the consumer reaches it. */
     private void checkBrokerContact() {
         long now = System.nanoTime();
-        if (now < nextContactCheckNanos) {
+        if (now - nextContactCheckNanos < 0) {
             return;
         }
         nextContactCheckNanos = now + Duration.ofSeconds(5).toNanos();
