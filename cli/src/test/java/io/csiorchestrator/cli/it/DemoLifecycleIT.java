@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.csiorchestrator.cli.ClaimClient;
 import io.csiorchestrator.cli.Cluster;
 import io.csiorchestrator.cli.Demo;
 import io.csiorchestrator.cli.Mounts;
@@ -39,7 +40,7 @@ class DemoLifecycleIT {
     void volumeWrittenOnOneNodeIsReadOnTheOther() throws Exception {
         Path home = Path.of(System.getProperty("csi.home", "..")).toAbsolutePath().normalize();
         Path work = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "e2e-");
-        cluster = new Cluster(home, work, Cluster.Ports.free(), false);
+        cluster = new Cluster(home, work, Cluster.Ports.free(), false).jsonLogs(true);
         ByteArrayOutputStream output = new ByteArrayOutputStream();
         PrintStream out = new PrintStream(output, true, StandardCharsets.UTF_8);
         Demo demo = new Demo(cluster, new PrintStream(new TeeStream(out, System.out), true, StandardCharsets.UTF_8));
@@ -59,6 +60,25 @@ class DemoLifecycleIT {
         for (Cluster.Proc proc : cluster.procs()) {
             assertFalse(proc.handle().isAlive(), proc.name() + " still runs");
         }
+        // Every claim and release came back in the trace its claim-requested started (carried through
+        // claim-service's outbox, node-commands, the worker, mount-done and back to claim-status).
+        assertEquals(4, demo.outcomes().size());
+        for (ClaimClient.Outcome outcome : demo.outcomes()) {
+            assertTrue(outcome.traceCarried(), "trace " + outcome.traceId() + " came back as " + outcome.statusTraceId());
+        }
+        // The services logged JSON lines (asked for with QUARKUS_LOG_CONSOLE_JSON_ENABLED), with the trace id of
+        // the work they did: claim-service's lines about the first claim carry its trace id.
+        String firstTrace = demo.outcomes().get(0).traceId();
+        for (String service : List.of("claim-service", "plugin-registry-service", "node-mount-worker-node-1")) {
+            List<String> lines = Files.readAllLines(cluster.logs().resolve(service + ".log"));
+            List<String> json = lines.stream().filter(l -> l.startsWith("{")).toList();
+            assertTrue(json.size() > 5, service + " logged no JSON lines: " + lines.subList(0, Math.min(5, lines.size())));
+            for (String line : json) {
+                assertTrue(new com.fasterxml.jackson.databind.ObjectMapper().readTree(line).has("message"), line);
+            }
+        }
+        assertTrue(Files.readAllLines(cluster.logs().resolve("claim-service.log")).stream()
+                .anyMatch(l -> l.startsWith("{") && l.contains(firstTrace)), "no claim-service log line in trace " + firstTrace);
         // The file written on node-1 is in the shared volume directory, with what node-2 read.
         try (var files = Files.walk(cluster.hostpathShared().resolve("volumes"))) {
             assertEquals(1, files.filter(p -> p.getFileName().toString().equals("hello.txt")).count());
