@@ -1,0 +1,89 @@
+package io.csiorchestrator.deploycheck;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * docker-compose.yml as Compose itself reads it ({@code docker compose config}, or the older
+ * {@code docker-compose config}): valid, and refusing to start without the sealing key. Compose
+ * needs no engine for this. CI installs it (.ci/run) and sets CSI_REQUIRE_COMPOSE=1, so there a
+ * missing Compose fails; on a developer machine without it the test is skipped, saying so.
+ */
+class ComposeConfigTest {
+
+    private static final String KEYRING = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+    @Test
+    void composeAcceptsTheFileAndRequiresTheKeyring() throws Exception {
+        List<String> compose = compose().orElseGet(() -> {
+            String why = "neither `docker compose` nor `docker-compose` is installed";
+            if ("1".equals(System.getenv("CSI_REQUIRE_COMPOSE"))) {
+                fail(why + " (CSI_REQUIRE_COMPOSE=1)");
+            }
+            Assumptions.abort(why + "; .ci/run installs docker-compose");
+            return List.of();
+        });
+        Path file = Manifests.root().resolve("docker-compose.yml");
+
+        Result valid = run(compose, file, KEYRING);
+        assertEquals(0, valid.code(), "compose config: " + valid.output());
+
+        Result noKey = run(compose, file, null);
+        assertNotEquals(0, noKey.code(), "compose must refuse to run without CSI_SECRETS_KEYRING: " + noKey.output());
+        assertTrue(noKey.output().contains("CSI_SECRETS_KEYRING"), noKey.output());
+    }
+
+    private record Result(int code, String output) {
+    }
+
+    private static Result run(List<String> compose, Path file, String keyring) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(compose);
+        command.addAll(List.of("-f", file.toString(), "config", "-q"));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                .directory(file.getParent().toFile());
+        builder.environment().remove("CSI_SECRETS_KEYRING");
+        if (keyring != null) {
+            builder.environment().put("CSI_SECRETS_KEYRING", keyring);
+        }
+        Process process = builder.start();
+        byte[] output = process.getInputStream().readAllBytes();
+        if (!process.waitFor(2, TimeUnit.MINUTES)) {
+            process.destroyForcibly();
+            fail(String.join(" ", command) + " did not finish in 2 minutes");
+        }
+        return new Result(process.exitValue(), new String(output, StandardCharsets.UTF_8));
+    }
+
+    /** {@code docker compose} (v2) when it works, else {@code docker-compose} (v1), else none. */
+    private static Optional<List<String>> compose() {
+        for (List<String> candidate : List.of(List.of("docker", "compose"), List.of("docker-compose"))) {
+            try {
+                List<String> version = new ArrayList<>(candidate);
+                version.add("version");
+                Process p = new ProcessBuilder(version).redirectErrorStream(true).start();
+                p.getInputStream().readAllBytes();
+                if (p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0) {
+                    return Optional.of(candidate);
+                }
+            } catch (IOException e) {
+                // not installed
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return Optional.empty();
+            }
+        }
+        return Optional.empty();
+    }
+}
