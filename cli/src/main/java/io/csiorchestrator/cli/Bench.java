@@ -59,11 +59,12 @@ final class Bench {
     private final Endpoints endpoints;
     private final PrintStream out;
     private final TopicCatalog topics;
+    /** Records seen per volume during the running cycle (cycles run one at a time, one volume). */
     private final Map<String, List<Hop>> hops = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<ClaimStatus>> waiting = new ConcurrentHashMap<>();
     private final AtomicBoolean stop = new AtomicBoolean();
 
-    /** One record seen for an allocation: what it was and its timestamp (ms). */
+    /** One record seen for the volume: what it was and its timestamp (ms). */
     record Hop(String label, long timestamp) {
     }
 
@@ -143,7 +144,8 @@ final class Bench {
     private Cycle cycle(KafkaProducer<String, byte[]> producer, ClaimRequested request, ClaimState expected)
             throws Exception {
         String alloc = request.allocationId();
-        hops.put(alloc, java.util.Collections.synchronizedList(new ArrayList<>()));
+        String volume = request.volumeId();
+        hops.put(volume, java.util.Collections.synchronizedList(new ArrayList<>()));
         CompletableFuture<ClaimStatus> done = new CompletableFuture<>();
         waiting.put(alloc + "/" + expected.wire(), done);
         ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(Topic.CLAIM_REQUESTED),
@@ -156,7 +158,7 @@ final class Bench {
             status = done.get(STEP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         } catch (java.util.concurrent.TimeoutException e) {
             throw new Operator.Failure("no claim-status " + expected.wire() + " for " + alloc + " within "
-                    + STEP_TIMEOUT.toSeconds() + " s; seen: " + hops.get(alloc));
+                    + STEP_TIMEOUT.toSeconds() + " s; seen: " + hops.get(volume));
         }
         long roundTrip = (System.nanoTime() - started) / 1000;
         if (status.state() != expected) {
@@ -165,8 +167,8 @@ final class Bench {
         }
         Map<String, Long> offsets = new LinkedHashMap<>();
         List<Hop> seen;
-        synchronized (hops.get(alloc)) {
-            seen = new ArrayList<>(hops.remove(alloc));
+        synchronized (hops.get(volume)) {
+            seen = new ArrayList<>(hops.remove(volume));
         }
         seen.sort(java.util.Comparator.comparingLong(Hop::timestamp));
         for (Hop hop : seen) {
@@ -184,7 +186,7 @@ final class Bench {
                     try {
                         if (r.topic().equals(statusTopic)) {
                             ClaimStatus s = EventCodec.decode(ClaimStatus.class, r.value());
-                            note(s.allocationId(), "claim-status " + s.state().wire(), r.timestamp());
+                            note(s.volumeId(), "claim-status " + s.state().wire(), r.timestamp());
                             CompletableFuture<ClaimStatus> f = waiting.remove(s.allocationId() + "/" + s.state().wire());
                             if (f == null && (s.state() == ClaimState.FAILED || s.state() == ClaimState.REJECTED)) {
                                 f = waiting.remove(s.allocationId() + "/" + ClaimState.READY.wire());
@@ -197,10 +199,10 @@ final class Bench {
                             }
                         } else if (r.topic().equals(commandTopic)) {
                             NodeCommand c = EventCodec.decode(NodeCommand.class, r.value());
-                            note(c.allocationId(), "node-commands " + c.kind().wire(), r.timestamp());
+                            note(c.volumeId(), "node-commands " + c.kind().wire(), r.timestamp());
                         } else {
                             MountDone d = EventCodec.decode(MountDone.class, r.value());
-                            note(d.allocationId(), "mount-done " + d.kind().wire()
+                            note(d.volumeId(), "mount-done " + d.kind().wire()
                                     + (Boolean.TRUE.equals(d.success()) ? "" : " (failed)"), r.timestamp());
                         }
                     } catch (MalformedEventException e) {
@@ -213,11 +215,11 @@ final class Bench {
         }
     }
 
-    private void note(String alloc, String label, long timestamp) {
-        if (alloc == null) {
+    private void note(String volume, String label, long timestamp) {
+        if (volume == null) {
             return;
         }
-        List<Hop> list = hops.get(alloc);
+        List<Hop> list = hops.get(volume);
         if (list != null) {
             list.add(new Hop(label, timestamp));
         }
