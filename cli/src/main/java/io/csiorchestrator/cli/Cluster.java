@@ -210,7 +210,7 @@ public final class Cluster {
                 "-Dcsi.claims.reconcile-interval=1s",
                 "-jar", serviceJar("claim-service").toString()));
         return start("claim-service", cmd, Map.of("QUARKUS_DATASOURCE_PASSWORD", "postgres",
-                "CSI_DB_PASSWORD", "postgres", "CSI_SECRETS_KEYRING", keyring));
+                "CSI_SECRETS_KEYRING", keyring));
     }
 
     public Proc startPlugin(String node) throws IOException {
