@@ -21,8 +21,10 @@ public interface RegistryConfig {
     Duration sweepInterval();
 
     /**
-     * Run the Flyway migrations at start (read by {@link DatabaseMigrations}). Declared here too so that
-     * setting it is not refused as an unknown {@code csi.registry} property.
+     * Run the Flyway migrations at start: application.properties maps it onto
+     * {@code csi.database.migrate-at-start}, read by {@code io.csiorchestrator.support.DatabaseMigrations}
+     * (module service-support). Declared here too so that setting it is not refused as an unknown
+     * {@code csi.registry} property.
      */
     @WithDefault("true")
     boolean migrateAtStart();
