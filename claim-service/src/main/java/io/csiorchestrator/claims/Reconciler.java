@@ -1,5 +1,6 @@
 package io.csiorchestrator.claims;
 
+import io.csiorchestrator.claims.leader.Leadership;
 import io.csiorchestrator.claims.store.ClaimEntity;
 import io.quarkus.hibernate.reactive.panache.Panache;
 import io.quarkus.scheduler.Scheduled;
@@ -21,6 +22,7 @@ import org.jboss.logging.Logger;
  *       {@code csi.claims.node-gone-timeout} are assumed detached from that node (Nomad 13301);</li>
  *   <li>past claims and answered request ids older than {@code csi.claims.past-claims-retention} are purged.</li>
  * </ul>
+ * Only the leader instance ({@link Leadership}) ticks; the others skip their ticks until they lead.
  */
 @ApplicationScoped
 public class Reconciler {
@@ -31,10 +33,15 @@ public class Reconciler {
     ClaimService claims;
     @Inject
     ClaimSettings settings;
+    @Inject
+    Leadership leadership;
 
     @Scheduled(every = "${csi.claims.reconcile-interval:5s}", delayed = "${csi.claims.reconcile-interval:5s}",
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     Uni<Void> tick() {
+        if (!leadership.isLeader()) {
+            return Uni.createFrom().voidItem();
+        }
         return reconcile().onFailure().invoke(t -> LOG.warnf("reconcile tick failed: %s", t.toString()))
                 .onFailure().recoverWithNull();
     }

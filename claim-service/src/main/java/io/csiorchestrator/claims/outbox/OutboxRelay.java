@@ -53,6 +53,13 @@ import org.jboss.logging.Logger;
  * commit and publish goes out now, with its original ce_id), and on a slow scheduled safety sweep
  * ({@code csi.claims.outbox.sweep-interval}) that catches rows whose publish failed. One thread
  * drains; a signal during a drain schedules one more drain, so none is lost.
+ *
+ * <p>Several instances on one database: only the leader ({@code leader.Leadership}, a PostgreSQL
+ * advisory lock) drains. On acquiring leadership it runs the recovery sweep first (what the previous
+ * leader committed and did not publish goes out, with its ce_ids). A non-leader's {@link #signal()}
+ * sends {@code NOTIFY csi_claims_outbox}, which the leader LISTENs to on its lock connection and turns
+ * into its own signal. On losing leadership the relay stops draining (a batch already sent is not
+ * recalled: across a failover, delivery is at least once).
  */
 @ApplicationScoped
 public class OutboxRelay {
@@ -81,9 +88,15 @@ public class OutboxRelay {
     private final AtomicBoolean pending = new AtomicBoolean();
     private final AtomicLong published = new AtomicLong();
     private volatile boolean suspended;
+    private volatile boolean leader;
     private volatile KafkaProducer<String, byte[]> producer;
 
     void onStart(@Observes @Priority(Interceptor.Priority.PLATFORM_BEFORE + 20) StartupEvent event) {
+        start();
+    }
+
+    /** Creates the producer; drains begin once this instance leads ({@link #leadershipChanged(boolean)}). */
+    public void start() {
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         props.put(ProducerConfig.CLIENT_ID_CONFIG, "claim-service-outbox");
@@ -94,10 +107,15 @@ public class OutboxRelay {
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, org.apache.kafka.common.serialization.ByteArraySerializer.class.getName());
         producer = new KafkaProducer<>(props);
-        recover();
     }
 
     void onStop(@Observes ShutdownEvent event) {
+        stop();
+    }
+
+    /** Stops draining and closes the producer. */
+    public void stop() {
+        leader = false;
         executor.shutdown();
         try {
             executor.awaitTermination(10, TimeUnit.SECONDS);
@@ -116,9 +134,32 @@ public class OutboxRelay {
         signal();
     }
 
-    /** Something was committed to the outbox: publish it now. Cheap; safe from any thread. */
+    /**
+     * This instance became the leader ({@code true}: the recovery sweep runs now) or lost leadership
+     * ({@code false}: no more drains here).
+     */
+    public void leadershipChanged(boolean leading) {
+        leader = leading;
+        if (leading) {
+            recover();
+        }
+    }
+
+    /** Whether this relay drains (it leads). */
+    public boolean isLeader() {
+        return leader;
+    }
+
+    /**
+     * Something was committed to the outbox: publish it now. Cheap; safe from any thread. On a
+     * non-leader this is a {@code NOTIFY} to the leader.
+     */
     public void signal() {
         if (suspended || producer == null) {
+            return;
+        }
+        if (!leader) {
+            notifyLeader();
             return;
         }
         if (pending.compareAndSet(false, true)) {
@@ -129,10 +170,18 @@ public class OutboxRelay {
     @Scheduled(every = "${csi.claims.outbox.sweep-interval:30s}", delayed = "${csi.claims.outbox.sweep-interval:30s}",
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     void safetySweep() {
-        if (suspended) {
+        if (suspended || !leader) {
             executor.execute(this::updatePending);
+            return;
         }
         signal();
+    }
+
+    /** Tells the leader (LISTENing on its lock connection) that outbox rows were committed. */
+    private void notifyLeader() {
+        pool.query("NOTIFY " + io.csiorchestrator.claims.leader.LeaderElection.CHANNEL).execute().subscribe().with(
+                ok -> { },
+                t -> LOG.debugf("NOTIFY of the leader failed (its safety sweep publishes the rows): %s", t.toString()));
     }
 
     /**
@@ -157,7 +206,7 @@ public class OutboxRelay {
     private void drain() {
         pending.set(false);
         try {
-            while (!suspended) {
+            while (!suspended && leader) {
                 List<Row> rows = new ArrayList<>();
                 pool.preparedQuery("SELECT seq, ce_id, ce_type, ce_time, topic, record_key, partition_no, payload, created_at,"
                                 + " traceparent, tracestate FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1")
