@@ -19,7 +19,7 @@ import io.csiorchestrator.csi.v1.ValidateVolumeCapabilitiesRequest;
 import io.csiorchestrator.csi.v1.ValidateVolumeCapabilitiesResponse;
 import io.csiorchestrator.csi.v1.Volume;
 import io.csiorchestrator.csi.v1.VolumeCapability;
-import io.csiorchestrator.hostpath.mount.MountTable;
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.hostpath.state.CapabilityRecord;
 import io.csiorchestrator.hostpath.state.ControllerPublication;
 import io.csiorchestrator.hostpath.state.PluginState;
@@ -34,6 +34,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
 /**
@@ -51,10 +52,10 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
     private final PluginOptions options;
     private final PluginStateHolder state;
     private final VolumeDirectories directories;
-    private final MountTable mountTable;
+    private final Supplier<MountTable> mountTable;
 
     ControllerService(PluginOptions options, PluginStateHolder state, VolumeDirectories directories,
-                      MountTable mountTable) {
+                      Supplier<MountTable> mountTable) {
         this.options = options;
         this.state = state;
         this.directories = directories;
@@ -118,7 +119,7 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 users.add("staged at " + current.stagings().get(volumeId).stagingPath());
             }
             current.nodePublicationsOf(volumeId).forEach(p -> users.add("published at " + p.targetPath()));
-            if (!mountTable.mountsUnder(directories.of(volumeId)).isEmpty()) {
+            if (!mountTable.get().mountsUnder(directories.of(volumeId)).isEmpty()) {
                 users.add("mounts below its directory");
             }
             if (!users.isEmpty()) {

@@ -1,13 +1,14 @@
 package io.csiorchestrator.hostpath;
 
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.hostpath.faults.FaultInjector;
-import io.csiorchestrator.hostpath.mount.MountTable;
 import io.csiorchestrator.hostpath.mount.Mounter;
 import io.csiorchestrator.hostpath.state.StateStore;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.util.List;
+import java.util.function.Supplier;
 import java.util.logging.Logger;
 
 /** The hostpath CSI plugin: its state, services and socket, started and stopped as one. */
@@ -40,7 +41,7 @@ public final class HostpathPlugin implements AutoCloseable {
         PluginStateHolder state = new PluginStateHolder(new StateStore(options.stateDir(), options.sharedDir()));
         VolumeDirectories directories = new VolumeDirectories(options.volumesParent());
         Files.createDirectories(directories.root());
-        MountTable mountTable = new MountTable();
+        Supplier<MountTable> mountTable = MountTable::readSelf;
         Mounter mounter = new Mounter(mountTable);
         NodeService node = new NodeService(options, state, directories, mountTable, mounter);
         CallLog callLog = new CallLog(options.stateDir());

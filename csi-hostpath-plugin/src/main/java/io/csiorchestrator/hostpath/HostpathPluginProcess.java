@@ -1,8 +1,8 @@
 package io.csiorchestrator.hostpath;
 
+import io.csiorchestrator.csi.mount.MountInfo;
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.hostpath.faults.FaultInjector;
-import io.csiorchestrator.hostpath.mount.MountInfo;
-import io.csiorchestrator.hostpath.mount.MountTable;
 import io.csiorchestrator.hostpath.mount.Mounter;
 
 import java.io.BufferedReader;
@@ -295,8 +295,8 @@ public final class HostpathPluginProcess implements AutoCloseable {
      * a temporary directory never reaches through a bind mount into a volume.
      */
     public static List<String> unmountAllUnder(Path directory) throws IOException {
-        MountTable table = new MountTable();
-        Mounter mounter = new Mounter(table);
+        MountTable table = MountTable.readSelf();
+        Mounter mounter = new Mounter(MountTable::readSelf);
         List<String> unmounted = new ArrayList<>();
         for (MountInfo mount : table.mountsUnder(directory)) {
             mounter.unmountAll(Path.of(mount.mountPoint()));

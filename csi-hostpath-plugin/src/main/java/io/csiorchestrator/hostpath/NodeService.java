@@ -19,8 +19,8 @@ import io.csiorchestrator.csi.v1.NodeUnstageVolumeResponse;
 import io.csiorchestrator.csi.v1.Topology;
 import io.csiorchestrator.csi.v1.VolumeCapability;
 import io.csiorchestrator.csi.v1.VolumeUsage;
-import io.csiorchestrator.hostpath.mount.MountInfo;
-import io.csiorchestrator.hostpath.mount.MountTable;
+import io.csiorchestrator.csi.mount.MountInfo;
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.hostpath.mount.Mounter;
 import io.csiorchestrator.hostpath.state.CapabilityRecord;
 import io.csiorchestrator.hostpath.state.NodePublication;
@@ -35,6 +35,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Supplier;
 import java.util.logging.Logger;
 
 /**
@@ -50,10 +51,10 @@ final class NodeService extends NodeGrpc.NodeImplBase {
     private final PluginOptions options;
     private final PluginStateHolder state;
     private final VolumeDirectories directories;
-    private final MountTable mountTable;
+    private final Supplier<MountTable> mountTable;
     private final Mounter mounter;
 
-    NodeService(PluginOptions options, PluginStateHolder state, VolumeDirectories directories, MountTable mountTable,
+    NodeService(PluginOptions options, PluginStateHolder state, VolumeDirectories directories, Supplier<MountTable> mountTable,
                 Mounter mounter) {
         this.options = options;
         this.state = state;
@@ -87,7 +88,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                 ensureMounted(directories.of(volumeId), stagingPath, wanted.capability().readerOnly(), volumeId);
                 return NodeStageVolumeResponse.getDefaultInstance();
             }
-            Optional<MountInfo> foreign = mountTable.mountAt(stagingPath);
+            Optional<MountInfo> foreign = mountTable.get().mountAt(stagingPath);
             if (foreign.isPresent() && !isOurs(foreign.get(), volumeId)) {
                 throw CsiStatus.alreadyExists("something else is mounted at " + stagingPath);
             }
@@ -118,7 +119,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
             }
             Staging existing = current.stagings().get(volumeId);
             boolean recorded = existing != null && existing.stagingPath().equals(stagingPath.toString());
-            Optional<MountInfo> mount = mountTable.mountAt(stagingPath);
+            Optional<MountInfo> mount = mountTable.get().mountAt(stagingPath);
             if (recorded || (mount.isPresent() && isOurs(mount.get(), volumeId))) {
                 unmount(stagingPath);
             }
@@ -145,7 +146,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                 if (staging == null || !staging.stagingPath().equals(stagingPath.toString())) {
                     throw CsiStatus.failedPrecondition("volume " + volumeId + " is not staged at " + stagingPath);
                 }
-                if (!mountTable.isMountPoint(stagingPath)) {
+                if (!mountTable.get().isMountPoint(stagingPath)) {
                     throw CsiStatus.failedPrecondition("the staging mount of volume " + volumeId + " at "
                             + stagingPath + " is gone; stage the volume again");
                 }
@@ -169,7 +170,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                 ensureMounted(source, targetPath, readOnly, volumeId);
                 return NodePublishVolumeResponse.getDefaultInstance();
             }
-            Optional<MountInfo> foreign = mountTable.mountAt(targetPath);
+            Optional<MountInfo> foreign = mountTable.get().mountAt(targetPath);
             if (foreign.isPresent() && !isOurs(foreign.get(), volumeId)) {
                 throw CsiStatus.alreadyExists("something else is mounted at " + targetPath);
             }
@@ -195,7 +196,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                 throw CsiStatus.failedPrecondition("target " + targetPath + " holds volume " + existing.volumeId()
                         + ", not " + volumeId);
             }
-            Optional<MountInfo> mount = mountTable.mountAt(targetPath);
+            Optional<MountInfo> mount = mountTable.get().mountAt(targetPath);
             if (existing != null || (mount.isPresent() && isOurs(mount.get(), volumeId))) {
                 unmount(targetPath);
                 removeTargetDirectory(targetPath);
@@ -313,7 +314,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
     /** Bind-mounts source at target unless that is already done; creates the target directory. */
     private void ensureMounted(Path source, Path target, boolean readOnly, String volumeId) {
         try {
-            Optional<MountInfo> mount = mountTable.mountAt(target);
+            Optional<MountInfo> mount = mountTable.get().mountAt(target);
             if (mount.isPresent()) {
                 if (mount.get().readOnly() != readOnly) {
                     throw CsiStatus.alreadyExists(target + " is mounted " + (readOnly ? "read-write" : "read-only")

@@ -7,9 +7,9 @@ import io.csiorchestrator.csi.CsiClientOptions;
 import io.csiorchestrator.csi.CsiPluginClient;
 import io.csiorchestrator.csi.MountOptions;
 import io.csiorchestrator.csi.VolumeCapabilities;
+import io.csiorchestrator.csi.mount.MountInfo;
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.csi.v1.VolumeCapability;
-import io.csiorchestrator.hostpath.mount.MountInfo;
-import io.csiorchestrator.hostpath.mount.MountTable;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -49,7 +49,7 @@ final class PluginFixture {
     }
 
     static Optional<MountInfo> mountAt(Path path) {
-        return new MountTable().mountAt(path);
+        return MountTable.readSelf().mountAt(path);
     }
 
     /** Stops the plugin and unmounts whatever is left below the test's directory. */

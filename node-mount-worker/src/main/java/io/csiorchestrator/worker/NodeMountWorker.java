@@ -1,5 +1,6 @@
 package io.csiorchestrator.worker;
 
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeEvent;
@@ -18,7 +19,6 @@ import io.csiorchestrator.worker.mount.VolumeSerializer;
 import io.csiorchestrator.worker.plugin.PluginRegistry;
 import io.csiorchestrator.worker.plugin.PluginSupervisor;
 import io.csiorchestrator.worker.plugin.PluginWatcher;
-import io.csiorchestrator.worker.state.MountInfo;
 import io.csiorchestrator.worker.state.MountRecordStore;
 import io.csiorchestrator.worker.state.PosixDirs;
 import io.csiorchestrator.worker.state.VolumeKey;
@@ -125,7 +125,7 @@ public class NodeMountWorker {
         probeExecutor = Executors.newCachedThreadPool(daemon("csi-plugin-probe"));
         volumeExecutor = Executors.newFixedThreadPool(Math.max(1, config.concurrency()), daemon("csi-volume-op"));
         serializer = new VolumeSerializer(volumeExecutor);
-        operations = new VolumeOperations(nodeId, paths, new MountRecordStore(paths), registry, MountInfo::readSelf,
+        operations = new VolumeOperations(nodeId, paths, new MountRecordStore(paths), registry, MountTable::readSelf,
                 // node events of a command are emitted synchronously on the volume thread, inside the
                 // command's context (see handle): they carry the command's trace
                 secretOpener(), event -> publisher.publish(event, Context.current()), clock);

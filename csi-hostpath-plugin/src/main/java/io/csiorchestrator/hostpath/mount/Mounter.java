@@ -3,8 +3,10 @@ package io.csiorchestrator.hostpath.mount;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import io.csiorchestrator.csi.mount.MountTable;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * Makes and removes bind mounts with util-linux's {@code mount} and {@code umount}. Mount flags
@@ -15,9 +17,10 @@ public final class Mounter {
     private static final long COMMAND_TIMEOUT_SECONDS = 30;
     private static final int MAX_STACKED_UNMOUNTS = 16;
 
-    private final MountTable mountTable;
+    private final Supplier<MountTable> mountTable;
 
-    public Mounter(MountTable mountTable) {
+    /** @param mountTable reads the mount table afresh (e.g. {@code MountTable::readSelf}) */
+    public Mounter(Supplier<MountTable> mountTable) {
         this.mountTable = mountTable;
     }
 
@@ -36,10 +39,10 @@ public final class Mounter {
 
     /** Unmounts everything mounted at {@code target}, including mounts stacked on each other. */
     public void unmountAll(Path target) throws IOException {
-        for (int i = 0; i < MAX_STACKED_UNMOUNTS && mountTable.isMountPoint(target); i++) {
+        for (int i = 0; i < MAX_STACKED_UNMOUNTS && mountTable.get().isMountPoint(target); i++) {
             run("umount", target.toString());
         }
-        if (mountTable.isMountPoint(target)) {
+        if (mountTable.get().isMountPoint(target)) {
             throw new IOException("still mounted after " + MAX_STACKED_UNMOUNTS + " unmounts: " + target);
         }
     }

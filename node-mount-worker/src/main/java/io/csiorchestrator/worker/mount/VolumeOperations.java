@@ -1,12 +1,13 @@
 package io.csiorchestrator.worker.mount;
 
+import io.csiorchestrator.csi.mount.MountInfo;
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.SealedSecrets;
 import io.csiorchestrator.events.SecretPayload;
-import io.csiorchestrator.worker.state.MountInfo;
 import io.csiorchestrator.worker.state.MountRecordStore;
 import io.csiorchestrator.worker.state.PublishState;
 import io.csiorchestrator.worker.state.StageState;
@@ -55,14 +56,14 @@ public final class VolumeOperations {
     private final WorkerPaths paths;
     private final MountRecordStore store;
     private final PluginDirectory plugins;
-    private final Supplier<MountInfo> mountTable;
+    private final Supplier<MountTable> mountTable;
     private final SecretOpener secrets;
     private final Consumer<NodeEvent> events;
     private final Clock clock;
     private final Map<VolumeKey, VolumeRecord> records = new ConcurrentHashMap<>();
 
     public VolumeOperations(String nodeId, WorkerPaths paths, MountRecordStore store, PluginDirectory plugins,
-                            Supplier<MountInfo> mountTable, SecretOpener secrets, Consumer<NodeEvent> events,
+                            Supplier<MountTable> mountTable, SecretOpener secrets, Consumer<NodeEvent> events,
                             Clock clock) {
         this.nodeId = nodeId;
         this.paths = paths;
@@ -215,8 +216,8 @@ public final class VolumeOperations {
                 record = save(records.get(key).withStage(StageState.STAGED));
             }
             // 4. publish for this allocation, unless it is already mounted the same way
-            MountInfo table = mountTable.get();
-            Optional<MountInfo.Entry> mounted = table.topmost(target);
+            MountTable table = mountTable.get();
+            Optional<MountInfo> mounted = table.mountAt(target);
             if (mounted.isEmpty() || mounted.get().readOnly() != command.readOnly()) {
                 publishAttempted = true;
                 plugin.publish(request);
@@ -426,7 +427,7 @@ public final class VolumeOperations {
                 }
                 return new Convergence(key, staged, published, released, errors);
             }
-            MountInfo table = mountTable.get();
+            MountTable table = mountTable.get();
             Path staging = Path.of(record.stagingPath());
             Usage first = record.users().iterator().next();
             if (plugin.requiresStaging() && !table.isMountPoint(staging)) {

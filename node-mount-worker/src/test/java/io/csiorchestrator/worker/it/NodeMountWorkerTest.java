@@ -13,6 +13,7 @@ import io.csiorchestrator.csi.CsiClientOptions;
 import io.csiorchestrator.csi.CsiPluginClient;
 import io.csiorchestrator.csi.MountOptions;
 import io.csiorchestrator.csi.VolumeCapabilities;
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.csi.v1.CreateVolumeRequest;
 import io.csiorchestrator.csi.v1.NodeStageVolumeRequest;
 import io.csiorchestrator.csi.v1.VolumeCapability;
@@ -32,7 +33,6 @@ import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.testkit.KafkaResource;
 import io.csiorchestrator.testkit.KafkaTestClient;
 import io.csiorchestrator.worker.NodeMountWorker;
-import io.csiorchestrator.worker.state.MountInfo;
 import io.csiorchestrator.worker.state.MountRecordStore;
 import io.csiorchestrator.worker.state.PublishState;
 import io.csiorchestrator.worker.state.StageState;
@@ -192,12 +192,12 @@ class NodeMountWorkerTest {
     }
 
     private static boolean mounted(Path path) {
-        return MountInfo.readSelf().isMountPoint(path);
+        return MountTable.readSelf().isMountPoint(path);
     }
 
     private static long mountCount(Path path) {
         String p = path.toString();
-        return MountInfo.readSelf().entries().stream().filter(e -> e.mountPoint().equals(p)).count();
+        return MountTable.readSelf().mounts().stream().filter(e -> e.mountPoint().equals(p)).count();
     }
 
     // -------------------------------------------------------------------- tests
@@ -249,7 +249,7 @@ class NodeMountWorkerTest {
         assertEquals(staging.toString(), a1.stagingPath());
         assertEquals(t1.toString(), a1.hostPath());
         assertTrue(mounted(staging) && mounted(t1) && mounted(t2));
-        assertTrue(MountInfo.readSelf().topmost(t2).orElseThrow().readOnly(), "alloc-2 asked read-only");
+        assertTrue(MountTable.readSelf().mountAt(t2).orElseThrow().readOnly(), "alloc-2 asked read-only");
         Files.writeString(t1.resolve("hello.txt"), "through alloc-1");
         assertEquals("through alloc-1", Files.readString(t2.resolve("hello.txt")), "both see one volume");
         assertEquals(0700, new io.csiorchestrator.worker.state.PosixDirs().mode(t1.getParent()));

@@ -11,6 +11,7 @@ import io.csiorchestrator.csi.CsiClientOptions;
 import io.csiorchestrator.csi.CsiPluginClient;
 import io.csiorchestrator.csi.MountOptions;
 import io.csiorchestrator.csi.VolumeCapabilities;
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.csi.v1.CreateVolumeRequest;
 import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
@@ -22,7 +23,6 @@ import io.csiorchestrator.events.NodePartitioner;
 import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.testkit.KafkaBroker;
 import io.csiorchestrator.testkit.KafkaTestClient;
-import io.csiorchestrator.worker.state.MountInfo;
 import io.csiorchestrator.worker.state.MountRecordStore;
 import io.csiorchestrator.worker.state.PosixDirs;
 import io.csiorchestrator.worker.state.PublishState;
@@ -138,7 +138,7 @@ class WorkerCrashIT {
     }
 
     private static long mountsAt(Path path) {
-        return MountInfo.readSelf().entries().stream().filter(e -> e.mountPoint().equals(path.toString())).count();
+        return MountTable.readSelf().mounts().stream().filter(e -> e.mountPoint().equals(path.toString())).count();
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.csiorchestrator.worker.it;
 
-import io.csiorchestrator.worker.state.MountInfo;
+import io.csiorchestrator.csi.mount.MountInfo;
+import io.csiorchestrator.csi.mount.MountTable;
 import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -61,7 +62,7 @@ public class WorkerRootResource implements QuarkusTestResourceLifecycleManager {
 
     static void unmountAllUnder(Path dir) {
         for (int round = 0; round < 5; round++) {
-            var mounts = MountInfo.readSelf().mountPointsUnder(dir);
+            var mounts = MountTable.readSelf().mountsUnder(dir).stream().map(MountInfo::mountPoint).toList();
             if (mounts.isEmpty()) {
                 return;
             }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.MountDone;
@@ -12,7 +13,6 @@ import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.SecretPayload;
-import io.csiorchestrator.worker.state.MountInfo;
 import io.csiorchestrator.worker.state.MountRecordStore;
 import io.csiorchestrator.worker.state.PosixDirs;
 import io.csiorchestrator.worker.state.PublishState;
@@ -99,14 +99,14 @@ class VolumeOperationsTest {
             mounted.remove(targetPath.toString());
         }
 
-        MountInfo table() {
+        MountTable table() {
             StringBuilder text = new StringBuilder("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n");
             int id = 2;
             for (String m : mounted) {
                 text.append(id++).append(" 1 8:1 /x ").append(m.replace(" ", "\\040")).append(' ')
                         .append(readOnly.contains(m) ? "ro" : "rw").append(" - ext4 /dev/sda1 rw\n");
             }
-            return MountInfo.parse(text.toString());
+            return MountTable.parse(text.toString());
         }
 
         long count(String prefix) {
