@@ -1,6 +1,7 @@
 package io.csiorchestrator.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.ClaimMode;
@@ -100,8 +101,8 @@ public final class Demo {
                 && steps.run("claim for write on node-1, wait for ready", () -> {
                     ClaimClient.Outcome outcome = claim("alloc-writer", "node-1", ClaimMode.WRITE);
                     writePath = outcome.last().hostPath();
-                    List<String> table = Mounts.table();
-                    check(Mounts.parseMountPoints(table).contains(writePath), "no mount at " + writePath);
+                    MountTable table = Mounts.table();
+                    check(table.isMountPoint(Path.of(writePath)), "no mount at " + writePath);
                     check(!Mounts.readOnly(table, writePath), writePath + " is mounted read-only");
                     return "mounted read-write at " + writePath + inSystem(outcome);
                 })
@@ -119,8 +120,8 @@ public final class Demo {
                 && steps.run("claim read-only on node-2, wait for ready", () -> {
                     ClaimClient.Outcome outcome = claim("alloc-reader", "node-2", ClaimMode.READ);
                     readPath = outcome.last().hostPath();
-                    List<String> table = Mounts.table();
-                    check(Mounts.parseMountPoints(table).contains(readPath), "no mount at " + readPath);
+                    MountTable table = Mounts.table();
+                    check(table.isMountPoint(Path.of(readPath)), "no mount at " + readPath);
                     check(Mounts.readOnly(table, readPath), readPath + " is not mounted read-only");
                     return "mounted read-only at " + readPath + inSystem(outcome);
                 })
