@@ -10,6 +10,7 @@ import java.nio.file.WatchKey;
 import java.nio.file.WatchService;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -18,8 +19,8 @@ import java.util.function.Supplier;
 /**
  * Bounded waits for the CLI's child processes. A file a process writes is awaited on the file
  * system's events ({@link #forFile}); a condition with no event to listen to (a health endpoint)
- * is checked again after a small, growing interval ({@link #until}). Both end at once, with the
- * process' log named, when the process they wait on exits: they wait on its exit, not a sleep.
+ * is checked again on a scheduler after a small, growing interval ({@link #until}). Both end, with
+ * the process' log named, when the process they wait on exits.
  */
 public final class Wait {
 
@@ -33,21 +34,42 @@ public final class Wait {
     private Wait() {
     }
 
-    /** Until {@code check} gives a value: checked at once, then after 50 ms, 100 ms, ... at most 500 ms apart. */
+    /**
+     * Until {@code check} gives a value: checked at once, then on a scheduler after 50 ms, 100 ms, ...
+     * at most 500 ms apart; each wait also ends the moment the process exits.
+     */
     public static <T> T until(String what, Duration timeout, Cluster.Proc proc, Supplier<Optional<T>> check) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        long interval = 50;
+        CompletableFuture<?> exit = proc == null ? new CompletableFuture<>() : proc.handle().onExit();
+        long interval = 0;
         while (true) {
-            Optional<T> value = check.get();
-            if (value.isPresent()) {
-                return value.get();
-            }
+            CompletableFuture<Optional<T>> next = CompletableFuture.supplyAsync(check,
+                    CompletableFuture.delayedExecutor(interval, TimeUnit.MILLISECONDS));
             long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-            if (left <= 0) {
+            try {
+                CompletableFuture.anyOf(next, exit).get(Math.max(left, 0), TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {
+                next.cancel(false);
                 throw timedOut(what, timeout, proc);
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof RuntimeException failure) {
+                    throw failure;
+                }
+                throw new WaitFailed("cannot check " + what + ": " + e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new WaitFailed("interrupted while waiting for " + what);
             }
-            awaitExitOf(proc, what, Math.min(interval, left));
-            interval = Math.min(interval * 2, 500);
+            if (next.isDone()) {
+                Optional<T> value = next.join();
+                if (value.isPresent()) {
+                    return value.get();
+                }
+            }
+            if (exit.isDone()) {
+                throw exited(what, proc);
+            }
+            interval = interval == 0 ? 50 : Math.min(interval * 2, 500);
         }
     }
 
@@ -78,26 +100,6 @@ public final class Wait {
             }
         } catch (IOException | ClosedWatchServiceException e) {
             throw new WaitFailed("cannot watch " + directory + " for " + what + ": " + e.getMessage());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new WaitFailed("interrupted while waiting for " + what);
-        }
-    }
-
-    /** Waits up to {@code millis} for the process to exit; fails if it does. Without a process, just waits. */
-    private static void awaitExitOf(Cluster.Proc proc, String what, long millis) {
-        try {
-            if (proc == null) {
-                // A REST condition of a service this CLI did not start: no event and no process to follow.
-                Thread.sleep(millis);
-            } else {
-                proc.handle().onExit().get(millis, TimeUnit.MILLISECONDS);
-                throw exited(what, proc);
-            }
-        } catch (TimeoutException e) {
-            // the interval passed and the process still runs: check again
-        } catch (ExecutionException e) {
-            throw new WaitFailed("cannot follow " + proc.name() + ": " + e.getCause());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new WaitFailed("interrupted while waiting for " + what);
