@@ -1,10 +1,13 @@
 package io.csiorchestrator.events;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.time.Instant;
+import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
@@ -32,6 +35,38 @@ public record CloudEventHeaders(String id, String type, String source, String sp
     /** Headers with a fixed id, e.g. one kept in an outbox so a republish carries the same id. */
     public static CloudEventHeaders withId(String id, EventType type, String source, Instant time) {
         return new CloudEventHeaders(id, type.cloudEventType(), source, SPEC_VERSION, time);
+    }
+
+    /** How far in the future a {@code ce_time} may be (clock skew between hosts) and still be believed. */
+    public static final Duration CLOCK_SKEW = Duration.ofMinutes(1);
+    /** How much older than its record a {@code ce_time} may be and still be believed. */
+    public static final Duration MAX_CE_TIME_AGE = Duration.ofHours(1);
+
+    /**
+     * When the event of a record happened, for latency metrics: its {@code ce_time} header when present
+     * and sane (RFC 3339 with any offset, not later than {@code now} by more than {@link #CLOCK_SKEW},
+     * not older than the record's timestamp by more than {@link #MAX_CE_TIME_AGE}), else the record's
+     * timestamp (when it has one that is not in the future); empty when neither will do.
+     */
+    public static Optional<Instant> eventTime(Headers headers, long recordTimestamp, Instant now) {
+        Instant recordTime = recordTimestamp > 0 ? Instant.ofEpochMilli(recordTimestamp) : null;
+        Header header = headers.lastHeader(CE_TIME);
+        if (header != null && header.value() != null) {
+            try {
+                Instant ceTime = OffsetDateTime.parse(new String(header.value(), StandardCharsets.UTF_8)).toInstant();
+                boolean notFuture = !ceTime.isAfter(now.plus(CLOCK_SKEW));
+                boolean notAncient = !ceTime.isBefore((recordTime == null ? now : recordTime).minus(MAX_CE_TIME_AGE));
+                if (notFuture && notAncient) {
+                    return Optional.of(ceTime);
+                }
+            } catch (DateTimeParseException e) {
+                // not a timestamp: the record's timestamp below
+            }
+        }
+        if (recordTime != null && !recordTime.isAfter(now.plus(CLOCK_SKEW))) {
+            return Optional.of(recordTime);
+        }
+        return Optional.empty();
     }
 
     public void writeTo(Headers headers) {

@@ -39,11 +39,6 @@ public class Consumers {
      */
     static final Duration RETRY_BUDGET = Duration.ofSeconds(45);
 
-    /** How far in the future a ce_time may be (clock skew between hosts) and still be believed. */
-    static final Duration CLOCK_SKEW = Duration.ofMinutes(1);
-    /** How much older than its record a ce_time may be and still be believed. */
-    static final Duration MAX_CE_TIME_AGE = Duration.ofHours(1);
-
     @Inject
     ClaimService claims;
     @Inject
@@ -68,28 +63,11 @@ public class Consumers {
 
     /**
      * When the event happened: its CloudEvents {@code ce_time} header when present and sane (parseable,
-     * not in the future beyond {@link #CLOCK_SKEW}, not older than the record's own timestamp by more than
-     * {@link #MAX_CE_TIME_AGE}), else the record's timestamp, else {@code now}.
+     * not in the future beyond {@link CloudEventHeaders#CLOCK_SKEW}, not older than the record's own timestamp by more than
+     * {@link CloudEventHeaders#MAX_CE_TIME_AGE}), else the record's timestamp, else {@code now}.
      */
     static Instant eventTime(ConsumerRecord<?, ?> record, Instant now) {
-        Instant recordTime = record.timestamp() > 0 ? Instant.ofEpochMilli(record.timestamp()) : null;
-        Header header = record.headers().lastHeader(CloudEventHeaders.CE_TIME);
-        if (header != null && header.value() != null) {
-            try {
-                Instant ceTime = Instant.parse(new String(header.value(), StandardCharsets.UTF_8));
-                boolean notFuture = !ceTime.isAfter(now.plus(CLOCK_SKEW));
-                boolean notAncient = !ceTime.isBefore((recordTime == null ? now : recordTime).minus(MAX_CE_TIME_AGE));
-                if (notFuture && notAncient) {
-                    return ceTime;
-                }
-            } catch (DateTimeParseException e) {
-                // not a timestamp: the record's timestamp below
-            }
-        }
-        if (recordTime != null && !recordTime.isAfter(now.plus(CLOCK_SKEW))) {
-            return recordTime;
-        }
-        return now;
+        return CloudEventHeaders.eventTime(record.headers(), record.timestamp(), now).orElse(now);
     }
 
     @Incoming("plugin-status")

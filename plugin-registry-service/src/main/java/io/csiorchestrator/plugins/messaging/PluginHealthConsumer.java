@@ -70,19 +70,11 @@ public class PluginHealthConsumer {
     }
 
     /**
-     * When the report was produced: its {@code ce_time} header, else the record's timestamp; null when
-     * neither is usable.
+     * When the report was produced ({@link CloudEventHeaders#eventTime}); null when neither its
+     * {@code ce_time} nor the record's timestamp is usable.
      */
     static Instant eventTime(ConsumerRecord<String, String> record) {
-        Header ceTime = record.headers().lastHeader(CloudEventHeaders.CE_TIME);
-        if (ceTime != null && ceTime.value() != null) {
-            try {
-                return OffsetDateTime.parse(new String(ceTime.value(), StandardCharsets.UTF_8)).toInstant();
-            } catch (DateTimeParseException e) {
-                // fall back to the record's timestamp
-            }
-        }
-        return record.timestamp() >= 0 ? Instant.ofEpochMilli(record.timestamp()) : null;
+        return CloudEventHeaders.eventTime(record.headers(), record.timestamp(), Instant.now()).orElse(null);
     }
 
     /** The valid report in {@code record}, or a {@link MalformedEventException} naming every problem. */
