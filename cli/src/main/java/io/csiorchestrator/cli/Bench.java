@@ -6,7 +6,6 @@ import io.csiorchestrator.events.ClaimMode;
 import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.ClaimStatus;
-import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.MountDone;
@@ -21,23 +20,19 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
@@ -52,7 +47,6 @@ import org.apache.kafka.common.serialization.StringSerializer;
  */
 final class Bench {
 
-    private static final String SOURCE = "/csi-bench";
     private static final Duration STEP_TIMEOUT = Duration.ofSeconds(60);
 
     private final Args args;
@@ -87,9 +81,11 @@ final class Bench {
         prepareVolume(namespace, volume);
 
         Thread reader;
-        try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(producerProps(), new StringSerializer(),
+        try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(
+                ClaimClient.producerProps(endpoints.kafkaBootstrap(), "csi-bench"), new StringSerializer(),
                 new ByteArraySerializer());
-             KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps())) {
+             KafkaConsumer<String, String> consumer = new KafkaConsumer<>(
+                     ClaimClient.consumerProps(endpoints.kafkaBootstrap(), "csi-bench"))) {
             List<TopicPartition> partitions = new ArrayList<>();
             for (Topic topic : List.of(Topic.CLAIM_STATUS, Topic.NODE_COMMANDS, Topic.MOUNT_DONE)) {
                 List<PartitionInfo> infos = consumer.partitionsFor(topics.name(topic), Duration.ofSeconds(15));
@@ -148,9 +144,7 @@ final class Bench {
         hops.put(volume, java.util.Collections.synchronizedList(new ArrayList<>()));
         CompletableFuture<ClaimStatus> done = new CompletableFuture<>();
         waiting.put(alloc + "/" + expected.wire(), done);
-        ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(Topic.CLAIM_REQUESTED),
-                request.recordKey(), EventCodec.encode(request));
-        CloudEventHeaders.create(request.eventType(), SOURCE).writeTo(record.headers());
+        ProducerRecord<String, byte[]> record = ClaimClient.record(topics, request, ClaimClient.newTraceparent());
         long started = System.nanoTime();
         RecordMetadata sent = producer.send(record).get(30, TimeUnit.SECONDS);
         ClaimStatus status;
@@ -306,26 +300,5 @@ final class Bench {
         } catch (NumberFormatException e) {
             throw new Args.UsageException("--" + name + " must be a whole number from 0 to 100000, not '" + value + "'");
         }
-    }
-
-    private Properties producerProps() {
-        Properties props = new Properties();
-        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, endpoints.kafkaBootstrap());
-        props.put(ProducerConfig.ACKS_CONFIG, "all");
-        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        props.put(ProducerConfig.LINGER_MS_CONFIG, "0");
-        props.put(ProducerConfig.CLIENT_ID_CONFIG, "csi-bench");
-        return props;
-    }
-
-    private Properties consumerProps() {
-        Properties props = new Properties();
-        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, endpoints.kafkaBootstrap());
-        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "csi-bench");
-        return props;
     }
 }

@@ -182,22 +182,9 @@ public final class ClaimClient {
 
     /** Publishes the request in the trace {@code traceparent}; returns its record's timestamp (ms). */
     long send(ClaimRequested request, String traceparent) {
-        Properties props = new Properties();
-        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(ProducerConfig.ACKS_CONFIG, "all");
-        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        props.put(ProducerConfig.LINGER_MS_CONFIG, "0");
-        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "15000");
-        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
-        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
-        props.put(ProducerConfig.CLIENT_ID_CONFIG, "csi-cli");
-        try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(props, new StringSerializer(),
-                new ByteArraySerializer())) {
-            ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(Topic.CLAIM_REQUESTED),
-                    request.recordKey(), EventCodec.encode(request));
-            CloudEventHeaders.create(request.eventType(), SOURCE).writeTo(record.headers());
-            record.headers().add(TRACEPARENT, traceparent.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-            return producer.send(record).get(30, TimeUnit.SECONDS).timestamp();
+        try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(producerProps(bootstrap, "csi-cli"),
+                new StringSerializer(), new ByteArraySerializer())) {
+            return producer.send(record(topics, request, traceparent)).get(30, TimeUnit.SECONDS).timestamp();
         } catch (ExecutionException e) {
             throw new KafkaException("could not publish claim-requested to " + bootstrap + ": "
                     + e.getCause().getMessage(), e.getCause());
@@ -209,7 +196,35 @@ public final class ClaimClient {
         }
     }
 
+    /** The claim-requested record of {@code request}: key, CloudEvents headers and the trace it starts. */
+    static ProducerRecord<String, byte[]> record(TopicCatalog topics, ClaimRequested request, String traceparent) {
+        ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(Topic.CLAIM_REQUESTED),
+                request.recordKey(), EventCodec.encode(request));
+        CloudEventHeaders.create(request.eventType(), SOURCE).writeTo(record.headers());
+        record.headers().add(TRACEPARENT, traceparent.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return record;
+    }
+
+    /** A scheduler's producer: acks=all, idempotent, no linger, bounded waits. */
+    static Properties producerProps(String bootstrap, String clientId) {
+        Properties props = new Properties();
+        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ProducerConfig.ACKS_CONFIG, "all");
+        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        props.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "15000");
+        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
+        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
+        props.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
+        return props;
+    }
+
     private Properties consumerProps() {
+        return consumerProps(bootstrap, "csi-cli");
+    }
+
+    /** A reader of the contract's topics from assigned positions: no group, no commits, committed records only. */
+    static Properties consumerProps(String bootstrap, String clientId) {
         Properties props = new Properties();
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
@@ -218,7 +233,7 @@ public final class ClaimClient {
         props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
         props.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "15000");
-        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "csi-cli");
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
         return props;
     }
 }
