@@ -294,6 +294,8 @@ final class Operator {
             node.put("timedOut", outcome.timedOut());
             node.put("millis", ms);
             node.put("systemMillis", outcome.systemMillis());
+            node.put("traceId", outcome.traceId());
+            node.put("traceCarried", outcome.traceCarried());
             ArrayNode seen = node.putArray("statuses");
             outcome.seen().forEach(s -> seen.add(Http.MAPPER.valueToTree(s)));
             out.println(node.toPrettyString());
