@@ -22,6 +22,9 @@ import org.jboss.logging.Logger;
  *   <li>Not leading: every {@code retryInterval} it tries the lock again (opening the connection if
  *       needed). When the leader's connection dies the server releases the lock, and the next try here
  *       takes it.</li>
+ *   <li>Lost the lead: it waits one full {@code retryInterval} before its first try, so a standby
+ *       takes over rather than the instance whose connection just failed (whose network or server
+ *       session is the suspect); the lead never flaps back within one interval.</li>
  *   <li>Leading: it {@code LISTEN}s on {@link #CHANNEL} on the same connection (before it reports
  *       leadership, so no commit falls between the recovery sweep and the first notification) and
  *       reports every notification; every {@code retryInterval} it checks the connection with a
@@ -49,6 +52,7 @@ public final class LeaderElection implements AutoCloseable {
     private final Consumer<Boolean> onLeadership;
     private final Runnable onNotification;
     private final AtomicLong notifications = new AtomicLong();
+    private final AtomicLong losses = new AtomicLong();
 
     private volatile PgConnection connection;
     private volatile boolean leader;
@@ -56,6 +60,8 @@ public final class LeaderElection implements AutoCloseable {
     private volatile int backendPid = -1;
     private boolean busy;
     private long timerId = -1;
+    /** No try before this (System.nanoTime): one interval after a loss. */
+    private volatile long holdOffUntil = System.nanoTime();
 
     /**
      * @param onLeadership called with {@code true} once this instance leads (lock held, LISTEN in place)
@@ -90,6 +96,11 @@ public final class LeaderElection implements AutoCloseable {
         return backendPid;
     }
 
+    /** How many times this instance lost the lead (each loss counted once, after the callback ran). */
+    public long losses() {
+        return losses.get();
+    }
+
     /** How many notifications arrived while leading. */
     public long notifications() {
         return notifications.get();
@@ -112,7 +123,7 @@ public final class LeaderElection implements AutoCloseable {
     }
 
     private void tick() {
-        if (busy || closed) {
+        if (busy || closed || (!leader && System.nanoTime() - holdOffUntil < 0)) {
             return;
         }
         busy = true;
@@ -200,8 +211,10 @@ public final class LeaderElection implements AutoCloseable {
         backendPid = -1;
         if (leader) {
             leader = false;
+            holdOffUntil = System.nanoTime() + retryInterval.toNanos();
             LOG.warnf("leadership lost (%s): outbox relay and reconciler stop here until this instance leads again", why);
             onLeadership.accept(false);
+            losses.incrementAndGet();
         }
     }
 }

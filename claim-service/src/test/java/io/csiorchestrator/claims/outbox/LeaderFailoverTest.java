@@ -142,13 +142,17 @@ class LeaderFailoverTest {
         List<String> left = commitRows(key, 3);
         int leaderPid = leadership.election().backendPid();
         assertTrue(leaderPid > 0);
+        long lossesBefore = leadership.election().losses();
 
         // Its lock connection dies (a third connection terminates it): the server releases the lock.
         assertTrue(pool.preparedQuery("SELECT pg_terminate_backend($1) AS killed").execute(Tuple.of(leaderPid))
                 .await().atMost(Duration.ofSeconds(10)).iterator().next().getBoolean("killed"));
-        Awaitility.await().atMost(Bus.WAIT).until(() -> !leadership.isLeader()); // the old leader noticed
-        assertFalse(relay.isLeader());
+        // The old leader noticed (counted once its relay was told), and holds off one interval (5 s)
+        // while the standby, trying every 200 ms, takes the lock.
+        Awaitility.await().atMost(Bus.WAIT).until(() -> leadership.election().losses() > lossesBefore);
         Awaitility.await().atMost(Bus.WAIT).until(secondElection::isLeader);
+        assertFalse(leadership.isLeader(), "the old leader did not take the lock back");
+        assertFalse(relay.isLeader());
         assertEquals(List.of(secondElection.backendPid()), lockHolders());
         Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> assertEquals(0.0, leaderGauge(), "csi_claims_leader on the old leader"));
 
