@@ -80,12 +80,12 @@ public final class Bus implements AutoCloseable {
     public static ClaimRequested claim(String namespace, String volumeId, String alloc, String node, ClaimMode mode,
                                        AccessMode accessMode) {
         return new ClaimRequested(UUID.randomUUID().toString(), namespace, volumeId, alloc, node, mode, accessMode,
-                AttachmentMode.FILE_SYSTEM, false, MountOptions.NONE, MountSupport.ALL, Instant.now());
+                AttachmentMode.FILE_SYSTEM, false, MountOptions.NONE, null, MountSupport.ALL, Instant.now());
     }
 
     public static ClaimRequested release(String namespace, String volumeId, String alloc) {
         return new ClaimRequested(UUID.randomUUID().toString(), namespace, volumeId, alloc, null, ClaimMode.RELEASE, null,
-                null, false, null, null, Instant.now());
+                null, false, null, null, null, Instant.now());
     }
 
     public ClaimStatus awaitStatus(String requestId, ClaimState state) {

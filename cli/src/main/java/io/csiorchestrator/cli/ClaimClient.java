@@ -95,12 +95,12 @@ public final class ClaimClient {
     public static ClaimRequested claim(String namespace, String volumeId, String allocationId, String nodeId,
                                        ClaimMode mode, AccessMode accessMode, AttachmentMode attachmentMode) {
         return new ClaimRequested("csi-cli-" + UUID.randomUUID(), namespace, volumeId, allocationId, nodeId, mode,
-                accessMode, attachmentMode, mode == ClaimMode.READ, null, null, Instant.now());
+                accessMode, attachmentMode, mode == ClaimMode.READ, null, null, null, Instant.now());
     }
 
     public static ClaimRequested release(String namespace, String volumeId, String allocationId) {
         return new ClaimRequested("csi-cli-" + UUID.randomUUID(), namespace, volumeId, allocationId, null,
-                ClaimMode.RELEASE, null, null, false, null, null, Instant.now());
+                ClaimMode.RELEASE, null, null, false, null, null, null, Instant.now());
     }
 
     /** Publishes the request, then waits for a final claim-status of it; {@code progress} sees each status. */

@@ -2,6 +2,8 @@ package io.csiorchestrator.events;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import java.time.Instant;
+import java.util.List;
+import java.util.Map;
 
 /**
  * An upstream scheduler asks to claim a volume for an allocation on a node (read or write), or
@@ -13,7 +15,12 @@ import java.time.Instant;
  * @param accessMode   required for read and write
  * @param attachmentMode required for read and write
  * @param readOnly     mount read-only (a read claim is always mounted read-only)
- * @param mountOptions fs type and flags that replace the volume's; optional
+ * @param mountOptions the fs type that replaces the volume's; optional. Its {@code mountFlags} must be
+ *                     empty: flags may carry credentials and never travel in plain text, so a record
+ *                     with plain flags is malformed (dead-lettered)
+ * @param sealedMountFlags the mount flags that replace the volume's, sealed with the shared keyring
+ *                     for {@code namespace/volumeId} (a {@link SecretPayload} with no secrets, see
+ *                     {@link #sealFlags}); optional
  * @param mountSupport what the task driver can mount; absent means {@link MountSupport#ALL}
  * @param requestedAt  when the scheduler made the request; optional
  */
@@ -29,6 +36,7 @@ public record ClaimRequested(
         AttachmentMode attachmentMode,
         Boolean readOnly,
         MountOptions mountOptions,
+        SealedSecrets sealedMountFlags,
         MountSupport mountSupport,
         Instant requestedAt) implements ContractEvent {
 
@@ -62,6 +70,45 @@ public record ClaimRequested(
         } else {
             v.optionalId("nodeId", nodeId);
         }
-        mountOptions.checkFields("mountOptions", v);
+        // The fs type stays plain; flags only ever travel sealed (they may hold credentials).
+        new MountOptions(mountOptions.fsType(), null).checkFields("mountOptions", v);
+        if (!mountOptions.mountFlags().isEmpty()) {
+            v.addRedacted("mountOptions.mountFlags", "must not carry mount flags in plain text ("
+                    + mountOptions.mountFlags().size() + " given, values not shown): seal them into sealedMountFlags"
+                    + " with the shared secret keyring (ClaimRequested.sealFlags)");
+        }
+        if (sealedMountFlags != null) {
+            sealedMountFlags.checkFields("sealedMountFlags", v);
+        }
+    }
+
+    /**
+     * Seals {@code mountFlags} for a claim-requested of volume {@code namespace/volumeId}: the value
+     * of {@link #sealedMountFlags}. Null when there are no flags. Throws an
+     * {@link IllegalArgumentException} naming the flag's index (never its value) if a flag is invalid.
+     */
+    public static SealedSecrets sealFlags(SecretSealer sealer, String namespace, String volumeId, List<String> mountFlags) {
+        if (mountFlags == null || mountFlags.isEmpty()) {
+            return null;
+        }
+        Violations v = new Violations();
+        MountOptions.checkFlags("mountFlags", mountFlags, v);
+        if (!v.isEmpty()) {
+            throw new IllegalArgumentException("invalid mount flags for " + SecretSealer.associatedData(namespace, volumeId)
+                    + ": " + v.list());
+        }
+        return sealer.seal(new SecretPayload(Map.of(), mountFlags), SecretSealer.associatedData(namespace, volumeId));
+    }
+
+    /**
+     * The mount flags of {@link #sealedMountFlags}, opened with {@code sealer}; empty without sealed
+     * flags. Throws {@link SecretSealer.SecretUnsealException} (naming the key id, never material)
+     * when they cannot be opened: unknown key, tampered, or sealed for another volume.
+     */
+    public List<String> openMountFlags(SecretSealer sealer) {
+        if (sealedMountFlags == null) {
+            return List.of();
+        }
+        return sealer.open(sealedMountFlags, SecretSealer.associatedData(namespace, volumeId)).mountFlags();
     }
 }

@@ -72,13 +72,65 @@ class EventCodecTest {
     }
 
     @Test
-    void mountFlagsAreNeverEchoedInErrors() {
+    void plainMountFlagsAreAViolationThatNeverEchoesThem() {
+        MalformedEventException e = reject("""
+                {"requestId":"r","namespace":"d","volumeId":"v","allocationId":"a","nodeId":"n","mode":"write",
+                 "accessMode":"single-node-writer","attachmentMode":"file-system",
+                 "mountOptions":{"fsType":"ext4","mountFlags":["password=hunter2,uid=0","noatime"]}}""");
+        assertEquals(Set.of("mountOptions.mountFlags"), fields(e));
+        assertTrue(e.getMessage().contains("mountOptions.mountFlags") && e.getMessage().contains("sealedMountFlags")
+                && e.getMessage().contains("2 given"), e.getMessage());
+        assertFalse(e.getMessage().contains("hunter2") || e.getMessage().contains("noatime"), e.getMessage());
+        // The fs type alone stays plain and valid.
+        ClaimRequested fsOnly = EventCodec.decode(ClaimRequested.class, """
+                {"requestId":"r","namespace":"d","volumeId":"v","allocationId":"a","nodeId":"n","mode":"write",
+                 "accessMode":"single-node-writer","attachmentMode":"file-system","mountOptions":{"fsType":"xfs"}}""");
+        assertEquals("xfs", fsOnly.mountOptions().fsType());
+        MalformedEventException badFs = reject("""
+                {"requestId":"r","namespace":"d","volumeId":"v","allocationId":"a","mode":"release",
+                 "mountOptions":{"fsType":"EXT4 -o x"}}""");
+        assertEquals(Set.of("mountOptions.fsType"), fields(badFs));
+    }
+
+    @Test
+    void sealedMountFlagsTravelSealedAndOpenOnlyForTheirVolume() {
+        SecretSealer sealer = new SecretSealer(SecretKeyring.parse("k1:" + SecretSealerTest.KEY_A, "k1"));
+        List<String> flags = List.of("noatime", "password=hunter2");
+        ClaimRequested claim = new ClaimRequested("r", "d", "v", "a", "n", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER,
+                AttachmentMode.FILE_SYSTEM, false, new MountOptions("ext4", null),
+                ClaimRequested.sealFlags(sealer, "d", "v", flags), MountSupport.ALL, null);
+        String wire = EventCodec.encodeToString(claim);
+        assertFalse(wire.contains("hunter2") || wire.contains("noatime"), wire);
+        assertFalse(claim.toString().contains("hunter2") || claim.toString().contains("noatime"), claim.toString());
+        ClaimRequested back = EventCodec.decode(ClaimRequested.class, wire);
+        assertEquals(flags, back.openMountFlags(sealer));
+        assertEquals(SecretPayload.EMPTY.secrets(), sealer.open(back.sealedMountFlags(), SecretSealer.associatedData("d", "v")).secrets());
+
+        ClaimRequested moved = new ClaimRequested("r", "d", "other", "a", "n", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER,
+                AttachmentMode.FILE_SYSTEM, false, null, back.sealedMountFlags(), null, null);
+        SecretSealer.SecretUnsealException wrongVolume = assertThrows(SecretSealer.SecretUnsealException.class,
+                () -> moved.openMountFlags(sealer));
+        assertTrue(wrongVolume.getMessage().contains("'k1'") && wrongVolume.getMessage().contains("d/other"), wrongVolume.getMessage());
+        SecretSealer otherRing = new SecretSealer(SecretKeyring.parse("k2:" + SecretSealerTest.KEY_B, "k2"));
+        SecretSealer.SecretUnsealException unknownKey = assertThrows(SecretSealer.SecretUnsealException.class,
+                () -> back.openMountFlags(otherRing));
+        assertTrue(unknownKey.getMessage().contains("'k1'"), unknownKey.getMessage());
+
+        assertEquals(null, ClaimRequested.sealFlags(sealer, "d", "v", List.of()));
+        assertEquals(List.of(), new ClaimRequested("r", "d", "v", "a", null, ClaimMode.RELEASE, null, null, null, null, null,
+                null, null).openMountFlags(sealer), "no sealed flags: none");
+        IllegalArgumentException invalid = assertThrows(IllegalArgumentException.class,
+                () -> ClaimRequested.sealFlags(sealer, "d", "v", List.of("ok", "pw=hunter2,uid=0")));
+        assertTrue(invalid.getMessage().contains("mountFlags[1]"), invalid.getMessage());
+        assertFalse(invalid.getMessage().contains("hunter2"), invalid.getMessage());
+    }
+
+    @Test
+    void aBadSealedEnvelopeIsNamed() {
         MalformedEventException e = reject("""
                 {"requestId":"r","namespace":"d","volumeId":"v","allocationId":"a","mode":"release",
-                 "mountOptions":{"mountFlags":["password=hunter2,uid=0"]}}""");
-        assertEquals(Set.of("mountOptions.mountFlags[0]"), fields(e));
-        assertFalse(e.getMessage().contains("hunter2"), e.getMessage());
-        assertFalse(SampleEvents.claimRequested().toString().contains("noatime"), "toString must redact mount flags");
+                 "sealedMountFlags":{"keyId":"../k","algorithm":"ROT13","nonce":"AAAA","ciphertext":"%%"}}""");
+        assertEquals(Set.of("sealedMountFlags.keyId", "sealedMountFlags.algorithm", "sealedMountFlags.ciphertext"), fields(e));
     }
 
     @Test

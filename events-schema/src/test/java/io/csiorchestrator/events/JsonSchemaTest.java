@@ -96,6 +96,16 @@ class JsonSchemaTest {
         write.put("mode", "release");
         assertTrue(schema(EventType.CLAIM_REQUESTED).validate(write).isEmpty(), "a release needs no access mode");
 
+        ObjectNode plainFlags = sampleJson(EventType.CLAIM_REQUESTED);
+        plainFlags.putObject("mountOptions").put("fsType", "ext4").putArray("mountFlags").add("noatime");
+        assertFalse(schema(EventType.CLAIM_REQUESTED).validate(plainFlags).isEmpty(), "mount flags never travel in plain text");
+        ObjectNode badSeal = sampleJson(EventType.CLAIM_REQUESTED);
+        ((ObjectNode) badSeal.get("sealedMountFlags")).put("algorithm", "ROT13");
+        assertFalse(schema(EventType.CLAIM_REQUESTED).validate(badSeal).isEmpty(), "sealed flags are AES-256-GCM");
+        ObjectNode fsOnly = sampleJson(EventType.CLAIM_REQUESTED);
+        fsOnly.remove("sealedMountFlags");
+        assertTrue(schema(EventType.CLAIM_REQUESTED).validate(fsOnly).isEmpty(), "a plain fs type without flags is fine");
+
         ObjectNode unknown = sampleJson(EventType.NODE_EVENT);
         unknown.put("fieldFromTheFuture", true);
         assertTrue(schema(EventType.NODE_EVENT).validate(unknown).isEmpty(), "unknown fields are allowed");

@@ -15,7 +15,8 @@ final class SampleEvents {
     static ClaimRequested claimRequested() {
         return new ClaimRequested("req-1", "default", "vol-1", "alloc-1", "node-1", ClaimMode.WRITE,
                 AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false,
-                new MountOptions("ext4", List.of("noatime")), MountSupport.ALL, T);
+                new MountOptions("ext4", List.of()),
+                new SealedSecrets("k1", SealedSecrets.AES_256_GCM, "AAAAAAAAAAAAAAAA", "c2VjcmV0"), MountSupport.ALL, T);
     }
 
     static ClaimStatus claimStatus() {
