@@ -26,6 +26,8 @@ import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.PluginStatus;
 import io.csiorchestrator.events.SecretPayload;
+import io.csiorchestrator.events.SecretSealer;
+import io.csiorchestrator.events.Violations;
 import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -168,9 +170,10 @@ public class ClaimService {
     private Uni<Void> claim(ClaimRequested request, Instant requestedAt, Tx tx, VolumeEntity volume, List<ClaimEntity> claims) {
         return plugins.facts(volume.pluginId).chain(plugin -> {
             VolumeFacts facts = facts(volume, claims);
+            RequestedFlags flags = requestedFlags(request);
             var decision = ClaimRules.decide(facts, plugin, new ClaimRules.Request(request.allocationId(), request.nodeId(),
                     request.mode(), request.accessMode(), request.attachmentMode(), request.mountSupport(),
-                    !request.mountOptions().isEmpty()));
+                    !request.mountOptions().isEmpty() || request.sealedMountFlags() != null, flags.problem()));
             if (decision instanceof ClaimRules.Reject reject) {
                 LOG.infof("claim rejected: %s", reject.reason());
                 rejected(request, requestedAt, tx, reject.code());
@@ -185,7 +188,7 @@ public class ClaimService {
             }
             LOG.infof("claim accepted: %s", ((ClaimRules.Accept) decision).reason());
             tx.afterCommit(() -> metrics.decision("accepted", "new-claim"));
-            ClaimEntity claim = newClaim(request, volume, plugin);
+            ClaimEntity claim = newClaim(request, flags.flags(), volume, plugin);
             claim.requestedAt = requestedAt;
             claim.tx = tx;
             if (claims.isEmpty()) {
@@ -196,7 +199,24 @@ public class ClaimService {
         });
     }
 
-    private ClaimEntity newClaim(ClaimRequested request, VolumeEntity volume, PluginFacts plugin) {
+    /** The request's mount flags (opened from sealedMountFlags), or why they cannot be used. */
+    private record RequestedFlags(List<String> flags, String problem) {
+    }
+
+    private RequestedFlags requestedFlags(ClaimRequested request) {
+        List<String> flags;
+        try {
+            flags = secrets.mountFlagsOf(request);
+        } catch (SecretSealer.SecretUnsealException e) {
+            return new RequestedFlags(List.of(), e.getMessage());
+        }
+        Violations invalid = new Violations();
+        MountOptions.checkFlags("sealedMountFlags.mountFlags", flags, invalid);
+        return invalid.isEmpty() ? new RequestedFlags(flags, null)
+                : new RequestedFlags(List.of(), "the opened flags are invalid: " + invalid.list());
+    }
+
+    private ClaimEntity newClaim(ClaimRequested request, List<String> requestFlags, VolumeEntity volume, PluginFacts plugin) {
         Instant now = Instant.now();
         ClaimEntity c = new ClaimEntity();
         c.claimId = UUID.randomUUID().toString();
@@ -215,7 +235,8 @@ public class ClaimService {
         c.externalNodeId = node == null ? null : node.externalNodeId();
         // Effective mount options: the request's fs type and flags replace the volume's (sealed, never plain).
         SecretPayload stored = secrets.open(volume.sealedJson, volume.namespace, volume.id);
-        MountOptions effective = new MountOptions(volume.fsType, stored.mountFlags()).overriddenBy(request.mountOptions());
+        MountOptions effective = new MountOptions(volume.fsType, stored.mountFlags())
+                .overriddenBy(new MountOptions(request.mountOptions().fsType(), requestFlags));
         c.fsType = effective.fsType();
         c.sealedJson = secrets.sealToJson(new SecretPayload(stored.secrets(), effective.mountFlags()), volume.namespace, volume.id);
         c.publishContextJson = "{}";

@@ -1,12 +1,14 @@
 package io.csiorchestrator.claims;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.SealedSecrets;
 import io.csiorchestrator.events.SecretKeyring;
 import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.events.SecretSealer;
 import jakarta.enterprise.context.ApplicationScoped;
+import java.util.List;
 import java.util.Optional;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 
@@ -46,6 +48,15 @@ public class Secrets {
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("stored sealed secrets are unreadable");
         }
+    }
+
+    /**
+     * The mount flags a claim-requested carries sealed ({@link ClaimRequested#sealedMountFlags}), empty
+     * without. Throws {@link SecretSealer.SecretUnsealException} naming the key id (never material)
+     * when they cannot be opened here.
+     */
+    public List<String> mountFlagsOf(ClaimRequested request) {
+        return request.openMountFlags(sealer);
     }
 
     public SecretPayload open(String json, String namespace, String volumeId) {

@@ -18,6 +18,7 @@ import java.util.Objects;
  * made at claim time):
  * <ol>
  *   <li>the volume is not being deleted;</li>
+ *   <li>the claim's sealed mount flags open with the keyring for this volume and are valid;</li>
  *   <li>the claim's attachment mode is the volume's; a block-device claim carries no mount options;</li>
  *   <li>the task driver can mount it: {@code none} mounts nothing, {@code host-only} mounts file
  *       systems but not raw block devices;</li>
@@ -87,9 +88,22 @@ public final class ClaimRules {
         }
     }
 
-    /** What a read or write claim asks for. */
+    /**
+     * What a read or write claim asks for.
+     *
+     * @param hasMountOptions    it asks for an fs type or mount flags (plain fs type or sealed flags)
+     * @param mountFlagsProblem  why its sealed mount flags cannot be used (unknown key id, tampered,
+     *                           sealed for another volume, invalid flags), without secret material;
+     *                           null when they can (or there are none)
+     */
     public record Request(String allocationId, String nodeId, ClaimMode mode, AccessMode accessMode,
-                          AttachmentMode attachmentMode, MountSupport mountSupport, boolean hasMountOptions) {
+                          AttachmentMode attachmentMode, MountSupport mountSupport, boolean hasMountOptions,
+                          String mountFlagsProblem) {
+
+        public Request(String allocationId, String nodeId, ClaimMode mode, AccessMode accessMode,
+                       AttachmentMode attachmentMode, MountSupport mountSupport, boolean hasMountOptions) {
+            this(allocationId, nodeId, mode, accessMode, attachmentMode, mountSupport, hasMountOptions, null);
+        }
     }
 
     /** The outcome of {@link #decide}. */
@@ -132,6 +146,10 @@ public final class ClaimRules {
         }
         if (volume.deleting()) {
             return new Reject("volume-deleting", subject + " rejected: the volume is being deleted");
+        }
+        if (request.mountFlagsProblem() != null) {
+            return new Reject("mount-flags-unsealable", subject + " rejected: its sealedMountFlags cannot be used: "
+                    + request.mountFlagsProblem());
         }
         if (request.attachmentMode() != volume.attachmentMode()) {
             return new Reject("attachment-mode-mismatch", subject + " rejected: the volume is registered for attachment mode "

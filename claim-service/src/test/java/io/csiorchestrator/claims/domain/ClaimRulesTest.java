@@ -125,6 +125,18 @@ public class ClaimRulesTest {
     }
 
     @Test
+    void sealedMountFlagsThatCannotBeUsedRejectTheClaimNamingTheProblem() {
+        VolumeFacts fs = volume(AccessMode.SINGLE_NODE_WRITER, null, List.of());
+        String problem = "secrets were sealed with key 'k-old', which is not in this keyring [k1]";
+        Request unsealable = new Request("a", "n1", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM,
+                MountSupport.ALL, true, problem);
+        assertReject(fs, unsealable, "sealedMountFlags cannot be used: " + problem);
+        assertEquals("mount-flags-unsealable", ((Reject) ClaimRules.decide(fs, HEALTHY, unsealable)).code());
+        assertInstanceOf(Accept.class, ClaimRules.decide(fs, HEALTHY, new Request("a", "n1", ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, MountSupport.ALL, true, null)));
+    }
+
+    @Test
     void pluginHealthControllerAndTopology() {
         VolumeFacts fs = volume(AccessMode.MULTI_NODE_MULTI_WRITER, null, List.of());
         Request r = new Request("a", "n1", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM,

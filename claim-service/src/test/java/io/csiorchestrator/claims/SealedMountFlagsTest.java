@@ -1,0 +1,188 @@
+package io.csiorchestrator.claims;
+
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.DeadLetters;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.MountOptions;
+import io.csiorchestrator.events.MountSupport;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.SealedSecrets;
+import io.csiorchestrator.events.SecretKeyring;
+import io.csiorchestrator.events.SecretPayload;
+import io.csiorchestrator.events.SecretSealer;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.testkit.KafkaResource;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.http.ContentType;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.Header;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Mount flags on claim-requested travel only sealed (sealedMountFlags): sealed flags reach the
+ * worker inside NodeCommand.sealed and replace the volume's; plain flags are dead-lettered without
+ * stalling the partition; flags the service cannot open reject the claim, naming the key id.
+ */
+@QuarkusTest
+class SealedMountFlagsTest {
+
+    /** The keyring the service runs with in tests (application.properties, %test). */
+    static final SecretSealer SHARED = new SecretSealer(
+            SecretKeyring.parse("test-key:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "test-key"));
+    static final String OTHER_KEY_MATERIAL = "ZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmY=";
+
+    final Bus bus = new Bus();
+
+    @AfterEach
+    void close() {
+        bus.close();
+    }
+
+    /** A file-system volume registered with fs type ext4 and one flag of its own (sealed at rest). */
+    static String registerVolumeWithFlags(String vol, String plugin) {
+        given().contentType(ContentType.JSON).body(Map.of("id", vol, "namespace", "ns1", "externalId", "ext-" + vol,
+                        "pluginId", plugin, "accessMode", "single-node-writer", "attachmentMode", "file-system",
+                        "mountOptions", Map.of("fsType", "ext4", "mountFlags", List.of("volume-flag"))))
+                .post("/v1/volumes").then().statusCode(201);
+        return vol;
+    }
+
+    static ClaimRequested write(String vol, String alloc, String fsType, SealedSecrets sealedFlags) {
+        return new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, alloc, "node-a", ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, new MountOptions(fsType, null), sealedFlags,
+                MountSupport.ALL, Instant.now());
+    }
+
+    @Test
+    void sealedFlagsReachTheWorkerSealedAndReplaceTheVolumesAndNeverTravelPlain() throws Exception {
+        String canary = "password=CANARY-sealed-flag-" + UUID.randomUUID().toString().substring(0, 8);
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = registerVolumeWithFlags(ClaimFlowTest.unique("sealed"), plugin);
+        bus.plugin(plugin, false, List.of(), List.of("node-a"));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+
+        List<String> flags = List.of("noatime", canary);
+        ClaimRequested claim = write(vol, "alloc-1", "xfs", ClaimRequested.sealFlags(SHARED, "ns1", vol, flags));
+        bus.send(claim);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals("xfs", mount.fsType(), "the request's fs type replaces the volume's");
+        assertNotNull(mount.sealed(), "the mount command carries the flags sealed");
+        SecretPayload opened = SHARED.open(mount.sealed(), SecretSealer.associatedData("ns1", vol));
+        assertEquals(flags, opened.mountFlags(), "the request's flags replace the volume's");
+        bus.succeed(mount);
+        bus.awaitStatus(claim.requestId(), ClaimState.READY);
+
+        // No plain flag in any record (key, value, headers) of any topic of this test run.
+        int scanned = 0;
+        try (Admin admin = Admin.create(Map.<String, Object>of("bootstrap.servers", KafkaResource.bootstrapServers()))) {
+            Set<String> topics = admin.listTopics().names().get(30, TimeUnit.SECONDS);
+            for (String topic : topics) {
+                if (!topic.startsWith(TestResources.PREFIX)) {
+                    continue;
+                }
+                for (ConsumerRecord<String, String> r : bus.kafka.readAll(topic)) {
+                    scanned++;
+                    assertNoFlag(canary, topic + " key", r.key());
+                    assertNoFlag(canary, topic + " value", r.value());
+                    for (Header h : r.headers()) {
+                        assertNoFlag(canary, topic + " header " + h.key(),
+                                h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8));
+                    }
+                }
+            }
+        }
+        assertTrue(scanned >= 4, "records scanned: " + scanned);
+        assertTrue(bus.kafka.readAll(Bus.topic(Topic.CLAIM_REQUESTED)).stream()
+                .anyMatch(r -> r.value().contains(claim.requestId()) && r.value().contains("sealedMountFlags")),
+                "the scan saw the sealed claim itself");
+    }
+
+    @Test
+    void plainFlagsAreDeadLetteredAndThePartitionMovesOn() throws Exception {
+        String secretFlag = "password=plain-" + UUID.randomUUID().toString().substring(0, 8);
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("plain"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        bus.plugin(plugin, false, List.of(), List.of("node-a"));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+
+        // What an old scheduler sends: the flags in plain text (EventCodec.encode would refuse it, so written raw).
+        ClaimRequested plain = new ClaimRequested("plain-" + vol, "ns1", vol, "alloc-plain", "node-a", ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false,
+                new MountOptions("ext4", List.of("noatime", secretFlag)), null, MountSupport.ALL, Instant.now());
+        bus.kafka.send(Bus.topic(Topic.CLAIM_REQUESTED), vol, EventCodec.mapper().writeValueAsString(plain));
+        ClaimRequested after = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(after);
+        bus.awaitStatus(after.requestId(), ClaimState.ACCEPTED);
+
+        ConsumerRecord<String, String> dead = bus.kafka.awaitRecord(Bus.topic(Topic.CLAIM_REQUESTED) + "-dead-letter",
+                r -> vol.equals(r.key()), Bus.WAIT);
+        assertTrue(dead.value().contains("plain-" + vol), dead.value());
+        String why = KafkaTestClient.header(dead, DeadLetters.REASON);
+        assertNotNull(why, "dead-letter reason header");
+        assertTrue(why.contains("mountOptions.mountFlags") && why.contains("sealedMountFlags") && why.contains("2 given"), why);
+        assertFalse(why.contains(secretFlag) || why.contains("noatime"), "the reason never echoes a flag: " + why);
+        assertTrue(bus.statuses("plain-" + vol).isEmpty(), "a dead-lettered request is not answered");
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-plain".equals(c.allocationId())));
+    }
+
+    @Test
+    void flagsTheServiceCannotOpenRejectTheClaimNamingTheKeyId() {
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("unsealable"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.plugin(plugin, false, List.of(), List.of("node-a"));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+
+        SecretSealer stranger = new SecretSealer(SecretKeyring.parse("rotated-away:" + OTHER_KEY_MATERIAL, "rotated-away"));
+        ClaimRequested unknownKey = new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, "alloc-1", "node-a",
+                ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                ClaimRequested.sealFlags(stranger, "ns1", vol, List.of("noatime")), MountSupport.ALL, Instant.now());
+        bus.send(unknownKey);
+        String reason = bus.awaitStatus(unknownKey.requestId(), ClaimState.REJECTED).reason();
+        assertTrue(reason.contains("'rotated-away'") && reason.contains("sealedMountFlags") && reason.contains("alloc-1")
+                && reason.contains(vol), reason);
+        assertFalse(reason.contains(OTHER_KEY_MATERIAL) || reason.contains("noatime"), reason);
+
+        // Sealed with the shared key but for another volume: replayed here, it does not open.
+        ClaimRequested replayed = new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, "alloc-2", "node-a",
+                ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                ClaimRequested.sealFlags(SHARED, "ns1", "some-other-volume", List.of("noatime")), MountSupport.ALL, Instant.now());
+        bus.send(replayed);
+        String replayReason = bus.awaitStatus(replayed.requestId(), ClaimState.REJECTED).reason();
+        assertTrue(replayReason.contains("'test-key'") && replayReason.contains("ns1/" + vol)
+                && replayReason.contains("wrong volume"), replayReason);
+
+        // Neither rejected claim took the volume: a claim after them is accepted, and no command was sent for them.
+        ClaimRequested ok = Bus.claim("ns1", vol, "alloc-3", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.send(ok);
+        bus.awaitStatus(ok.requestId(), ClaimState.ACCEPTED);
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-1".equals(c.allocationId()) || "alloc-2".equals(c.allocationId())),
+                "no command for a rejected claim");
+    }
+
+    static void assertNoFlag(String flag, String where, String text) {
+        if (text != null) {
+            assertFalse(text.contains(flag), "plain mount flag in " + where + ": " + text);
+        }
+    }
+}
