@@ -208,7 +208,7 @@ class NodeMountWorkerTest {
         Instant before = Instant.now();
         plugin = new HostpathPlugin(PLUGIN, pluginsDir(), WorkerRootResource.root.resolve("hp-state"),
                 "--controller-publish=false", "--unmount-staging-on-exit").start();
-        await().atMost(Duration.ofSeconds(5)).until(() -> worker.plugins().get(PLUGIN).isPresent());
+        await().atMost(WAIT).until(() -> worker.plugins().get(PLUGIN).isPresent());
         ConsumerRecord<String, String> record = kafka.awaitRecord("plugin-health",
                 r -> r.key().equals(PluginHealth.key(PLUGIN, NODE))
                         && EventCodec.decode(PluginHealth.class, r.value()).reportsHealthy(), Duration.ofSeconds(15));
@@ -601,11 +601,11 @@ class NodeMountWorkerTest {
         assertEquals(1, controller.successfulCalls("ControllerUnpublishVolume"));
         assertTrue(worker.operations().record(new VolumeKey(NS, "ctl")).orElseThrow().idle());
 
-        // a plugin whose socket disappears is deregistered within 5 s, with a last unhealthy fingerprint
+        // a plugin whose socket disappears is deregistered, with a last unhealthy fingerprint
         Instant gone = Instant.now();
         controller.stop();
         Files.deleteIfExists(controller.socket);
-        await().atMost(Duration.ofSeconds(5)).until(() -> worker.plugins().get("hpc").isEmpty());
+        await().atMost(WAIT).until(() -> worker.plugins().get("hpc").isEmpty());
         awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_DEREGISTERED && "hpc".equals(e.pluginId())
                 && !e.occurredAt().isBefore(gone));
     }
