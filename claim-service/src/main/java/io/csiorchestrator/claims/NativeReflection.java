@@ -1,6 +1,7 @@
 package io.csiorchestrator.claims;
 
 import io.csiorchestrator.claims.api.VolumeResource;
+import io.csiorchestrator.claims.messaging.ClaimRequestedDeserializer;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
 /**
@@ -20,6 +21,8 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         VolumeResource.MountOptionsView.class,
         VolumeResource.VolumeDetail.class,
         VolumeResource.Released.class,
+        // Kafka instantiates the channel's value deserializer by its configured class name.
+        ClaimRequestedDeserializer.class,
 })
 public final class NativeReflection {
 

@@ -138,6 +138,9 @@ class SealedMountFlagsTest {
         ConsumerRecord<String, String> dead = bus.kafka.awaitRecord(Bus.topic(Topic.CLAIM_REQUESTED) + "-dead-letter",
                 r -> vol.equals(r.key()), Bus.WAIT);
         assertTrue(dead.value().contains("plain-" + vol), dead.value());
+        assertFalse(dead.value().contains(secretFlag) || dead.value().contains("noatime"),
+                "the dead-letter copy carries no plain flag: " + dead.value());
+        assertTrue(dead.value().contains("\"mountFlags\":[\"(redacted)\",\"(redacted)\"]"), dead.value());
         String why = KafkaTestClient.header(dead, DeadLetters.REASON);
         assertNotNull(why, "dead-letter reason header");
         assertTrue(why.contains("mountOptions.mountFlags") && why.contains("sealedMountFlags") && why.contains("2 given"), why);
