@@ -192,7 +192,6 @@ public final class Cluster {
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
                 "-Dcsi.topics.prefix=" + TOPIC_PREFIX,
                 "-Dquarkus.datasource.reactive.url=" + infra.getProperty("postgres.plugin_registry.reactive"),
-                "-Dquarkus.datasource.jdbc.url=" + infra.getProperty("postgres.plugin_registry.jdbc"),
                 "-Dquarkus.datasource.username=" + infra.getProperty("postgres.username"),
                 "-jar", serviceJar("plugin-registry-service").toString()));
         return start("plugin-registry-service", cmd, Map.of("QUARKUS_DATASOURCE_PASSWORD", "postgres"));
@@ -205,7 +204,6 @@ public final class Cluster {
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
                 "-Dcsi.topics.prefix=" + TOPIC_PREFIX,
                 "-Dquarkus.datasource.reactive.url=" + infra.getProperty("postgres.claims.reactive"),
-                "-Dquarkus.datasource.jdbc.url=" + infra.getProperty("postgres.claims.jdbc"),
                 "-Dquarkus.datasource.username=" + infra.getProperty("postgres.username"),
                 "-Dcsi.claims.reconcile-interval=1s",
                 "-jar", serviceJar("claim-service").toString()));

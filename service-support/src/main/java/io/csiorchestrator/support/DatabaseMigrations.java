@@ -6,6 +6,7 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.interceptor.Interceptor;
 import java.util.List;
+import java.util.Optional;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.output.MigrateResult;
@@ -18,9 +19,12 @@ import org.jboss.logging.Logger;
  *
  * <p>Configuration read:
  * <ul>
- *   <li>{@code quarkus.datasource.jdbc.url}, {@code quarkus.datasource.username},
+ *   <li>{@code quarkus.datasource.reactive.url}, {@code quarkus.datasource.username},
  *       {@code quarkus.datasource.password} (default empty) — the standard Quarkus datasource keys
- *       ({@code QUARKUS_DATASOURCE_JDBC_URL} etc. in the environment);</li>
+ *       ({@code QUARKUS_DATASOURCE_REACTIVE_URL} etc. in the environment): the service's one database
+ *       URL, turned into the JDBC URL Flyway needs ({@link #jdbcUrlOf});</li>
+ *   <li>{@code quarkus.datasource.jdbc.url} — optional, only where the JDBC URL must differ (Quarkus
+ *       warns that it does not know the key: no JDBC extension reads it, this class does);</li>
  *   <li>{@value #MIGRATE_AT_START} (default {@code true}) — each service points it at its own documented key, e.g.
  *       {@code csi.database.migrate-at-start=${csi.claims.migrate-at-start:true}};</li>
  *   <li>{@value #LOCATIONS} (default {@value #DEFAULT_LOCATION}, comma-separated).</li>
@@ -38,7 +42,9 @@ public class DatabaseMigrations {
     private static final Logger LOG = Logger.getLogger(DatabaseMigrations.class);
 
     @ConfigProperty(name = "quarkus.datasource.jdbc.url")
-    String url;
+    Optional<String> jdbcUrl;
+    @ConfigProperty(name = "quarkus.datasource.reactive.url")
+    Optional<String> reactiveUrl;
     @ConfigProperty(name = "quarkus.datasource.username")
     String username;
     @ConfigProperty(name = "quarkus.datasource.password", defaultValue = "")
@@ -62,7 +68,36 @@ public class DatabaseMigrations {
             LOG.infof("database migrations switched off (%s=false)", MIGRATE_AT_START);
             return null;
         }
+        String url = jdbcUrl.filter(u -> !u.isBlank()).orElseGet(() -> jdbcUrlOf(reactiveUrl.orElseThrow(() ->
+                new IllegalStateException("no database URL: set quarkus.datasource.reactive.url (QUARKUS_DATASOURCE_REACTIVE_URL)"))));
         return migrate(url, username, password, locations);
+    }
+
+    /**
+     * The JDBC URL of the database a reactive datasource URL names: {@code [vertx-reactive:]postgresql://
+     * [user[:password]@]host[:port][,host[:port]...]/db[?params]} becomes {@code jdbc:postgresql://host[:port]
+     * [,...]/db[?params]}. Credentials in the URL are dropped: they come from {@code quarkus.datasource.username}
+     * and {@code password}. Throws {@link IllegalArgumentException} naming the value (without its credentials)
+     * when it is not a PostgreSQL URL.
+     */
+    public static String jdbcUrlOf(String reactiveUrl) {
+        String url = reactiveUrl.trim();
+        if (url.startsWith("vertx-reactive:")) {
+            url = url.substring("vertx-reactive:".length());
+        }
+        int sep = url.indexOf("://");
+        String scheme = sep < 0 ? "" : url.substring(0, sep);
+        String rest = sep < 0 ? url : url.substring(sep + 3);
+        int slash = rest.indexOf('/');
+        int at = rest.lastIndexOf('@', slash < 0 ? rest.length() - 1 : slash);
+        if (at >= 0) {
+            rest = rest.substring(at + 1);
+        }
+        if (!scheme.equals("postgresql") && !scheme.equals("postgres")) {
+            throw new IllegalArgumentException("quarkus.datasource.reactive.url '" + (sep < 0 ? "" : scheme + "://") + rest
+                    + "' is not a postgresql:// URL; set quarkus.datasource.jdbc.url for the migrations");
+        }
+        return "jdbc:postgresql://" + rest;
     }
 
     /** Applies the pending Flyway migrations found in {@code locations} to the database at {@code jdbcUrl}. */

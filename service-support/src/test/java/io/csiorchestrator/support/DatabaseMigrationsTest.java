@@ -60,6 +60,30 @@ class DatabaseMigrationsTest {
     }
 
     @Test
+    void anExplicitJdbcUrlWinsOverTheReactiveOne() throws SQLException {
+        String db = postgres.createDatabase();
+        DatabaseMigrations migrations = bean(db, true);
+        migrations.reactiveUrl = java.util.Optional.of("postgresql://127.0.0.1:1/nowhere");
+        migrations.jdbcUrl = java.util.Optional.of(postgres.jdbcUrl(db));
+
+        assertEquals(2, migrations.migrateIfEnabled().migrationsExecuted);
+        assertTrue(hasTable(db, "things"));
+    }
+
+    @Test
+    void theJdbcUrlIsTheReactiveUrlsDatabaseWithoutItsCredentials() {
+        assertEquals("jdbc:postgresql://db:5432/claims", DatabaseMigrations.jdbcUrlOf("postgresql://db:5432/claims"));
+        assertEquals("jdbc:postgresql://db/claims?sslmode=require",
+                DatabaseMigrations.jdbcUrlOf(" vertx-reactive:postgresql://db/claims?sslmode=require "));
+        assertEquals("jdbc:postgresql://h1:5432,h2:5432/claims",
+                DatabaseMigrations.jdbcUrlOf("postgres://claims:s3cret@h1:5432,h2:5432/claims"));
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> DatabaseMigrations.jdbcUrlOf("mysql://claims:s3cret@db/claims"));
+        assertTrue(e.getMessage().contains("quarkus.datasource.reactive.url 'mysql://db/claims'"), e.getMessage());
+        assertFalse(e.getMessage().contains("s3cret"), e.getMessage());
+    }
+
+    @Test
     void switchedOffItLeavesTheDatabaseAlone() throws SQLException {
         String db = postgres.createDatabase();
         DatabaseMigrations migrations = bean(db, false);
@@ -80,7 +104,8 @@ class DatabaseMigrationsTest {
 
     private static DatabaseMigrations bean(String db, boolean migrateAtStart) {
         DatabaseMigrations migrations = new DatabaseMigrations();
-        migrations.url = postgres.jdbcUrl(db);
+        migrations.jdbcUrl = java.util.Optional.empty(); // the reactive URL is the one the services are given
+        migrations.reactiveUrl = java.util.Optional.of("vertx-reactive:" + postgres.reactiveUrl(db));
         migrations.username = postgres.username();
         migrations.password = postgres.password();
         migrations.migrateAtStart = migrateAtStart;
