@@ -69,5 +69,13 @@ public interface ClaimSettings {
         @WithName("send-timeout")
         @WithDefault("30s")
         Duration sendTimeout();
+
+        /**
+         * How old the relay producer's view of the topics may get ({@code metadata.max.age.ms}): partitions
+         * added to node-commands are routed to within this time.
+         */
+        @WithName("metadata-max-age")
+        @WithDefault("30s")
+        Duration metadataMaxAge();
     }
 }

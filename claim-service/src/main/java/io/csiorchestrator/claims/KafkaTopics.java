@@ -24,9 +24,11 @@ import org.jboss.logging.Logger;
 
 /**
  * The topic names (prefix {@code csi.topics.prefix}) and the partition count of node-commands as the
- * broker has it, read at start (before the consumers run): every node command's partition is
- * {@link NodePartitioner#partitionFor} with that count, set explicitly. Missing contract topics are
- * created at start unless {@code csi.topics.create=false}.
+ * broker has it, read at start (before the consumers run): a node command's outbox row records
+ * {@link NodePartitioner#partitionFor} with that count; the outbox relay sends it to the node's
+ * partition under the count its producer sees at send time ({@code OutboxRelay#partitionCount}), so
+ * partitions added later are followed. Missing contract topics are created at start unless
+ * {@code csi.topics.create=false}.
  */
 @ApplicationScoped
 public class KafkaTopics {
@@ -105,7 +107,7 @@ public class KafkaTopics {
         return catalog.name(topic);
     }
 
-    /** The partition of node-commands for this node (the broker's partition count, read at start). */
+    /** The partition of node-commands for this node under the partition count read at start (recorded in the outbox row). */
     public int nodeCommandPartition(String nodeId) {
         int count = nodeCommandPartitions;
         if (count <= 0) {

@@ -212,7 +212,11 @@ public final class LeaderElection implements AutoCloseable {
         if (leader) {
             leader = false;
             holdOffUntil = System.nanoTime() + retryInterval.toNanos();
-            LOG.warnf("leadership lost (%s): outbox relay and reconciler stop here until this instance leads again", why);
+            if (closed) {
+                LOG.infof("leadership released (%s): another instance takes over the outbox relay and the reconciler", why);
+            } else {
+                LOG.warnf("leadership lost (%s): outbox relay and reconciler stop here until this instance leads again", why);
+            }
             onLeadership.accept(false);
             losses.incrementAndGet();
         }

@@ -13,6 +13,7 @@ import io.opentelemetry.context.Context;
 import java.time.Instant;
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.NodePartitioner;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import io.quarkus.scheduler.Scheduled;
@@ -87,6 +88,7 @@ public class OutboxRelay {
     });
     private final AtomicBoolean pending = new AtomicBoolean();
     private final AtomicLong published = new AtomicLong();
+    private final java.util.Map<String, Integer> partitionCounts = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean suspended;
     private volatile boolean leader;
     private volatile KafkaProducer<String, byte[]> producer;
@@ -104,6 +106,7 @@ public class OutboxRelay {
         props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         props.put(ProducerConfig.LINGER_MS_CONFIG, "0");
         props.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "5");
+        props.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, Long.toString(settings.outbox().metadataMaxAge().toMillis()));
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, org.apache.kafka.common.serialization.ByteArraySerializer.class.getName());
         producer = new KafkaProducer<>(props);
@@ -305,8 +308,29 @@ public class OutboxRelay {
         }
     }
 
-    private static ProducerRecord<String, byte[]> toRecord(Row row) {
+    /**
+     * The partition count of {@code topic} as the producer's metadata has it now (refreshed every
+     * {@code csi.claims.outbox.metadata-max-age}); a change is logged once.
+     */
+    public int partitionCount(String topic) {
+        int count = producer.partitionsFor(topic).size();
+        Integer before = partitionCounts.put(topic, count);
+        if (before != null && before != count) {
+            LOG.infof("%s now has %d partitions (was %d): node commands follow NodePartitioner with %d", topic, count, before, count);
+        }
+        return count;
+    }
+
+    /**
+     * The record of an outbox row. A node command's partition is the node's under the topic's partition count
+     * now, not the one stored at commit ({@code partition_no}): partitions added to node-commands since then
+     * are followed, as the workers follow them.
+     */
+    private ProducerRecord<String, byte[]> toRecord(Row row) {
         Integer partition = row.getInteger("partition_no");
+        if (partition != null) {
+            partition = NodePartitioner.partitionFor(row.getString("record_key"), partitionCount(row.getString("topic")));
+        }
         OffsetDateTime time = row.getOffsetDateTime("ce_time");
         ProducerRecord<String, byte[]> record = new ProducerRecord<>(row.getString("topic"), partition,
                 row.getString("record_key"), row.getString("payload").getBytes(StandardCharsets.UTF_8));

@@ -26,6 +26,10 @@ public class OutboxEntity extends PanacheEntityBase {
     public String topic;
     @Column(name = "record_key")
     public String recordKey;
+    /**
+     * Node commands: the node's partition when the row was committed (set = "route by node"); the relay sends
+     * to the node's partition under the topic's partition count at send time.
+     */
     @Column(name = "partition_no")
     public Integer partitionNo;
     public String payload;
