@@ -10,7 +10,7 @@ import org.eclipse.microprofile.health.Readiness;
 
 /**
  * Readiness check {@code kafka}: the worker's own Kafka clients. Up when its node-commands
- * consumer has its partition and the broker answered it within the last seconds, and its event
+ * consumer has its partitions and the broker answered it within the last seconds, and its event
  * producer's last send did not fail (an idle producer that has sent nothing yet counts as up).
  */
 @Readiness
@@ -38,7 +38,8 @@ public class KafkaReadiness implements HealthCheck {
         if (consumer == null) {
             builder.withData("consumer", "not started");
         } else if (consumerUp) {
-            builder.withData("consumer", "reads " + consumer.partition() + "; broker answered at "
+            builder.withData("consumer", "reads " + consumer.partitions() + " (node partition " + consumer.partition()
+                    + "); broker answered at "
                     + consumer.lastBrokerContact());
         } else {
             builder.withData("consumer", "cannot reach the broker: "

@@ -16,10 +16,18 @@ import io.opentelemetry.context.Context;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
@@ -37,23 +45,38 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.jboss.logging.Logger;
 
 /**
- * Reads this node's partition of {@code node-commands} on a dedicated thread: {@code assign()}
- * of the partition {@link NodePartitioner} gives for the node (no group rebalancing), records
- * keyed with another node skipped (a partition is shared by several nodes), malformed records sent
- * to the dead-letter topic with the reason. Commands run through the {@link VolumeSerializer} (one
- * per volume at a time, volumes concurrently); each answer goes to {@code mount-done}, and the
- * offset is committed (under a per-node group id) only up to the longest prefix of commands whose
- * answer the broker acknowledged. A redelivery after a crash is answered from the record.
+ * Reads this node's partitions of {@code node-commands} on a dedicated thread, with {@code assign()}
+ * (no group rebalancing): the partition {@link NodePartitioner} gives for the node under the topic's
+ * current partition count, plus every partition for which the node's consumer group (a per-node
+ * group id) has a committed offset, i.e. every partition it read before. When an operator adds
+ * partitions the node's partition moves; commands already written to the old one (before a restart,
+ * or by a producer whose metadata was not refreshed yet) are still answered because partitions once
+ * read stay read. Every 5 s the thread re-reads the partition count from the consumer's metadata
+ * (refreshed every {@code metadata.max.age.ms}, 30 s by default) and, when the node's partition under
+ * the new count is not read yet, adds it to the assignment; a partition without committed offset
+ * starts at the earliest offset, and its start is committed at once so it stays in the history.
+ *
+ * <p>Records keyed with another node are skipped (a partition is shared by several nodes),
+ * malformed records sent to the dead-letter topic with the reason. Commands run through the
+ * {@link VolumeSerializer} (one per volume at a time, volumes concurrently); each answer goes to
+ * {@code mount-done}, and each partition's offset is committed only up to the longest prefix of its
+ * commands whose answer the broker acknowledged (one {@link OffsetTracker} per partition). A
+ * redelivery after a crash is answered from the record.
  *
  * <p>Each command of this node is a CONSUMER span {@code <topic> process}, child of the trace in
  * the record's {@code traceparent}; the handler gets that span's context and the mount-done is
  * published with it. The time from taking the command to the acknowledged mount-done is the
  * {@code csi.node.command} timer. Every few seconds the thread asks the broker for the
- * partition's end offset: {@link #connectivity()} tells readiness whether the broker answers.
+ * partitions' end offsets: {@link #connectivity()} tells readiness whether the broker answers.
  */
 public final class CommandConsumer implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(CommandConsumer.class);
+
+    /** How often the consumer refreshes its metadata (and so sees new partitions) by default. */
+    public static final Duration DEFAULT_METADATA_MAX_AGE = Duration.ofSeconds(30);
+
+    private static final Comparator<TopicPartition> BY_PARTITION = Comparator.comparingInt(TopicPartition::partition);
 
     private final Properties config;
     private final String topic;
@@ -66,15 +89,35 @@ public final class CommandConsumer implements AutoCloseable {
     private volatile String lastFailure = "not connected yet";
     private long nextContactCheckNanos = System.nanoTime();
     private final KafkaEventPublisher publisher;
-    private final OffsetTracker tracker = new OffsetTracker();
+    /** Consumer thread only: one tracker per partition read. */
+    private final Map<TopicPartition, OffsetTracker> trackers = new HashMap<>();
+    /** Consumer thread only: offsets to commit (kept until a commit succeeds). */
+    private final Map<TopicPartition, OffsetAndMetadata> uncommitted = new HashMap<>();
+    /** Consumer thread only: partitions read without a committed offset whose start is not committed yet. */
+    private final Set<TopicPartition> startNotRecorded = new TreeSet<>(BY_PARTITION);
     private final CountDownLatch stop = new CountDownLatch(1);
     private volatile KafkaConsumer<String, byte[]> consumer;
+    /** The node's partition under the partition count last seen. */
     private volatile TopicPartition assigned;
+    /** Every partition read (immutable, sorted by partition). */
+    private volatile Set<TopicPartition> reading = Set.of();
+    private int partitionCount;
     private Thread thread;
 
     public CommandConsumer(String bootstrapServers, String groupId, String topic, String deadLetterTopic, String nodeId,
                            VolumeSerializer serializer, BiFunction<NodeCommand, Context, MountDone> handler,
                            KafkaEventPublisher publisher, Telemetry telemetry) {
+        this(bootstrapServers, groupId, topic, deadLetterTopic, nodeId, serializer, handler, publisher, telemetry,
+                DEFAULT_METADATA_MAX_AGE);
+    }
+
+    /**
+     * @param metadataMaxAge how often the consumer refreshes its metadata, so how late at most it sees
+     *                       partitions added to the topic (tests use a short one)
+     */
+    public CommandConsumer(String bootstrapServers, String groupId, String topic, String deadLetterTopic, String nodeId,
+                           VolumeSerializer serializer, BiFunction<NodeCommand, Context, MountDone> handler,
+                           KafkaEventPublisher publisher, Telemetry telemetry, Duration metadataMaxAge) {
         this.telemetry = telemetry;
         this.topic = topic;
         this.deadLetterTopic = deadLetterTopic;
@@ -82,6 +125,9 @@ public final class CommandConsumer implements AutoCloseable {
         this.serializer = serializer;
         this.handler = handler;
         this.publisher = publisher;
+        if (metadataMaxAge.isNegative() || metadataMaxAge.isZero()) {
+            throw new IllegalArgumentException("metadataMaxAge must be positive, was " + metadataMaxAge);
+        }
         config = new Properties();
         config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         config.put(ConsumerConfig.GROUP_ID_CONFIG, groupId);
@@ -91,6 +137,7 @@ public final class CommandConsumer implements AutoCloseable {
         config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         config.put(ConsumerConfig.CLIENT_ID_CONFIG, "node-mount-worker-" + nodeId);
         config.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");
+        config.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, Long.toString(metadataMaxAge.toMillis()));
     }
 
     public void start() {
@@ -99,9 +146,14 @@ public final class CommandConsumer implements AutoCloseable {
         thread.start();
     }
 
-    /** The partition this worker reads, once assigned. */
+    /** The node's partition under the topic's partition count last seen, once assigned. */
     public TopicPartition assignedPartition() {
         return assigned;
+    }
+
+    /** Every partition this worker reads (the node's current partition and its history), sorted; empty before. */
+    public Set<TopicPartition> assignedPartitions() {
+        return reading;
     }
 
     private void run() {
@@ -112,27 +164,15 @@ public final class CommandConsumer implements AutoCloseable {
                     consumer = new KafkaConsumer<>(config);
                 }
                 if (assigned == null) {
-                    List<PartitionInfo> partitions = consumer.partitionsFor(topic, Duration.ofSeconds(10));
-                    if (partitions == null || partitions.isEmpty()) {
-                        throw new IllegalStateException("topic " + topic + " has no partitions (does it exist?)");
-                    }
-                    TopicPartition tp = new TopicPartition(topic, NodePartitioner.partitionFor(nodeId, partitions.size()));
-                    consumer.assign(List.of(tp));
-                    assigned = tp;
-                    lastBrokerContact = Instant.now();
-                    lastFailure = null;
-                    LOG.infof("node %s reads partition %d of %s (%d partitions)", nodeId, tp.partition(), topic,
-                            partitions.size());
+                    assignAtStart();
                 }
                 checkBrokerContact();
+                recordStarts();
                 ConsumerRecords<String, byte[]> records = consumer.poll(Duration.ofMillis(200));
                 for (ConsumerRecord<String, byte[]> record : records) {
                     dispatch(record);
                 }
-                OptionalLong commit = tracker.committable();
-                if (commit.isPresent()) {
-                    consumer.commitSync(Map.of(assigned, new OffsetAndMetadata(commit.getAsLong())));
-                }
+                commit(null);
                 backoffMs = 200;
             } catch (WakeupException e) {
                 break;
@@ -151,10 +191,7 @@ public final class CommandConsumer implements AutoCloseable {
         }
         if (consumer != null) {
             try {
-                OptionalLong commit = tracker.committable();
-                if (commit.isPresent() && assigned != null) {
-                    consumer.commitSync(Map.of(assigned, new OffsetAndMetadata(commit.getAsLong())), Duration.ofSeconds(5));
-                }
+                commit(Duration.ofSeconds(5));
             } catch (RuntimeException e) {
                 LOG.debugf("final commit failed: %s", e.getMessage());
             }
@@ -162,8 +199,100 @@ public final class CommandConsumer implements AutoCloseable {
         }
     }
 
+    /**
+     * Assigns the node's partition under the current count plus every partition the group has a
+     * committed offset for (the partitions read before, where commands for this node may wait).
+     */
+    private void assignAtStart() {
+        List<PartitionInfo> partitions = consumer.partitionsFor(topic, Duration.ofSeconds(10));
+        if (partitions == null || partitions.isEmpty()) {
+            throw new IllegalStateException("topic " + topic + " has no partitions (does it exist?)");
+        }
+        int count = partitions.size();
+        TopicPartition node = new TopicPartition(topic, NodePartitioner.partitionFor(nodeId, count));
+        Set<TopicPartition> all = new HashSet<>();
+        for (PartitionInfo info : partitions) {
+            all.add(new TopicPartition(topic, info.partition()));
+        }
+        Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(all, Duration.ofSeconds(10));
+        Set<TopicPartition> history = new TreeSet<>(BY_PARTITION);
+        committed.forEach((tp, offset) -> {
+            if (offset != null) {
+                history.add(tp);
+            }
+        });
+        Set<TopicPartition> read = new TreeSet<>(BY_PARTITION);
+        read.add(node);
+        read.addAll(history);
+        consumer.assign(read);
+        trackers.clear();
+        uncommitted.clear();
+        startNotRecorded.clear();
+        for (TopicPartition tp : read) {
+            trackers.put(tp, new OffsetTracker());
+            if (!history.contains(tp)) {
+                startNotRecorded.add(tp);
+            }
+        }
+        partitionCount = count;
+        reading = Collections.unmodifiableSet(read);
+        assigned = node;
+        lastBrokerContact = Instant.now();
+        lastFailure = null;
+        if (read.size() == 1) {
+            LOG.infof("node %s reads partition %d of %s (%d partitions)", nodeId, node.partition(), topic, count);
+        } else {
+            LOG.infof("node %s reads partition %d of %s (%d partitions) and, where it read before, partitions %s",
+                    nodeId, node.partition(), topic, count, partitionNumbers(history, node));
+        }
+    }
+
+    /**
+     * Commits the start offset of each partition read without a committed offset (once), so the
+     * partition is in the group's history after a restart even when nothing arrived there. Runs
+     * before a poll: while the partition's tracker has seen no record, its position is the first
+     * offset not taken yet; once it has seen one, the tracker commits.
+     */
+    private void recordStarts() {
+        if (startNotRecorded.isEmpty()) {
+            return;
+        }
+        for (Iterator<TopicPartition> it = startNotRecorded.iterator(); it.hasNext(); ) {
+            TopicPartition tp = it.next();
+            if (!trackers.get(tp).seenAny()) {
+                uncommitted.putIfAbsent(tp, new OffsetAndMetadata(consumer.position(tp, Duration.ofSeconds(3))));
+            }
+            it.remove();
+        }
+    }
+
+    /** Commits, in one request, every partition's offset that moved (or whose last commit failed). */
+    private void commit(Duration timeout) {
+        trackers.forEach((tp, tracker) -> {
+            OptionalLong next = tracker.committable();
+            if (next.isPresent()) {
+                uncommitted.put(tp, new OffsetAndMetadata(next.getAsLong()));
+            }
+        });
+        if (uncommitted.isEmpty()) {
+            return;
+        }
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>(uncommitted);
+        if (timeout == null) {
+            consumer.commitSync(offsets);
+        } else {
+            consumer.commitSync(offsets, timeout);
+        }
+        uncommitted.keySet().removeAll(offsets.keySet());
+    }
+
     private void dispatch(ConsumerRecord<String, byte[]> record) {
         long offset = record.offset();
+        OffsetTracker tracker = trackers.get(new TopicPartition(record.topic(), record.partition()));
+        if (tracker == null) {
+            throw new IllegalStateException("record from " + record.topic() + "-" + record.partition()
+                    + ", which is not read (reading " + reading + ")");
+        }
         tracker.started(offset);
         if (!nodeId.equals(record.key())) {
             tracker.completed(offset);
@@ -212,7 +341,10 @@ public final class CommandConsumer implements AutoCloseable {
         });
     }
 
-    /** Asks the broker for the partition's end offset every 5 s: proof the consumer reaches it. */
+    /**
+     * Every 5 s: asks the broker for the partitions' end offsets (proof the consumer reaches it),
+     * then compares the topic's partition count in the consumer's metadata with the last one seen.
+     */
     private void checkBrokerContact() {
         long now = System.nanoTime();
         if (now - nextContactCheckNanos < 0) {
@@ -220,23 +352,83 @@ public final class CommandConsumer implements AutoCloseable {
         }
         nextContactCheckNanos = now + Duration.ofSeconds(5).toNanos();
         try {
-            consumer.endOffsets(List.of(assigned), Duration.ofSeconds(3));
+            consumer.endOffsets(reading, Duration.ofSeconds(3));
             lastBrokerContact = Instant.now();
             lastFailure = null;
         } catch (org.apache.kafka.common.errors.TimeoutException e) {
             lastFailure = "the broker did not answer within 3 s";
+            return;
         }
+        followPartitionCount();
     }
 
-    /** What the consumer knows of its broker: for readiness. */
-    public record Connectivity(TopicPartition partition, Instant lastBrokerContact, String lastFailure) {
+    /**
+     * When the topic's partition count changed, the node's partition under the new count is read
+     * too (the others stay read: commands may still wait there).
+     */
+    private void followPartitionCount() {
+        List<PartitionInfo> partitions;
+        try {
+            partitions = consumer.partitionsFor(topic, Duration.ofSeconds(3));
+        } catch (org.apache.kafka.common.errors.TimeoutException e) {
+            LOG.debugf("partition count of %s not known within 3 s: %s", topic, e.getMessage());
+            return;
+        }
+        if (partitions == null || partitions.isEmpty() || partitions.size() == partitionCount) {
+            return;
+        }
+        int before = partitionCount;
+        int count = partitions.size();
+        TopicPartition node = new TopicPartition(topic, NodePartitioner.partitionFor(nodeId, count));
+        if (reading.contains(node)) {
+            LOG.infof("%s changed from %d to %d partitions: node %s reads partition %d, already read", topic, before,
+                    count, nodeId, node.partition());
+        } else {
+            Set<TopicPartition> read = new TreeSet<>(BY_PARTITION);
+            read.addAll(reading);
+            read.add(node);
+            consumer.assign(read);
+            trackers.put(node, new OffsetTracker());
+            startNotRecorded.add(node);
+            reading = Collections.unmodifiableSet(read);
+            LOG.infof("%s grew from %d to %d partitions: node %s now also reads partition %d (reading %s)", topic,
+                    before, count, nodeId, node.partition(), partitionNumbers(read, null));
+        }
+        partitionCount = count;
+        assigned = node;
+    }
+
+    private static List<Integer> partitionNumbers(Set<TopicPartition> partitions, TopicPartition except) {
+        List<Integer> numbers = new ArrayList<>();
+        for (TopicPartition tp : partitions) {
+            if (!tp.equals(except)) {
+                numbers.add(tp.partition());
+            }
+        }
+        return numbers;
+    }
+
+    /**
+     * What the consumer knows of its broker: for readiness. {@code partition} is the node's
+     * partition under the current count, {@code partitions} every partition read.
+     */
+    public record Connectivity(TopicPartition partition, Set<TopicPartition> partitions, Instant lastBrokerContact,
+                               String lastFailure) {
+        public Connectivity {
+            partitions = partitions == null ? Set.of() : partitions;
+        }
+
+        public Connectivity(TopicPartition partition, Instant lastBrokerContact, String lastFailure) {
+            this(partition, partition == null ? Set.of() : Set.of(partition), lastBrokerContact, lastFailure);
+        }
+
         public boolean connected() {
             return partition != null && lastFailure == null && lastBrokerContact != null;
         }
     }
 
     public Connectivity connectivity() {
-        return new Connectivity(assigned, lastBrokerContact, lastFailure);
+        return new Connectivity(assigned, reading, lastBrokerContact, lastFailure);
     }
 
     private static byte[] bytes(String s) {

@@ -38,6 +38,11 @@ public final class OffsetTracker {
         return OptionalLong.empty();
     }
 
+    /** Whether a record of the partition was taken yet. */
+    public synchronized boolean seenAny() {
+        return highestSeen >= 0;
+    }
+
     public synchronized int inFlight() {
         return (int) pending.values().stream().filter(done -> !done).count();
     }

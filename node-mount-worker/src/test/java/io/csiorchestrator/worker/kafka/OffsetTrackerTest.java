@@ -1,6 +1,7 @@
 package io.csiorchestrator.worker.kafka;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
@@ -21,5 +22,14 @@ class OffsetTrackerTest {
         assertEquals(13, t.committable().getAsLong());
         assertTrue(t.committable().isEmpty(), "nothing new");
         assertEquals(0, t.inFlight());
+    }
+
+    @Test
+    void aTrackerThatSawNoRecordHasNothingToCommit() {
+        OffsetTracker t = new OffsetTracker();
+        assertFalse(t.seenAny());
+        assertTrue(t.committable().isEmpty(), "no record taken: the consumer's position is the offset to keep");
+        t.started(0);
+        assertTrue(t.seenAny());
     }
 }
