@@ -11,7 +11,6 @@ import io.csiorchestrator.events.ClaimStatus;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
 import io.quarkus.test.junit.QuarkusTest;
-import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -41,10 +40,7 @@ class AccessModesEndToEndTest {
     @ParameterizedTest(name = "{0}: {1}")
     @MethodSource("sequences")
     void accessModesThroughKafka(AccessMode mode, String script) {
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("e2e", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("n1", "n2"));
-        ClaimFlowTest.awaitSchedulable("e2e", vol);
+        String vol = bus.schedulableVolume("e2e", "vol", AccessMode.MULTI_NODE_MULTI_WRITER, "n1", "n2");
         for (String raw : script.split(",")) {
             String[] step = raw.trim().split(" ");
             if (step[0].equals("X")) {

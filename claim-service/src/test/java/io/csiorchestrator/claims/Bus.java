@@ -141,4 +141,42 @@ public final class Bus implements AutoCloseable {
     public void close() {
         kafka.close();
     }
+
+    /**
+     * Hands every record of every topic of this test run (the test prefix) to {@code check} as
+     * ({@code "<topic> key|value|header <name>"}, text): where secrets must never be. The number of records seen.
+     */
+    public int scanEveryRecord(java.util.function.BiConsumer<String, String> check) throws Exception {
+        int scanned = 0;
+        try (org.apache.kafka.clients.admin.Admin admin = org.apache.kafka.clients.admin.Admin.create(
+                Map.<String, Object>of("bootstrap.servers", kafka.bootstrapServers()))) {
+            for (String topic : admin.listTopics().names().get(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                if (!topic.startsWith(TestResources.PREFIX)) {
+                    continue;
+                }
+                for (ConsumerRecord<String, String> r : kafka.readAll(topic)) {
+                    scanned++;
+                    check.accept(topic + " key", r.key());
+                    check.accept(topic + " value", r.value());
+                    for (org.apache.kafka.common.header.Header h : r.headers()) {
+                        check.accept(topic + " header " + h.key(),
+                                h.value() == null ? null : new String(h.value(), java.nio.charset.StandardCharsets.UTF_8));
+                    }
+                }
+            }
+        }
+        return scanned;
+    }
+
+    /**
+     * A registered volume {@code namespace/<prefix>-...} of a fresh node-only plugin (no controller) with
+     * healthy instances on {@code nodes}, once claim-service sees it schedulable; its id.
+     */
+    public String schedulableVolume(String namespace, String prefix, AccessMode mode, String... nodes) {
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = registerVolume(namespace, ClaimFlowTest.unique(prefix), plugin, mode);
+        plugin(plugin, false, List.of(), List.of(nodes));
+        ClaimFlowTest.awaitSchedulable(namespace, vol);
+        return vol;
+    }
 }

@@ -15,7 +15,6 @@ import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.SecretKeyring;
 import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.events.SecretSealer;
-import io.csiorchestrator.testkit.KafkaResource;
 import io.csiorchestrator.testkit.KafkaTestClient;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.http.ContentType;
@@ -24,21 +23,16 @@ import io.vertx.mutiny.sqlclient.Tuple;
 import jakarta.inject.Inject;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
-import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.header.Header;
 import org.jboss.logmanager.ExtLogRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -147,23 +141,7 @@ class CanarySecretTest {
             assertNoCanary("REST output", body);
         }
         // Every record of every topic
-        int scanned = 0;
-        try (Admin admin = Admin.create(Map.<String, Object>of("bootstrap.servers", KafkaResource.bootstrapServers()))) {
-            Set<String> topics = admin.listTopics().names().get(30, TimeUnit.SECONDS);
-            for (String topic : topics) {
-                if (!topic.startsWith(TestResources.PREFIX)) {
-                    continue;
-                }
-                for (ConsumerRecord<String, String> r : bus.kafka.readAll(topic)) {
-                    scanned++;
-                    assertNoCanary(topic + " key", r.key());
-                    assertNoCanary(topic + " value", r.value());
-                    for (Header h : r.headers()) {
-                        assertNoCanary(topic + " header " + h.key(), h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8));
-                    }
-                }
-            }
-        }
+        int scanned = bus.scanEveryRecord(CanarySecretTest::assertNoCanary);
         assertTrue(scanned > 5, "records scanned: " + scanned);
         // At rest: only sealed in PostgreSQL
         String dump = pool.preparedQuery("SELECT v::text AS t FROM volumes v WHERE id = $1").execute(Tuple.of(vol))

@@ -108,10 +108,7 @@ class ClaimFlowTest {
 
     @Test
     void accessModeRulesEndToEnd() {
-        String plugin = unique("plug");
-        String vol = Bus.registerVolume("ns1", unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a", "node-b"));
-        awaitSchedulable("ns1", vol);
+        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.SINGLE_NODE_WRITER, "node-a", "node-b");
         ClaimRequested w1 = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w1);
         bus.awaitStatus(w1.requestId(), ClaimState.ACCEPTED);
@@ -134,10 +131,7 @@ class ClaimFlowTest {
 
     @Test
     void aFatalMountFailureRollsTheClaimBack() {
-        String plugin = unique("plug");
-        String vol = Bus.registerVolume("ns1", unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        awaitSchedulable("ns1", vol);
+        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.SINGLE_NODE_WRITER, "node-a");
         ClaimRequested w1 = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w1);
         NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
@@ -162,10 +156,7 @@ class ClaimFlowTest {
 
     @Test
     void aRetryableFailureIsRetriedWithANewCommand() {
-        String plugin = unique("plug");
-        String vol = Bus.registerVolume("ns1", unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        awaitSchedulable("ns1", vol);
+        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.SINGLE_NODE_WRITER, "node-a");
         ClaimRequested w1 = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w1);
         NodeCommand first = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
@@ -180,10 +171,7 @@ class ClaimFlowTest {
 
     @Test
     void aRedeliveredClaimIsAnsweredOnce() {
-        String plugin = unique("plug");
-        String vol = Bus.registerVolume("ns1", unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        awaitSchedulable("ns1", vol);
+        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.MULTI_NODE_MULTI_WRITER, "node-a");
         ClaimRequested w1 = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
         bus.send(w1);
         bus.send(w1);
@@ -198,10 +186,7 @@ class ClaimFlowTest {
 
     @Test
     void aMalformedClaimGoesToTheDeadLetterTopicAndThePartitionMovesOn() {
-        String plugin = unique("plug");
-        String vol = Bus.registerVolume("ns1", unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        awaitSchedulable("ns1", vol);
+        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.MULTI_NODE_MULTI_WRITER, "node-a");
         bus.kafka.send(Bus.topic(Topic.CLAIM_REQUESTED), vol, "{\"requestId\":\"bad-" + vol + "\",\"volumeId\":\"../etc\",\"mode\":\"grab\"}");
         ClaimRequested after = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
         bus.send(after);
@@ -231,10 +216,7 @@ class ClaimFlowTest {
 
     @Test
     void forceDeleteReleasesTheClaimsFirstAndDetachIsTheEscapeHatch() {
-        String plugin = unique("plug");
-        String vol = Bus.registerVolume("ns1", unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a", "node-b"));
-        awaitSchedulable("ns1", vol);
+        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.MULTI_NODE_MULTI_WRITER, "node-a", "node-b");
         ClaimRequested a = Bus.claim("ns1", vol, "alloc-a", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
         ClaimRequested b = Bus.claim("ns1", vol, "alloc-b", "node-b", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
         bus.send(a);

@@ -33,10 +33,7 @@ class ObservabilityTest {
 
     @Test
     void metricsShowClaimReleaseDecisionAndOutboxMeters() {
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("metrics", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        ClaimFlowTest.awaitSchedulable("metrics", vol);
+        String vol = bus.schedulableVolume("metrics", "vol", AccessMode.SINGLE_NODE_WRITER, "node-a");
 
         ClaimRequested write = Bus.claim("metrics", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(write);

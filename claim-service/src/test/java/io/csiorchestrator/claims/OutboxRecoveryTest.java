@@ -48,10 +48,7 @@ class OutboxRecoveryTest {
 
     @Test
     void eventsCommittedButNotPublishedArePublishedByTheRecoverySweep() {
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.SINGLE_NODE_WRITER, "node-a");
 
         relay.suspend();
         ClaimRequested write = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);

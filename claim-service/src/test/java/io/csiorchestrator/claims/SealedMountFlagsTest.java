@@ -22,20 +22,14 @@ import io.csiorchestrator.events.SecretKeyring;
 import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.events.SecretSealer;
 import io.csiorchestrator.events.Topic;
-import io.csiorchestrator.testkit.KafkaResource;
 import io.csiorchestrator.testkit.KafkaTestClient;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.http.ContentType;
-import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.header.Header;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -94,24 +88,7 @@ class SealedMountFlagsTest {
         bus.awaitStatus(claim.requestId(), ClaimState.READY);
 
         // No plain flag in any record (key, value, headers) of any topic of this test run.
-        int scanned = 0;
-        try (Admin admin = Admin.create(Map.<String, Object>of("bootstrap.servers", KafkaResource.bootstrapServers()))) {
-            Set<String> topics = admin.listTopics().names().get(30, TimeUnit.SECONDS);
-            for (String topic : topics) {
-                if (!topic.startsWith(TestResources.PREFIX)) {
-                    continue;
-                }
-                for (ConsumerRecord<String, String> r : bus.kafka.readAll(topic)) {
-                    scanned++;
-                    assertNoFlag(canary, topic + " key", r.key());
-                    assertNoFlag(canary, topic + " value", r.value());
-                    for (Header h : r.headers()) {
-                        assertNoFlag(canary, topic + " header " + h.key(),
-                                h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8));
-                    }
-                }
-            }
-        }
+        int scanned = bus.scanEveryRecord((where, text) -> assertNoFlag(canary, where, text));
         assertTrue(scanned >= 4, "records scanned: " + scanned);
         assertTrue(bus.kafka.readAll(Bus.topic(Topic.CLAIM_REQUESTED)).stream()
                 .anyMatch(r -> r.value().contains(claim.requestId()) && r.value().contains("sealedMountFlags")),
@@ -121,10 +98,7 @@ class SealedMountFlagsTest {
     @Test
     void plainFlagsAreDeadLetteredAndThePartitionMovesOn() throws Exception {
         String secretFlag = "password=plain-" + UUID.randomUUID().toString().substring(0, 8);
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("plain"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        String vol = bus.schedulableVolume("ns1", "plain", AccessMode.SINGLE_NODE_WRITER, "node-a");
 
         // What an old scheduler sends: the flags in plain text (EventCodec.encode would refuse it, so written raw).
         ClaimRequested plain = new ClaimRequested("plain-" + vol, "ns1", vol, "alloc-plain", "node-a", ClaimMode.WRITE,
@@ -151,10 +125,7 @@ class SealedMountFlagsTest {
 
     @Test
     void flagsTheServiceCannotOpenRejectTheClaimNamingTheKeyId() {
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("unsealable"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        String vol = bus.schedulableVolume("ns1", "unsealable", AccessMode.MULTI_NODE_MULTI_WRITER, "node-a");
 
         SecretSealer stranger = new SecretSealer(SecretKeyring.parse("rotated-away:" + OTHER_KEY_MATERIAL, "rotated-away"));
         ClaimRequested unknownKey = new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, "alloc-1", "node-a",

@@ -20,7 +20,6 @@ import io.csiorchestrator.testkit.KafkaTestClient;
 import io.quarkus.test.junit.QuarkusTest;
 import java.time.Instant;
 import java.util.HexFormat;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -64,10 +63,7 @@ class TracingTest {
 
     @Test
     void claimRequestedTraceContinuesInNodeCommandsAndClaimStatus() {
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("trace", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        ClaimFlowTest.awaitSchedulable("trace", vol);
+        String vol = bus.schedulableVolume("trace", "vol", AccessMode.SINGLE_NODE_WRITER, "node-a");
 
         Traceparent sent = new Traceparent(randomHex(16), randomHex(8));
         ClaimRequested write = Bus.claim("trace", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
@@ -90,10 +86,7 @@ class TracingTest {
 
     @Test
     void mountDoneTraceContinuesInClaimStatus() {
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("trace", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        ClaimFlowTest.awaitSchedulable("trace", vol);
+        String vol = bus.schedulableVolume("trace", "vol", AccessMode.SINGLE_NODE_WRITER, "node-a");
         ClaimRequested write = Bus.claim("trace", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(write);
         NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
@@ -112,10 +105,7 @@ class TracingTest {
 
     @Test
     void aCommandTheReconcilerRetriesStartsANewTrace() {
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("trace", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
-        ClaimFlowTest.awaitSchedulable("trace", vol);
+        String vol = bus.schedulableVolume("trace", "vol", AccessMode.SINGLE_NODE_WRITER, "node-a");
         Traceparent scheduler = new Traceparent(randomHex(16), randomHex(8));
         ClaimRequested write = Bus.claim("trace", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(write, Map.of(KafkaTraceHeaders.TRACEPARENT, scheduler.header()));
