@@ -28,18 +28,29 @@ import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
  * extensions, {@code quarkus.datasource.db-kind=postgresql}.
  *
  * <p>Init args: {@value #DATASOURCE} (a named datasource), {@value #JDBC} / {@value #REACTIVE}
- * ({@code false} to leave that URL out; default {@code true}).
+ * ({@code false} to leave that URL out; default {@code true}), {@value #PROXIED} ({@code true}: the reactive URL
+ * goes through a {@link TcpProxy}, {@link #proxy()}, so a test can take the database away from the application
+ * and give it back; the JDBC URL stays direct).
  */
 public class PostgresResource implements QuarkusTestResourceLifecycleManager {
 
     public static final String DATASOURCE = "datasource";
     public static final String JDBC = "jdbc";
     public static final String REACTIVE = "reactive";
+    public static final String PROXIED = "proxied";
+
+    private static volatile TcpProxy proxy;
 
     private String datasource;
     private boolean jdbc = true;
     private boolean reactive = true;
+    private boolean proxied;
     private String database;
+
+    /** The proxy in front of the reactive URL of the resource started last with {@value #PROXIED}; null without. */
+    public static TcpProxy proxy() {
+        return proxy;
+    }
 
     /** JDBC URL of a database on the JVM's shared server (starting it if needed), e.g. {@link #database()}. */
     public static String jdbcUrl(String database) {
@@ -72,6 +83,7 @@ public class PostgresResource implements QuarkusTestResourceLifecycleManager {
         datasource = name == null || name.isBlank() ? null : name.trim();
         jdbc = !"false".equalsIgnoreCase(initArgs.getOrDefault(JDBC, "true").trim());
         reactive = !"false".equalsIgnoreCase(initArgs.getOrDefault(REACTIVE, "true").trim());
+        proxied = "true".equalsIgnoreCase(initArgs.getOrDefault(PROXIED, "false").trim());
     }
 
     @Override
@@ -81,7 +93,11 @@ public class PostgresResource implements QuarkusTestResourceLifecycleManager {
         Map<String, String> config = new LinkedHashMap<>();
         config.put(prefix + "username", username());
         config.put(prefix + "password", password());
-        if (reactive) {
+        if (reactive && proxied) {
+            TcpProxy started = TcpProxy.start("127.0.0.1", Integer.parseInt(SharedInfrastructure.postgresCoordinates()[0]));
+            proxy = started;
+            config.put(prefix + "reactive.url", "postgresql://127.0.0.1:" + started.port() + "/" + database);
+        } else if (reactive) {
             config.put(prefix + "reactive.url", reactiveUrl(database));
         }
         if (jdbc) {
@@ -98,6 +114,11 @@ public class PostgresResource implements QuarkusTestResourceLifecycleManager {
     /** Drops this start's database (the application is already stopped); the server stays for the next class. */
     @Override
     public void stop() {
+        TcpProxy started = proxy;
+        if (proxied && started != null) {
+            started.close();
+            proxy = null;
+        }
         String db = database;
         database = null;
         if (db != null) {
