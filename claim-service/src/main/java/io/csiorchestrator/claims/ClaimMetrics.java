@@ -22,7 +22,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@code csi.claim.release.latency} {outcome}: release requested → released committed;</li>
  *   <li>{@code csi.claim.decisions} {decision, reason}: claim rule decisions;</li>
  *   <li>{@code csi.outbox.pending}: outbox rows not yet acknowledged by the broker;</li>
- *   <li>{@code csi.outbox.publish}: outbox row written (its transaction) → broker ack.</li>
+ *   <li>{@code csi.outbox.publish}: outbox row written (its transaction) → broker ack;</li>
+ *   <li>{@code csi.claim.consumer.retries} {failure}: handling a record failed and is tried again
+ *       ({@code transient}: the database away, retried for as long as it lasts; {@code other}: within
+ *       the retry budget, then dead-lettered).</li>
  * </ul>
  */
 @ApplicationScoped
@@ -33,6 +36,7 @@ public class ClaimMetrics {
     public static final String DECISIONS = "csi.claim.decisions";
     public static final String OUTBOX_PENDING = "csi.outbox.pending";
     public static final String OUTBOX_PUBLISH = "csi.outbox.publish";
+    public static final String CONSUMER_RETRIES = "csi.claim.consumer.retries";
 
     /** Histogram buckets for every latency timer here: 5 ms .. 60 s. */
     public static final Duration[] BUCKETS = {
@@ -58,6 +62,18 @@ public class ClaimMetrics {
                 .serviceLevelObjectives(BUCKETS)
                 .minimumExpectedValue(BUCKETS[0]).maximumExpectedValue(BUCKETS[BUCKETS.length - 1])
                 .register(registry);
+    }
+
+    /** Handling a record failed and is tried again; {@code transientFailure}: the database is away. */
+    public void consumerRetry(boolean transientFailure) {
+        Counter.builder(CONSUMER_RETRIES).description("Record handling retried, by failure kind (transient: the database away)")
+                .tags("failure", transientFailure ? "transient" : "other").register(registry).increment();
+    }
+
+    /** How often handling a record was retried for {@code transient} (or other) failures. */
+    public double consumerRetries(boolean transientFailure) {
+        Counter c = registry.find(CONSUMER_RETRIES).tags("failure", transientFailure ? "transient" : "other").counter();
+        return c == null ? 0 : c.count();
     }
 
     /** A claim (mode read / write) ended its publish side with {@code outcome} (ready / failed / rejected). */

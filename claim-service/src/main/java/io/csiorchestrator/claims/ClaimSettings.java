@@ -12,6 +12,15 @@ public interface ClaimSettings {
 
     Outbox outbox();
 
+    /**
+     * How long handling a record is retried when it fails for another reason than the record being
+     * malformed or the database being away (those: dead-lettered at once / retried while it lasts);
+     * then the record is dead-lettered with the reason.
+     */
+    @WithName("consumer-retry-budget")
+    @WithDefault("45s")
+    Duration consumerRetryBudget();
+
     /** How long a node command may go unanswered before it counts as DEADLINE_EXCEEDED. */
     @WithName("command-timeout")
     @WithDefault("2m")

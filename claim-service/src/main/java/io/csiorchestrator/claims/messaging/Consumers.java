@@ -1,6 +1,8 @@
 package io.csiorchestrator.claims.messaging;
 
+import io.csiorchestrator.claims.ClaimMetrics;
 import io.csiorchestrator.claims.ClaimService;
+import io.csiorchestrator.claims.ClaimSettings;
 import io.csiorchestrator.claims.Tx;
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.opentelemetry.api.OpenTelemetry;
@@ -22,22 +24,23 @@ import org.jboss.logging.Logger;
 /**
  * The three inputs. Each record is decoded with the contract's codec: a malformed record fails with
  * a {@link MalformedEventException}, which nacks it to the topic's dead-letter topic (reason header
- * = the exception's message) and the partition moves on. A failure of the database is retried with
- * backoff for {@link #RETRY_BUDGET} before the record is dead-lettered, so nothing stalls a partition either.
+ * = the exception's message) and the partition moves on. The database being away (unreachable,
+ * restarting, failing over: {@link TransientFailures}) is waited out: the record is retried with
+ * backoff (100 ms to 5 s) for as long as that lasts, so a valid record is never dead-lettered by an
+ * outage; meanwhile readiness reports the database down. Any other failure is retried for
+ * {@code csi.claims.consumer-retry-budget} (45 s), then the record is dead-lettered with the reason.
+ * Retries are counted in {@code csi.claim.consumer.retries}.
  */
 @ApplicationScoped
 public class Consumers {
 
     private static final Logger LOG = Logger.getLogger(Consumers.class);
-    /**
-     * How long a record whose handling fails for another reason than being malformed (the database down,
-     * a lock timeout) is retried before it is dead-lettered with the reason: below the connector's
-     * 60 s limit for an unacknowledged record, so the channel stays healthy meanwhile.
-     */
-    static final Duration RETRY_BUDGET = Duration.ofSeconds(45);
-
     @Inject
     ClaimService claims;
+    @Inject
+    ClaimSettings settings;
+    @Inject
+    ClaimMetrics metrics;
     @Inject
     OpenTelemetry openTelemetry;
 
@@ -84,10 +87,30 @@ public class Consumers {
                 });
     }
 
-    private static Uni<Void> retried(java.util.function.Supplier<Uni<Void>> work, String what) {
-        return Uni.createFrom().<Void>deferred(work::get).onFailure(t -> !(t instanceof MalformedEventException))
-                .invoke(t -> LOG.warnf("%s failed, retrying: %s", what, t.toString()))
-                .onFailure(t -> !(t instanceof MalformedEventException))
-                .retry().withBackOff(Duration.ofMillis(100), Duration.ofSeconds(5)).expireIn(RETRY_BUDGET.toMillis());
+    /**
+     * {@code work}, retried: while it fails transiently (the database away) without end, otherwise until
+     * the retry budget is spent (counted from the first failure that is not transient).
+     */
+    private Uni<Void> retried(java.util.function.Supplier<Uni<Void>> work, String what) {
+        Duration budget = settings.consumerRetryBudget();
+        long[] otherSince = {0};
+        return Uni.createFrom().<Void>deferred(work::get)
+                .onFailure(t -> !(t instanceof MalformedEventException)).invoke(t -> {
+                    boolean away = TransientFailures.isTransient(t);
+                    metrics.consumerRetry(away);
+                    if (away) {
+                        otherSince[0] = 0;
+                        LOG.warnf("%s failed, the database is away; retrying until it is back: %s", what, t.toString());
+                    } else {
+                        if (otherSince[0] == 0) {
+                            otherSince[0] = System.nanoTime();
+                        }
+                        LOG.warnf("%s failed, retrying for up to %s: %s", what, budget, t.toString());
+                    }
+                })
+                .onFailure(t -> !(t instanceof MalformedEventException)
+                        && (TransientFailures.isTransient(t) || otherSince[0] == 0
+                                || System.nanoTime() - otherSince[0] < budget.toNanos()))
+                .retry().withBackOff(Duration.ofMillis(100), Duration.ofSeconds(5)).indefinitely();
     }
 }
