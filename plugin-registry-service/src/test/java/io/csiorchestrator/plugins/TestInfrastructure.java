@@ -9,7 +9,8 @@ import io.quarkus.test.common.QuarkusTestResource;
  * real PostgreSQL (embedded); each application start gets a fresh database.
  */
 @QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false, parallel = true)
-@QuarkusTestResource(value = PostgresResource.class, restrictToAnnotatedClass = false, parallel = true)
+@QuarkusTestResource(value = PostgresResource.class, restrictToAnnotatedClass = false, parallel = true,
+        initArgs = @io.quarkus.test.common.ResourceArg(name = PostgresResource.PROXIED, value = "true"))
 public final class TestInfrastructure {
 
     private TestInfrastructure() {

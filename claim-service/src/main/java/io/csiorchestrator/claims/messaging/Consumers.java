@@ -3,6 +3,7 @@ package io.csiorchestrator.claims.messaging;
 import io.csiorchestrator.claims.ClaimMetrics;
 import io.csiorchestrator.claims.ClaimService;
 import io.csiorchestrator.claims.ClaimSettings;
+import io.csiorchestrator.support.TransientFailures;
 import io.csiorchestrator.claims.Tx;
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.opentelemetry.api.OpenTelemetry;

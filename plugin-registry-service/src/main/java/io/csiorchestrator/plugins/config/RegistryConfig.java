@@ -21,6 +21,13 @@ public interface RegistryConfig {
     Duration sweepInterval();
 
     /**
+     * The longest wait between two tries of recording a report that failed (backoff from 200 ms): the database
+     * being away is retried for as long as it lasts, anything else 8 times before the report is dead-lettered.
+     */
+    @WithDefault("10s")
+    Duration reportRetryMaxBackoff();
+
+    /**
      * Run the Flyway migrations at start: application.properties maps it onto
      * {@code csi.database.migrate-at-start}, read by {@code io.csiorchestrator.support.DatabaseMigrations}
      * (module service-support). Declared here too so that setting it is not refused as an unknown

@@ -6,7 +6,9 @@ import io.csiorchestrator.events.EventType;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.plugins.PluginRegistry;
+import io.csiorchestrator.plugins.config.RegistryConfig;
 import io.csiorchestrator.plugins.metrics.RegistryMetrics;
+import io.csiorchestrator.support.TransientFailures;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
@@ -23,8 +25,10 @@ import org.jboss.logging.Logger;
  * field, a hostile id, a key that does not match its body, a foreign {@code ce_type}) fails with a
  * {@link MalformedEventException}: the channel's dead-letter-queue strategy sends it to
  * {@code <prefix>plugin-health-dead-letter} with the exception message as {@code dead-letter-reason},
- * and the next record is processed. Any other failure (the database being unreachable, say) is
- * retried with backoff first, so a valid report is not dead-lettered by a short outage.
+ * and the next record is processed. The database being away (unreachable, restarting, failing over:
+ * {@link TransientFailures}) is waited out: the report is retried with backoff (200 ms up to
+ * {@code csi.registry.report-retry-max-backoff}) for as long as that lasts, so no valid report is
+ * dead-lettered by an outage. Any other failure is retried 8 times, then dead-lettered.
  */
 @ApplicationScoped
 public class PluginHealthConsumer {
@@ -36,6 +40,8 @@ public class PluginHealthConsumer {
     PluginRegistry registry;
     @Inject
     RegistryMetrics metrics;
+    @Inject
+    RegistryConfig config;
 
     @Incoming("plugin-health")
     public Uni<Void> consume(ConsumerRecord<String, String> record) {
@@ -52,12 +58,19 @@ public class PluginHealthConsumer {
         // The trace of this record (SmallRye's "<topic> process" span, child of the producer's traceparent):
         // kept here, as retries with backoff may run the publication on another thread.
         io.opentelemetry.context.Context trace = io.opentelemetry.context.Context.current();
+        Duration maxBackoff = config.reportRetryMaxBackoff();
         return registry.record(report, eventTime, trace)
                 .onFailure(failure -> !(failure instanceof MalformedEventException))
-                .invoke(failure -> LOG.warnf("recording %s of plugin %s on node %s failed, retrying: %s",
-                        EVENT, report.pluginId(), report.nodeId(), failure.toString()))
+                .invoke(failure -> {
+                    boolean away = TransientFailures.isTransient(failure);
+                    metrics.retry(away);
+                    LOG.warnf("recording %s of plugin %s on node %s failed, retrying%s: %s", EVENT, report.pluginId(),
+                            report.nodeId(), away ? " until the database is back" : "", failure.toString());
+                })
+                .onFailure(TransientFailures::isTransient)
+                .retry().withBackOff(Duration.ofMillis(200), maxBackoff).indefinitely()
                 .onFailure(failure -> !(failure instanceof MalformedEventException))
-                .retry().withBackOff(Duration.ofMillis(200), Duration.ofSeconds(10)).atMost(8)
+                .retry().withBackOff(Duration.ofMillis(200), maxBackoff).atMost(8)
                 .onFailure().invoke(failure -> metrics.report(failure instanceof MalformedEventException
                         ? RegistryMetrics.MALFORMED : RegistryMetrics.FAILED))
                 .invoke(outcome -> {

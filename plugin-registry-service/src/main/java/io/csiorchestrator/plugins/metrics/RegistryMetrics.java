@@ -26,6 +26,8 @@ public class RegistryMetrics {
     public static final String REPORTS = "csi.plugin.health.reports";
     /** From a report's event time ({@code ce_time}, else the record timestamp) to its state committed, tag {@code outcome}. */
     public static final String REPORT_LATENCY = "csi.plugin.health.report.latency";
+    /** Tries of recording a report again after a failure, tag {@code failure} = {@code transient} (the database away) / {@code other}. */
+    public static final String REPORT_RETRIES = "csi.plugin.health.report.retries";
     /** Instances the expiry sweep silenced or removed, tag {@code kind} = {@code silenced} / {@code removed}. */
     public static final String INSTANCES_EXPIRED = "csi.plugin.instances.expired";
 
@@ -50,6 +52,8 @@ public class RegistryMetrics {
 
     private final Map<String, Counter> reports = new ConcurrentHashMap<>();
     private final Map<String, Timer> latencies = new ConcurrentHashMap<>();
+    private final Counter transientRetries;
+    private final Counter otherRetries;
     private final Counter silenced;
     private final Counter removed;
     private final Clock clock;
@@ -69,6 +73,12 @@ public class RegistryMetrics {
                     .maximumExpectedValue(LATENCY_BUCKETS[LATENCY_BUCKETS.length - 1])
                     .register(registry));
         }
+        transientRetries = Counter.builder(REPORT_RETRIES).tag("failure", "transient")
+                .description("plugin-health reports recorded again after a failure (transient: the database away)")
+                .register(registry);
+        otherRetries = Counter.builder(REPORT_RETRIES).tag("failure", "other")
+                .description("plugin-health reports recorded again after a failure (transient: the database away)")
+                .register(registry);
         silenced = Counter.builder(INSTANCES_EXPIRED).tag("kind", SILENCED)
                 .description("plugin instances the expiry sweep silenced (no heartbeat within the TTL) or removed")
                 .register(registry);
@@ -88,6 +98,16 @@ public class RegistryMetrics {
             throw new IllegalArgumentException("unknown outcome " + outcome);
         }
         counter.increment();
+    }
+
+    /** Recording a report failed and is tried again; {@code transientFailure}: the database is away. */
+    public void retry(boolean transientFailure) {
+        (transientFailure ? transientRetries : otherRetries).increment();
+    }
+
+    /** How many times recording a report was tried again after a transient (or other) failure. */
+    public double retries(boolean transientFailure) {
+        return (transientFailure ? transientRetries : otherRetries).count();
     }
 
     /** The report's state committed now (for a duplicate or stale report: decided now). */

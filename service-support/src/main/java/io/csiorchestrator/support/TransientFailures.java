@@ -1,4 +1,4 @@
-package io.csiorchestrator.claims.messaging;
+package io.csiorchestrator.support;
 
 import io.vertx.pgclient.PgException;
 import io.vertx.sqlclient.ClosedConnectionException;

@@ -1,4 +1,4 @@
-package io.csiorchestrator.claims.messaging;
+package io.csiorchestrator.support;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -7,7 +7,6 @@ import io.vertx.pgclient.PgException;
 import io.vertx.sqlclient.ClosedConnectionException;
 import java.net.ConnectException;
 import java.util.concurrent.CompletionException;
-import org.hibernate.HibernateException;
 import org.junit.jupiter.api.Test;
 
 class TransientFailuresTest {
@@ -20,7 +19,7 @@ class TransientFailuresTest {
     void theDatabaseBeingAwayIsTransientAlsoWhenWrapped() {
         assertTrue(TransientFailures.isTransient(ClosedConnectionException.INSTANCE));
         assertTrue(TransientFailures.isTransient(new CompletionException(new ConnectException("Connection refused"))));
-        assertTrue(TransientFailures.isTransient(new HibernateException("flush failed", pg("57P01")))); // admin shutdown
+        assertTrue(TransientFailures.isTransient(new CompletionException("flush failed", pg("57P01")))); // admin shutdown
         assertTrue(TransientFailures.isTransient(pg("08006"))); // connection failure
         assertTrue(TransientFailures.isTransient(pg("53300"))); // too many connections
         assertTrue(TransientFailures.isTransient(pg("40001"))); // serialization failure
@@ -34,7 +33,7 @@ class TransientFailuresTest {
         assertFalse(TransientFailures.isTransient(pg("42P01"))); // undefined table
         assertFalse(TransientFailures.isTransient(pg("22001"))); // value too long
         assertFalse(TransientFailures.isTransient(new IllegalStateException("a bug")));
-        assertFalse(TransientFailures.isTransient(new HibernateException("mapping", new NullPointerException())));
+        assertFalse(TransientFailures.isTransient(new CompletionException("mapping", new NullPointerException())));
         assertFalse(TransientFailures.isTransient(null));
     }
 }
