@@ -3,32 +3,26 @@ package io.csiorchestrator.worker.state;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.csiorchestrator.events.EventCodec;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
 
 /**
  * The crash-safe local record of every volume on this node: one JSON file per volume under
- * {@code <root>/records/<namespace>/<volume>.json}. Each save writes a temporary file in the same
- * directory, fsyncs it, renames it over the record (atomic on one file system) and fsyncs the
- * directory, so a kill -9 at any instant leaves either the old or the new record, never a torn
+ * {@code <root>/records/<namespace>/<volume>.json}. Each save ({@link AtomicFiles#write}) writes a
+ * temporary file in the same directory, fsyncs it, renames it over the record (atomic on one file
+ * system) and fsyncs the directory, so a kill -9 at any instant leaves either the old or the new record, never a torn
  * one. Leftover temporary files (a crash before the rename) are ignored and removed on load.
  */
 public final class MountRecordStore {
 
     static final String SUFFIX = ".json";
-    static final String TEMP_MARKER = ".tmp-";
 
     private final WorkerPaths paths;
     private final ObjectMapper json = EventCodec.mapper();
@@ -56,7 +50,7 @@ public final class MountRecordStore {
                 try (DirectoryStream<Path> files = Files.newDirectoryStream(ns)) {
                     for (Path file : files) {
                         String name = file.getFileName().toString();
-                        if (name.contains(TEMP_MARKER)) {
+                        if (AtomicFiles.isTemporary(name)) {
                             Files.deleteIfExists(file);
                             continue;
                         }
@@ -90,39 +84,11 @@ public final class MountRecordStore {
     /** Writes the record atomically and durably (temp file, fsync, rename, fsync of the directory). */
     public void save(VolumeRecord record) throws IOException {
         Path file = paths.recordFile(record.namespace(), record.volumeId());
-        Path dir = file.getParent();
-        paths.ensureDirectory(dir);
-        byte[] bytes = json.writerWithDefaultPrettyPrinter().writeValueAsBytes(record);
-        Path temp = dir.resolve(file.getFileName() + TEMP_MARKER + UUID.randomUUID());
-        try {
-            try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                ByteBuffer buffer = ByteBuffer.wrap(bytes);
-                while (buffer.hasRemaining()) {
-                    ch.write(buffer);
-                }
-                ch.force(true);
-            }
-            try {
-                Files.move(temp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                throw new IOException("the records directory " + dir + " does not support atomic rename", e);
-            }
-        } finally {
-            Files.deleteIfExists(temp);
-        }
-        fsyncDirectory(dir);
+        paths.ensureDirectory(file.getParent());
+        AtomicFiles.write(file, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(record));
     }
 
     public void delete(VolumeKey key) throws IOException {
-        Path file = paths.recordFile(key.namespace(), key.volumeId());
-        if (Files.deleteIfExists(file)) {
-            fsyncDirectory(file.getParent());
-        }
-    }
-
-    private static void fsyncDirectory(Path dir) throws IOException {
-        try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
-            ch.force(true);
-        }
+        AtomicFiles.delete(paths.recordFile(key.namespace(), key.volumeId()));
     }
 }

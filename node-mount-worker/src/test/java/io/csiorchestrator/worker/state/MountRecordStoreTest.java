@@ -60,7 +60,7 @@ class MountRecordStoreTest {
         VolumeRecord record = sample(paths);
         store.save(record);
         // a crash in the middle of the next save: a half-written temp file next to the record
-        Path torn = paths.recordFile("ns", "v1").resolveSibling("v1.json" + MountRecordStore.TEMP_MARKER + "123");
+        Path torn = paths.recordFile("ns", "v1").resolveSibling("v1.json" + AtomicFiles.TEMP_MARKER + "123");
         Files.writeString(torn, "{\"namespace\":\"ns\",\"volu");
         MountRecordStore.Loaded loaded = store.loadAll();
         assertEquals(record, loaded.records().get(new VolumeKey("ns", "v1")));
