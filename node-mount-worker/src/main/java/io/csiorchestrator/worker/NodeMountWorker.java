@@ -12,6 +12,7 @@ import io.csiorchestrator.events.SecretSealer;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.worker.kafka.CommandConsumer;
+import io.csiorchestrator.worker.kafka.EventSpool;
 import io.csiorchestrator.worker.kafka.KafkaEventPublisher;
 import io.csiorchestrator.worker.mount.SecretOpener;
 import io.csiorchestrator.worker.mount.VolumeOperations;
@@ -117,8 +118,9 @@ public class NodeMountWorker {
         String nodeId = PathSafeId.require("csi.worker.node-id", config.nodeId());
         paths = new WorkerPaths(config.root(), new PosixDirs());
         paths.ensureDirectory(paths.recordsDir());
+        // node events not yet acknowledged by Kafka survive a restart in <root>/events
         publisher = new KafkaEventPublisher(bootstrapServers, topics, SOURCE, config.eventQueueCapacity(),
-                telemetry.tracing());
+                telemetry.tracing(), EventSpool.open(paths));
         publisher.start();
         registry = new PluginRegistry();
         scheduler = Executors.newScheduledThreadPool(2, daemon("csi-worker-scheduler"));

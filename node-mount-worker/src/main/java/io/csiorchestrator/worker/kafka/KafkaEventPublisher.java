@@ -3,13 +3,16 @@ package io.csiorchestrator.worker.kafka;
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.ContractEvent;
 import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.worker.EventSink;
 import io.csiorchestrator.worker.telemetry.WorkerTracing;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.context.Context;
+import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -31,6 +34,16 @@ import org.jboss.logging.Logger;
  * created when the event is queued (a resend keeps its ce_id), and an event caused by traced work
  * the W3C trace context of a PRODUCER span {@code <topic> publish} (child of the cause) that ends
  * with the broker's acknowledgement.
+ *
+ * <p>With an {@link EventSpool}, a {@link NodeEvent} is also written to disk (with all its
+ * headers) before it is queued and its file is deleted once the broker acknowledged it, so node
+ * events survive a crash or restart of the worker while Kafka is unreachable: the constructor
+ * queues the spooled records (sequence order) before anything new, and they are delivered first
+ * with their original {@code ce_id} (consumers dedupe by it). Only node events are spooled:
+ * {@code mount-done} is answered again from the volume's record when its command is redelivered
+ * (the command's offset is committed only after the acknowledgement), {@code plugin-health} is a
+ * periodic heartbeat and a dead letter is produced again on redelivery. When the queue is full its
+ * oldest event is dropped, spooled file included. Without a spool (null) everything is in memory.
  */
 public final class KafkaEventPublisher implements EventSink, AutoCloseable {
 
@@ -38,7 +51,10 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
     private static final Duration SEND_TIMEOUT = Duration.ofSeconds(15);
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
 
-    private record Pending(ProducerRecord<String, byte[]> record, CompletableFuture<Void> acked) {
+    private static final long NOT_SPOOLED = -1;
+
+    /** {@code spoolSequence}: the record's file in the spool, or {@link #NOT_SPOOLED}. */
+    private record Pending(ProducerRecord<String, byte[]> record, CompletableFuture<Void> acked, long spoolSequence) {
     }
 
     private final TopicCatalog topics;
@@ -46,6 +62,8 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
     private final int capacity;
     private final Properties producerConfig;
     private final WorkerTracing tracing;
+    private final EventSpool spool;
+    private final Object spoolLock = new Object();
     private volatile String lastSendFailure;
     private volatile Instant lastAcknowledged;
     private final LinkedBlockingDeque<Pending> queue = new LinkedBlockingDeque<>();
@@ -60,7 +78,17 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
 
     public KafkaEventPublisher(String bootstrapServers, TopicCatalog topics, String source, int capacity,
                                WorkerTracing tracing) {
+        this(bootstrapServers, topics, source, capacity, tracing, null);
+    }
+
+    /**
+     * With {@code spool} non-null, node events are spooled to disk until acknowledged, and the
+     * records already in the spool (left by a previous run) are queued first, in sequence order.
+     */
+    public KafkaEventPublisher(String bootstrapServers, TopicCatalog topics, String source, int capacity,
+                               WorkerTracing tracing, EventSpool spool) {
         this.tracing = tracing;
+        this.spool = spool;
         this.topics = topics;
         this.source = source;
         this.capacity = capacity;
@@ -75,6 +103,16 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
         producerConfig.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         producerConfig.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         producerConfig.put(ProducerConfig.CLIENT_ID_CONFIG, "node-mount-worker-events");
+        if (spool != null) {
+            List<EventSpool.Spooled> spooled = spool.loadAll();
+            for (EventSpool.Spooled s : spooled) {
+                enqueue(s.record(), s.sequence());
+            }
+            if (!spooled.isEmpty()) {
+                LOG.infof("%d spooled events from %s queued for delivery before new events", spooled.size(),
+                        spool.directory());
+            }
+        }
     }
 
     public void start() {
@@ -102,26 +140,51 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
         ProducerRecord<String, byte[]> record = new ProducerRecord<>(topic, event.recordKey(), EventCodec.encode(event));
         CloudEventHeaders.create(event.eventType(), source).writeTo(record.headers());
         Span span = tracing.startPublish(cause, topic, record.headers());
-        CompletableFuture<Void> acked = enqueue(record);
+        CompletableFuture<Void> acked;
+        if (spool != null && event instanceof NodeEvent) {
+            // one lock: the spool's sequence order is the queue's order
+            synchronized (spoolLock) {
+                acked = enqueue(record, spoolWrite(record));
+            }
+        } else {
+            acked = enqueue(record, NOT_SPOOLED);
+        }
         acked.whenComplete((ok, failure) -> WorkerTracing.end(span, failure));
         return acked;
     }
 
     /** Queues a raw record (a dead letter). */
     public CompletableFuture<Void> sendRaw(ProducerRecord<String, byte[]> record) {
-        return enqueue(record);
+        return enqueue(record, NOT_SPOOLED);
     }
 
-    private CompletableFuture<Void> enqueue(ProducerRecord<String, byte[]> record) {
+    /** Spools {@code record}; on failure logs it and returns {@link #NOT_SPOOLED} (the event is still queued). */
+    private long spoolWrite(ProducerRecord<String, byte[]> record) {
+        try {
+            return spool.write(record);
+        } catch (IOException | RuntimeException e) {
+            LOG.warnf("could not spool an event for %s in %s (%s: %s); it is kept in memory only", record.topic(),
+                    spool.directory(), e.getClass().getSimpleName(), e.getMessage());
+            return NOT_SPOOLED;
+        }
+    }
+
+    private CompletableFuture<Void> enqueue(ProducerRecord<String, byte[]> record, long spoolSequence) {
         CompletableFuture<Void> acked = new CompletableFuture<>();
         if (queue.size() >= capacity) {
             Pending dropped = queue.pollFirst();
             if (dropped != null) {
-                LOG.warnf("event queue full (%d): dropped the oldest event for %s", capacity, dropped.record().topic());
+                if (dropped.spoolSequence() != NOT_SPOOLED) {
+                    spool.delete(dropped.spoolSequence());
+                    LOG.warnf("event queue full (%d): dropped the oldest event for %s and its spool file %s", capacity,
+                            dropped.record().topic(), spool.fileOf(dropped.spoolSequence()));
+                } else {
+                    LOG.warnf("event queue full (%d): dropped the oldest event for %s", capacity, dropped.record().topic());
+                }
                 dropped.acked().completeExceptionally(new IllegalStateException("dropped: event queue full"));
             }
         }
-        queue.addLast(new Pending(record, acked));
+        queue.addLast(new Pending(record, acked, spoolSequence));
         return acked;
     }
 
@@ -158,6 +221,9 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
                 producer.send(next.record()).get(SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
                 lastSendFailure = null;
                 lastAcknowledged = Instant.now();
+                if (next.spoolSequence() != NOT_SPOOLED) {
+                    spool.delete(next.spoolSequence());
+                }
                 next.acked().complete(null);
                 backoffMs = 100;
             } catch (InterruptedException e) {
@@ -198,7 +264,13 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
             thread.interrupt();
         }
         if (!queue.isEmpty()) {
-            LOG.warnf("%d events could not be delivered before shutdown", queue.size());
+            long spooled = queue.stream().filter(p -> p.spoolSequence() != NOT_SPOOLED).count();
+            if (spool != null) {
+                LOG.warnf("%d events could not be delivered before shutdown; %d of them (node events) stay in %s"
+                        + " and are sent at the next start", queue.size(), spooled, spool.directory());
+            } else {
+                LOG.warnf("%d events could not be delivered before shutdown", queue.size());
+            }
         }
     }
 

@@ -15,6 +15,7 @@ import java.util.Objects;
  *   staging/&lt;namespace&gt;/&lt;volume&gt;                 ONE staging path per volume on this node
  *   per-alloc/&lt;alloc&gt;/&lt;namespace&gt;/&lt;volume&gt;       the publish target of one allocation
  *   records/&lt;namespace&gt;/&lt;volume&gt;.json           the crash-safe record of the volume
+ *   events/&lt;sequence&gt;.json                       a node event not yet acknowledged by Kafka (the event spool)
  * </pre>
  *
  * The namespace is part of every path because two namespaces may hold volumes with the same id.
@@ -27,6 +28,7 @@ public final class WorkerPaths {
     public static final String STAGING = "staging";
     public static final String PER_ALLOC = "per-alloc";
     public static final String RECORDS = "records";
+    public static final String EVENTS = "events";
 
     private final Path root;
     private final PosixDirs dirs;
@@ -61,6 +63,11 @@ public final class WorkerPaths {
 
     public Path recordsDir() {
         return under(RECORDS);
+    }
+
+    /** The event spool: node events written before they are sent, deleted once Kafka acknowledged them. */
+    public Path eventsDir() {
+        return under(EVENTS);
     }
 
     public Path recordFile(String namespace, String volumeId) {
