@@ -96,22 +96,49 @@ class CsiRetryPolicyTest {
         assertFalse(attempts.get(2).willRetry());
     }
 
+    /**
+     * Each attempt's {@code elapsed()} covers that attempt only, not the backoff before it. No fixed
+     * time bound: the test notes {@code System.nanoTime()} when it starts the call and when each attempt
+     * is reported, and checks that each reported duration fits in the window the test saw around that
+     * attempt. The second attempt is subscribed only after the backoff that follows the first report,
+     * so its window is the gap between the two reports less the policy's configured backoff. The second
+     * attempt's own 120 ms delay is its lower bound.
+     */
     @Test
     void eachAttemptReportsHowLongItTookWithoutTheBackoff() {
         List<CsiAttempt> attempts = new CopyOnWriteArrayList<>();
+        List<Long> reportedAt = new CopyOnWriteArrayList<>();
+        List<String> events = new CopyOnWriteArrayList<>();
         AtomicInteger sent = new AtomicInteger();
         CsiRetryPolicy policy = CsiRetryPolicy.defaults().withBackoff(Duration.ofMillis(300), Duration.ofSeconds(1));
+        Duration backoff = policy.backoffAfterAttempt(1);
 
+        long callStarted = System.nanoTime();
         policy.run(CsiRpc.NODE_STAGE_VOLUME,
-                        number -> sent.incrementAndGet() == 1
-                                ? Uni.createFrom().<String>failure(Status.UNAVAILABLE.asRuntimeException())
-                                : Uni.createFrom().item("staged").onItem().delayIt().by(Duration.ofMillis(120)),
-                        attempts::add)
+                        number -> {
+                            events.add("send " + number);
+                            return sent.incrementAndGet() == 1
+                                    ? Uni.createFrom().<String>failure(Status.UNAVAILABLE.asRuntimeException())
+                                    : Uni.createFrom().item("staged").onItem().delayIt().by(Duration.ofMillis(120));
+                        },
+                        attempt -> {
+                            reportedAt.add(System.nanoTime());
+                            events.add("report " + attempt.number());
+                            attempts.add(attempt);
+                        })
                 .await().atMost(WAIT);
 
+        assertEquals(List.of("send 1", "report 1", "send 2", "report 2"), events,
+                "each attempt is reported when it ends, before the backoff and the next attempt");
         assertEquals(2, attempts.size());
-        assertTrue(attempts.get(0).elapsed().compareTo(Duration.ofMillis(300)) < 0,
-                "the first attempt failed at once; the backoff is not part of it: " + attempts.get(0).elapsed());
+        Duration firstWindow = Duration.ofNanos(reportedAt.get(0) - callStarted);
+        assertTrue(attempts.get(0).elapsed().compareTo(firstWindow) <= 0,
+                "the first attempt fits between the call's start and its report: " + attempts.get(0).elapsed()
+                        + " > " + firstWindow);
+        Duration secondWindow = Duration.ofNanos(reportedAt.get(1) - reportedAt.get(0)).minus(backoff);
+        assertTrue(attempts.get(1).elapsed().compareTo(secondWindow) <= 0,
+                "the second attempt leaves out the " + backoff + " backoff before it: " + attempts.get(1).elapsed()
+                        + " > " + secondWindow);
         assertTrue(attempts.get(1).elapsed().compareTo(Duration.ofMillis(120)) >= 0,
                 "the second attempt took at least its 120 ms: " + attempts.get(1).elapsed());
         assertEquals(Duration.ZERO, new CsiAttempt(CsiRpc.PROBE, 1, Status.Code.OK, Optional.empty()).elapsed(),
