@@ -6,9 +6,12 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardWatchEventKinds;
+import java.nio.file.WatchEvent;
 import java.nio.file.WatchKey;
 import java.nio.file.WatchService;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -75,6 +78,21 @@ public final class Wait {
 
     /** Until {@code file} exists (a socket, a file written by rename), on the directory's watch events. */
     public static void forFile(String what, Path file, Duration timeout, Cluster.Proc proc) {
+        forFile(what, file, timeout, proc, taken -> {
+        });
+    }
+
+    /**
+     * What {@link #forFile} reports about itself, for tests: called each time it has checked that the
+     * file is still missing and is about to block on the watcher, with the names of the directory
+     * events it took since the previous call (none on the first).
+     */
+    interface Progress {
+        void blocking(List<Path> eventsTaken);
+    }
+
+    static void forFile(String what, Path file, Duration timeout, Cluster.Proc proc, Progress progress) {
+        List<Path> taken = new ArrayList<>();
         Path directory = file.toAbsolutePath().getParent();
         long deadline = System.nanoTime() + timeout.toNanos();
         try {
@@ -90,10 +108,16 @@ public final class Wait {
                     if (proc != null && !proc.handle().isAlive()) {
                         throw exited(what, proc);
                     }
+                    progress.blocking(List.copyOf(taken));
+                    taken.clear();
                     // Bounded so that the process' exit is noticed within a second.
                     WatchKey key = watcher.poll(Math.min(left, 1000), TimeUnit.MILLISECONDS);
                     if (key != null) {
-                        key.pollEvents();
+                        for (WatchEvent<?> event : key.pollEvents()) {
+                            if (event.context() instanceof Path name) {
+                                taken.add(name);
+                            }
+                        }
                         key.reset();
                     }
                 }

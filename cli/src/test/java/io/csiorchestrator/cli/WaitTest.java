@@ -1,6 +1,7 @@
 package io.csiorchestrator.cli;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -16,14 +18,34 @@ class WaitTest {
     @TempDir
     Path dir;
 
+    /**
+     * An unrelated file in the same directory does not end the wait; the wanted file then does. The wait
+     * runs on another thread and reports each time it is about to block ({@link Wait.Progress}). After the
+     * unrelated file is written, the test waits for a report that comes after the wait took that file's
+     * event, which proves the wait saw it, checked again and kept waiting. Only then is the wanted file
+     * written.
+     */
     @Test
-    void aFileMadeWhileWaitingEndsTheWait() throws Exception {
+    void anUnrelatedFileDoesNotEndTheWaitButTheWantedFileDoes() throws Exception {
         Path file = dir.resolve("ready.properties");
+        CompletableFuture<Void> watching = new CompletableFuture<>();
+        CompletableFuture<Void> blockedAfterTheUnrelatedEvent = new CompletableFuture<>();
         CompletableFuture<Void> waiting = CompletableFuture.runAsync(
-                () -> Wait.forFile("the file", file, Duration.ofSeconds(30), null));
-        Files.writeString(dir.resolve("other"), "x"); // an unrelated event does not end it
+                () -> Wait.forFile("the file", file, Duration.ofSeconds(30), null, taken -> {
+                    watching.complete(null);
+                    if (taken.contains(Path.of("other"))) {
+                        blockedAfterTheUnrelatedEvent.complete(null);
+                    }
+                }));
+        watching.get(30, TimeUnit.SECONDS);
+
+        Files.writeString(dir.resolve("other"), "x");
+        CompletableFuture.anyOf(blockedAfterTheUnrelatedEvent, waiting).get(30, TimeUnit.SECONDS);
+        assertFalse(waiting.isDone(), "the wait ended on an unrelated file");
+        assertTrue(blockedAfterTheUnrelatedEvent.isDone());
+
         Files.writeString(file, "x");
-        assertDoesNotThrow(() -> waiting.get(30, java.util.concurrent.TimeUnit.SECONDS));
+        assertDoesNotThrow(() -> waiting.get(30, TimeUnit.SECONDS));
     }
 
     @Test
