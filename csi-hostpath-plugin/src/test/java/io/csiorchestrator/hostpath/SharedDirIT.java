@@ -11,6 +11,7 @@ import io.csiorchestrator.csi.v1.ControllerPublishVolumeRequest;
 import io.csiorchestrator.csi.v1.ControllerUnpublishVolumeRequest;
 import io.csiorchestrator.csi.v1.CreateVolumeRequest;
 import io.csiorchestrator.csi.v1.ListVolumesRequest;
+import io.csiorchestrator.csi.v1.ListVolumesResponse;
 import io.csiorchestrator.csi.v1.NodeGrpc;
 import io.csiorchestrator.csi.v1.NodeStageVolumeRequest;
 import io.csiorchestrator.csi.v1.NodeUnstageVolumeRequest;
@@ -22,6 +23,7 @@ import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -97,9 +99,10 @@ class SharedDirIT {
         assertFalse(PluginFixture.mountAt(staging).isPresent());
         controller(channel2).controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(id)
                 .setNodeId("n2").build());
-        assertTrue(controller(channel1).listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList().stream()
-                .filter(e -> e.getVolume().getVolumeId().equals(id))
-                .allMatch(e -> e.getStatus().getPublishedNodeIdsList().isEmpty()));
+        List<ListVolumesResponse.Entry> listed = controller(channel1).listVolumes(ListVolumesRequest.getDefaultInstance())
+                .getEntriesList().stream().filter(e -> e.getVolume().getVolumeId().equals(id)).toList();
+        assertEquals(1, listed.size(), "n1 still lists the unpublished volume, once: " + listed);
+        assertEquals(List.of(), listed.get(0).getStatus().getPublishedNodeIdsList(), "published to no node");
 
         // The controller half is in the shared dir; the node half stays per process (n1 never staged anything).
         assertTrue(Files.readString(dir.resolve("shared").resolve("controller-state.json")).contains(id));
