@@ -49,10 +49,11 @@ class PluginSpecConformanceIT {
     @TempDir
     static Path dir;
 
+    /** Each call's own deadline, counted from when its stub is made ({@link #controller()}, {@link #node()}). */
+    private static final long CALL_DEADLINE_MINUTES = 1;
+
     private static HostpathPluginProcess plugin;
     private static ManagedChannel channel;
-    private static ControllerGrpc.ControllerBlockingStub controller;
-    private static NodeGrpc.NodeBlockingStub node;
 
     @BeforeAll
     static void start() throws IOException {
@@ -60,8 +61,6 @@ class PluginSpecConformanceIT {
                 .maxVolumesPerNode(2).args("--known-node-ids", "n2").start();
         channel = Grpc.newChannelBuilder(plugin.endpoint(), InsecureChannelCredentials.create())
                 .overrideAuthority("localhost").build();
-        controller = ControllerGrpc.newBlockingStub(channel).withDeadlineAfter(1, TimeUnit.MINUTES);
-        node = NodeGrpc.newBlockingStub(channel).withDeadlineAfter(1, TimeUnit.MINUTES);
     }
 
     @AfterAll
@@ -75,39 +74,39 @@ class PluginSpecConformanceIT {
         CreateVolumeRequest request = CreateVolumeRequest.newBuilder().setName("team/sized")
                 .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(1 << 20))
                 .addVolumeCapabilities(WRITER).build();
-        String id = controller.createVolume(request).getVolume().getVolumeId();
-        assertEquals(id, controller.createVolume(request).getVolume().getVolumeId());
-        assertEquals(1 << 20, controller.createVolume(request).getVolume().getCapacityBytes());
+        String id = controller().createVolume(request).getVolume().getVolumeId();
+        assertEquals(id, controller().createVolume(request).getVolume().getVolumeId());
+        assertEquals(1 << 20, controller().createVolume(request).getVolume().getCapacityBytes());
 
-        assertCode(Status.Code.ALREADY_EXISTS, () -> controller.createVolume(request.toBuilder()
+        assertCode(Status.Code.ALREADY_EXISTS, () -> controller().createVolume(request.toBuilder()
                 .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(1 << 30)).build()));
-        assertCode(Status.Code.INVALID_ARGUMENT, () -> controller.createVolume(request.toBuilder().clearName().build()));
-        assertCode(Status.Code.INVALID_ARGUMENT, () -> controller.createVolume(request.toBuilder()
+        assertCode(Status.Code.INVALID_ARGUMENT, () -> controller().createVolume(request.toBuilder().clearName().build()));
+        assertCode(Status.Code.INVALID_ARGUMENT, () -> controller().createVolume(request.toBuilder()
                 .setName("no-capabilities").clearVolumeCapabilities().build()));
-        assertCode(Status.Code.INVALID_ARGUMENT, () -> controller.createVolume(request.toBuilder().setName("block")
+        assertCode(Status.Code.INVALID_ARGUMENT, () -> controller().createVolume(request.toBuilder().setName("block")
                 .clearVolumeCapabilities().addVolumeCapabilities(VolumeCapability.newBuilder()
                         .setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
                         .setAccessMode(WRITER.getAccessMode())).build()));
-        assertCode(Status.Code.OUT_OF_RANGE, () -> controller.createVolume(request.toBuilder().setName("huge")
+        assertCode(Status.Code.OUT_OF_RANGE, () -> controller().createVolume(request.toBuilder().setName("huge")
                 .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(1L << 50)).build()));
     }
 
     @Test
     void unknownVolumesAndNodesAreNotFoundAndDeletingOneIsOk() {
-        controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId("hp-unknown").build());
-        assertCode(Status.Code.NOT_FOUND, () -> controller.controllerPublishVolume(ControllerPublishVolumeRequest
+        controller().deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId("hp-unknown").build());
+        assertCode(Status.Code.NOT_FOUND, () -> controller().controllerPublishVolume(ControllerPublishVolumeRequest
                 .newBuilder().setVolumeId("hp-unknown").setNodeId("n1").setVolumeCapability(WRITER).build()));
         String id = create("nodes");
-        assertCode(Status.Code.NOT_FOUND, () -> controller.controllerPublishVolume(ControllerPublishVolumeRequest
+        assertCode(Status.Code.NOT_FOUND, () -> controller().controllerPublishVolume(ControllerPublishVolumeRequest
                 .newBuilder().setVolumeId(id).setNodeId("n9").setVolumeCapability(WRITER).build()));
-        assertCode(Status.Code.NOT_FOUND, () -> controller.validateVolumeCapabilities(
+        assertCode(Status.Code.NOT_FOUND, () -> controller().validateVolumeCapabilities(
                 ValidateVolumeCapabilitiesRequest.newBuilder().setVolumeId("hp-unknown")
                         .addVolumeCapabilities(WRITER).build()));
-        assertCode(Status.Code.NOT_FOUND, () -> node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder()
+        assertCode(Status.Code.NOT_FOUND, () -> node().nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder()
                 .setVolumeId("hp-unknown").setTargetPath(dir.resolve("t").toString()).build()));
-        assertCode(Status.Code.NOT_FOUND, () -> node.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder()
+        assertCode(Status.Code.NOT_FOUND, () -> node().nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder()
                 .setVolumeId(id).setVolumePath(dir.resolve("nowhere").toString()).build()));
-        assertCode(Status.Code.INVALID_ARGUMENT, () -> controller.controllerPublishVolume(
+        assertCode(Status.Code.INVALID_ARGUMENT, () -> controller().controllerPublishVolume(
                 ControllerPublishVolumeRequest.newBuilder().setVolumeId("../etc").setNodeId("n1")
                         .setVolumeCapability(WRITER).build()));
     }
@@ -120,13 +119,13 @@ class PluginSpecConformanceIT {
         publish(single, "n2", WRITER, false); // same again: OK
         assertCode(Status.Code.ALREADY_EXISTS, () -> publish(single, "n2", WRITER, true));
         assertCode(Status.Code.FAILED_PRECONDITION, () -> publish(single, "n1", WRITER, false));
-        assertCode(Status.Code.FAILED_PRECONDITION, () -> controller.deleteVolume(
+        assertCode(Status.Code.FAILED_PRECONDITION, () -> controller().deleteVolume(
                 DeleteVolumeRequest.newBuilder().setVolumeId(single).build()));
 
         String shared = create("shared");
         publish(shared, "n2", MULTI_WRITER, false);
         publish(shared, "n1", MULTI_WRITER, false);
-        assertEquals(2, controller.listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList().stream()
+        assertEquals(2, controller().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList().stream()
                 .filter(entry -> entry.getVolume().getVolumeId().equals(shared)).findFirst().orElseThrow()
                 .getStatus().getPublishedNodeIdsCount());
 
@@ -137,12 +136,12 @@ class PluginSpecConformanceIT {
     @Test
     void validateConfirmsMountCapabilitiesAndNotBlock() {
         String id = create("validate");
-        ValidateVolumeCapabilitiesResponse ok = controller.validateVolumeCapabilities(
+        ValidateVolumeCapabilitiesResponse ok = controller().validateVolumeCapabilities(
                 ValidateVolumeCapabilitiesRequest.newBuilder().setVolumeId(id).addVolumeCapabilities(WRITER)
                         .putVolumeContext("k", "v").build());
         assertEquals(WRITER, ok.getConfirmed().getVolumeCapabilities(0));
         assertEquals("v", ok.getConfirmed().getVolumeContextOrThrow("k"));
-        ValidateVolumeCapabilitiesResponse block = controller.validateVolumeCapabilities(
+        ValidateVolumeCapabilitiesResponse block = controller().validateVolumeCapabilities(
                 ValidateVolumeCapabilitiesRequest.newBuilder().setVolumeId(id).addVolumeCapabilities(
                         VolumeCapability.newBuilder().setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
                                 .setAccessMode(WRITER.getAccessMode())).build());
@@ -154,13 +153,13 @@ class PluginSpecConformanceIT {
     void listVolumesPagesAndRefusesABadToken() {
         create("page-a");
         create("page-b");
-        ListVolumesResponse first = controller.listVolumes(ListVolumesRequest.newBuilder().setMaxEntries(1).build());
+        ListVolumesResponse first = controller().listVolumes(ListVolumesRequest.newBuilder().setMaxEntries(1).build());
         assertEquals(1, first.getEntriesCount());
         assertFalse(first.getNextToken().isEmpty());
-        ListVolumesResponse second = controller.listVolumes(ListVolumesRequest.newBuilder().setMaxEntries(1)
+        ListVolumesResponse second = controller().listVolumes(ListVolumesRequest.newBuilder().setMaxEntries(1)
                 .setStartingToken(first.getNextToken()).build());
         assertFalse(first.getEntries(0).equals(second.getEntries(0)));
-        assertCode(Status.Code.ABORTED, () -> controller.listVolumes(ListVolumesRequest.newBuilder()
+        assertCode(Status.Code.ABORTED, () -> controller().listVolumes(ListVolumesRequest.newBuilder()
                 .setStartingToken("not-a-token").build()));
     }
 
@@ -170,15 +169,15 @@ class PluginSpecConformanceIT {
         Path staging = Files.createDirectories(dir.resolve("staging/node-rules"));
         NodeStageVolumeRequest stage = NodeStageVolumeRequest.newBuilder().setVolumeId(id)
                 .setStagingTargetPath(staging.toString()).setVolumeCapability(MULTI_WRITER).build();
-        assertCode(Status.Code.FAILED_PRECONDITION, () -> node.nodeStageVolume(stage)); // not controller-published
+        assertCode(Status.Code.FAILED_PRECONDITION, () -> node().nodeStageVolume(stage)); // not controller-published
         publish(id, "n1", MULTI_WRITER, false);
-        assertCode(Status.Code.INVALID_ARGUMENT, () -> node.nodeStageVolume(stage.toBuilder()
+        assertCode(Status.Code.INVALID_ARGUMENT, () -> node().nodeStageVolume(stage.toBuilder()
                 .clearVolumeCapability().build()));
-        assertCode(Status.Code.INVALID_ARGUMENT, () -> node.nodeStageVolume(stage.toBuilder()
+        assertCode(Status.Code.INVALID_ARGUMENT, () -> node().nodeStageVolume(stage.toBuilder()
                 .setStagingTargetPath("relative/path").build()));
-        node.nodeStageVolume(stage);
-        node.nodeStageVolume(stage);
-        assertCode(Status.Code.ALREADY_EXISTS, () -> node.nodeStageVolume(stage.toBuilder()
+        node().nodeStageVolume(stage);
+        node().nodeStageVolume(stage);
+        assertCode(Status.Code.ALREADY_EXISTS, () -> node().nodeStageVolume(stage.toBuilder()
                 .setVolumeCapability(WRITER).build()));
 
         Path target = dir.resolve("targets/node-rules");
@@ -186,33 +185,46 @@ class PluginSpecConformanceIT {
         NodePublishVolumeRequest publish = NodePublishVolumeRequest.newBuilder().setVolumeId(id)
                 .setStagingTargetPath(staging.toString()).setTargetPath(target.toString())
                 .setVolumeCapability(MULTI_WRITER).build();
-        assertCode(Status.Code.INVALID_ARGUMENT, () -> node.nodePublishVolume(publish.toBuilder()
+        assertCode(Status.Code.INVALID_ARGUMENT, () -> node().nodePublishVolume(publish.toBuilder()
                 .clearStagingTargetPath().build()));
-        assertCode(Status.Code.FAILED_PRECONDITION, () -> node.nodePublishVolume(publish.toBuilder()
+        assertCode(Status.Code.FAILED_PRECONDITION, () -> node().nodePublishVolume(publish.toBuilder()
                 .setStagingTargetPath(dir.resolve("staging/elsewhere").toString()).build()));
-        node.nodePublishVolume(publish);
-        assertCode(Status.Code.FAILED_PRECONDITION, () -> node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder()
+        node().nodePublishVolume(publish);
+        assertCode(Status.Code.FAILED_PRECONDITION, () -> node().nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder()
                 .setVolumeId(id).setStagingTargetPath(staging.toString()).build())); // still published
-        assertTrue(node.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId(id)
+        assertTrue(node().nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId(id)
                 .setVolumePath(target.toString()).build()).getUsageCount() > 0);
 
         NodeUnpublishVolumeRequest unpublish = NodeUnpublishVolumeRequest.newBuilder().setVolumeId(id)
                 .setTargetPath(target.toString()).build();
-        node.nodeUnpublishVolume(unpublish);
-        node.nodeUnpublishVolume(unpublish); // absent: OK
-        node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id)
+        node().nodeUnpublishVolume(unpublish);
+        node().nodeUnpublishVolume(unpublish); // absent: OK
+        node().nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id)
                 .setStagingTargetPath(staging.toString()).build());
         assertFalse(PluginFixture.mountAt(staging).isPresent());
         assertFalse(PluginFixture.mountAt(target).isPresent());
     }
 
+    /**
+     * A stub whose deadline starts now: {@code withDeadlineAfter} fixes an absolute deadline, so a stub
+     * kept for the whole class would fail every call made more than a minute after the class started.
+     */
+    private static ControllerGrpc.ControllerBlockingStub controller() {
+        return ControllerGrpc.newBlockingStub(channel).withDeadlineAfter(CALL_DEADLINE_MINUTES, TimeUnit.MINUTES);
+    }
+
+    /** Like {@link #controller()}: a fresh deadline for each call. */
+    private static NodeGrpc.NodeBlockingStub node() {
+        return NodeGrpc.newBlockingStub(channel).withDeadlineAfter(CALL_DEADLINE_MINUTES, TimeUnit.MINUTES);
+    }
+
     private static String create(String name) {
-        return controller.createVolume(CreateVolumeRequest.newBuilder().setName(name)
+        return controller().createVolume(CreateVolumeRequest.newBuilder().setName(name)
                 .addVolumeCapabilities(MULTI_WRITER).build()).getVolume().getVolumeId();
     }
 
     private static void publish(String volumeId, String nodeId, VolumeCapability capability, boolean readonly) {
-        controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(volumeId)
+        controller().controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(volumeId)
                 .setNodeId(nodeId).setVolumeCapability(capability).setReadonly(readonly).build());
     }
 
