@@ -125,11 +125,11 @@ class SealedMountFlagsTest {
 
     @Test
     void flagsTheServiceCannotOpenRejectTheClaimNamingTheKeyId() {
-        String vol = bus.schedulableVolume("ns1", "unsealable", AccessMode.MULTI_NODE_MULTI_WRITER, "node-a");
+        String vol = bus.schedulableVolume("ns1", "unsealable", AccessMode.SINGLE_NODE_WRITER, "node-a");
 
         SecretSealer stranger = new SecretSealer(SecretKeyring.parse("rotated-away:" + OTHER_KEY_MATERIAL, "rotated-away"));
         ClaimRequested unknownKey = new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, "alloc-1", "node-a",
-                ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
                 ClaimRequested.sealFlags(stranger, "ns1", vol, List.of("noatime")), MountSupport.ALL, Instant.now());
         bus.send(unknownKey);
         String reason = bus.awaitStatus(unknownKey.requestId(), ClaimState.REJECTED).reason();
@@ -139,15 +139,16 @@ class SealedMountFlagsTest {
 
         // Sealed with the shared key but for another volume: replayed here, it does not open.
         ClaimRequested replayed = new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, "alloc-2", "node-a",
-                ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
                 ClaimRequested.sealFlags(SHARED, "ns1", "some-other-volume", List.of("noatime")), MountSupport.ALL, Instant.now());
         bus.send(replayed);
         String replayReason = bus.awaitStatus(replayed.requestId(), ClaimState.REJECTED).reason();
         assertTrue(replayReason.contains("'test-key'") && replayReason.contains("ns1/" + vol)
                 && replayReason.contains("wrong volume"), replayReason);
 
-        // Neither rejected claim took the volume: a claim after them is accepted, and no command was sent for them.
-        ClaimRequested ok = Bus.claim("ns1", vol, "alloc-3", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+        // Neither rejected claim took the volume: the volume takes a single writer, so a writer after them is
+        // accepted only if neither of them holds it; and no command was sent for them.
+        ClaimRequested ok = Bus.claim("ns1", vol, "alloc-3", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(ok);
         bus.awaitStatus(ok.requestId(), ClaimState.ACCEPTED);
         assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-1".equals(c.allocationId()) || "alloc-2".equals(c.allocationId())),
