@@ -11,6 +11,11 @@ import io.opentelemetry.context.Context;
 import java.time.Instant;
 import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.Violation;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.apache.kafka.common.header.Header;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.PluginStatus;
@@ -50,9 +55,22 @@ public class Consumers {
         // The record's span (extracted from its traceparent by the connector) is current now, not later.
         Tx tx = Tx.causedBy(openTelemetry, Context.current());
         Instant requestedAt = eventTime(record, Instant.now());
-        return Uni.createFrom().item(() -> EventCodec.decode(ClaimRequested.class, record.value()))
+        return Uni.createFrom().item(() -> decodeClaimRequested(record))
                 .chain(request -> retried(() -> claims.onClaimRequested(request, requestedAt, tx),
                         "claim-requested " + request.requestId()));
+    }
+
+    /**
+     * The request in {@code record}; a value {@link ClaimRequestedDeserializer} withheld whole fails with
+     * its reason (decoding the replacement would only list missing fields).
+     */
+    private static ClaimRequested decodeClaimRequested(ConsumerRecord<String, String> record) {
+        Header withheld = record.headers().lastHeader(ClaimRequestedDeserializer.WITHHELD);
+        if (withheld != null) {
+            throw new MalformedEventException(EventType.CLAIM_REQUESTED.displayName(), List.of(new Violation("(record)",
+                    Violation.REDACTED, new String(withheld.value(), StandardCharsets.UTF_8))));
+        }
+        return EventCodec.decode(ClaimRequested.class, record.value());
     }
 
     @Incoming("mount-done")

@@ -1,0 +1,150 @@
+package io.csiorchestrator.claims.messaging;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.csiorchestrator.claims.Bus;
+import io.csiorchestrator.claims.LogCapture;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.DeadLetters;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.MountSupport;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.quarkus.test.junit.QuarkusTest;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Instant;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.UUID;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.Header;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What the running claim-service sends to {@code claim-requested-dead-letter}, and that the partition
+ * moves on after it: a claim-requested carrying plain mount flags that cannot be read (not JSON, the
+ * wrong shape) goes there without the flags.
+ */
+@QuarkusTest
+class DeadLetterTest {
+
+    final Bus bus = new Bus();
+
+    @AfterEach
+    void close() {
+        bus.close();
+    }
+
+    static String deadLetterTopic() {
+        return Bus.topic(Topic.CLAIM_REQUESTED) + "-dead-letter";
+    }
+
+    @Test
+    void unreadableClaimsWithPlainFlagsAreDeadLetteredWithoutThemAndThePartitionMovesOn() throws Exception {
+        String canary = "password=CANARY-unreadable-" + UUID.randomUUID().toString().substring(0, 8);
+        String vol = bus.schedulableVolume("ns1", "unreadable", AccessMode.SINGLE_NODE_WRITER, "node-a");
+        // Cut off in the middle of the flags: not JSON.
+        String truncated = claimText("truncated-" + vol, vol, "\"mountOptions\":{\"mountFlags\":[\"noatime\",\"" + canary + "\"");
+        truncated = truncated.substring(0, truncated.indexOf(canary) + canary.length() + 1);
+        // JSON, but the flags are one string instead of a list.
+        String wrongShape = claimText("shape-" + vol, vol, "\"mountOptions\":{\"mountFlags\":\"noatime," + canary + "\"}");
+        // A valid request whose flags' field name is spelled with a JSON escape (Jackson reads it as mountFlags).
+        String escaped = claimText("escaped-" + vol, vol, "\"mountOptions\":{\"mount\\u0046lags\":[\"" + canary + "\"]}");
+
+        try (LogCapture log = LogCapture.start()) {
+            for (String value : List.of(truncated, wrongShape, escaped)) {
+                bus.kafka.send(Bus.topic(Topic.CLAIM_REQUESTED), vol, value);
+            }
+            // Same key, same partition, sent last: answered only once the partition got past the three.
+            ClaimRequested after = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+            bus.send(after);
+            bus.awaitStatus(after.requestId(), ClaimState.ACCEPTED);
+
+            List<ConsumerRecord<String, String>> all = Awaitility.await().atMost(Bus.WAIT).until(
+                    () -> bus.kafka.readAll(deadLetterTopic()).stream().filter(r -> vol.equals(r.key())).toList(),
+                    dead -> dead.size() >= 3);
+            assertEquals(3, all.size(), "three dead letters for " + vol);
+            for (ConsumerRecord<String, String> dead : all) {
+                assertNoCanary(canary, "dead-letter value", dead.value());
+                for (Header h : dead.headers()) {
+                    assertNoCanary(canary, "dead-letter header " + h.key(), new String(h.value(), StandardCharsets.UTF_8));
+                }
+                assertEquals(Bus.topic(Topic.CLAIM_REQUESTED), KafkaTestClient.header(dead, DeadLetters.TOPIC));
+            }
+
+            ConsumerRecord<String, String> withheld = deadLetter(vol, r -> r.value().contains("\"withheld\""));
+            ConsumerRecord<String, String> shaped = deadLetter(vol, r -> r.value().contains("shape-" + vol));
+            ConsumerRecord<String, String> spelled = deadLetter(vol, r -> r.value().contains("escaped-" + vol));
+
+            // The text that is not JSON: withheld whole, with what finds the original on claim-requested.
+            JsonNode replacement = EventCodec.mapper().readTree(withheld.value());
+            byte[] original = truncated.getBytes(StandardCharsets.UTF_8);
+            assertEquals(original.length, replacement.get("length").asInt());
+            assertEquals(HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(original)),
+                    replacement.get("sha256").asText());
+            String whyWithheld = reason(withheld);
+            assertTrue(whyWithheld.contains("not valid JSON") && whyWithheld.contains("ends early at line 1, column")
+                    && whyWithheld.contains("withheld"), whyWithheld);
+            ConsumerRecord<String, String> source = bus.kafka.readAll(Bus.topic(Topic.CLAIM_REQUESTED)).stream()
+                    .filter(r -> r.partition() == Integer.parseInt(KafkaTestClient.header(withheld, DeadLetters.PARTITION))
+                            && r.offset() == Long.parseLong(KafkaTestClient.header(withheld, DeadLetters.OFFSET)))
+                    .findFirst().orElseThrow();
+            assertEquals(truncated, source.value(), "the dead letter's partition/offset headers point at the original");
+
+            // The wrong shape: the flags blanked, the rest kept; the reason names the field.
+            assertTrue(shaped.value().contains("\"mountFlags\":\"(redacted)\""), shaped.value());
+            String whyShape = reason(shaped);
+            assertTrue(whyShape.contains("mountOptions.mountFlags"), whyShape);
+            // The escaped name: read as plain flags, blanked like any.
+            assertTrue(spelled.value().contains("\"mountFlags\":[\"(redacted)\"]"), spelled.value());
+            String whySpelled = reason(spelled);
+            assertTrue(whySpelled.contains("sealedMountFlags") && whySpelled.contains("1 given"), whySpelled);
+
+            for (String id : List.of("truncated-" + vol, "shape-" + vol, "escaped-" + vol)) {
+                assertTrue(bus.statuses(id).isEmpty(), "a dead-lettered request is not answered: " + id);
+            }
+            assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-x".equals(c.allocationId())));
+            List<String> lines = log.lines();
+            assertTrue(lines.stream().anyMatch(l -> l.contains(after.requestId()) || l.contains(vol)), "captured: " + lines);
+            for (String line : lines) {
+                assertNoCanary(canary, "log", line);
+            }
+        }
+    }
+
+    /** A write claim's JSON as the contract encodes it, with {@code options} as its mountOptions field. */
+    static String claimText(String requestId, String vol, String options) {
+        String valid = EventCodec.encodeToString(new ClaimRequested(requestId, "ns1", vol, "alloc-x", "node-a", ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null, MountSupport.ALL, Instant.now()));
+        assertTrue(valid.contains("\"mountOptions\":{}"), valid);
+        return valid.replace("\"mountOptions\":{}", options);
+    }
+
+    private ConsumerRecord<String, String> deadLetter(String key, java.util.function.Predicate<ConsumerRecord<String, String>> matches) {
+        return bus.kafka.awaitRecord(deadLetterTopic(), r -> key.equals(r.key()) && r.value() != null && matches.test(r), Bus.WAIT);
+    }
+
+    private static String reason(ConsumerRecord<String, String> dead) {
+        String why = KafkaTestClient.header(dead, DeadLetters.REASON);
+        assertNotNull(why, "dead-letter reason header");
+        return why;
+    }
+
+    private static void assertNoCanary(String canary, String where, String text) {
+        String secret = canary.substring("password=".length());
+        if (text != null) {
+            assertFalse(text.contains(secret), "plain flag in " + where + ": " + text);
+        }
+    }
+}
