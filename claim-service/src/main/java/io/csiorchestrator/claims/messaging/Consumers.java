@@ -114,22 +114,35 @@ public class Consumers {
         Duration budget = settings.consumerRetryBudget();
         long[] otherSince = {0};
         return Uni.createFrom().<Void>deferred(work::get)
-                .onFailure(t -> !(t instanceof MalformedEventException)).invoke(t -> {
-                    boolean away = TransientFailures.isTransient(t);
-                    metrics.consumerRetry(away);
-                    if (away) {
-                        otherSince[0] = 0;
-                        LOG.warnf("%s failed, the database is away; retrying until it is back: %s", what, t.toString());
-                    } else {
-                        if (otherSince[0] == 0) {
-                            otherSince[0] = System.nanoTime();
-                        }
-                        LOG.warnf("%s failed, retrying for up to %s: %s", what, budget, t.toString());
-                    }
-                })
-                .onFailure(t -> !(t instanceof MalformedEventException)
-                        && (TransientFailures.isTransient(t) || otherSince[0] == 0
-                                || System.nanoTime() - otherSince[0] < budget.toNanos()))
+                .onFailure(t -> tryAgain(t, otherSince, budget, what))
                 .retry().withBackOff(Duration.ofMillis(100), Duration.ofSeconds(5)).indefinitely();
+    }
+
+    /**
+     * Whether a failed try of {@code what} is tried again; only a try again is counted in
+     * {@code csi.claim.consumer.retries}. A malformed record is not; nor is one whose failures that are not
+     * the database being away began at least {@code budget} ago (it is dead-lettered with the failure).
+     */
+    private boolean tryAgain(Throwable t, long[] otherSince, Duration budget, String what) {
+        if (t instanceof MalformedEventException) {
+            return false;
+        }
+        if (TransientFailures.isTransient(t)) {
+            otherSince[0] = 0;
+            metrics.consumerRetry(true);
+            LOG.warnf("%s failed, the database is away; retrying until it is back: %s", what, t.toString());
+            return true;
+        }
+        long now = System.nanoTime();
+        if (otherSince[0] == 0) {
+            otherSince[0] = now;
+        }
+        if (now - otherSince[0] >= budget.toNanos()) {
+            LOG.warnf("%s failed, retried for %s: dead-lettering it: %s", what, budget, t.toString());
+            return false;
+        }
+        metrics.consumerRetry(false);
+        LOG.warnf("%s failed, retrying for up to %s: %s", what, budget, t.toString());
+        return true;
     }
 }

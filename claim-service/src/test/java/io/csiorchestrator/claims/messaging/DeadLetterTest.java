@@ -1,5 +1,6 @@
 package io.csiorchestrator.claims.messaging;
 
+import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -18,23 +19,34 @@ import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.MountSupport;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.testkit.KafkaTestClient;
+import io.csiorchestrator.testkit.PostgresResource;
 import io.quarkus.test.junit.QuarkusTest;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.time.Instant;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 import org.awaitility.Awaitility;
+import org.eclipse.microprofile.config.ConfigProvider;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * What the running claim-service sends to {@code claim-requested-dead-letter}, and that the partition
  * moves on after it: a claim-requested carrying plain mount flags that cannot be read (not JSON, the
- * wrong shape) goes there without the flags.
+ * wrong shape) goes there without the flags; a claim whose handling keeps failing for a reason other
+ * than the database being away (a trigger added by the test through its own JDBC connection refuses
+ * it) is retried for {@code csi.claims.consumer-retry-budget} (2 s in tests), counted in
+ * {@code csi_claim_consumer_retries_total{failure="other"}}, and then goes there with the reason.
  */
 @QuarkusTest
 class DeadLetterTest {
@@ -123,6 +135,56 @@ class DeadLetterTest {
         }
     }
 
+    @Test
+    void aClaimWhoseHandlingKeepsFailingIsRetriedForTheBudgetThenDeadLetteredAndThePartitionMovesOn() throws Exception {
+        String vol = bus.schedulableVolume("ns1", "refused", AccessMode.SINGLE_NODE_WRITER, "node-a");
+        ClaimRequested refused = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        String suffix = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+        String trigger = "refuse_" + suffix;
+        String attempts = "refuse_attempts_" + suffix;
+        try (Connection db = DriverManager.getConnection(ConfigProvider.getConfig().getValue("quarkus.datasource.jdbc.url", String.class),
+                PostgresResource.username(), PostgresResource.password());
+             Statement sql = db.createStatement()) {
+            // Every try of this one request fails inside its transaction (SQLSTATE P0001: not the database being
+            // away), and counts itself in a sequence, which a rollback does not undo.
+            sql.execute("CREATE SEQUENCE " + attempts);
+            sql.execute("CREATE FUNCTION " + trigger + "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                    + " IF NEW.request_id = '" + refused.requestId() + "' THEN"
+                    + " PERFORM nextval('" + attempts + "');"
+                    + " RAISE EXCEPTION 'test trigger refuses claim-requested %', NEW.request_id;"
+                    + " END IF; RETURN NEW; END $$");
+            sql.execute("CREATE TRIGGER " + trigger + " BEFORE INSERT ON handled_requests FOR EACH ROW EXECUTE FUNCTION " + trigger + "()");
+            try {
+                double retriesBefore = scrapedRetries("other");
+                bus.send(refused);
+                ClaimRequested after = Bus.claim("ns1", vol, "alloc-2", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+                bus.send(after);
+
+                ConsumerRecord<String, String> dead = deadLetter(vol, r -> r.value().contains(refused.requestId()));
+                assertEquals(refused, EventCodec.decode(ClaimRequested.class, dead.value()), "the record goes as it was");
+                String why = reason(dead);
+                assertTrue(why.contains("test trigger refuses claim-requested " + refused.requestId()), why);
+                // The partition moved on: the claim after it is answered; the refused one never is.
+                bus.awaitStatus(after.requestId(), ClaimState.ACCEPTED);
+                assertTrue(bus.statuses(refused.requestId()).isEmpty(), "the dead-lettered claim is not answered");
+
+                long tries;
+                try (ResultSet rs = sql.executeQuery("SELECT last_value FROM " + attempts)) {
+                    rs.next();
+                    tries = rs.getLong(1);
+                }
+                assertTrue(tries >= 2, "tried again within the budget before it was dead-lettered: " + tries + " tries");
+                assertEquals(tries - 1, scrapedRetries("other") - retriesBefore, 0.0,
+                        "csi_claim_consumer_retries_total{failure=\"other\"} counts the tries after the first ("
+                                + tries + " tries in all)");
+            } finally {
+                sql.execute("DROP TRIGGER " + trigger + " ON handled_requests");
+                sql.execute("DROP FUNCTION " + trigger + "()");
+                sql.execute("DROP SEQUENCE " + attempts);
+            }
+        }
+    }
+
     /** A write claim's JSON as the contract encodes it, with {@code options} as its mountOptions field. */
     static String claimText(String requestId, String vol, String options) {
         String valid = EventCodec.encodeToString(new ClaimRequested(requestId, "ns1", vol, "alloc-x", "node-a", ClaimMode.WRITE,
@@ -146,5 +208,13 @@ class DeadLetterTest {
         if (text != null) {
             assertFalse(text.contains(secret), "plain flag in " + where + ": " + text);
         }
+    }
+
+    /** csi_claim_consumer_retries_total{failure=...} as /q/metrics shows it (0 before the first). */
+    static double scrapedRetries(String failure) {
+        String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+        Matcher m = Pattern.compile("^csi_claim_consumer_retries_total\\{[^}]*failure=\"" + failure + "\"[^}]*} ([0-9.eE+-]+)",
+                Pattern.MULTILINE).matcher(metrics);
+        return m.find() ? Double.parseDouble(m.group(1)) : 0;
     }
 }
