@@ -11,6 +11,11 @@ import io.opentelemetry.context.Context;
 import java.time.Instant;
 import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.Violation;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.apache.kafka.common.header.Header;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.PluginStatus;
@@ -50,9 +55,22 @@ public class Consumers {
         // The record's span (extracted from its traceparent by the connector) is current now, not later.
         Tx tx = Tx.causedBy(openTelemetry, Context.current());
         Instant requestedAt = eventTime(record, Instant.now());
-        return Uni.createFrom().item(() -> EventCodec.decode(ClaimRequested.class, record.value()))
+        return Uni.createFrom().item(() -> decodeClaimRequested(record))
                 .chain(request -> retried(() -> claims.onClaimRequested(request, requestedAt, tx),
                         "claim-requested " + request.requestId()));
+    }
+
+    /**
+     * The request in {@code record}; a value {@link ClaimRequestedDeserializer} withheld whole fails with
+     * its reason (decoding the replacement would only list missing fields).
+     */
+    private static ClaimRequested decodeClaimRequested(ConsumerRecord<String, String> record) {
+        Header withheld = record.headers().lastHeader(ClaimRequestedDeserializer.WITHHELD);
+        if (withheld != null) {
+            throw new MalformedEventException(EventType.CLAIM_REQUESTED.displayName(), List.of(new Violation("(record)",
+                    Violation.REDACTED, new String(withheld.value(), StandardCharsets.UTF_8))));
+        }
+        return EventCodec.decode(ClaimRequested.class, record.value());
     }
 
     @Incoming("mount-done")
@@ -96,22 +114,35 @@ public class Consumers {
         Duration budget = settings.consumerRetryBudget();
         long[] otherSince = {0};
         return Uni.createFrom().<Void>deferred(work::get)
-                .onFailure(t -> !(t instanceof MalformedEventException)).invoke(t -> {
-                    boolean away = TransientFailures.isTransient(t);
-                    metrics.consumerRetry(away);
-                    if (away) {
-                        otherSince[0] = 0;
-                        LOG.warnf("%s failed, the database is away; retrying until it is back: %s", what, t.toString());
-                    } else {
-                        if (otherSince[0] == 0) {
-                            otherSince[0] = System.nanoTime();
-                        }
-                        LOG.warnf("%s failed, retrying for up to %s: %s", what, budget, t.toString());
-                    }
-                })
-                .onFailure(t -> !(t instanceof MalformedEventException)
-                        && (TransientFailures.isTransient(t) || otherSince[0] == 0
-                                || System.nanoTime() - otherSince[0] < budget.toNanos()))
+                .onFailure(t -> tryAgain(t, otherSince, budget, what))
                 .retry().withBackOff(Duration.ofMillis(100), Duration.ofSeconds(5)).indefinitely();
+    }
+
+    /**
+     * Whether a failed try of {@code what} is tried again; only a try again is counted in
+     * {@code csi.claim.consumer.retries}. A malformed record is not; nor is one whose failures that are not
+     * the database being away began at least {@code budget} ago (it is dead-lettered with the failure).
+     */
+    private boolean tryAgain(Throwable t, long[] otherSince, Duration budget, String what) {
+        if (t instanceof MalformedEventException) {
+            return false;
+        }
+        if (TransientFailures.isTransient(t)) {
+            otherSince[0] = 0;
+            metrics.consumerRetry(true);
+            LOG.warnf("%s failed, the database is away; retrying until it is back: %s", what, t.toString());
+            return true;
+        }
+        long now = System.nanoTime();
+        if (otherSince[0] == 0) {
+            otherSince[0] = now;
+        }
+        if (now - otherSince[0] >= budget.toNanos()) {
+            LOG.warnf("%s failed, retried for %s: dead-lettering it: %s", what, budget, t.toString());
+            return false;
+        }
+        metrics.consumerRetry(false);
+        LOG.warnf("%s failed, retrying for up to %s: %s", what, budget, t.toString());
+        return true;
     }
 }
