@@ -55,7 +55,7 @@ final class CallInterceptor implements ServerInterceptor {
             public void onMessage(ReqT message) {
                 request.set(message);
                 delay(faults.latencyFor(method));
-                Optional<Status> failure = faults.takeFailure(method);
+                Optional<Status> failure = faults.takeFailure(method, message);
                 if (failure.isPresent()) {
                     injected.set(true);
                     recorded.close(failure.get(), new Metadata());

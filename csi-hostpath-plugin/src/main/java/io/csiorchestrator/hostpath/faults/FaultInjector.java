@@ -38,8 +38,11 @@ public final class FaultInjector {
         return file;
     }
 
-    /** The failure to answer this call of {@code method} with, consuming one count of its rule. */
-    public synchronized Optional<Status> takeFailure(String method) {
+    /**
+     * The failure to answer this call of {@code method} (with {@code request}) with, consuming one
+     * count of its rule.
+     */
+    public synchronized Optional<Status> takeFailure(String method, Object request) {
         FaultRules rules = read();
         Optional<FaultRules.Failure> failure = rules.failureFor(method);
         failure.ifPresent(rule -> {
@@ -49,7 +52,7 @@ public final class FaultInjector {
                 throw new UncheckedIOException("cannot update the faults file " + file, e);
             }
         });
-        return failure.map(FaultRules.Failure::status);
+        return failure.map(rule -> rule.status(request));
     }
 
     public Duration latencyFor(String method) {

@@ -1,5 +1,7 @@
 package io.csiorchestrator.hostpath.faults;
 
+import com.google.protobuf.MessageOrBuilder;
+import com.google.protobuf.TextFormat;
 import io.grpc.Status;
 
 import java.time.Duration;
@@ -21,9 +23,12 @@ import java.util.regex.Pattern;
  * NodeUnpublishVolume NOT_FOUND              the next call fails (the count defaults to 1)
  * latency NodeStageVolume 200ms              NodeStageVolume answers 200 ms later (ms or s; * for every call)
  * probe-not-ready                            Probe answers ready=false
+ * NodeStageVolume INTERNAL 1 bad {request}   the message echoes the call's request, secrets included
  * </pre>
  * A failure rule matches a CSI method by its csi.proto name, or {@code *} for every method. The
  * first matching rule with calls left applies. Lines that cannot be parsed are reported, not fatal.
+ * A message's {@value #ECHO} is replaced by the request as text, unredacted: it plays a careless
+ * plugin whose error echoes its input, so tests can check that a client never passes that on.
  *
  * @param lines         the text's lines, as read
  * @param failures      failure rules, in file order
@@ -38,6 +43,8 @@ public record FaultRules(List<String> lines, List<Failure> failures, List<Latenc
 
     private static final Pattern DURATION = Pattern.compile("(\\d{1,7})(ms|s)");
     private static final String DEFAULT_MESSAGE = "injected fault";
+    /** In a failure message: the request of the failed call, secrets and mount flags included. */
+    public static final String ECHO = "{request}";
 
     /**
      * The next {@code remaining} calls of {@code method} fail with {@code code}; an empty
@@ -52,6 +59,14 @@ public record FaultRules(List<String> lines, List<Failure> failures, List<Latenc
 
         public Status status() {
             return Status.fromCode(code).withDescription(message);
+        }
+
+        /** The status for a call with this request: {@value #ECHO} in the message becomes the request's text. */
+        public Status status(Object request) {
+            if (!message.contains(ECHO) || !(request instanceof MessageOrBuilder echoed)) {
+                return status();
+            }
+            return Status.fromCode(code).withDescription(message.replace(ECHO, TextFormat.shortDebugString(echoed)));
         }
     }
 

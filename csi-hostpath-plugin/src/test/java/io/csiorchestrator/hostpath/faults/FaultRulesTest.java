@@ -1,5 +1,6 @@
 package io.csiorchestrator.hostpath.faults;
 
+import io.csiorchestrator.csi.v1.NodeStageVolumeRequest;
 import io.grpc.Status;
 import org.junit.jupiter.api.Test;
 
@@ -65,5 +66,21 @@ class FaultRulesTest {
         assertEquals(4, rules.problems().size(), rules.problems().toString());
         assertEquals(Status.Code.ABORTED, rules.failureFor("NodeStageVolume").orElseThrow().code());
         assertFalse(rules.probeNotReady());
+    }
+
+    @Test
+    void anEchoMessageRepeatsTheRequestUnredacted() {
+        FaultRules rules = FaultRules.parse("NodeStageVolume PERMISSION_DENIED 1 refused {request}\n");
+        NodeStageVolumeRequest request = NodeStageVolumeRequest.newBuilder().setVolumeId("v1")
+                .putSecrets("password", "canary-value").build();
+        FaultRules.Failure failure = rules.failureFor("NodeStageVolume").orElseThrow();
+        String description = failure.status(request).getDescription();
+        assertTrue(description.startsWith("refused "), description);
+        assertTrue(description.contains("canary-value") && description.contains("v1"), description);
+        assertEquals("refused {request}", failure.status("not a message").getDescription());
+        assertEquals("NodeStageVolume PERMISSION_DENIED 1 refused {request}\n",
+                FaultRules.parse("NodeStageVolume PERMISSION_DENIED 2 refused {request}\n")
+                        .consume(FaultRules.parse("NodeStageVolume PERMISSION_DENIED 2 refused {request}\n")
+                                .failureFor("NodeStageVolume").orElseThrow()));
     }
 }

@@ -53,29 +53,33 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.function.Predicate;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import io.opentelemetry.api.trace.SpanKind;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import static org.hamcrest.Matchers.hasItems;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.MethodOrderer;
-import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestMethodOrder;
 
 /**
  * The worker end to end: real Kafka (testkit), the reference hostpath plugin as a separate
- * process on a real unix socket, real bind mounts checked in /proc/self/mountinfo. The tests share
- * one plugin and run in order (the plugin is killed in the last one).
+ * process on a real unix socket, real bind mounts checked in /proc/self/mountinfo. Every test runs
+ * alone and in any order: the shared plugin {@code hp} is started (or found running) by
+ * {@link #pluginRunning()} before each test, each test uses its own volumes and allocations and
+ * asserts on them (counts as deltas around its own commands), and a test that kills or removes a
+ * plugin uses a plugin of its own.
  */
 @QuarkusTest
 @QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false,
         initArgs = @ResourceArg(name = KafkaResource.TOPICS, value = "node-commands:4"))
 @QuarkusTestResource(value = WorkerRootResource.class, restrictToAnnotatedClass = false)
-@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class NodeMountWorkerTest {
 
     static final String NODE = "test-node";
@@ -84,6 +88,8 @@ class NodeMountWorkerTest {
     static final Duration WAIT = Duration.ofSeconds(40);
 
     static HostpathPlugin plugin;
+    /** When {@link #pluginRunning()} last started {@link #plugin}. */
+    static Instant pluginStartedAt;
     static KafkaTestClient kafka;
 
     @Inject
@@ -102,6 +108,26 @@ class NodeMountWorkerTest {
         if (kafka != null) {
             kafka.close();
         }
+    }
+
+    /**
+     * The per-class fixture, idempotent: the worker is running, and the shared plugin {@code hp}
+     * runs and is registered healthy (started here when it is not running).
+     */
+    @BeforeEach
+    void pluginRunning() throws Exception {
+        if (!worker.started()) {
+            worker.start();
+        }
+        if (plugin == null) {
+            plugin = new HostpathPlugin(PLUGIN, pluginsDir(), WorkerRootResource.root.resolve("hp-state"),
+                    "--controller-publish=false", "--unmount-staging-on-exit");
+        }
+        if (!plugin.alive()) {
+            pluginStartedAt = Instant.now();
+            plugin.start();
+        }
+        await().atMost(WAIT).until(() -> worker.plugins().node(PLUGIN).isPresent() && !worker.restoring());
     }
 
     // ------------------------------------------------------------------ helpers
@@ -202,35 +228,39 @@ class NodeMountWorkerTest {
 
     // -------------------------------------------------------------------- tests
 
+    /**
+     * The shared plugin's socket, once it appeared (the fixture started the plugin), is
+     * fingerprinted: a healthy plugin-health record observed after the start, a PLUGIN_HEALTH node
+     * event, readiness naming the plugin, and heartbeats on plugin-health after that record.
+     */
     @Test
-    @Order(1)
     void aPluginSocketThatAppearsIsFingerprintedAndPublishedHealthy() throws Exception {
-        Instant before = Instant.now();
-        plugin = new HostpathPlugin(PLUGIN, pluginsDir(), WorkerRootResource.root.resolve("hp-state"),
-                "--controller-publish=false", "--unmount-staging-on-exit").start();
-        await().atMost(WAIT).until(() -> worker.plugins().get(PLUGIN).isPresent());
-        ConsumerRecord<String, String> record = kafka.awaitRecord("plugin-health",
-                r -> r.key().equals(PluginHealth.key(PLUGIN, NODE))
-                        && EventCodec.decode(PluginHealth.class, r.value()).reportsHealthy(), Duration.ofSeconds(15));
+        Instant started = pluginStartedAt.minusSeconds(1);
+        ConsumerRecord<String, String> record = kafka.awaitRecord("plugin-health", r -> {
+            if (!r.key().equals(PluginHealth.key(PLUGIN, NODE))) {
+                return false;
+            }
+            PluginHealth h = EventCodec.decode(PluginHealth.class, r.value());
+            return h.reportsHealthy() && !h.observedAt().isBefore(started);
+        }, Duration.ofSeconds(15));
         PluginHealth health = EventCodec.decode(PluginHealth.class, record.value());
         assertEquals("hostpath.csi.csiorchestrator.io", health.providerName());
         assertTrue(health.nodeCapabilities().contains("STAGE_UNSTAGE_VOLUME"), health.toString());
         assertTrue(health.pluginCapabilities().contains("CONTROLLER_SERVICE"), health.toString());
         assertEquals(io.csiorchestrator.events.PluginType.MONOLITH, health.type());
         assertEquals(NODE, health.nodeInfo().externalNodeId());
-        assertFalse(health.observedAt().isBefore(before.minusSeconds(1)));
         assertEquals(EventType.PLUGIN_HEALTH.cloudEventType(), KafkaTestClient.header(record, CloudEventHeaders.CE_TYPE));
         awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_HEALTH && PLUGIN.equals(e.pluginId())
-                && Boolean.TRUE.equals(e.success()));
+                && Boolean.TRUE.equals(e.success()) && !e.occurredAt().isBefore(started));
         await().atMost(WAIT).untilAsserted(() -> given().get("/q/health/ready").then().statusCode(200)
                 .body(containsString("plugin hp")).body(containsString("healthy (monolith)")));
-        // heartbeats follow
-        kafka.awaitRecord("plugin-health", r -> r.key().equals(PluginHealth.key(PLUGIN, NODE))
-                && EventCodec.decode(PluginHealth.class, r.value()).heartbeat(), Duration.ofSeconds(15));
+        // heartbeats follow: one written after this point
+        Map<TopicPartition, Long> now = kafka.endOffsets("plugin-health");
+        kafka.awaitRecords("plugin-health", now, r -> r.key().equals(PluginHealth.key(PLUGIN, NODE))
+                && EventCodec.decode(PluginHealth.class, r.value()).heartbeat(), 1, Duration.ofSeconds(15));
     }
 
     @Test
-    @Order(2)
     void twoAllocationsStageOnceAndTheLastReleaseUnstages() throws Exception {
         String ext = createVolume("shared-vol");
         long stages = plugin.calls("NodeStageVolume");
@@ -277,36 +307,16 @@ class NodeMountWorkerTest {
      * mount-done and the node event it causes carry the same trace with their own span ids.
      */
     @Test
-    @Order(3)
     void aTracedCommandCarriesItsTraceToMountDoneTheNodeEventAndTheCsiCalls() throws Exception {
         String ext = createVolume("traced-vol");
         NodeCommand command = mount("traced", ext, "alloc-t", false);
         String sent = "00-" + TRACE_ID + "-" + PARENT_SPAN_ID + "-01";
-        List<org.jboss.logmanager.ExtLogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
-        java.util.logging.Handler capture = new java.util.logging.Handler() {
-            @Override
-            public void publish(java.util.logging.LogRecord record) {
-                if (record instanceof org.jboss.logmanager.ExtLogRecord ext) {
-                    ext.copyMdc();
-                    logged.add(ext);
-                }
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        java.util.logging.Logger workerLog = java.util.logging.Logger.getLogger(NodeMountWorker.class.getName());
-        workerLog.addHandler(capture);
-        try {
+        List<org.jboss.logmanager.ExtLogRecord> logged;
+        try (LogCapture log = LogCapture.of(NodeMountWorker.class.getName())) {
             sendTraced(command, sent);
-            await().atMost(WAIT).until(() -> logged.stream().anyMatch(r -> r.getFormattedMessage().contains("alloc-t")));
-        } finally {
-            workerLog.removeHandler(capture);
+            await().atMost(WAIT).until(() -> log.records().stream()
+                    .anyMatch(r -> r.getFormattedMessage().contains("alloc-t")));
+            logged = log.records();
         }
         org.jboss.logmanager.ExtLogRecord line = logged.stream()
                 .filter(r -> r.getFormattedMessage().contains("alloc-t")).findFirst().orElseThrow();
@@ -343,34 +353,79 @@ class NodeMountWorkerTest {
         assertTrue(run(unmount("traced", ext, "alloc-t")).succeeded());
     }
 
-    /** The CSI RPC and node command histograms, the node gauges, and the readiness checks by name. */
+    /**
+     * The node gauges show exactly this test's volume: two allocations of one volume add 1 staged
+     * volume and 2 publications, the first release takes one publication away, the last release
+     * the staging too (deltas from the values before, read when no command is in flight). The node
+     * command histogram counts exactly its 2 mounts and 2 unmounts, the CSI RPC histogram has the
+     * stage and publish buckets and counts probes, the plugins gauge shows the one healthy plugin,
+     * there are no per-volume tags, and readiness names its checks.
+     */
     @Test
-    @Order(4)
-    void metricsShowCsiRpcAndNodeCommandHistogramsAndReadinessNamesItsChecks() {
-        // the last mount-done's timer is recorded on the broker's acknowledgement, which may follow the record
-        await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> {
-            String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
-            assertBucket(metrics, "csi_rpc_seconds_bucket", "0.05", "plugin=\"hp\"", "rpc=\"NodeStageVolume\"", "code=\"OK\"");
-            assertBucket(metrics, "csi_rpc_seconds_bucket", "1.0", "plugin=\"hp\"", "rpc=\"NodePublishVolume\"", "code=\"OK\"");
-            assertTrue(count(metrics, "csi_rpc_seconds_count", "plugin=\"hp\"", "rpc=\"NodeStageVolume\"", "code=\"OK\"") > 0,
-                    metrics);
-            assertTrue(count(metrics, "csi_rpc_seconds_count", "plugin=\"hp\"", "rpc=\"Probe\"", "code=\"OK\"") > 0,
-                    "probes are CSI calls too");
-            assertBucket(metrics, "csi_node_command_seconds_bucket", "0.05", "kind=\"mount\"", "outcome=\"succeeded\"");
-            assertTrue(count(metrics, "csi_node_command_seconds_count", "kind=\"mount\"", "outcome=\"succeeded\"") >= 3,
-                    "mounts of the tests before");
-            assertTrue(count(metrics, "csi_node_command_seconds_count", "kind=\"unmount\"", "outcome=\"succeeded\"") >= 3);
-            assertEquals(1.0, value(metrics, "csi_plugins", "healthy=\"true\""), metrics);
-            assertEquals(0.0, value(metrics, "csi_plugins", "healthy=\"false\""));
-            assertTrue(value(metrics, "csi_node_volumes_staged") >= 0);
-            assertTrue(value(metrics, "csi_node_volumes_published") >= 0);
-            assertFalse(java.util.regex.Pattern.compile("[{,](volume|volume_id|alloc|allocation|node|node_id)=").matcher(metrics).find(),
-                    "no per-volume, per-allocation or per-node tags");
-        });
+    void metricsCountExactlyThisTestsVolumesAndCommandsAndReadinessNamesItsChecks() throws Exception {
+        awaitCommandsSettled();
+        String before = scrape();
+        double staged = value(before, "csi_node_volumes_staged");
+        double published = value(before, "csi_node_volumes_published");
+        double mounts = count(before, "csi_node_command_seconds_count", "kind=\"mount\"", "outcome=\"succeeded\"");
+        double unmounts = count(before, "csi_node_command_seconds_count", "kind=\"unmount\"", "outcome=\"succeeded\"");
+
+        String ext = createVolume("metrics-vol");
+        assertTrue(run(mount("metrics", ext, "alloc-m1", false)).succeeded());
+        assertTrue(run(mount("metrics", ext, "alloc-m2", false)).succeeded());
+        assertGauges(staged + 1, published + 2, "one volume staged once and published for two allocations");
+        assertTrue(run(unmount("metrics", ext, "alloc-m1")).succeeded());
+        assertGauges(staged + 1, published + 1, "alloc-m2 still uses the staging");
+        assertTrue(run(unmount("metrics", ext, "alloc-m2")).succeeded());
+        assertGauges(staged, published, "the last release unstages");
+
+        // a command's timer is recorded on the broker's acknowledgement of its mount-done, before its offset commits
+        awaitCommandsSettled();
+        String metrics = scrape();
+        assertEquals(mounts + 2, count(metrics, "csi_node_command_seconds_count", "kind=\"mount\"",
+                "outcome=\"succeeded\""), "the two mounts of this test");
+        assertEquals(unmounts + 2, count(metrics, "csi_node_command_seconds_count", "kind=\"unmount\"",
+                "outcome=\"succeeded\""), "the two unmounts of this test");
+        assertBucket(metrics, "csi_node_command_seconds_bucket", "0.05", "kind=\"mount\"", "outcome=\"succeeded\"");
+        assertBucket(metrics, "csi_rpc_seconds_bucket", "0.05", "plugin=\"hp\"", "rpc=\"NodeStageVolume\"", "code=\"OK\"");
+        assertBucket(metrics, "csi_rpc_seconds_bucket", "1.0", "plugin=\"hp\"", "rpc=\"NodePublishVolume\"", "code=\"OK\"");
+        assertTrue(count(metrics, "csi_rpc_seconds_count", "plugin=\"hp\"", "rpc=\"Probe\"", "code=\"OK\"") > 0,
+                "probes are CSI calls too");
+        assertEquals(1.0, value(metrics, "csi_plugins", "healthy=\"true\""), metrics);
+        assertEquals(0.0, value(metrics, "csi_plugins", "healthy=\"false\""));
+        assertFalse(java.util.regex.Pattern.compile("[{,](volume|volume_id|alloc|allocation|node|node_id)=").matcher(metrics).find(),
+                "no per-volume, per-allocation or per-node tags");
         given().get("/q/health/ready").then().statusCode(200)
                 .body("checks.name", hasItems("node-mount-worker", "kafka"))
                 .body("checks.find { it.name == 'kafka' }.status", org.hamcrest.Matchers.equalTo("UP"))
                 .body("checks.find { it.name == 'kafka' }.data.consumer", containsString("node-commands"));
+    }
+
+    private static String scrape() {
+        return given().get("/q/metrics").then().statusCode(200).extract().asString();
+    }
+
+    private static void assertGauges(double staged, double published, String why) {
+        String metrics = scrape();
+        assertEquals(staged, value(metrics, "csi_node_volumes_staged"), "staged: " + why);
+        assertEquals(published, value(metrics, "csi_node_volumes_published"), "published: " + why);
+    }
+
+    /**
+     * Waits until the worker's group committed every node command sent so far. The worker commits
+     * a command's offset only after the broker acknowledged its mount-done, so then no command is in
+     * flight and every command timer is recorded.
+     */
+    private static void awaitCommandsSettled() {
+        TopicPartition partition = new TopicPartition("node-commands", NodePartitioner.partitionFor(NODE, 4));
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()))) {
+            await().atMost(WAIT).until(() -> {
+                long end = kafka.endOffsets("node-commands").get(partition);
+                OffsetAndMetadata committed = admin.listConsumerGroupOffsets("node-mount-worker-" + NODE)
+                        .partitionsToOffsetAndMetadata().get().get(partition);
+                return committed == null ? end == 0 : committed.offset() == end;
+            });
+        }
     }
 
     private static List<String> lines(String metrics, String name, String... labels) {
@@ -398,7 +453,6 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(5)
     void aRedeliveredCommandIsAnsweredWithoutASecondPluginCall() throws Exception {
         String ext = createVolume("redelivered-vol");
         NodeCommand command = mount("redelivered", ext, "alloc-r", false);
@@ -416,7 +470,6 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(6)
     void aPluginErrorReachesMountDoneAsTheOperatorMessage() throws Exception {
         String ext = createVolume("faulty-vol");
         plugin.faults("NodePublishVolume PERMISSION_DENIED 1 backend refused the mount\n");
@@ -435,7 +488,6 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(7)
     void aHostileIdIsRejectedAndNothingIsCreatedOutsideTheRoot() throws Exception {
         Path root = paths().root();
         String json = EventCodec.encodeToString(mount("placeholder", "ext", "alloc-h", false))
@@ -452,7 +504,6 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(8)
     void aWorkerRestartWithIntactMountsCostsNoPluginCall() throws Exception {
         String ext = createVolume("intact-vol");
         assertTrue(run(mount("intact", ext, "alloc-i1", false)).succeeded());
@@ -485,7 +536,6 @@ class NodeMountWorkerTest {
      * yet answered so it is redelivered), then the worker starts.
      */
     @Test
-    @Order(9)
     void aCrashBetweenStageAndPublishConvergesWithoutDuplicates() throws Exception {
         String ext = createVolume("crash-vol");
         VolumeKey key = new VolumeKey(NS, "crash");
@@ -528,7 +578,6 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(10)
     void theHealerStagesAgainAndRepublishesAfterAPluginRestartLostTheStaging() throws Exception {
         String ext = createVolume("heal-vol");
         assertTrue(run(mount("heal", ext, "alloc-x", false)).succeeded());
@@ -556,7 +605,6 @@ class NodeMountWorkerTest {
     }
 
     @Test
-    @Order(11)
     void controllerCommandsRunOnTheNodeHostingTheControllerAndSecretsStaySealed() throws Exception {
         HostpathPlugin controller = new HostpathPlugin("hpc", pluginsDir(), WorkerRootResource.root.resolve("hpc-state"))
                 .start();
@@ -610,27 +658,86 @@ class NodeMountWorkerTest {
                 && !e.occurredAt().isBefore(gone));
     }
 
+    /**
+     * A plugin killed with SIGKILL (a plugin of its own, {@code hpk}, so the shared one stays up)
+     * is reported unhealthy on plugin-health, as a PLUGIN_HEALTH node event and by readiness (503),
+     * and a mount for it is answered PLUGIN_NOT_FOUND, not lost. Its socket is removed afterwards so
+     * it is deregistered and readiness recovers for the other tests.
+     */
     @Test
-    @Order(12)
     void aKilledPluginIsReportedUnhealthy() throws Exception {
-        Instant before = Instant.now();
-        plugin.kill();
-        kafka.awaitRecord("plugin-health", r -> {
-            if (!r.key().equals(PluginHealth.key(PLUGIN, NODE))) {
-                return false;
+        String doomedId = "hpk";
+        HostpathPlugin doomed = new HostpathPlugin(doomedId, pluginsDir(),
+                WorkerRootResource.root.resolve("hpk-state"), "--controller-publish=false").start();
+        try {
+            await().atMost(WAIT).until(() -> worker.plugins().node(doomedId).isPresent());
+            Instant before = Instant.now();
+            doomed.kill();
+            kafka.awaitRecord("plugin-health", r -> {
+                if (!r.key().equals(PluginHealth.key(doomedId, NODE))) {
+                    return false;
+                }
+                PluginHealth h = EventCodec.decode(PluginHealth.class, r.value());
+                return !h.reportsHealthy() && !h.observedAt().isBefore(before);
+            }, Duration.ofSeconds(20));
+            NodeEvent event = awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_HEALTH && doomedId.equals(e.pluginId())
+                    && Boolean.FALSE.equals(e.success()) && !e.occurredAt().isBefore(before));
+            assertTrue(event.error() != null && !event.error().isBlank());
+            await().atMost(WAIT).untilAsserted(() -> given().get("/q/health/ready").then().statusCode(503)
+                    .body(containsString("plugin hpk")).body(containsString("unhealthy")));
+            // a mount while the plugin is gone is answered, not lost
+            MountDone done = run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "orphan",
+                    doomedId, "ext-orphan", "alloc-o", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM,
+                    false, null, null, Map.of(), Map.of(), null, Instant.now()));
+            assertEquals("PLUGIN_NOT_FOUND", done.errorCode());
+            assertTrue(done.errorMessage().contains("'" + doomedId + "'"), done.errorMessage());
+        } finally {
+            removePlugin(doomed);
+        }
+    }
+
+    /** Stops the plugin and removes its socket, then waits until the worker deregistered it. */
+    private void removePlugin(HostpathPlugin removed) throws Exception {
+        removed.kill();
+        Files.deleteIfExists(removed.socket);
+        await().atMost(WAIT).until(() -> worker.plugins().get(removed.id).isEmpty());
+    }
+
+    /** Keeps the log records of one logger (and its children) while open, with their MDC. */
+    private static final class LogCapture extends java.util.logging.Handler implements AutoCloseable {
+
+        private final java.util.logging.Logger logger;
+        private final List<org.jboss.logmanager.ExtLogRecord> records = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        private LogCapture(java.util.logging.Logger logger) {
+            this.logger = logger;
+        }
+
+        static LogCapture of(String loggerName) {
+            LogCapture capture = new LogCapture(java.util.logging.Logger.getLogger(loggerName));
+            capture.logger.addHandler(capture);
+            return capture;
+        }
+
+        List<org.jboss.logmanager.ExtLogRecord> records() {
+            return List.copyOf(records);
+        }
+
+        @Override
+        public void publish(java.util.logging.LogRecord record) {
+            if (record instanceof org.jboss.logmanager.ExtLogRecord ext) {
+                ext.copyMdc();
+                records.add(ext);
             }
-            PluginHealth h = EventCodec.decode(PluginHealth.class, r.value());
-            return !h.reportsHealthy() && !h.observedAt().isBefore(before);
-        }, Duration.ofSeconds(20));
-        NodeEvent event = awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_HEALTH && Boolean.FALSE.equals(e.success())
-                && !e.occurredAt().isBefore(before));
-        assertTrue(event.error() != null && !event.error().isBlank());
-        await().atMost(WAIT).untilAsserted(() -> given().get("/q/health/ready").then().statusCode(503)
-                .body(containsString("unhealthy")));
-        // a mount while the plugin is gone is answered, not lost
-        MountDone done = run(mount("orphan", "ext-orphan", "alloc-o", false));
-        assertEquals("PLUGIN_NOT_FOUND", done.errorCode());
-        assertTrue(new String(done.errorMessage().getBytes(StandardCharsets.UTF_8), StandardCharsets.UTF_8)
-                .contains("hp"));
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+            logger.removeHandler(this);
+        }
     }
 }

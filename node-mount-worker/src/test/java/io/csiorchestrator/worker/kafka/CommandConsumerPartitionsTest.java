@@ -43,8 +43,15 @@ import org.junit.jupiter.api.Test;
 /**
  * The worker follows the partitions of {@code node-commands} on a real broker: the node's partition
  * under the current count, its history (partitions with a committed offset of its group), and the
- * node's new partition once an operator added partitions to the topic. The handler is a stub that
- * answers every command; the mount-done records go through a real {@link KafkaEventPublisher}.
+ * node's new partition once an operator added partitions to the topic.
+ *
+ * <p>The command handler is a stub ({@link #answer}): it answers every command with a successful
+ * mount-done and calls no plugin, mounts nothing and writes no record. This is on purpose: the test
+ * is about which partitions the {@link CommandConsumer} reads and which offsets it commits on a real
+ * broker, and a stub keeps it free of a plugin process and bind mounts. Everything else is real: the
+ * KRaft broker, the consumer, the offset commits, and the mount-done records, sent through a real
+ * {@link KafkaEventPublisher}. What the real handler does with a command is tested by
+ * {@code NodeMountWorkerTest} and {@code VolumeOperationsTest}.
  */
 class CommandConsumerPartitionsTest {
 
@@ -125,6 +132,7 @@ class CommandConsumerPartitionsTest {
         return consumer;
     }
 
+    /** The stub handler: a successful answer to every command, without a plugin call. */
     private static MountDone answer(NodeCommand command) {
         return new MountDone(command.commandId(), command.nodeId(), command.kind(), command.namespace(),
                 command.volumeId(), command.allocationId(), true, null, null, Map.of(), "/stub/" + command.volumeId(),
