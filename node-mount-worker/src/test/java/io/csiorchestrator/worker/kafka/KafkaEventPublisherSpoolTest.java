@@ -51,9 +51,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A worker that crashes while its node is disconnected does not lose its node events: they were
+ * A publisher closed gracefully (in this JVM) while Kafka is unreachable leaves its node events
  * spooled under the root, and the next publisher on the same root delivers them first, in order,
- * with the ce_id (and trace context) the first one gave them. mount-done is not spooled.
+ * with the ce_id (and trace context) the first one gave them. mount-done is not spooled. A kill -9
+ * in the middle of spooling, in another JVM, is {@link KafkaEventPublisherKillNineTest}.
  */
 class KafkaEventPublisherSpoolTest {
 
@@ -106,7 +107,7 @@ class KafkaEventPublisherSpoolTest {
     }
 
     @Test
-    void nodeEventsSpooledWhileKafkaIsUnreachableAreDeliveredByTheNextPublisher() throws Exception {
+    void nodeEventsSpooledBeforeAGracefulCloseWithKafkaUnreachableAreDeliveredByTheNextPublisher() throws Exception {
         int deadPort;
         try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             deadPort = probe.getLocalPort();
@@ -119,7 +120,7 @@ class KafkaEventPublisherSpoolTest {
         Context cause = Context.root().with(Span.wrap(SpanContext.create(TRACE_ID, SPAN_ID, TraceFlags.getSampled(),
                 TraceState.builder().put("csi", "spool").build())));
 
-        // 1. Kafka unreachable: three node events and a mount-done, then the worker goes away
+        // 1. Kafka unreachable: three node events and a mount-done, then the publisher is closed
         KafkaEventPublisher first = new KafkaEventPublisher("127.0.0.1:" + deadPort, topics, SOURCE, 100, tracing,
                 EventSpool.open(paths));
         first.start();
