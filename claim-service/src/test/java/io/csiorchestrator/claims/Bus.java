@@ -31,7 +31,12 @@ import java.util.UUID;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 
-/** The test's side of the topics: a scheduler sending claims, a plugin registry, and a worker answering commands. */
+/**
+ * The test's side of claim-service's topics, standing in for the other parts: a scheduler sending
+ * claims, the plugin registry publishing plugin-status, and the worker answering node commands with
+ * mount-done. None of these parts runs in claim-service's tests: what they check is claim-service's
+ * answers to these inputs.
+ */
 public final class Bus implements AutoCloseable {
 
     public static final Duration WAIT = Duration.ofSeconds(30);
@@ -143,8 +148,8 @@ public final class Bus implements AutoCloseable {
     }
 
     /**
-     * Hands every record of every topic of this test run (the test prefix) to {@code check} as
-     * ({@code "<topic> key|value|header <name>"}, text): where secrets must never be. The number of records seen.
+     * Hands every record of every topic of this test run (the test prefix: claim-service's records and
+     * this bus's) to {@code check} as ({@code "<topic> key|value|header <name>"}, text). The number of records seen.
      */
     public int scanEveryRecord(java.util.function.BiConsumer<String, String> check) throws Exception {
         int scanned = 0;

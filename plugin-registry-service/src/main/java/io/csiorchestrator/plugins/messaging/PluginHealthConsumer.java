@@ -28,13 +28,16 @@ import org.jboss.logging.Logger;
  * and the next record is processed. The database being away (unreachable, restarting, failing over:
  * {@link TransientFailures}) is waited out: the report is retried with backoff (200 ms up to
  * {@code csi.registry.report-retry-max-backoff}) for as long as that lasts, so no valid report is
- * dead-lettered by an outage. Any other failure is retried 8 times, then dead-lettered.
+ * dead-lettered by an outage. Any other failure is retried {@value #OTHER_FAILURE_RETRIES} times, then
+ * dead-lettered.
  */
 @ApplicationScoped
 public class PluginHealthConsumer {
 
     private static final Logger LOG = Logger.getLogger(PluginHealthConsumer.class);
     private static final String EVENT = EventType.PLUGIN_HEALTH.displayName();
+    /** How many times a failure other than the database being away is retried before the report is dead-lettered. */
+    static final int OTHER_FAILURE_RETRIES = 8;
 
     @Inject
     PluginRegistry registry;
@@ -59,18 +62,10 @@ public class PluginHealthConsumer {
         // kept here, as retries with backoff may run the publication on another thread.
         io.opentelemetry.context.Context trace = io.opentelemetry.context.Context.current();
         Duration maxBackoff = config.reportRetryMaxBackoff();
+        int[] otherFailures = {0};
         return registry.record(report, eventTime, trace)
-                .onFailure(failure -> !(failure instanceof MalformedEventException))
-                .invoke(failure -> {
-                    boolean away = TransientFailures.isTransient(failure);
-                    metrics.retry(away);
-                    LOG.warnf("recording %s of plugin %s on node %s failed, retrying%s: %s", EVENT, report.pluginId(),
-                            report.nodeId(), away ? " until the database is back" : "", failure.toString());
-                })
-                .onFailure(TransientFailures::isTransient)
+                .onFailure(failure -> tryAgain(failure, otherFailures, report))
                 .retry().withBackOff(Duration.ofMillis(200), maxBackoff).indefinitely()
-                .onFailure(failure -> !(failure instanceof MalformedEventException))
-                .retry().withBackOff(Duration.ofMillis(200), maxBackoff).atMost(8)
                 .onFailure().invoke(failure -> metrics.report(failure instanceof MalformedEventException
                         ? RegistryMetrics.MALFORMED : RegistryMetrics.FAILED))
                 .invoke(outcome -> {
@@ -78,6 +73,27 @@ public class PluginHealthConsumer {
                     LOG.debugf("%s of plugin %s on node %s: %s", EVENT, report.pluginId(), report.nodeId(), outcome);
                 })
                 .replaceWithVoid();
+    }
+
+    /**
+     * Whether recording {@code report} is tried again after {@code failure}; only a try again is counted
+     * in {@code csi.plugin.health.report.retries}. The database being away: always. A malformed report:
+     * never. Any other failure: {@value #OTHER_FAILURE_RETRIES} times, then the report is dead-lettered.
+     */
+    private boolean tryAgain(Throwable failure, int[] otherFailures, PluginHealth report) {
+        if (failure instanceof MalformedEventException) {
+            return false;
+        }
+        boolean away = TransientFailures.isTransient(failure);
+        if (!away && ++otherFailures[0] > OTHER_FAILURE_RETRIES) {
+            LOG.warnf("recording %s of plugin %s on node %s failed %d times; dead-lettering it: %s", EVENT, report.pluginId(),
+                    report.nodeId(), otherFailures[0], failure.toString());
+            return false;
+        }
+        metrics.retry(away);
+        LOG.warnf("recording %s of plugin %s on node %s failed, retrying%s: %s", EVENT, report.pluginId(),
+                report.nodeId(), away ? " until the database is back" : "", failure.toString());
+        return true;
     }
 
     /**

@@ -21,31 +21,26 @@ import io.restassured.http.ContentType;
 import io.vertx.mutiny.sqlclient.Pool;
 import io.vertx.mutiny.sqlclient.Tuple;
 import jakarta.inject.Inject;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.logging.Handler;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.jboss.logmanager.ExtLogRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A canary secret (a volume secret and a mount flag) goes through registration, a claim with a
- * controller publish and a mount, a failing step and the release: it must never appear in the log,
- * on any topic (every record of every topic of this test run: key, value, headers) or in REST
- * output, yet it must reach the worker inside NodeCommand.sealed.
+ * What claim-service itself does with a canary secret (a volume secret and a mount flag) through
+ * registration, a claim with a controller publish and a mount, a failing step and the release: the
+ * canary never appears in claim-service's log, in its REST output, in its volumes row (sealed there),
+ * or in any record on the topics of this test run (key, value, headers: claim-service's outputs, what
+ * the test's {@link Bus} sent as scheduler, plugin registry and worker, and other tests' records), yet
+ * it reaches the worker inside NodeCommand.sealed. The worker is simulated: what a real
+ * worker emits (mount-done, node-events, its log) is not checked here.
  */
 @QuarkusTest
-class CanarySecretTest {
+class ClaimServiceCanaryTest {
 
     static final String CANARY = "CANARY-b7e1-secret-value";
     static final String FLAG_CANARY = "CANARY-flag-0c9d";
@@ -54,48 +49,21 @@ class CanarySecretTest {
     Pool pool;
 
     final Bus bus = new Bus();
-    final List<String> captured = Collections.synchronizedList(new ArrayList<>());
-    final Handler handler = new Handler() {
-        @Override
-        public void publish(LogRecord record) {
-            StringBuilder line = new StringBuilder(record.getLoggerName()).append(' ');
-            line.append(record instanceof ExtLogRecord ext ? ext.getFormattedMessage() : record.getMessage());
-            if (record.getParameters() != null) {
-                for (Object p : record.getParameters()) {
-                    line.append(' ').append(p);
-                }
-            }
-            if (record.getThrown() != null) {
-                StringWriter trace = new StringWriter();
-                record.getThrown().printStackTrace(new PrintWriter(trace));
-                line.append(' ').append(trace);
-            }
-            captured.add(line.toString());
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-        }
-    };
+    LogCapture log;
 
     @BeforeEach
     void captureLog() {
-        handler.setLevel(Level.ALL);
-        Logger.getLogger("").addHandler(handler);
+        log = LogCapture.start();
     }
 
     @AfterEach
     void after() {
-        Logger.getLogger("").removeHandler(handler);
+        log.close();
         bus.close();
     }
 
     @Test
-    void theCanaryNeverLeaksButReachesTheWorkerSealed() throws Exception {
+    void claimServiceNeverOutputsTheCanaryInPlainButSendsItSealed() throws Exception {
         String plugin = ClaimFlowTest.unique("plug");
         String vol = ClaimFlowTest.unique("canary");
         List<String> rest = new ArrayList<>();
@@ -141,7 +109,7 @@ class CanarySecretTest {
             assertNoCanary("REST output", body);
         }
         // Every record of every topic
-        int scanned = bus.scanEveryRecord(CanarySecretTest::assertNoCanary);
+        int scanned = bus.scanEveryRecord(ClaimServiceCanaryTest::assertNoCanary);
         assertTrue(scanned > 5, "records scanned: " + scanned);
         // At rest: only sealed in PostgreSQL
         String dump = pool.preparedQuery("SELECT v::text AS t FROM volumes v WHERE id = $1").execute(Tuple.of(vol))
@@ -150,7 +118,7 @@ class CanarySecretTest {
         assertTrue(dump.contains("AES-256-GCM"), dump);
         // The log
         // The capture works: it holds the service's own lines about this volume's claim (accepted, retried, released).
-        List<String> lines = List.copyOf(captured);
+        List<String> lines = log.lines();
         assertTrue(lines.stream().anyMatch(l -> l.contains(vol) && l.contains("accepted")), "captured: " + lines);
         assertTrue(lines.stream().anyMatch(l -> l.contains("UNAVAILABLE") && l.contains("retrying")), "captured: " + lines);
         assertTrue(lines.stream().anyMatch(l -> l.contains(vol) && l.contains("-> FREED")), "captured: " + lines);

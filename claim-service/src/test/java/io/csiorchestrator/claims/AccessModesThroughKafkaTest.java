@@ -19,11 +19,14 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The same table as {@link ClaimRulesTest} (the five access modes under sequences of read, write and
- * release claims from several allocations and nodes), end to end: claim-requested in, claim-status
- * and node-commands out, the test answering each mount and unmount as the worker would.
+ * release claims from several allocations and nodes), through claim-service's Kafka inputs and
+ * outputs: claim-requested in, claim-status and node-commands out. The other side is the test's
+ * {@link Bus}: it publishes plugin-status in place of the plugin registry and answers each mount and
+ * unmount with a mount-done in place of the worker. No worker, registry or plugin runs here (the
+ * CLI's DemoLifecycleIT runs them all, for the happy path).
  */
 @QuarkusTest
-class AccessModesEndToEndTest {
+class AccessModesThroughKafkaTest {
 
     final Bus bus = new Bus();
 
