@@ -487,6 +487,81 @@ class NodeMountWorkerTest {
         assertTrue(worker.operations().record(new VolumeKey(NS, "faulty")).orElseThrow().usages().isEmpty());
     }
 
+    /**
+     * A plugin whose error echoes its request (the fault message's {@code {request}}: secrets and
+     * mount flags included) fails a mount that carries a sealed secret and a sealed mount flag,
+     * each a canary. The echo reaches the worker (the mount-done names the plugin's message, with
+     * the canaries blanked), and neither canary appears in anything the worker emits: mount-done
+     * and node-events records, the spans it ends, its log (every logger), its metrics, and the
+     * files under its records/ and events/ directories.
+     */
+    @Test
+    void aPluginErrorThatEchoesSecretsAndMountFlagsLeaksNeitherFromTheWorker() throws Exception {
+        String secret = "canary-secret-" + UUID.randomUUID();
+        String flag = "canary-flag-" + UUID.randomUUID();
+        String ext = createVolume("echo-vol");
+        io.csiorchestrator.events.SealedSecrets sealed = new io.csiorchestrator.events.SecretSealer(
+                io.csiorchestrator.events.SecretKeyring.parse(WorkerRootResource.KEYRING, "k1")).seal(
+                new io.csiorchestrator.events.SecretPayload(Map.of("password", secret), List.of(flag)),
+                io.csiorchestrator.events.SecretSealer.associatedData(NS, "echo"));
+        NodeCommand command = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "echo",
+                PLUGIN, ext, "alloc-echo", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                null, Map.of(), Map.of(), sealed, Instant.now());
+        String traceId = UUID.randomUUID().toString().replace("-", "");
+        plugin.faults("NodeStageVolume PERMISSION_DENIED 1 backend refused {request}\n");
+
+        MountDone done;
+        NodeEvent event;
+        List<org.jboss.logmanager.ExtLogRecord> logged;
+        try (LogCapture log = LogCapture.of("")) {
+            sendTraced(command, "00-" + traceId + "-" + PARENT_SPAN_ID + "-01");
+            done = awaitDone(command);
+            event = awaitEvent(e -> e.kind() == NodeEventKind.MOUNT && "alloc-echo".equals(e.allocationId()));
+            awaitSpan(s -> s.getName().equals("node-commands process") && s.getTraceId().equals(traceId));
+            logged = log.records();
+        }
+        assertFalse(done.succeeded());
+        assertEquals("PERMISSION_DENIED", done.errorCode());
+
+        List<String> leaks = new java.util.ArrayList<>();
+        Predicate<String> leaky = text -> text != null && (text.contains(secret) || text.contains(flag));
+        for (String topic : List.of("mount-done", "node-events")) {
+            kafka.readAll(topic).stream().filter(r -> leaky.test(r.value())).forEach(r -> leaks.add(topic + ": " + r.value()));
+        }
+        spans.spans().stream().filter(span -> leaky.test(span.toString())).forEach(span -> leaks.add("span " + span));
+        for (org.jboss.logmanager.ExtLogRecord r : logged) {
+            StringBuilder text = new StringBuilder(String.valueOf(r.getFormattedMessage()));
+            for (Throwable t = r.getThrown(); t != null; t = t.getCause()) {
+                text.append(" / ").append(t);
+            }
+            if (leaky.test(text.toString())) {
+                leaks.add("log " + r.getLoggerName() + ": " + text);
+            }
+        }
+        if (leaky.test(scrape())) {
+            leaks.add("metrics");
+        }
+        for (String dir : List.of("records", "events")) {
+            Path under = paths().root().resolve(dir);
+            if (Files.isDirectory(under)) {
+                try (var files = Files.walk(under)) {
+                    for (Path file : files.filter(Files::isRegularFile).toList()) {
+                        if (leaky.test(Files.readString(file))) {
+                            leaks.add("file " + file);
+                        }
+                    }
+                }
+            }
+        }
+        assertTrue(leaks.isEmpty(), "the canaries leaked: " + leaks);
+        assertTrue(done.errorMessage().contains("backend refused") && done.errorMessage().contains("***"),
+                "the plugin's echo reached the worker, blanked: " + done.errorMessage());
+        assertEquals(done.errorMessage(), event.error());
+        assertTrue(Files.readString(paths().recordFile(NS, "echo")).contains(command.commandId()),
+                "the record file scanned holds this command's answer");
+        assertFalse(mounted(paths().stagingPath(NS, "echo")));
+    }
+
     @Test
     void aHostileIdIsRejectedAndNothingIsCreatedOutsideTheRoot() throws Exception {
         Path root = paths().root();
