@@ -683,54 +683,60 @@ class NodeMountWorkerTest {
     void controllerCommandsRunOnTheNodeHostingTheControllerAndSecretsStaySealed() throws Exception {
         HostpathPlugin controller = new HostpathPlugin("hpc", pluginsDir(), WorkerRootResource.root.resolve("hpc-state"))
                 .start();
-        await().atMost(WAIT).until(() -> worker.plugins().controller("hpc").isPresent());
-        String ext;
-        VolumeCapability capability = VolumeCapabilities.build(CsiAccessMode.MULTI_NODE_MULTI_WRITER,
-                CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE);
-        try (CsiPluginClient client = CsiPluginClient.connect(controller.socket, CsiClientOptions.defaults()).await()
-                .atMost(Duration.ofSeconds(10))) {
-            ext = client.createVolume(CreateVolumeRequest.newBuilder().setName("ctl-vol").addVolumeCapabilities(capability)
-                    .build()).await().atMost(Duration.ofSeconds(20)).getVolume().getVolumeId();
+        try {
+            await().atMost(WAIT).until(() -> worker.plugins().controller("hpc").isPresent());
+            String ext;
+            VolumeCapability capability = VolumeCapabilities.build(CsiAccessMode.MULTI_NODE_MULTI_WRITER,
+                    CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE);
+            try (CsiPluginClient client = CsiPluginClient.connect(controller.socket, CsiClientOptions.defaults()).await()
+                    .atMost(Duration.ofSeconds(10))) {
+                ext = client.createVolume(CreateVolumeRequest.newBuilder().setName("ctl-vol").addVolumeCapabilities(capability)
+                        .build()).await().atMost(Duration.ofSeconds(20)).getVolume().getVolumeId();
+            }
+            io.csiorchestrator.events.SecretSealer sealer = new io.csiorchestrator.events.SecretSealer(
+                    io.csiorchestrator.events.SecretKeyring.parse(WorkerRootResource.KEYRING, "k1"));
+            io.csiorchestrator.events.SealedSecrets sealed = sealer.seal(
+                    new io.csiorchestrator.events.SecretPayload(Map.of("password", "s3cret-value"), List.of()),
+                    io.csiorchestrator.events.SecretSealer.associatedData(NS, "ctl"));
+
+            NodeCommand publish = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.CONTROLLER_PUBLISH, NS,
+                    "ctl", "hpc", ext, null, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                    NODE, Map.of(), Map.of(), sealed, Instant.now());
+            MountDone published = run(publish);
+            assertTrue(published.succeeded(), published.toString());
+            assertEquals(1, controller.successfulCalls("ControllerPublishVolume"));
+
+            NodeCommand mount = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "ctl", "hpc",
+                    ext, "alloc-ctl", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null,
+                    Map.of(), published.publishContext(), sealed, Instant.now());
+            MountDone mounted = run(mount);
+            assertTrue(mounted.succeeded(), mounted.toString());
+            assertTrue(mounted(paths().targetPath("alloc-ctl", NS, "ctl")));
+            String recordText = Files.readString(paths().recordFile(NS, "ctl"));
+            assertFalse(recordText.contains("s3cret-value"), "secrets rest only sealed in the record");
+            assertTrue(recordText.contains(sealed.ciphertext()));
+
+            assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.UNMOUNT, NS, "ctl", "hpc", ext,
+                    "alloc-ctl", null, null, false, null, null, Map.of(), Map.of(), sealed, Instant.now())).succeeded());
+            MountDone unpublished = run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE,
+                    NodeCommandKind.CONTROLLER_UNPUBLISH, NS, "ctl", "hpc", ext, null, null, null, false, null, NODE,
+                    Map.of(), Map.of(), sealed, Instant.now()));
+            assertTrue(unpublished.succeeded(), unpublished.toString());
+            assertEquals(1, controller.successfulCalls("ControllerUnpublishVolume"));
+            assertTrue(worker.operations().record(new VolumeKey(NS, "ctl")).orElseThrow().idle());
+
+            // a plugin whose socket disappears is deregistered, with a last unhealthy fingerprint
+            Instant gone = Instant.now();
+            controller.stop();
+            Files.deleteIfExists(controller.socket);
+            await().atMost(WAIT).until(() -> worker.plugins().get("hpc").isEmpty());
+            awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_DEREGISTERED && "hpc".equals(e.pluginId())
+                    && !e.occurredAt().isBefore(gone));
+        } finally {
+            if (worker.plugins().get(controller.id).isPresent()) {
+                removePlugin(controller); // a failed run leaves no second plugin behind for the other tests
+            }
         }
-        io.csiorchestrator.events.SecretSealer sealer = new io.csiorchestrator.events.SecretSealer(
-                io.csiorchestrator.events.SecretKeyring.parse(WorkerRootResource.KEYRING, "k1"));
-        io.csiorchestrator.events.SealedSecrets sealed = sealer.seal(
-                new io.csiorchestrator.events.SecretPayload(Map.of("password", "s3cret-value"), List.of()),
-                io.csiorchestrator.events.SecretSealer.associatedData(NS, "ctl"));
-
-        NodeCommand publish = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.CONTROLLER_PUBLISH, NS,
-                "ctl", "hpc", ext, null, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
-                NODE, Map.of(), Map.of(), sealed, Instant.now());
-        MountDone published = run(publish);
-        assertTrue(published.succeeded(), published.toString());
-        assertEquals(1, controller.successfulCalls("ControllerPublishVolume"));
-
-        NodeCommand mount = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "ctl", "hpc",
-                ext, "alloc-ctl", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null,
-                Map.of(), published.publishContext(), sealed, Instant.now());
-        MountDone mounted = run(mount);
-        assertTrue(mounted.succeeded(), mounted.toString());
-        assertTrue(mounted(paths().targetPath("alloc-ctl", NS, "ctl")));
-        String recordText = Files.readString(paths().recordFile(NS, "ctl"));
-        assertFalse(recordText.contains("s3cret-value"), "secrets rest only sealed in the record");
-        assertTrue(recordText.contains(sealed.ciphertext()));
-
-        assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.UNMOUNT, NS, "ctl", "hpc", ext,
-                "alloc-ctl", null, null, false, null, null, Map.of(), Map.of(), sealed, Instant.now())).succeeded());
-        MountDone unpublished = run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE,
-                NodeCommandKind.CONTROLLER_UNPUBLISH, NS, "ctl", "hpc", ext, null, null, null, false, null, NODE,
-                Map.of(), Map.of(), sealed, Instant.now()));
-        assertTrue(unpublished.succeeded(), unpublished.toString());
-        assertEquals(1, controller.successfulCalls("ControllerUnpublishVolume"));
-        assertTrue(worker.operations().record(new VolumeKey(NS, "ctl")).orElseThrow().idle());
-
-        // a plugin whose socket disappears is deregistered, with a last unhealthy fingerprint
-        Instant gone = Instant.now();
-        controller.stop();
-        Files.deleteIfExists(controller.socket);
-        await().atMost(WAIT).until(() -> worker.plugins().get("hpc").isEmpty());
-        awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_DEREGISTERED && "hpc".equals(e.pluginId())
-                && !e.occurredAt().isBefore(gone));
     }
 
     /**
