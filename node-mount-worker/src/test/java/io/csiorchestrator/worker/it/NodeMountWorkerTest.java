@@ -487,6 +487,81 @@ class NodeMountWorkerTest {
         assertTrue(worker.operations().record(new VolumeKey(NS, "faulty")).orElseThrow().usages().isEmpty());
     }
 
+    /**
+     * A plugin whose error echoes its request (the fault message's {@code {request}}: secrets and
+     * mount flags included) fails a mount that carries a sealed secret and a sealed mount flag,
+     * each a canary. The echo reaches the worker (the mount-done names the plugin's message, with
+     * the canaries blanked), and neither canary appears in anything the worker emits: mount-done
+     * and node-events records, the spans it ends, its log (every logger), its metrics, and the
+     * files under its records/ and events/ directories.
+     */
+    @Test
+    void aPluginErrorThatEchoesSecretsAndMountFlagsLeaksNeitherFromTheWorker() throws Exception {
+        String secret = "canary-secret-" + UUID.randomUUID();
+        String flag = "canary-flag-" + UUID.randomUUID();
+        String ext = createVolume("echo-vol");
+        io.csiorchestrator.events.SealedSecrets sealed = new io.csiorchestrator.events.SecretSealer(
+                io.csiorchestrator.events.SecretKeyring.parse(WorkerRootResource.KEYRING, "k1")).seal(
+                new io.csiorchestrator.events.SecretPayload(Map.of("password", secret), List.of(flag)),
+                io.csiorchestrator.events.SecretSealer.associatedData(NS, "echo"));
+        NodeCommand command = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "echo",
+                PLUGIN, ext, "alloc-echo", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                null, Map.of(), Map.of(), sealed, Instant.now());
+        String traceId = UUID.randomUUID().toString().replace("-", "");
+        plugin.faults("NodeStageVolume PERMISSION_DENIED 1 backend refused {request}\n");
+
+        MountDone done;
+        NodeEvent event;
+        List<org.jboss.logmanager.ExtLogRecord> logged;
+        try (LogCapture log = LogCapture.of("")) {
+            sendTraced(command, "00-" + traceId + "-" + PARENT_SPAN_ID + "-01");
+            done = awaitDone(command);
+            event = awaitEvent(e -> e.kind() == NodeEventKind.MOUNT && "alloc-echo".equals(e.allocationId()));
+            awaitSpan(s -> s.getName().equals("node-commands process") && s.getTraceId().equals(traceId));
+            logged = log.records();
+        }
+        assertFalse(done.succeeded());
+        assertEquals("PERMISSION_DENIED", done.errorCode());
+
+        List<String> leaks = new java.util.ArrayList<>();
+        Predicate<String> leaky = text -> text != null && (text.contains(secret) || text.contains(flag));
+        for (String topic : List.of("mount-done", "node-events")) {
+            kafka.readAll(topic).stream().filter(r -> leaky.test(r.value())).forEach(r -> leaks.add(topic + ": " + r.value()));
+        }
+        spans.spans().stream().filter(span -> leaky.test(span.toString())).forEach(span -> leaks.add("span " + span));
+        for (org.jboss.logmanager.ExtLogRecord r : logged) {
+            StringBuilder text = new StringBuilder(String.valueOf(r.getFormattedMessage()));
+            for (Throwable t = r.getThrown(); t != null; t = t.getCause()) {
+                text.append(" / ").append(t);
+            }
+            if (leaky.test(text.toString())) {
+                leaks.add("log " + r.getLoggerName() + ": " + text);
+            }
+        }
+        if (leaky.test(scrape())) {
+            leaks.add("metrics");
+        }
+        for (String dir : List.of("records", "events")) {
+            Path under = paths().root().resolve(dir);
+            if (Files.isDirectory(under)) {
+                try (var files = Files.walk(under)) {
+                    for (Path file : files.filter(Files::isRegularFile).toList()) {
+                        if (leaky.test(Files.readString(file))) {
+                            leaks.add("file " + file);
+                        }
+                    }
+                }
+            }
+        }
+        assertTrue(leaks.isEmpty(), "the canaries leaked: " + leaks);
+        assertTrue(done.errorMessage().contains("backend refused") && done.errorMessage().contains("***"),
+                "the plugin's echo reached the worker, blanked: " + done.errorMessage());
+        assertEquals(done.errorMessage(), event.error());
+        assertTrue(Files.readString(paths().recordFile(NS, "echo")).contains(command.commandId()),
+                "the record file scanned holds this command's answer");
+        assertFalse(mounted(paths().stagingPath(NS, "echo")));
+    }
+
     @Test
     void aHostileIdIsRejectedAndNothingIsCreatedOutsideTheRoot() throws Exception {
         Path root = paths().root();
@@ -608,54 +683,60 @@ class NodeMountWorkerTest {
     void controllerCommandsRunOnTheNodeHostingTheControllerAndSecretsStaySealed() throws Exception {
         HostpathPlugin controller = new HostpathPlugin("hpc", pluginsDir(), WorkerRootResource.root.resolve("hpc-state"))
                 .start();
-        await().atMost(WAIT).until(() -> worker.plugins().controller("hpc").isPresent());
-        String ext;
-        VolumeCapability capability = VolumeCapabilities.build(CsiAccessMode.MULTI_NODE_MULTI_WRITER,
-                CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE);
-        try (CsiPluginClient client = CsiPluginClient.connect(controller.socket, CsiClientOptions.defaults()).await()
-                .atMost(Duration.ofSeconds(10))) {
-            ext = client.createVolume(CreateVolumeRequest.newBuilder().setName("ctl-vol").addVolumeCapabilities(capability)
-                    .build()).await().atMost(Duration.ofSeconds(20)).getVolume().getVolumeId();
+        try {
+            await().atMost(WAIT).until(() -> worker.plugins().controller("hpc").isPresent());
+            String ext;
+            VolumeCapability capability = VolumeCapabilities.build(CsiAccessMode.MULTI_NODE_MULTI_WRITER,
+                    CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE);
+            try (CsiPluginClient client = CsiPluginClient.connect(controller.socket, CsiClientOptions.defaults()).await()
+                    .atMost(Duration.ofSeconds(10))) {
+                ext = client.createVolume(CreateVolumeRequest.newBuilder().setName("ctl-vol").addVolumeCapabilities(capability)
+                        .build()).await().atMost(Duration.ofSeconds(20)).getVolume().getVolumeId();
+            }
+            io.csiorchestrator.events.SecretSealer sealer = new io.csiorchestrator.events.SecretSealer(
+                    io.csiorchestrator.events.SecretKeyring.parse(WorkerRootResource.KEYRING, "k1"));
+            io.csiorchestrator.events.SealedSecrets sealed = sealer.seal(
+                    new io.csiorchestrator.events.SecretPayload(Map.of("password", "s3cret-value"), List.of()),
+                    io.csiorchestrator.events.SecretSealer.associatedData(NS, "ctl"));
+
+            NodeCommand publish = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.CONTROLLER_PUBLISH, NS,
+                    "ctl", "hpc", ext, null, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                    NODE, Map.of(), Map.of(), sealed, Instant.now());
+            MountDone published = run(publish);
+            assertTrue(published.succeeded(), published.toString());
+            assertEquals(1, controller.successfulCalls("ControllerPublishVolume"));
+
+            NodeCommand mount = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "ctl", "hpc",
+                    ext, "alloc-ctl", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null,
+                    Map.of(), published.publishContext(), sealed, Instant.now());
+            MountDone mounted = run(mount);
+            assertTrue(mounted.succeeded(), mounted.toString());
+            assertTrue(mounted(paths().targetPath("alloc-ctl", NS, "ctl")));
+            String recordText = Files.readString(paths().recordFile(NS, "ctl"));
+            assertFalse(recordText.contains("s3cret-value"), "secrets rest only sealed in the record");
+            assertTrue(recordText.contains(sealed.ciphertext()));
+
+            assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.UNMOUNT, NS, "ctl", "hpc", ext,
+                    "alloc-ctl", null, null, false, null, null, Map.of(), Map.of(), sealed, Instant.now())).succeeded());
+            MountDone unpublished = run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE,
+                    NodeCommandKind.CONTROLLER_UNPUBLISH, NS, "ctl", "hpc", ext, null, null, null, false, null, NODE,
+                    Map.of(), Map.of(), sealed, Instant.now()));
+            assertTrue(unpublished.succeeded(), unpublished.toString());
+            assertEquals(1, controller.successfulCalls("ControllerUnpublishVolume"));
+            assertTrue(worker.operations().record(new VolumeKey(NS, "ctl")).orElseThrow().idle());
+
+            // a plugin whose socket disappears is deregistered, with a last unhealthy fingerprint
+            Instant gone = Instant.now();
+            controller.stop();
+            Files.deleteIfExists(controller.socket);
+            await().atMost(WAIT).until(() -> worker.plugins().get("hpc").isEmpty());
+            awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_DEREGISTERED && "hpc".equals(e.pluginId())
+                    && !e.occurredAt().isBefore(gone));
+        } finally {
+            if (worker.plugins().get(controller.id).isPresent()) {
+                removePlugin(controller); // a failed run leaves no second plugin behind for the other tests
+            }
         }
-        io.csiorchestrator.events.SecretSealer sealer = new io.csiorchestrator.events.SecretSealer(
-                io.csiorchestrator.events.SecretKeyring.parse(WorkerRootResource.KEYRING, "k1"));
-        io.csiorchestrator.events.SealedSecrets sealed = sealer.seal(
-                new io.csiorchestrator.events.SecretPayload(Map.of("password", "s3cret-value"), List.of()),
-                io.csiorchestrator.events.SecretSealer.associatedData(NS, "ctl"));
-
-        NodeCommand publish = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.CONTROLLER_PUBLISH, NS,
-                "ctl", "hpc", ext, null, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
-                NODE, Map.of(), Map.of(), sealed, Instant.now());
-        MountDone published = run(publish);
-        assertTrue(published.succeeded(), published.toString());
-        assertEquals(1, controller.successfulCalls("ControllerPublishVolume"));
-
-        NodeCommand mount = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "ctl", "hpc",
-                ext, "alloc-ctl", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null,
-                Map.of(), published.publishContext(), sealed, Instant.now());
-        MountDone mounted = run(mount);
-        assertTrue(mounted.succeeded(), mounted.toString());
-        assertTrue(mounted(paths().targetPath("alloc-ctl", NS, "ctl")));
-        String recordText = Files.readString(paths().recordFile(NS, "ctl"));
-        assertFalse(recordText.contains("s3cret-value"), "secrets rest only sealed in the record");
-        assertTrue(recordText.contains(sealed.ciphertext()));
-
-        assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.UNMOUNT, NS, "ctl", "hpc", ext,
-                "alloc-ctl", null, null, false, null, null, Map.of(), Map.of(), sealed, Instant.now())).succeeded());
-        MountDone unpublished = run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE,
-                NodeCommandKind.CONTROLLER_UNPUBLISH, NS, "ctl", "hpc", ext, null, null, null, false, null, NODE,
-                Map.of(), Map.of(), sealed, Instant.now()));
-        assertTrue(unpublished.succeeded(), unpublished.toString());
-        assertEquals(1, controller.successfulCalls("ControllerUnpublishVolume"));
-        assertTrue(worker.operations().record(new VolumeKey(NS, "ctl")).orElseThrow().idle());
-
-        // a plugin whose socket disappears is deregistered, with a last unhealthy fingerprint
-        Instant gone = Instant.now();
-        controller.stop();
-        Files.deleteIfExists(controller.socket);
-        await().atMost(WAIT).until(() -> worker.plugins().get("hpc").isEmpty());
-        awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_DEREGISTERED && "hpc".equals(e.pluginId())
-                && !e.occurredAt().isBefore(gone));
     }
 
     /**
