@@ -130,4 +130,78 @@ class ClaimMachineTest {
         assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
         assertEquals(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH), t.effects().get(1));
     }
+
+    @Test
+    void aNodeDetachedWhileControllerPublishingIsControllerUnpublishedToBeSure() {
+        Snapshot publishing = machine.start(Snapshot.fresh(true)).next();
+        Transition t = machine.nodeDetached(publishing, "node gone");
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertTrue(t.next().controllerPublished(), "the publish may have reached the controller");
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node gone"), new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)),
+                t.effects());
+        t = machine.failed(t.next(), "NOT_FOUND", "never published");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, null)), t.effects());
+    }
+
+    @Test
+    void aNodeDetachedWhileMountingOrUnmountingSendsNothingToTheNode() {
+        Snapshot mounting = machine.start(Snapshot.fresh(false)).next();
+        Transition t = machine.nodeDetached(mounting, "node gone");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node gone"), new EmitStatus(ClaimState.RELEASED, "node gone")), t.effects());
+
+        Snapshot unmounting = machine.release(machine.succeeded(mounting, "/h").next()).next();
+        assertEquals(Phase.UNMOUNTING, unmounting.phase());
+        t = machine.nodeDetached(unmounting, "node gone");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, "node gone")), t.effects(), "the release already announced RELEASING");
+
+        Snapshot published = machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next();
+        t = machine.nodeDetached(published, "node gone");
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase(), "the controller side is still unpublished");
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node gone"), new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)),
+                t.effects());
+
+        Snapshot rollingBack = machine.failed(machine.start(Snapshot.fresh(false)).next(), "INTERNAL", "x").next();
+        assertEquals(Phase.UNMOUNTING, rollingBack.phase());
+        t = machine.nodeDetached(rollingBack, "node gone");
+        assertEquals(Phase.FAILED, t.next().phase(), "a rollback ends failed, not released");
+        assertEquals(List.of(), t.effects());
+    }
+
+    @Test
+    void aLateFailureAfterReadyOrAfterTheEndChangesNothing() {
+        Snapshot ready = machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next();
+        assertEquals(new Transition(ready, List.of()), machine.failed(ready, "INTERNAL", "late"));
+        assertEquals(new Transition(ready, List.of()), machine.failed(ready, "UNAVAILABLE", "late"));
+        Snapshot freed = machine.succeeded(machine.release(ready).next(), null).next();
+        assertEquals(Phase.FREED, freed.phase());
+        assertEquals(new Transition(freed, List.of()), machine.failed(freed, "INTERNAL", "late"));
+        Snapshot failed = machine.failed(machine.start(Snapshot.fresh(true)).next(), "INVALID_ARGUMENT", "x").next();
+        assertEquals(Phase.FAILED, failed.phase());
+        assertEquals(new Transition(failed, List.of()), machine.failed(failed, "INTERNAL", "late"));
+    }
+
+    @Test
+    void aReleaseDuringRollbackOrASecondReleaseStartsNothing() {
+        Snapshot rollingBack = machine.failed(machine.start(Snapshot.fresh(false)).next(), "INTERNAL", "x").next();
+        assertEquals(new Transition(rollingBack, List.of()), machine.release(rollingBack));
+        Snapshot releasing = machine.release(machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next()).next();
+        assertEquals(new Transition(releasing, List.of()), machine.release(releasing));
+        Snapshot releasingWhilePublishing = machine.release(machine.start(Snapshot.fresh(true)).next()).next();
+        assertEquals(new Transition(releasingWhilePublishing, List.of()), machine.release(releasingWhilePublishing));
+    }
+
+    @Test
+    void anAbandonedControllerUnpublishEndsTheClaimWithItsReason() {
+        Snapshot ready = machine.succeeded(machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next(), "/h").next();
+        Snapshot unpublishing = machine.succeeded(machine.release(ready).next(), null).next();
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, unpublishing.phase());
+        Transition t = machine.controllerUnpublishAbandoned(unpublishing, "node n1 is unknown");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new Abandoned(NodeCommandKind.CONTROLLER_UNPUBLISH, "node n1 is unknown"),
+                new EmitStatus(ClaimState.RELEASED, "controller-unpublish abandoned: node n1 is unknown")), t.effects());
+        assertEquals(new Transition(ready, List.of()), machine.controllerUnpublishAbandoned(ready, "x"), "only in controller-unpublishing");
+    }
 }
