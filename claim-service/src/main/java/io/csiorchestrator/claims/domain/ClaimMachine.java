@@ -192,7 +192,13 @@ public final class ClaimMachine {
             effects.add(new SendCommand(NodeCommandKind.UNMOUNT));
             return new Transition(rolling.to(Phase.UNMOUNTING), effects);
         }
-        // CONTROLLER_PUBLISHING: nothing happened on the node, and the failed publish left nothing to undo.
+        // CONTROLLER_PUBLISHING: nothing happened on the node. After retryable codes (or no answer) the publish's
+        // outcome is uncertain, it may still be in progress on the controller: the only way to cancel it is the
+        // opposite call, so unpublish to be sure (NOT_FOUND counts as done). A definite refusal left nothing to undo.
+        if (retryable) {
+            effects.add(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH));
+            return new Transition(rolling.withControllerPublished().to(Phase.CONTROLLER_UNPUBLISHING), effects);
+        }
         return new Transition(rolling.to(Phase.FAILED), effects);
     }
 

@@ -193,6 +193,43 @@ class ClaimMachineTest {
         assertEquals(new Transition(releasingWhilePublishing, List.of()), machine.release(releasingWhilePublishing));
     }
 
+    /**
+     * Retryable codes and a missing answer leave the publish uncertain (it may still be in progress on the
+     * controller): once the attempts are used up the claim fails and the publish is cancelled with the opposite call,
+     * a controller-unpublish (NOT_FOUND counts as done); the rollback then ends FAILED.
+     */
+    @Test
+    void retriesExhaustedWhileControllerPublishingFailTheClaimAndUnpublishToBeSure() {
+        Snapshot s = machine.start(Snapshot.fresh(true)).next();
+        for (int attempt = 1; attempt < 3; attempt++) {
+            Transition t = machine.failed(s, "UNAVAILABLE", "busy");
+            assertEquals(List.of(new RetryLater(NodeCommandKind.CONTROLLER_PUBLISH, Duration.ofSeconds(1L << (attempt - 1)),
+                    "controller-publish failed: UNAVAILABLE: busy")), t.effects());
+            s = t.next();
+        }
+        Transition t = machine.failed(s, "UNAVAILABLE", "busy");
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertTrue(t.next().rollingBack() && t.next().controllerPublished(), t.next().toString());
+        assertEquals(List.of(new EmitStatus(ClaimState.FAILED, "controller-publish failed: UNAVAILABLE: busy (gave up after 3 attempts)"),
+                new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)), t.effects());
+        t = machine.failed(t.next(), "NOT_FOUND", "was never published");
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(), t.effects(), "no released status after a failure");
+
+        Snapshot timedOut = machine.start(Snapshot.fresh(true)).next();
+        t = machine.timedOut(timedOut);
+        assertEquals(List.of(new RetryLater(NodeCommandKind.CONTROLLER_PUBLISH, Duration.ofSeconds(1),
+                "controller-publish failed: DEADLINE_EXCEEDED: no answer from the node's worker within the command timeout")), t.effects());
+        t = machine.timedOut(machine.timedOut(t.next()).next());
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertEquals(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH), t.effects().get(1));
+
+        // A definite refusal (not retryable) leaves nothing to undo.
+        t = machine.failed(machine.start(Snapshot.fresh(true)).next(), "FAILED_PRECONDITION", "published on another node");
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(1, t.effects().size(), t.effects().toString());
+    }
+
     @Test
     void anAbandonedControllerUnpublishEndsTheClaimWithItsReason() {
         Snapshot ready = machine.succeeded(machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next(), "/h").next();
