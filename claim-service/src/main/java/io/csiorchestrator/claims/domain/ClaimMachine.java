@@ -16,6 +16,7 @@ import java.util.Set;
  * publish:  CONTROLLER_PUBLISHING (only when the plugin requires a controller) -> MOUNTING -> READY
  * release:  READY -> UNMOUNTING -> CONTROLLER_UNPUBLISHING (only when controller-published) -> FREED
  * rollback: a fatal failure while publishing -> failed status, then the same teardown -> FAILED
+ *           (a controller-publish given up after retryable errors is uncertain: controller-unpublished to be sure)
  * </pre>
  *
  * <p>Retries follow the CSI rules: UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ABORTED (and
