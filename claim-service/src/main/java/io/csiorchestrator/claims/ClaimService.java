@@ -154,7 +154,10 @@ public class ClaimService {
                     + " holds no claim on volume " + volume.volumeKey + " (nothing to release)", null), tx);
         }
         claim.tx = tx;
-        claim.releaseRequestId = request.requestId();
+        if (claim.releaseRequestId == null) {
+            // The first release request is the one the teardown's RELEASED answers; a later one does not take it over.
+            claim.releaseRequestId = request.requestId();
+        }
         Transition t = machine().release(snapshot(claim));
         if (t.effects().isEmpty()) {
             // Already tearing down (a release, a rollback or a forced delete): answered, not started twice.

@@ -16,6 +16,7 @@ import java.util.Set;
  * publish:  CONTROLLER_PUBLISHING (only when the plugin requires a controller) -> MOUNTING -> READY
  * release:  READY -> UNMOUNTING -> CONTROLLER_UNPUBLISHING (only when controller-published) -> FREED
  * rollback: a fatal failure while publishing -> failed status, then the same teardown -> FAILED
+ *           (a controller-publish given up after retryable errors is uncertain: controller-unpublished to be sure)
  * </pre>
  *
  * <p>Retries follow the CSI rules: UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ABORTED (and
@@ -192,7 +193,13 @@ public final class ClaimMachine {
             effects.add(new SendCommand(NodeCommandKind.UNMOUNT));
             return new Transition(rolling.to(Phase.UNMOUNTING), effects);
         }
-        // CONTROLLER_PUBLISHING: nothing happened on the node, and the failed publish left nothing to undo.
+        // CONTROLLER_PUBLISHING: nothing happened on the node. After retryable codes (or no answer) the publish's
+        // outcome is uncertain, it may still be in progress on the controller: the only way to cancel it is the
+        // opposite call, so unpublish to be sure (NOT_FOUND counts as done). A definite refusal left nothing to undo.
+        if (retryable) {
+            effects.add(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH));
+            return new Transition(rolling.withControllerPublished().to(Phase.CONTROLLER_UNPUBLISHING), effects);
+        }
         return new Transition(rolling.to(Phase.FAILED), effects);
     }
 

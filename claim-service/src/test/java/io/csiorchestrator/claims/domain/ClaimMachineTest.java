@@ -130,4 +130,115 @@ class ClaimMachineTest {
         assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
         assertEquals(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH), t.effects().get(1));
     }
+
+    @Test
+    void aNodeDetachedWhileControllerPublishingIsControllerUnpublishedToBeSure() {
+        Snapshot publishing = machine.start(Snapshot.fresh(true)).next();
+        Transition t = machine.nodeDetached(publishing, "node gone");
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertTrue(t.next().controllerPublished(), "the publish may have reached the controller");
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node gone"), new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)),
+                t.effects());
+        t = machine.failed(t.next(), "NOT_FOUND", "never published");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, null)), t.effects());
+    }
+
+    @Test
+    void aNodeDetachedWhileMountingOrUnmountingSendsNothingToTheNode() {
+        Snapshot mounting = machine.start(Snapshot.fresh(false)).next();
+        Transition t = machine.nodeDetached(mounting, "node gone");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node gone"), new EmitStatus(ClaimState.RELEASED, "node gone")), t.effects());
+
+        Snapshot unmounting = machine.release(machine.succeeded(mounting, "/h").next()).next();
+        assertEquals(Phase.UNMOUNTING, unmounting.phase());
+        t = machine.nodeDetached(unmounting, "node gone");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, "node gone")), t.effects(), "the release already announced RELEASING");
+
+        Snapshot published = machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next();
+        t = machine.nodeDetached(published, "node gone");
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase(), "the controller side is still unpublished");
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node gone"), new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)),
+                t.effects());
+
+        Snapshot rollingBack = machine.failed(machine.start(Snapshot.fresh(false)).next(), "INTERNAL", "x").next();
+        assertEquals(Phase.UNMOUNTING, rollingBack.phase());
+        t = machine.nodeDetached(rollingBack, "node gone");
+        assertEquals(Phase.FAILED, t.next().phase(), "a rollback ends failed, not released");
+        assertEquals(List.of(), t.effects());
+    }
+
+    @Test
+    void aLateFailureAfterReadyOrAfterTheEndChangesNothing() {
+        Snapshot ready = machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next();
+        assertEquals(new Transition(ready, List.of()), machine.failed(ready, "INTERNAL", "late"));
+        assertEquals(new Transition(ready, List.of()), machine.failed(ready, "UNAVAILABLE", "late"));
+        Snapshot freed = machine.succeeded(machine.release(ready).next(), null).next();
+        assertEquals(Phase.FREED, freed.phase());
+        assertEquals(new Transition(freed, List.of()), machine.failed(freed, "INTERNAL", "late"));
+        Snapshot failed = machine.failed(machine.start(Snapshot.fresh(true)).next(), "INVALID_ARGUMENT", "x").next();
+        assertEquals(Phase.FAILED, failed.phase());
+        assertEquals(new Transition(failed, List.of()), machine.failed(failed, "INTERNAL", "late"));
+    }
+
+    @Test
+    void aReleaseDuringRollbackOrASecondReleaseStartsNothing() {
+        Snapshot rollingBack = machine.failed(machine.start(Snapshot.fresh(false)).next(), "INTERNAL", "x").next();
+        assertEquals(new Transition(rollingBack, List.of()), machine.release(rollingBack));
+        Snapshot releasing = machine.release(machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next()).next();
+        assertEquals(new Transition(releasing, List.of()), machine.release(releasing));
+        Snapshot releasingWhilePublishing = machine.release(machine.start(Snapshot.fresh(true)).next()).next();
+        assertEquals(new Transition(releasingWhilePublishing, List.of()), machine.release(releasingWhilePublishing));
+    }
+
+    /**
+     * Retryable codes and a missing answer leave the publish uncertain (it may still be in progress on the
+     * controller): once the attempts are used up the claim fails and the publish is cancelled with the opposite call,
+     * a controller-unpublish (NOT_FOUND counts as done); the rollback then ends FAILED.
+     */
+    @Test
+    void retriesExhaustedWhileControllerPublishingFailTheClaimAndUnpublishToBeSure() {
+        Snapshot s = machine.start(Snapshot.fresh(true)).next();
+        for (int attempt = 1; attempt < 3; attempt++) {
+            Transition t = machine.failed(s, "UNAVAILABLE", "busy");
+            assertEquals(List.of(new RetryLater(NodeCommandKind.CONTROLLER_PUBLISH, Duration.ofSeconds(1L << (attempt - 1)),
+                    "controller-publish failed: UNAVAILABLE: busy")), t.effects());
+            s = t.next();
+        }
+        Transition t = machine.failed(s, "UNAVAILABLE", "busy");
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertTrue(t.next().rollingBack() && t.next().controllerPublished(), t.next().toString());
+        assertEquals(List.of(new EmitStatus(ClaimState.FAILED, "controller-publish failed: UNAVAILABLE: busy (gave up after 3 attempts)"),
+                new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)), t.effects());
+        t = machine.failed(t.next(), "NOT_FOUND", "was never published");
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(), t.effects(), "no released status after a failure");
+
+        Snapshot timedOut = machine.start(Snapshot.fresh(true)).next();
+        t = machine.timedOut(timedOut);
+        assertEquals(List.of(new RetryLater(NodeCommandKind.CONTROLLER_PUBLISH, Duration.ofSeconds(1),
+                "controller-publish failed: DEADLINE_EXCEEDED: no answer from the node's worker within the command timeout")), t.effects());
+        t = machine.timedOut(machine.timedOut(t.next()).next());
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertEquals(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH), t.effects().get(1));
+
+        // A definite refusal (not retryable) leaves nothing to undo.
+        t = machine.failed(machine.start(Snapshot.fresh(true)).next(), "FAILED_PRECONDITION", "published on another node");
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(1, t.effects().size(), t.effects().toString());
+    }
+
+    @Test
+    void anAbandonedControllerUnpublishEndsTheClaimWithItsReason() {
+        Snapshot ready = machine.succeeded(machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next(), "/h").next();
+        Snapshot unpublishing = machine.succeeded(machine.release(ready).next(), null).next();
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, unpublishing.phase());
+        Transition t = machine.controllerUnpublishAbandoned(unpublishing, "node n1 is unknown");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new Abandoned(NodeCommandKind.CONTROLLER_UNPUBLISH, "node n1 is unknown"),
+                new EmitStatus(ClaimState.RELEASED, "controller-unpublish abandoned: node n1 is unknown")), t.effects());
+        assertEquals(new Transition(ready, List.of()), machine.controllerUnpublishAbandoned(ready, "x"), "only in controller-unpublishing");
+    }
 }
