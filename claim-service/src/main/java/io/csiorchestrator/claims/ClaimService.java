@@ -358,7 +358,9 @@ public class ClaimService {
         if (claim.releaseRequestedAt == null && !claim.releaseRequested && !claim.rollingBack) {
             claim.releaseRequestedAt = Instant.now();
         }
-        return apply(volume, claim, machine().release(snapshot(claim)));
+        // A claim being rolled back is torn down already; a forced delete adds no release answer to it.
+        Snapshot s = snapshot(claim);
+        return apply(volume, claim, claim.rollingBack ? new Transition(s, List.of()) : machine().release(s));
     }
 
     /** Operator detach of a claim on a node. Call inside {@code tx}'s transaction with the volume locked. */

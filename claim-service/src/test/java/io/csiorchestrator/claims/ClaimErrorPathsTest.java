@@ -175,12 +175,12 @@ class ClaimErrorPathsTest {
     }
 
     /**
-     * A release while the claim is rolled back (a fatal mount failure, the cleanup unmount in flight) is answered
-     * RELEASING "already being released" and starts nothing: one unmount only, and the rollback ends the claim as
-     * failed.
+     * A release while the claim is rolled back (a fatal mount failure, the cleanup unmount in flight) starts no
+     * second teardown: one unmount only. It is answered RELEASING at once and RELEASED when the rollback ends, and
+     * the claim ends failed.
      */
     @Test
-    void aReleaseDuringRollbackIsAnsweredAndStartsNothing() {
+    void aReleaseDuringRollbackIsAnsweredWhenTheRollbackEnds() {
         String[] pv = volume(false, List.of(), List.of("node-a"));
         String vol = pv[1];
         ClaimRequested w = write(vol, "alloc-1");
@@ -190,9 +190,10 @@ class ClaimErrorPathsTest {
         NodeCommand cleanup = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
         ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
         bus.send(release);
-        assertEquals("the claim of allocation alloc-1 on volume ns1/" + vol + " is already being released (unmounting)",
+        assertEquals("release requested while the failed claim is rolled back; released once that ends",
                 bus.awaitStatus(release.requestId(), ClaimState.RELEASING).reason());
         bus.succeed(cleanup);
+        assertEquals("the failed claim was rolled back", bus.awaitStatus(release.requestId(), ClaimState.RELEASED).reason());
         awaitPastClaim(vol, "failed");
         assertEquals(List.of(NodeCommandKind.MOUNT, NodeCommandKind.UNMOUNT), kinds(vol));
         assertEquals(List.of(ClaimState.ACCEPTED, ClaimState.FAILED), states(w.requestId()));

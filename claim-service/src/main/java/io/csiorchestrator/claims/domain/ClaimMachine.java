@@ -16,7 +16,8 @@ import java.util.Set;
  * publish:  CONTROLLER_PUBLISHING (only when the plugin requires a controller) -> MOUNTING -> READY
  * release:  READY -> UNMOUNTING -> CONTROLLER_UNPUBLISHING (only when controller-published) -> FREED
  * rollback: a fatal failure while publishing -> failed status, then the same teardown -> FAILED
- *           (a controller-publish given up after retryable errors is uncertain: controller-unpublished to be sure)
+ *           (a controller-publish given up after retryable errors is uncertain: controller-unpublished to be sure;
+ *           a release that arrives before or during the rollback is answered RELEASED when it ends)
  * </pre>
  *
  * <p>Retries follow the CSI rules: UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ABORTED (and
@@ -219,6 +220,15 @@ public final class ClaimMachine {
                 effects.add(new EmitStatus(ClaimState.RELEASING, "release requested while publishing; teardown follows the step in flight"));
                 return new Transition(s.withReleaseRequested(), effects);
             }
+            case UNMOUNTING, CONTROLLER_UNPUBLISHING -> {
+                if (!s.rollingBack() || s.releaseRequested()) {
+                    return new Transition(s, List.of());
+                }
+                // The failed claim is being rolled back: that teardown is the release, answered once it ends.
+                effects.add(new EmitStatus(ClaimState.RELEASING, "release requested while the failed claim is rolled back;"
+                        + " released once that ends"));
+                return new Transition(s.withReleaseRequested(), effects);
+            }
             case READY -> {
                 effects.add(new EmitStatus(ClaimState.RELEASING, null));
                 effects.add(new SendCommand(NodeCommandKind.UNMOUNT));
@@ -282,6 +292,10 @@ public final class ClaimMachine {
 
     private Transition finish(Snapshot s, List<Effect> effects, String note) {
         if (s.rollingBack()) {
+            if (s.releaseRequested()) {
+                // A release that arrived while publishing or rolling back gets its final answer too.
+                effects.add(new EmitStatus(ClaimState.RELEASED, "the failed claim was rolled back"));
+            }
             return new Transition(s.to(Phase.FAILED), effects);
         }
         effects.add(new EmitStatus(ClaimState.RELEASED, note));

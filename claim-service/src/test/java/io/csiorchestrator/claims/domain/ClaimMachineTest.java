@@ -183,10 +183,25 @@ class ClaimMachineTest {
         assertEquals(new Transition(failed, List.of()), machine.failed(failed, "INTERNAL", "late"));
     }
 
+    /**
+     * A release while the failed claim is rolled back starts no second teardown, but is remembered: answered
+     * RELEASING now and RELEASED when the rollback ends FAILED (before, it never got a final answer). A second
+     * release, and any release while a release is under way, changes nothing.
+     */
     @Test
-    void aReleaseDuringRollbackOrASecondReleaseStartsNothing() {
+    void aReleaseDuringRollbackIsAnsweredWhenItEndsAndASecondReleaseStartsNothing() {
         Snapshot rollingBack = machine.failed(machine.start(Snapshot.fresh(false)).next(), "INTERNAL", "x").next();
-        assertEquals(new Transition(rollingBack, List.of()), machine.release(rollingBack));
+        Transition t = machine.release(rollingBack);
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING,
+                "release requested while the failed claim is rolled back; released once that ends")), t.effects());
+        assertEquals(Phase.UNMOUNTING, t.next().phase());
+        assertEquals(new Transition(t.next(), List.of()), machine.release(t.next()));
+        Transition done = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FAILED, done.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, "the failed claim was rolled back")), done.effects());
+        Transition unreleased = machine.succeeded(rollingBack, null);
+        assertEquals(Phase.FAILED, unreleased.next().phase());
+        assertEquals(List.of(), unreleased.effects(), "a rollback nobody released ends without RELEASED");
         Snapshot releasing = machine.release(machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next()).next();
         assertEquals(new Transition(releasing, List.of()), machine.release(releasing));
         Snapshot releasingWhilePublishing = machine.release(machine.start(Snapshot.fresh(true)).next()).next();
