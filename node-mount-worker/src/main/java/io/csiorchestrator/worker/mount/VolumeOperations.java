@@ -425,7 +425,7 @@ public final class VolumeOperations {
                         errors.add("unstage: " + f.getMessage());
                     }
                 }
-                return new Convergence(key, staged, published, released, errors);
+                return reported(record, new Convergence(key, staged, published, released, errors), heal);
             }
             MountTable table = mountTable.get();
             Path staging = Path.of(record.stagingPath());
@@ -440,7 +440,7 @@ public final class VolumeOperations {
                     staged++;
                 } catch (PluginCallFailure f) {
                     errors.add("stage: " + f.getMessage());
-                    return new Convergence(key, staged, published, released, errors);
+                    return reported(record, new Convergence(key, staged, published, released, errors), heal);
                 }
             } else if (plugin.requiresStaging() && record.stage() != StageState.STAGED) {
                 record = save(record.withStage(StageState.STAGED));
@@ -464,7 +464,11 @@ public final class VolumeOperations {
         } catch (IOException | RuntimeException e) {
             errors.add(e.getClass().getSimpleName() + ": " + e.getMessage());
         }
-        Convergence result = new Convergence(key, staged, published, released, errors);
+        return reported(record, new Convergence(key, staged, published, released, errors), heal);
+    }
+
+    /** Every outcome that did or tried something is a node event (RESTORE or HEAL). */
+    private Convergence reported(VolumeRecord record, Convergence result, boolean heal) {
         if (!result.nothingToDo()) {
             emitConvergence(record, result, heal);
         }
