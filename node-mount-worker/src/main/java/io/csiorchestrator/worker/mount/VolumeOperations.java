@@ -427,9 +427,15 @@ public final class VolumeOperations {
                 }
                 return reported(record, new Convergence(key, staged, published, released, errors), heal);
             }
+            // a usage still UNPUBLISHING (its release failed above) is left for a later restore, heal
+            // or unmount to finish: publishing it again would undo a release the record announced
+            List<Usage> wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING).toList();
+            if (wanted.isEmpty()) {
+                return reported(record, new Convergence(key, staged, published, released, errors), heal);
+            }
             MountTable table = mountTable.get();
             Path staging = Path.of(record.stagingPath());
-            Usage first = record.users().iterator().next();
+            Usage first = wanted.get(0);
             if (plugin.requiresStaging() && !table.isMountPoint(staging)) {
                 try {
                     paths.ensureDirectory(staging);
@@ -446,7 +452,7 @@ public final class VolumeOperations {
                 record = save(record.withStage(StageState.STAGED));
             }
             table = mountTable.get();
-            for (Usage usage : List.copyOf(record.users())) {
+            for (Usage usage : wanted) {
                 Path target = Path.of(usage.targetPath());
                 boolean intact = table.isMountPoint(target) && usage.state() == PublishState.PUBLISHED;
                 if (intact && !(heal && staged > 0)) {
