@@ -60,8 +60,8 @@ import org.junit.jupiter.api.Test;
  * The worker's restore path when things fail, with the real worker (stopped and started in this
  * JVM, as a restart), the reference hostpath plugin as a separate process, and real bind mounts:
  * the plugin not healthy within {@code restore-plugin-timeout}; NodeStageVolume,
- * NodePublishVolume or NodeUnpublishVolume failing during the restore (injected through the
- * plugin's faults file); and an interrupted unmount (a usage recorded as UNPUBLISHING) finished
+ * NodePublishVolume, NodeUnpublishVolume or NodeUnstageVolume failing during the restore (injected
+ * through the plugin's faults file); and an interrupted unmount (a usage recorded as UNPUBLISHING) finished
  * against the plugin. Each failure is reported as a node event, the record is kept, and a later
  * heal (the plugin restarts, or becomes ready) finishes the work.
  *
@@ -414,6 +414,45 @@ class RestoreFailuresTest {
         assertEquals(unpublishes + 1, plugin.successfulCalls("NodeUnpublishVolume"));
         MountDone redelivered = run(command(NodeCommandKind.UNMOUNT, "unpubfail", ext, "alloc-u"));
         assertTrue(redelivered.succeeded(), "the unmount, redelivered, is answered: " + redelivered);
+    }
+
+    /**
+     * NodeUnstageVolume fails while the restore finishes an interrupted unmount (the unpublish
+     * works, the volume is then unused): the failure is a RESTORE node event, the record keeps the
+     * staging (UNSTAGING, no usage), and the heal after the plugin's restart unstages it.
+     */
+    @Test
+    void anUnstageFailingDuringTheRestoreIsReportedAndFinishedLater() throws Exception {
+        awaitPluginHealthy();
+        mounted("unstagefail", "alloc-n");
+        VolumeKey key = new VolumeKey(NS, "unstagefail");
+        Path staging = paths().stagingPath(NS, "unstagefail");
+        Path target = paths().targetPath("alloc-n", NS, "unstagefail");
+
+        worker.stop();
+        interruptUnmount(key, "alloc-n");
+        plugin.faults("NodeUnstageVolume INTERNAL * injected unstage failure\n");
+        Instant start = Instant.now();
+        worker.start();
+
+        NodeEvent failed = awaitEvent("unstagefail", start, e -> e.kind() == NodeEventKind.RESTORE);
+        assertEquals(Boolean.FALSE, failed.success(), failed.toString());
+        assertTrue(failed.error().contains("unstage: ") && failed.error().contains("injected unstage failure"),
+                failed.error());
+        await().atMost(WAIT).until(() -> !worker.restoring());
+        assertFalse(mounted(target), "the interrupted unpublish was finished");
+        assertTrue(mounted(staging));
+        assertTrue(record(key).usages().isEmpty());
+        assertEquals(StageState.UNSTAGING, record(key).stage(), "the record keeps the staging to unstage");
+
+        plugin.faults("");
+        Instant healStart = Instant.now();
+        restartPlugin();
+        NodeEvent healed = awaitEvent("unstagefail", healStart, e -> e.kind() == NodeEventKind.HEAL
+                && Boolean.TRUE.equals(e.success()));
+        assertEquals("1", healed.details().get("released"), healed.toString());
+        assertFalse(mounted(staging));
+        assertTrue(worker.operations().record(key).map(VolumeRecord::idle).orElse(true), "released");
     }
 
     /**
