@@ -21,7 +21,8 @@ import java.util.logging.Logger;
 
 /**
  * Around every CSI call: injected latency and failures ({@link FaultInjector}), the call log
- * ({@link CallLog}), and a log line with the request redacted by {@link CsiRedactor}.
+ * ({@link CallLog}: the call's arrival, then its answer or its cancellation), and a log line with
+ * the request redacted by {@link CsiRedactor}.
  */
 final class CallInterceptor implements ServerInterceptor {
 
@@ -41,9 +42,12 @@ final class CallInterceptor implements ServerInterceptor {
         String method = call.getMethodDescriptor().getBareMethodName();
         AtomicReference<Object> request = new AtomicReference<>();
         AtomicBoolean injected = new AtomicBoolean();
+        AtomicBoolean answered = new AtomicBoolean();
+        callLog.started(method);
         ServerCall<ReqT, RespT> recorded = new ForwardingServerCall.SimpleForwardingServerCall<>(call) {
             @Override
             public void close(Status status, Metadata trailers) {
+                answered.set(true);
                 callLog.record(method, status.getCode());
                 log(method, status, request.get(), injected.get());
                 super.close(status, trailers);
@@ -69,6 +73,18 @@ final class CallInterceptor implements ServerInterceptor {
                 if (!injected.get()) {
                     super.onHalfClose();
                 }
+            }
+
+            @Override
+            public void onCancel() {
+                // the caller went away (or its deadline passed) before the answer: gRPC then skips
+                // the handler, so this is the call's only end; logged so no call stays "in flight"
+                if (!answered.get()) {
+                    answered.set(true);
+                    callLog.record(method, Status.Code.CANCELLED);
+                    log(method, Status.CANCELLED, request.get(), false);
+                }
+                super.onCancel();
             }
         };
     }

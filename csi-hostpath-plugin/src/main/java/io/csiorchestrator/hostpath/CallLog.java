@@ -16,28 +16,45 @@ import java.util.List;
 /**
  * A line per CSI call the plugin answered, {@code <Method> <CODE>}, appended to
  * {@code <state-dir>/calls.log} before the answer is sent, so another process (a test) can count
- * the calls that reached the plugin once it has the answer.
+ * the calls that reached the plugin once it has the answer. A call whose caller went away before
+ * it was answered is logged {@code <Method> CANCELLED}. A line per call received,
+ * {@code <Method>}, goes to {@code <state-dir>/calls-started.log} as the call arrives, so a test
+ * can tell a call in flight: started but not yet in {@code calls.log}.
  */
 public final class CallLog implements AutoCloseable {
 
     public static final String FILE_NAME = "calls.log";
+    public static final String STARTED_FILE_NAME = "calls-started.log";
 
     /** One answered call. */
     public record Call(String method, Status.Code code) {
     }
 
     private final FileChannel channel;
+    private final FileChannel started;
 
     public CallLog(Path stateDir) throws IOException {
         this.channel = FileChannel.open(stateDir.resolve(FILE_NAME), StandardOpenOption.CREATE,
                 StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+        this.started = FileChannel.open(stateDir.resolve(STARTED_FILE_NAME), StandardOpenOption.CREATE,
+                StandardOpenOption.WRITE, StandardOpenOption.APPEND);
     }
 
+    /** A call of {@code method} arrived. */
+    public synchronized void started(String method) {
+        append(started, method + "\n");
+    }
+
+    /** A call of {@code method} ended with {@code code}. */
     public synchronized void record(String method, Status.Code code) {
-        ByteBuffer line = ByteBuffer.wrap((method + " " + code.name() + "\n").getBytes(StandardCharsets.UTF_8));
+        append(channel, method + " " + code.name() + "\n");
+    }
+
+    private static void append(FileChannel file, String text) {
+        ByteBuffer line = ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8));
         try {
             while (line.hasRemaining()) {
-                channel.write(line);
+                file.write(line);
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot append to the call log", e);
@@ -46,7 +63,11 @@ public final class CallLog implements AutoCloseable {
 
     @Override
     public synchronized void close() throws IOException {
-        channel.close();
+        try {
+            channel.close();
+        } finally {
+            started.close();
+        }
     }
 
     /** The calls recorded in a state dir so far, oldest first. */
@@ -61,6 +82,18 @@ public final class CallLog implements AutoCloseable {
             return List.of();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read the call log in " + stateDir, e);
+        }
+    }
+
+    /** How many calls of {@code method} the plugin in {@code stateDir} received so far. */
+    public static long startedCount(Path stateDir, String method) {
+        try {
+            return Files.readAllLines(stateDir.resolve(STARTED_FILE_NAME), StandardCharsets.UTF_8).stream()
+                    .filter(method::equals).count();
+        } catch (NoSuchFileException e) {
+            return 0;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the started-call log in " + stateDir, e);
         }
     }
 

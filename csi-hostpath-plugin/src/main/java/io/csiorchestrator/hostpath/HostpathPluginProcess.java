@@ -250,6 +250,11 @@ public final class HostpathPluginProcess implements AutoCloseable {
         return CallLog.count(stateDir, method);
     }
 
+    /** How many calls of a CSI method reached the plugin so far, answered or not (yet). */
+    public long startedCallCount(String method) {
+        return CallLog.startedCount(stateDir, method);
+    }
+
     /** Everything the plugin printed so far. */
     public String output() {
         try {

@@ -28,6 +28,7 @@ import java.util.Optional;
 import static io.csiorchestrator.hostpath.PluginFixture.MULTI_WRITER;
 import static io.csiorchestrator.hostpath.PluginFixture.WAIT;
 import static io.csiorchestrator.hostpath.PluginFixture.WRITER;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -169,8 +170,15 @@ class ClientRetriesAndErrorsIT {
         assertTrue(failure.isRetryable());
     }
 
+    /**
+     * Also: each attempt the client gave up on is logged by the plugin, when its latency is over,
+     * as {@code GetPluginInfo CANCELLED} (gRPC skips the handler of a cancelled call), so no call
+     * stays in flight in the call logs.
+     */
     @Test
     void aSlowPluginHitsThePerAttemptDeadlineAndIsRetried() {
+        long startedBefore = plugin.startedCallCount("GetPluginInfo");
+        List<CallLog.Call> callsBefore = plugin.calls();
         plugin.injectFaults("latency GetPluginInfo 400ms");
         CsiPluginClient impatient = client.withOptions(RECORDER.options().withRetryPolicy(CsiRetryPolicy.defaults()
                 .withPerAttemptTimeout(Duration.ofMillis(100)).withBackoff(Duration.ofMillis(10), Duration.ofMillis(100))));
@@ -182,6 +190,15 @@ class ClientRetriesAndErrorsIT {
         assertTrue(failure.isUncertain());
         assertEquals(3, failure.attempts());
         assertTrue(failure.operatorMessage().contains("may still be in progress"), failure.operatorMessage());
+
+        long started = plugin.startedCallCount("GetPluginInfo") - startedBefore;
+        assertTrue(started >= 1 && started <= 3, "attempts that reached the plugin: " + started);
+        await().atMost(WAIT).until(() -> plugin.calls().size() - callsBefore.size() == started);
+        plugin.clearFaults();
+        List<CallLog.Call> all = plugin.calls();
+        assertTrue(all.subList(callsBefore.size(), all.size()).stream()
+                .allMatch(call -> call.equals(new CallLog.Call("GetPluginInfo", Status.Code.CANCELLED))),
+                "each ended as CANCELLED: " + all.subList(callsBefore.size(), all.size()));
     }
 
     @Test

@@ -425,11 +425,17 @@ public final class VolumeOperations {
                         errors.add("unstage: " + f.getMessage());
                     }
                 }
-                return new Convergence(key, staged, published, released, errors);
+                return reported(record, new Convergence(key, staged, published, released, errors), heal);
+            }
+            // a usage still UNPUBLISHING (its release failed above) is left for a later restore, heal
+            // or unmount to finish: publishing it again would undo a release the record announced
+            List<Usage> wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING).toList();
+            if (wanted.isEmpty()) {
+                return reported(record, new Convergence(key, staged, published, released, errors), heal);
             }
             MountTable table = mountTable.get();
             Path staging = Path.of(record.stagingPath());
-            Usage first = record.users().iterator().next();
+            Usage first = wanted.get(0);
             if (plugin.requiresStaging() && !table.isMountPoint(staging)) {
                 try {
                     paths.ensureDirectory(staging);
@@ -440,13 +446,13 @@ public final class VolumeOperations {
                     staged++;
                 } catch (PluginCallFailure f) {
                     errors.add("stage: " + f.getMessage());
-                    return new Convergence(key, staged, published, released, errors);
+                    return reported(record, new Convergence(key, staged, published, released, errors), heal);
                 }
             } else if (plugin.requiresStaging() && record.stage() != StageState.STAGED) {
                 record = save(record.withStage(StageState.STAGED));
             }
             table = mountTable.get();
-            for (Usage usage : List.copyOf(record.users())) {
+            for (Usage usage : wanted) {
                 Path target = Path.of(usage.targetPath());
                 boolean intact = table.isMountPoint(target) && usage.state() == PublishState.PUBLISHED;
                 if (intact && !(heal && staged > 0)) {
@@ -464,7 +470,11 @@ public final class VolumeOperations {
         } catch (IOException | RuntimeException e) {
             errors.add(e.getClass().getSimpleName() + ": " + e.getMessage());
         }
-        Convergence result = new Convergence(key, staged, published, released, errors);
+        return reported(record, new Convergence(key, staged, published, released, errors), heal);
+    }
+
+    /** Every outcome that did or tried something is a node event (RESTORE or HEAL). */
+    private Convergence reported(VolumeRecord record, Convergence result, boolean heal) {
         if (!result.nothingToDo()) {
             emitConvergence(record, result, heal);
         }

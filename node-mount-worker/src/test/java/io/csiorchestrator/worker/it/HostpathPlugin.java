@@ -17,7 +17,8 @@ import java.util.concurrent.TimeUnit;
  * The reference hostpath plugin as a separate process ({@code java -jar csi-hostpath-plugin.jar}),
  * serving {@code <plugins-dir>/<id>/csi.sock}. The jar path comes from the system property
  * {@code csi.hostpath.plugin.jar} (set by surefire). Calls are counted from the plugin's
- * {@code calls.log} ("Method CODE" per answered call).
+ * {@code calls.log} ("Method CODE" per answered or cancelled call) and {@code calls-started.log}
+ * ("Method" per call received).
  */
 final class HostpathPlugin {
 
@@ -88,6 +89,18 @@ final class HostpathPlugin {
         try {
             return Files.readAllLines(stateDir.resolve("calls.log"), StandardCharsets.UTF_8).stream()
                     .filter(line -> line.startsWith(method + " ")).count();
+        } catch (NoSuchFileException e) {
+            return 0;
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Calls of {@code method} the plugin received, answered or not. */
+    long startedCalls(String method) {
+        try {
+            return Files.readAllLines(stateDir.resolve("calls-started.log"), StandardCharsets.UTF_8).stream()
+                    .filter(method::equals).count();
         } catch (NoSuchFileException e) {
             return 0;
         } catch (IOException e) {
