@@ -12,6 +12,8 @@ public interface ClaimSettings {
 
     Outbox outbox();
 
+    Leader leader();
+
     /**
      * How long handling a record is retried when it fails for another reason than the record being
      * malformed or the database being away (those: dead-lettered at once / retried while it lasts);
@@ -62,6 +64,13 @@ public interface ClaimSettings {
     @WithName("reconcile-interval")
     @WithDefault("5s")
     Duration reconcileInterval();
+
+    interface Leader {
+        /** How often a non-leader tries the leader lock, and how often the leader checks its connection. */
+        @WithName("retry-interval")
+        @WithDefault("5s")
+        Duration retryInterval();
+    }
 
     interface Outbox {
         /** The safety sweep's interval (used by {@code OutboxRelay}'s schedule). */

@@ -60,14 +60,17 @@ public final class KafkaBroker implements AutoCloseable {
     private final Path dataDir;
     private final String bootstrapServers;
     private final String clusterId;
+    private final Map<String, Integer> extraListenerPorts;
     private final Object lock = new Object();
     private boolean closed;
 
-    private KafkaBroker(KafkaRaftServer server, Path dataDir, String bootstrapServers, String clusterId) {
+    private KafkaBroker(KafkaRaftServer server, Path dataDir, String bootstrapServers, String clusterId,
+                        Map<String, Integer> extraListenerPorts) {
         this.server = server;
         this.dataDir = dataDir;
         this.bootstrapServers = bootstrapServers;
         this.clusterId = clusterId;
+        this.extraListenerPorts = Map.copyOf(extraListenerPorts);
     }
 
     /** Starts a broker with the default test settings; logs of Kafka's own packages go at WARN. */
@@ -86,6 +89,18 @@ public final class KafkaBroker implements AutoCloseable {
 
     public String clusterId() {
         return clusterId;
+    }
+
+    /**
+     * The loopback port a listener added with {@link Builder#advertisedListener(String, int)} binds (where its
+     * proxy forwards to).
+     */
+    public int listenerPort(String name) {
+        Integer port = extraListenerPorts.get(name);
+        if (port == null) {
+            throw new IllegalArgumentException("no extra listener " + name + " on " + this);
+        }
+        return port;
     }
 
     /** The temporary directory holding this broker's config and logs (deleted by {@link #close()}). */
@@ -240,6 +255,7 @@ public final class KafkaBroker implements AutoCloseable {
     /** Settings for a broker; {@link #start()} builds and starts it. */
     public static final class Builder {
         private final Map<String, String> overrides = new LinkedHashMap<>();
+        private final Map<String, Integer> advertisedListeners = new LinkedHashMap<>();
         private boolean quietLogging = true;
 
         private Builder() {
@@ -251,6 +267,21 @@ public final class KafkaBroker implements AutoCloseable {
          */
         public Builder brokerProperty(String key, String value) {
             overrides.put(Objects.requireNonNull(key), Objects.requireNonNull(value));
+            return this;
+        }
+
+        /**
+         * Adds a second PLAINTEXT listener {@code name} (upper case, not PLAINTEXT or CONTROLLER) on a free loopback
+         * port ({@link KafkaBroker#listenerPort(String)}) that the broker advertises as {@code 127.0.0.1:advertisedPort}:
+         * clients bootstrapping there are sent back to that address, e.g. a {@link TcpProxy} in front of the
+         * listener, so cutting the proxy takes the broker away from them and only them (clients on
+         * {@link KafkaBroker#bootstrapServers()} keep it).
+         */
+        public Builder advertisedListener(String name, int advertisedPort) {
+            if (!name.matches("[A-Z][A-Z0-9_]*") || name.equals("PLAINTEXT") || name.equals("CONTROLLER")) {
+                throw new IllegalArgumentException("bad listener name " + name);
+            }
+            advertisedListeners.put(name, advertisedPort);
             return this;
         }
 
@@ -319,11 +350,23 @@ public final class KafkaBroker implements AutoCloseable {
             Path dir = createTempDir();
             KafkaRaftServer server = null;
             try {
-                int[] ports = freePorts(2);
+                int[] ports = freePorts(2 + advertisedListeners.size());
                 int brokerPort = ports[0];
                 int controllerPort = ports[1];
                 String clusterId = Uuid.randomUuid().toString();
                 Properties props = defaultBrokerProperties(dir.resolve("logs"), brokerPort, controllerPort);
+                Map<String, Integer> extraPorts = new LinkedHashMap<>();
+                int next = 2;
+                for (Map.Entry<String, Integer> listener : advertisedListeners.entrySet()) {
+                    String name = listener.getKey();
+                    int port = ports[next++];
+                    extraPorts.put(name, port);
+                    props.put("listeners", props.get("listeners") + "," + name + "://127.0.0.1:" + port);
+                    props.put("advertised.listeners", props.get("advertised.listeners") + "," + name + "://127.0.0.1:"
+                        + listener.getValue());
+                    props.put("listener.security.protocol.map", props.get("listener.security.protocol.map") + "," + name
+                        + ":PLAINTEXT");
+                }
                 props.putAll(overrides);
                 Path propsFile = dir.resolve("server.properties");
                 try (OutputStream out = Files.newOutputStream(propsFile)) {
@@ -335,7 +378,7 @@ public final class KafkaBroker implements AutoCloseable {
                 server = new KafkaRaftServer(config, Time.SYSTEM);
                 server.startup();
                 String bootstrap = "127.0.0.1:" + brokerPort;
-                KafkaBroker broker = new KafkaBroker(server, dir, bootstrap, clusterId);
+                KafkaBroker broker = new KafkaBroker(server, dir, bootstrap, clusterId, extraPorts);
                 broker.awaitReady(System.nanoTime() - begin);
                 LOG.log(System.Logger.Level.INFO, "Kafka broker started in {0} ms at {1} (data in {2})",
                     (System.nanoTime() - begin) / 1_000_000, bootstrap, dir);

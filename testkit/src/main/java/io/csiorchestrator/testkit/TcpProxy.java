@@ -18,8 +18,8 @@ import java.util.List;
 public final class TcpProxy implements AutoCloseable {
 
     private final ServerSocket server;
-    private final String targetHost;
-    private final int targetPort;
+    private volatile String targetHost;
+    private volatile int targetPort;
     private final List<Socket> open = new ArrayList<>();
     private volatile boolean cut;
 
@@ -40,6 +40,24 @@ public final class TcpProxy implements AutoCloseable {
         } catch (IOException e) {
             throw new IllegalStateException("could not open a proxy port for " + targetHost + ":" + targetPort, e);
         }
+    }
+
+    /**
+     * Opens an ephemeral loopback port that closes every connection (it starts cut) until
+     * {@link #forwardTo(String, int)}: for a server that must know the proxy's address before it starts (a
+     * Kafka listener advertised as the proxy, {@code KafkaBroker.Builder.advertisedListener}).
+     */
+    public static TcpProxy reserve() {
+        TcpProxy proxy = start("127.0.0.1", 0);
+        proxy.cut();
+        return proxy;
+    }
+
+    /** Forwards new connections to {@code targetHost:targetPort} from now on (and restores a cut proxy). */
+    public void forwardTo(String targetHost, int targetPort) {
+        this.targetHost = targetHost;
+        this.targetPort = targetPort;
+        restore();
     }
 
     /** The loopback port clients connect to. */

@@ -1,5 +1,6 @@
 package io.csiorchestrator.claims.leader;
 
+import io.csiorchestrator.claims.ClaimSettings;
 import io.csiorchestrator.claims.outbox.OutboxRelay;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -12,7 +13,6 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import jakarta.interceptor.Interceptor;
-import java.time.Duration;
 import java.util.Optional;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 
@@ -40,9 +40,8 @@ public class Leadership {
     Optional<String> username;
     @ConfigProperty(name = "quarkus.datasource.password")
     Optional<String> password;
-    /** How often a non-leader tries the lock, and how often the leader checks its connection. */
-    @ConfigProperty(name = "csi.claims.leader.retry-interval", defaultValue = "5s")
-    Duration retryInterval;
+    @Inject
+    ClaimSettings settings;
 
     private volatile LeaderElection election;
 
@@ -51,7 +50,7 @@ public class Leadership {
                 .description("1 while this instance holds the leader lock (runs the outbox relay and the reconciler)")
                 .register(registry);
         election = new LeaderElection(vertx, connectOptions(reactiveUrl.orElse("postgresql://localhost:5432/claims"),
-                username.orElse(null), password.orElse(null)), LeaderElection.LOCK_KEY, retryInterval,
+                username.orElse(null), password.orElse(null)), LeaderElection.LOCK_KEY, settings.leader().retryInterval(),
                 relay::leadershipChanged, relay::signal);
         election.start();
     }

@@ -40,15 +40,17 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Two claim-service instances on one database: the application's own relay and election (the first
- * instance) and a second {@link OutboxRelay} with its own {@link LeaderElection} (own connection, own
- * producer) built here. Only one leads; rows the standby commits reach the leader by NOTIFY and are
- * published once each, in order; when the leader's lock connection is killed
- * ({@code pg_terminate_backend} from a third connection) the standby takes over and publishes what
- * was left.
+ * The leader lock handed over between two {@link LeaderElection}s in this one JVM, not two instances: the
+ * application's relay and election, and a second {@link OutboxRelay} with its own {@link LeaderElection} (own lock
+ * connection, own producer) wired by hand here on the application's Pool, settings and meters (no CDI, no
+ * configuration of its own). Checked: only one holds the advisory lock; rows signalled by the non-leading relay
+ * reach the leader by NOTIFY and are published once each, in order; when the leader's lock connection is
+ * terminated ({@code pg_terminate_backend} from a third connection; the application keeps running) the other
+ * election takes the lock and its relay publishes what was left, and the old leader stays a standby. A real
+ * second instance and a SIGKILLed leader process are {@code it.ClaimServiceCrashIT}.
  */
 @QuarkusTest
-class LeaderFailoverTest {
+class LeaderLockHandoverTest {
 
     @Inject
     OutboxRelay relay;
@@ -93,7 +95,7 @@ class LeaderFailoverTest {
         secondElection = new LeaderElection(vertx, Leadership.connectOptions(reactiveUrl, username.orElse(null), password.orElse(null)),
                 LeaderElection.LOCK_KEY, Duration.ofMillis(200), second::leadershipChanged, second::signal);
         secondElection.start();
-        // The second instance is connected and has tried the lock (more than once) without getting it.
+        // The second election is connected and has tried the lock (more than once) without getting it.
         Awaitility.await().atMost(Bus.WAIT).until(() -> secondElection.backendPid() > 0);
         Awaitility.await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(5)).until(() -> !secondElection.isLeader());
     }
@@ -104,12 +106,12 @@ class LeaderFailoverTest {
         secondElection.close();
         second.stop();
         kafka.close();
-        // The application's instance leads again (its next try after the lock was released).
+        // The application's election leads again (its next try after the lock was released).
         Awaitility.await().atMost(Bus.WAIT).until(leadership::isLeader);
     }
 
     @Test
-    void onlyOneLeadsAndRowsCommittedByTheStandbyArePublishedPromptlyByTheLeader() {
+    void onlyOneElectionHoldsTheLockAndRowsSignalledByTheOtherRelayArePublishedByTheLeaderOnNotify() {
         assertTrue(leadership.isLeader());
         assertFalse(secondElection.isLeader());
         assertTrue(relay.isLeader());
@@ -121,7 +123,7 @@ class LeaderFailoverTest {
         long publishedBefore = relay.publishedCount();
         String key = "standby-" + UUID.randomUUID();
         List<String> ceIds = commitRows(key, 5);
-        second.signal(); // the standby committed: NOTIFY to the leader
+        second.signal(); // the non-leading relay's signal is a NOTIFY to the leader
 
         List<ConsumerRecord<String, String>> records = awaitPublished(key, ceIds);
         assertEquals(ceIds, records.stream().map(r -> KafkaTestClient.header(r, CloudEventHeaders.CE_ID)).toList(),
@@ -135,8 +137,8 @@ class LeaderFailoverTest {
     }
 
     @Test
-    void whenTheLeadersConnectionDiesTheStandbyTakesOverAndPublishesWhatWasLeft() {
-        // The leader commits rows and dies before publishing them: its relay stopped, rows committed.
+    void whenTheLeadersLockConnectionIsTerminatedTheOtherElectionTakesTheLockAndItsRelayPublishesWhatWasLeft() {
+        // The leading relay is suspended (the application keeps running) and rows are committed unpublished.
         relay.suspend();
         String key = "left-" + UUID.randomUUID();
         List<String> left = commitRows(key, 3);
@@ -144,11 +146,11 @@ class LeaderFailoverTest {
         assertTrue(leaderPid > 0);
         long lossesBefore = leadership.election().losses();
 
-        // Its lock connection dies (a third connection terminates it): the server releases the lock.
+        // Its lock connection is terminated from a third connection: the server releases the lock.
         assertTrue(pool.preparedQuery("SELECT pg_terminate_backend($1) AS killed").execute(Tuple.of(leaderPid))
                 .await().atMost(Duration.ofSeconds(10)).iterator().next().getBoolean("killed"));
         // The old leader noticed (counted once its relay was told), and holds off one interval (5 s)
-        // while the standby, trying every 200 ms, takes the lock.
+        // while the second election, trying every 200 ms, takes the lock.
         Awaitility.await().atMost(Bus.WAIT).until(() -> leadership.election().losses() > lossesBefore);
         Awaitility.await().atMost(Bus.WAIT).until(secondElection::isLeader);
         assertFalse(leadership.isLeader(), "the old leader did not take the lock back");
@@ -161,7 +163,7 @@ class LeaderFailoverTest {
         assertEquals(left, records.stream().map(r -> KafkaTestClient.header(r, CloudEventHeaders.CE_ID)).toList());
         assertTrue(second.publishedCount() >= left.size(), "published by the new leader");
 
-        // The old leader, now a standby, commits more: the new leader learns by NOTIFY and publishes it.
+        // The application's relay, now not leading, signals more rows: the new leader learns by NOTIFY and publishes them.
         relay.resume();
         long notificationsBefore = secondElection.notifications();
         List<String> more = commitRows(key, 2);

@@ -25,13 +25,16 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * "Killed between commit and publish": with the relay suspended (what a process that died right
- * after its commits leaves behind), a claim is decided and committed with its events in the outbox,
- * and nothing reaches the topics; the recovery sweep that runs at start then publishes exactly those
- * rows, with the ce_id they were committed with.
+ * The relay suspended inside this JVM ({@link OutboxRelay#suspend()}: signals and safety sweeps are ignored),
+ * not a crash: nothing is killed here. While suspended, a claim is decided and committed with its events in the
+ * outbox and nothing reaches the topics ({@code csi_outbox_pending} counts the rows); after
+ * {@link OutboxRelay#resume()} (it runs the recovery sweep, {@link OutboxRelay#recover()}; the 5 s safety sweep
+ * would find the rows too, this test does not tell them apart) exactly those rows are published with the ce_id
+ * they were committed with. A row inserted by another connection while suspended is published the same way. A real
+ * SIGKILL of the packaged service between commit and publish, and its restart, is {@code it.ClaimServiceCrashIT}.
  */
 @QuarkusTest
-class OutboxRecoveryTest {
+class SuspendedRelayTest {
 
     @Inject
     OutboxRelay relay;
@@ -47,7 +50,7 @@ class OutboxRecoveryTest {
     }
 
     @Test
-    void eventsCommittedButNotPublishedArePublishedByTheRecoverySweep() {
+    void eventsCommittedWhileTheRelayIsSuspendedArePublishedWithTheirCeIdsAfterResume() {
         String vol = bus.schedulableVolume("ns1", "vol", AccessMode.SINGLE_NODE_WRITER, "node-a");
 
         relay.suspend();
@@ -70,7 +73,7 @@ class OutboxRecoveryTest {
         // csi.outbox.pending counts them (refreshed by the safety sweep while the relay is suspended).
         Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> assertTrue(outboxPendingGauge() >= 2, "csi_outbox_pending"));
 
-        relay.resume(); // the start-up recovery sweep
+        relay.resume(); // runs recover(), the sweep a relay also runs on becoming leader
         ConsumerRecord<String, String> accepted = bus.kafka.awaitRecord(Bus.topic(Topic.CLAIM_STATUS),
                 r -> r.value().contains(write.requestId()), Bus.WAIT);
         ConsumerRecord<String, String> mount = bus.kafka.awaitRecord(Bus.topic(Topic.NODE_COMMANDS),
@@ -96,7 +99,7 @@ class OutboxRecoveryTest {
     }
 
     @Test
-    void aRowCommittedByAnotherProcessIsPublishedByTheSweep() {
+    void aRowInsertedByAnotherConnectionWhileSuspendedIsPublishedAfterResume() {
         String vol = ClaimFlowTest.unique("orphan");
         String ceId = java.util.UUID.randomUUID().toString();
         String payload = io.csiorchestrator.events.EventCodec.encodeToString(new io.csiorchestrator.events.ClaimStatus(

@@ -1,0 +1,439 @@
+package io.csiorchestrator.claims.it;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.ClaimStatus;
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.ContractEvent;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.MountOptions;
+import io.csiorchestrator.events.MountSupport;
+import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.testkit.EmbeddedPostgresServer;
+import io.csiorchestrator.testkit.KafkaBroker;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.csiorchestrator.testkit.TcpProxy;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * claim-service as real processes: the packaged application ({@code target/quarkus-app/quarkus-run.jar}) runs in
+ * its own JVM against an in-process Kafka broker and an embedded PostgreSQL (a fresh database and topic prefix per
+ * test), is killed with SIGKILL and restarted, or runs twice on one database.
+ *
+ * <p>The outbox relay's producer ({@code kafka.bootstrap.servers}) reaches the broker only through a
+ * {@link TcpProxy}: the broker has a second listener advertised at the proxy's address, so the relay's
+ * reconnections go through the proxy too, and {@link TcpProxy#cut()} takes Kafka away from the relay alone. The
+ * consumers (per-channel {@code bootstrap.servers}) and this test use the broker's own listener, so claims keep
+ * arriving and being decided while nothing can be published.
+ *
+ * <p>Every test ends with {@link #assertEveryRowDeliveredAndNoneLeft()}: no row left unpublished, and the set of
+ * ce_ids on the topics equals the set of outbox rows (a consumer that dedupes by ce_id sees every row once and
+ * nothing else; a re-sent row shows up as a second record with the same ce_id).
+ */
+class ClaimServiceCrashIT {
+
+    static final String KEYRING = "test-key:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    static final Duration WAIT = Duration.ofSeconds(90);
+    static final String NODE = "node-a";
+    static final AtomicInteger RUN = new AtomicInteger();
+
+    static Path logDir;
+    static EmbeddedPostgresServer pg;
+    static TcpProxy relayKafka;
+    static KafkaBroker broker;
+    static KafkaTestClient kafka;
+
+    final List<ClaimServiceProcess> instances = new ArrayList<>();
+    String database;
+    DataSource db;
+    String prefix;
+
+    @BeforeAll
+    static void infrastructure() throws Exception {
+        logDir = Files.createDirectories(Path.of("target", "claim-service-crash-it"));
+        pg = EmbeddedPostgresServer.start();
+        relayKafka = TcpProxy.reserve();
+        broker = KafkaBroker.builder().advertisedListener("RELAY", relayKafka.port()).start();
+        relayKafka.forwardTo("127.0.0.1", broker.listenerPort("RELAY"));
+        kafka = new KafkaTestClient(broker.bootstrapServers());
+    }
+
+    @AfterAll
+    static void closeInfrastructure() {
+        if (kafka != null) {
+            kafka.close();
+        }
+        if (broker != null) {
+            broker.close();
+        }
+        if (relayKafka != null) {
+            relayKafka.close();
+        }
+        if (pg != null) {
+            pg.close();
+        }
+    }
+
+    @BeforeEach
+    void freshDatabaseAndTopics() {
+        database = pg.createDatabase();
+        db = pg.dataSource(database);
+        prefix = "crash" + RUN.incrementAndGet() + ".";
+        kafka.createTopic(prefix + Topic.NODE_COMMANDS.baseName(), 4, Map.of());
+        relayKafka.restore();
+    }
+
+    @AfterEach
+    void stopInstances() throws InterruptedException {
+        for (ClaimServiceProcess instance : instances) {
+            instance.destroy();
+        }
+    }
+
+    /**
+     * Finding 12 of the test audit, for real: claims are decided and committed while the relay cannot reach
+     * Kafka (the rows stay unpublished), the process is killed with SIGKILL, Kafka comes back,
+     * and a new process on the same database publishes every committed row with its ce_id: every claim is answered.
+     */
+    @Test
+    void rowsCommittedButUnsentWhenTheProcessIsKilledArePublishedByTheRestartedProcess() throws Exception {
+        ClaimServiceProcess first = startInstance("single");
+        await().atMost(WAIT).until(first::leads);
+        String vol = schedulableVolume(first, "crash");
+        // One claim through while Kafka is there.
+        ClaimRequested warmUp = claim(vol, "alloc-warm");
+        send(warmUp);
+        awaitAnswered(List.of(warmUp));
+
+        relayKafka.cut();
+        List<ClaimRequested> claims = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            claims.add(claim(vol, "alloc-" + i));
+        }
+        claims.forEach(this::send);
+        // Decided and committed, each with its accepted status and mount command, none published (the relay
+        // cannot reach the broker).
+        await().atMost(WAIT).until(() -> unpublishedRows() == 2 * claims.size());
+
+        assertEquals(137, first.kill9(), "killed by SIGKILL");
+        assertEquals(2 * claims.size(), unpublishedRows(), "the kill left the rows committed and unpublished");
+
+        relayKafka.restore();
+        ClaimServiceProcess restarted = startInstance("single-restarted");
+        await().atMost(WAIT).until(restarted::leads);
+        awaitAnswered(claims);
+        assertEveryRowDeliveredAndNoneLeft();
+        assertTrue(restarted.log().contains("outbox recovery sweep"), "the restarted process ran its recovery sweep");
+    }
+
+    /**
+     * Findings 14 and 19 of the test audit, for real: two packaged instances (own JVMs, own HTTP ports, own
+     * configuration) on one database and broker; one leads. Claims are committed (by either instance) while the
+     * leader's relay cannot reach Kafka, the leader's process is killed with SIGKILL, and the other instance takes
+     * the advisory lock, publishes every row left behind, and answers the claims sent after the kill alone.
+     */
+    @Test
+    void whenTheLeaderProcessIsKilledTheOtherInstanceTakesOverTheRelay() throws Exception {
+        ClaimServiceProcess leader = startInstance("leader");
+        await().atMost(WAIT).until(leader::leads);
+        ClaimServiceProcess standby = startInstance("standby");
+        await().atMost(WAIT).until(standby::isStandby);
+        assertTrue(leader.leads(), "the first instance still leads");
+        assertEquals(1, lockHolders(), "one holder of the advisory lock");
+        String vol = schedulableVolume(standby, "failover");
+
+        relayKafka.cut();
+        List<ClaimRequested> claims = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            claims.add(claim(vol, "alloc-" + i));
+        }
+        claims.forEach(this::send);
+        await().atMost(WAIT).until(() -> unpublishedRows() == 2 * claims.size());
+
+        assertEquals(137, leader.kill9(), "killed by SIGKILL");
+        relayKafka.restore();
+        await().atMost(WAIT).until(standby::leads);
+        assertEquals(1, lockHolders(), "the survivor holds the advisory lock");
+        awaitAnswered(claims);
+        assertEveryRowDeliveredAndNoneLeft();
+
+        // The survivor alone consumes and publishes now (the dead instance's partitions moved to it).
+        List<ClaimRequested> later = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            later.add(claim(vol, "alloc-later-" + i));
+        }
+        later.forEach(this::send);
+        awaitAnswered(later);
+        assertEveryRowDeliveredAndNoneLeft();
+        assertTrue(standby.log().contains("leadership acquired"), "the survivor logged its takeover");
+    }
+
+    /**
+     * Coverage gap 1 of the test audit: the relay's failure paths, each ending with every row published once per
+     * ce_id and none left. (1) A row committed with no signal and no NOTIFY (what a standby whose NOTIFY to the
+     * leader failed leaves behind) is published by the leader's safety sweep. (2) A send failing mid-batch: the
+     * broker refuses node-commands records (max.message.bytes 64: MESSAGE_TOO_LARGE), so the accepted status of a
+     * claim is published and its mount command, next in the same batch, is not; a second claim's rows wait behind
+     * it; once the broker takes the records again, the safety sweep alone (no new commit signals it) publishes them. (3) A drain that throws: marking a sent batch
+     * published fails once (a trigger raises), the rows stay unpublished although the broker has them, and the
+     * sweep sends them again with the same ce_ids.
+     */
+    @Test
+    void theSafetySweepRepublishesRowsWhosePublishFailedMidBatchOrWhoseMarkFailed() throws Exception {
+        ClaimServiceProcess instance = startInstance("failures");
+        await().atMost(WAIT).until(instance::leads);
+        String vol = schedulableVolume(instance, "failures");
+
+        // (1) No signal, no NOTIFY: only the safety sweep finds this row.
+        String orphan = UUID.randomUUID().toString();
+        execute("INSERT INTO outbox (ce_id, ce_type, ce_time, topic, record_key, payload, created_at)"
+                + " VALUES ('" + orphan + "', 'io.csiorchestrator.claim.status.v1', now(), '" + topic(Topic.CLAIM_STATUS)
+                + "', '" + vol + "', '" + EventCodec.encodeToString(new ClaimStatus("req-orphan", "ns1", vol, "alloc-orphan",
+                NODE, ClaimMode.WRITE, ClaimState.ACCEPTED, null, null, Instant.now())) + "', now())");
+        await().atMost(WAIT).until(() -> unpublishedRows() == 0);
+        assertEquals(1, deliveries(Topic.CLAIM_STATUS, orphan));
+
+        // (2) node-commands refuses the records (max.message.bytes below a node command's size: MESSAGE_TOO_LARGE,
+        // not retried by the producer): the batch [accepted status, mount command] breaks after its first row.
+        setTopicConfig(topic(Topic.NODE_COMMANDS), "max.message.bytes", "64");
+        ClaimRequested first = claim(vol, "alloc-1");
+        send(first);
+        await().atMost(WAIT).until(() -> instance.log().contains("outbox publish failed after"));
+        Map<String, Boolean> firstRows = rowsOf(first.allocationId());
+        assertEquals(2, firstRows.size());
+        assertEquals(Boolean.TRUE, firstRows.get(topic(Topic.CLAIM_STATUS)), "the status before the failed send is published");
+        assertEquals(Boolean.FALSE, firstRows.get(topic(Topic.NODE_COMMANDS)), "the failed mount command is not");
+        ClaimRequested second = claim(vol, "alloc-2");
+        send(second);
+        await().atMost(WAIT).until(() -> rowsOf(second.allocationId()).size() == 2);
+        assertEquals(3, unpublishedRows(), "the first claim's command and the second claim's rows wait");
+        setTopicConfig(topic(Topic.NODE_COMMANDS), "max.message.bytes", null);
+        await().atMost(WAIT).until(() -> unpublishedRows() == 0);
+        awaitAnswered(List.of(first, second));
+
+        // (3) The broker acks a batch, marking it published fails once: the drain throws, the sweep sends it again.
+        execute("CREATE SEQUENCE test_mark_failures");
+        execute("CREATE FUNCTION test_fail_first_mark() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                + " IF OLD.published_at IS NULL AND NEW.published_at IS NOT NULL THEN"
+                + "  IF nextval('test_mark_failures') = 1 THEN"
+                + "   RAISE EXCEPTION 'test: marking outbox row % published fails once', NEW.ce_id;"
+                + "  END IF;"
+                + " END IF;"
+                + " RETURN NEW; END $$");
+        execute("CREATE TRIGGER test_fail_first_mark BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION test_fail_first_mark()");
+        ClaimRequested third = claim(vol, "alloc-3");
+        send(third);
+        await().atMost(WAIT).until(() -> instance.log().contains("outbox drain failed"));
+        await().atMost(WAIT).until(() -> unpublishedRows() == 0);
+        awaitAnswered(List.of(third));
+        String thirdStatus = ceIdOf(third.allocationId(), Topic.CLAIM_STATUS);
+        assertEquals(2, deliveries(Topic.CLAIM_STATUS, thirdStatus),
+                "sent, not marked (the drain threw), sent again by the sweep: two records, one ce_id");
+
+        assertEveryRowDeliveredAndNoneLeft();
+    }
+
+    // ------------------------------------------------------------------------------------------------ helpers
+
+    private ClaimServiceProcess startInstance(String name) {
+        Map<String, String> env = Map.of(
+                "CSI_SECRETS_KEYRING", KEYRING,
+                "QUARKUS_DATASOURCE_REACTIVE_URL", pg.reactiveUrl(database),
+                "QUARKUS_DATASOURCE_USERNAME", pg.username(),
+                "QUARKUS_DATASOURCE_PASSWORD", pg.password());
+        Map<String, String> props = new LinkedHashMap<>();
+        props.put("csi.secrets.active-key", "test-key");
+        props.put("csi.topics.prefix", prefix);
+        // The relay's producer (and the topic admin) through the proxy; the consumers straight to the broker.
+        props.put("kafka.bootstrap.servers", "127.0.0.1:" + relayKafka.port());
+        for (String channel : List.of("claim-requested", "mount-done", "plugin-status")) {
+            props.put("mp.messaging.incoming." + channel + ".bootstrap.servers", broker.bootstrapServers());
+        }
+        // A killed consumer's partitions move to the other instance after 6 s (the broker's minimum), not 45 s.
+        props.put("kafka.session.timeout.ms", "6000");
+        props.put("kafka.heartbeat.interval.ms", "1000");
+        props.put("csi.claims.outbox.send-timeout", "2s");
+        props.put("csi.claims.outbox.sweep-interval", "1s");
+        props.put("csi.claims.leader.retry-interval", "1s");
+        ClaimServiceProcess instance = ClaimServiceProcess.start(prefix + name, logDir, env, props);
+        instances.add(instance);
+        return instance;
+    }
+
+    private String topic(Topic topic) {
+        return prefix + topic.baseName();
+    }
+
+    private void send(ContractEvent event) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(event.eventType(), "/test").writeTo(headers);
+        Map<String, String> h = new LinkedHashMap<>();
+        headers.forEach(header -> h.put(header.key(), new String(header.value(), StandardCharsets.UTF_8)));
+        kafka.send(topic(event.eventType().topic()), event.recordKey(), EventCodec.encodeToString(event), h);
+    }
+
+    private static ClaimRequested claim(String vol, String alloc) {
+        return new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, alloc, NODE, ClaimMode.WRITE,
+                AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, MountOptions.NONE, null,
+                MountSupport.ALL, Instant.now());
+    }
+
+    /** A multi-writer volume of a node-only plugin healthy on {@link #NODE}, registered through {@code via}, once schedulable. */
+    private String schedulableVolume(ClaimServiceProcess via, String name) {
+        String vol = name + "-" + UUID.randomUUID().toString().substring(0, 8);
+        String plugin = "plug-" + vol;
+        HttpResponse<String> created = via.postJson("/v1/volumes", "{\"volumes\":[{\"id\":\"" + vol + "\",\"namespace\":\"ns1\","
+                + "\"externalId\":\"ext-" + vol + "\",\"pluginId\":\"" + plugin + "\",\"accessMode\":\""
+                + AccessMode.MULTI_NODE_MULTI_WRITER.wire() + "\",\"attachmentMode\":\"file-system\","
+                + "\"mountOptions\":{\"fsType\":\"ext4\"}}]}");
+        assertNotNull(created, via + " answers");
+        assertEquals(201, created.statusCode(), created.body());
+        send(new PluginStatus(plugin, "test.csi", "1.0", false, 0, 0, 1, 1, List.of(),
+                List.of(new PluginStatus.NodeInstance(NODE, "ext-" + NODE, 10L, Map.of(), true, "ok", Instant.now())), Instant.now()));
+        await().atMost(WAIT).until(() -> {
+            HttpResponse<String> r = via.get("/v1/volumes/ns1/" + vol);
+            return r != null && r.statusCode() == 200 && r.body().replace(" ", "").contains("\"schedulable\":true");
+        });
+        return vol;
+    }
+
+    /** Waits until every claim has its ACCEPTED answer on claim-status. */
+    private void awaitAnswered(List<ClaimRequested> claims) {
+        await().atMost(WAIT).untilAsserted(() -> {
+            Set<String> accepted = new TreeSet<>();
+            for (ConsumerRecord<String, String> r : kafka.readAll(topic(Topic.CLAIM_STATUS))) {
+                ClaimStatus s = EventCodec.decode(ClaimStatus.class, r.value());
+                if (s.state() == ClaimState.ACCEPTED) {
+                    accepted.add(s.requestId());
+                }
+            }
+            for (ClaimRequested c : claims) {
+                assertTrue(accepted.contains(c.requestId()), "claim " + c.allocationId() + " answered");
+            }
+        });
+    }
+
+    /**
+     * No row unpublished, and the ce_ids on the rows' topics are exactly the rows' ce_ids, each on its row's
+     * topic (what a consumer deduping by ce_id sees: every row, once, nothing else).
+     */
+    private void assertEveryRowDeliveredAndNoneLeft() throws SQLException {
+        await().atMost(WAIT).until(() -> unpublishedRows() == 0);
+        Map<String, String> rows = new TreeMap<>();
+        query("SELECT ce_id, topic FROM outbox", r -> rows.put(r.getString(1), r.getString(2)));
+        Map<String, String> delivered = new TreeMap<>();
+        for (String topic : new TreeSet<>(rows.values())) {
+            for (ConsumerRecord<String, String> r : kafka.readAll(topic)) {
+                delivered.put(KafkaTestClient.header(r, CloudEventHeaders.CE_ID), topic);
+            }
+        }
+        assertEquals(rows, delivered, "ce_id -> topic of every outbox row = of every record on those topics");
+    }
+
+    private long unpublishedRows() throws SQLException {
+        long[] n = {0};
+        query("SELECT count(*) FROM outbox WHERE published_at IS NULL", r -> n[0] = r.getLong(1));
+        return n[0];
+    }
+
+    /** topic -> published, of the rows of one allocation's claim. */
+    private Map<String, Boolean> rowsOf(String allocationId) throws SQLException {
+        Map<String, Boolean> rows = new HashMap<>();
+        query("SELECT topic, published_at IS NOT NULL FROM outbox WHERE payload LIKE '%\"" + allocationId + "\"%'",
+                r -> rows.put(r.getString(1), r.getBoolean(2)));
+        return rows;
+    }
+
+    private String ceIdOf(String allocationId, Topic topic) throws SQLException {
+        List<String> ids = new ArrayList<>();
+        query("SELECT ce_id FROM outbox WHERE topic = '" + topic(topic) + "' AND payload LIKE '%\"" + allocationId + "\"%'",
+                r -> ids.add(r.getString(1)));
+        assertEquals(1, ids.size(), ids.toString());
+        return ids.get(0);
+    }
+
+    /** How many records of {@code topic} carry {@code ceId}. */
+    private long deliveries(Topic topic, String ceId) {
+        return kafka.readAll(topic(topic)).stream().filter(r -> ceId.equals(KafkaTestClient.header(r, CloudEventHeaders.CE_ID))).count();
+    }
+
+    /** How many connections hold the leader's advisory lock in this test's database. */
+    private long lockHolders() throws SQLException {
+        long[] n = {0};
+        query("SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE l.locktype = 'advisory'"
+                + " AND l.granted AND d.datname = current_database() AND l.classid = 1668508003 AND l.objid = 1818323309",
+                r -> n[0] = r.getLong(1));
+        return n[0];
+    }
+
+    /** Sets a topic config ({@code null}: back to the broker's default). */
+    private void setTopicConfig(String topic, String key, String value) throws Exception {
+        ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+        AlterConfigOp op = value == null
+                ? new AlterConfigOp(new ConfigEntry(key, ""), AlterConfigOp.OpType.DELETE)
+                : new AlterConfigOp(new ConfigEntry(key, value), AlterConfigOp.OpType.SET);
+        try (Admin admin = broker.admin()) {
+            admin.incrementalAlterConfigs(Map.of(resource, List.of(op))).all().get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    private interface RowHandler {
+        void accept(ResultSet row) throws SQLException;
+    }
+
+    private void query(String sql, RowHandler handler) throws SQLException {
+        try (Connection c = db.getConnection(); PreparedStatement s = c.prepareStatement(sql); ResultSet r = s.executeQuery()) {
+            while (r.next()) {
+                handler.accept(r);
+            }
+        }
+    }
+
+    private void execute(String sql) throws SQLException {
+        try (Connection c = db.getConnection(); Statement s = c.createStatement()) {
+            s.execute(sql);
+        }
+    }
+}

@@ -1,0 +1,175 @@
+package io.csiorchestrator.claims.it;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalDouble;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * One claim-service instance: the packaged application ({@code target/quarkus-app/quarkus-run.jar}, system
+ * property {@code csi.claims.jar}) running as a separate JVM process in the prod profile, its console in a log
+ * file. {@link #kill9()} is a real SIGKILL: no shutdown hook, no producer flush, no lock released by the
+ * process itself.
+ */
+final class ClaimServiceProcess {
+
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    final String name;
+    final int httpPort;
+    final Path log;
+    private final Process process;
+
+    private ClaimServiceProcess(String name, int httpPort, Path log, Process process) {
+        this.name = name;
+        this.httpPort = httpPort;
+        this.log = log;
+        this.process = process;
+    }
+
+    /**
+     * Starts an instance with {@code env} (environment variables) and {@code properties} (system properties);
+     * the HTTP port is a free one chosen here.
+     */
+    static ClaimServiceProcess start(String name, Path logDir, Map<String, String> env, Map<String, String> properties) {
+        Path jar = Path.of(System.getProperty("csi.claims.jar", "target/quarkus-app/quarkus-run.jar"));
+        assertTrue(Files.isRegularFile(jar), jar + " (package claim-service first)");
+        int port = freePort();
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dquarkus.http.port=" + port));
+        properties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
+        cmd.add("-jar");
+        cmd.add(jar.toAbsolutePath().toString());
+        Path log = logDir.resolve(name + ".log");
+        ProcessBuilder builder = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        builder.environment().putAll(env);
+        try {
+            return new ClaimServiceProcess(name, port, log, builder.start());
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not start " + name, e);
+        }
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
+    /** SIGKILL ({@code Process.destroyForcibly} on Linux), then waits; the exit status (137 = 128 + SIGKILL). */
+    int kill9() throws InterruptedException {
+        process.destroyForcibly();
+        assertTrue(process.waitFor(30, TimeUnit.SECONDS), name + " did not die");
+        return process.exitValue();
+    }
+
+    /** Stops the process if it still runs (cleanup), after writing its threads next to its log ({@code jcmd Thread.print}). */
+    void destroy() throws InterruptedException {
+        if (process.isAlive()) {
+            Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+            if (Files.isExecutable(jcmd)) {
+                try {
+                    new ProcessBuilder(jcmd.toString(), Long.toString(process.pid()), "Thread.print").redirectErrorStream(true)
+                            .redirectOutput(log.resolveSibling(name + ".threads.txt").toFile()).start().waitFor(30, TimeUnit.SECONDS);
+                } catch (IOException e) {
+                    // diagnostics only
+                }
+            }
+            process.destroyForcibly();
+            process.waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /** The console output so far. */
+    String log() {
+        try {
+            return Files.readString(log, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    /** GET {@code path}: status and body; status -1 while nothing answers. */
+    HttpResponse<String> get(String path) {
+        return send(HttpRequest.newBuilder(uri(path)).GET());
+    }
+
+    HttpResponse<String> postJson(String path, String json) {
+        return send(HttpRequest.newBuilder(uri(path)).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(json)));
+    }
+
+    /** A gauge of /q/metrics (Prometheus text), empty while the instance does not answer or has no such gauge. */
+    OptionalDouble gauge(String metric) {
+        HttpResponse<String> response = get("/q/metrics");
+        if (response == null || response.statusCode() != 200) {
+            return OptionalDouble.empty();
+        }
+        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(metric) + "(?:\\{[^}]*})? ([0-9.eE+-]+)").matcher(response.body());
+        return m.find() ? OptionalDouble.of(Double.parseDouble(m.group(1))) : OptionalDouble.empty();
+    }
+
+    /** Whether this instance reports itself the leader ({@code csi_claims_leader} 1); fails if the process died. */
+    boolean leads() {
+        assertTrue(process.isAlive(), name + " died; its log:\n" + tail());
+        return gauge("csi_claims_leader").orElse(-1) == 1.0;
+    }
+
+    /** Whether this instance is up and a standby ({@code csi_claims_leader} 0); fails if the process died. */
+    boolean isStandby() {
+        assertTrue(process.isAlive(), name + " died; its log:\n" + tail());
+        return gauge("csi_claims_leader").orElse(-1) == 0.0;
+    }
+
+    String tail() {
+        String text = log();
+        return text.length() > 6000 ? text.substring(text.length() - 6000) : text;
+    }
+
+    private URI uri(String path) {
+        return URI.create("http://127.0.0.1:" + httpPort + path);
+    }
+
+    private static HttpResponse<String> send(HttpRequest.Builder request) {
+        try {
+            return HTTP.send(request.timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+        } catch (IOException e) {
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return name + "[pid " + process.pid() + ", http " + httpPort + "]";
+    }
+}
