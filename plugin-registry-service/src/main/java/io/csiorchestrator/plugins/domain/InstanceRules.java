@@ -24,7 +24,9 @@ import java.util.Objects;
  * </ul>
  *
  * Silence is measured on the registry's clock from the last accepted report, not from the worker's
- * {@code observedAt}, so clock skew between nodes cannot expire or revive an instance.
+ * {@code observedAt}, so clock skew between nodes cannot expire or revive an instance; and only on time in
+ * which the registry could have recorded every report ({@link #cutoffs(RecordingWindow)}), so its own outage
+ * cannot either.
  */
 public final class InstanceRules {
 
@@ -92,15 +94,29 @@ public final class InstanceRules {
         return "no heartbeat from node " + nodeId + " for more than " + DurationText.of(instanceTtl);
     }
 
-    /** Applies silence and removal to the instances of one plugin at {@code now}. */
+    /** Applies silence and removal to the instances of one plugin at {@code now}, the registry never interrupted. */
     public SweepResult sweep(List<PluginInstance> instances, Instant now) {
+        return sweep(instances, new Cutoffs(silentIfReceivedBefore(now), removedIfReceivedBefore(now)));
+    }
+
+    /**
+     * The cutoffs of silence and removal measured on the registry's recorded time only ({@link RecordingWindow}):
+     * none while it has not caught up, or not for longer than the TTL (the removal delay) since its last
+     * interruption.
+     */
+    public Cutoffs cutoffs(RecordingWindow window) {
+        return new Cutoffs(window.receivedBefore(instanceTtl).orElse(null), window.receivedBefore(removeAfter).orElse(null));
+    }
+
+    /** Applies silence and removal to the instances of one plugin with these cutoffs. */
+    public SweepResult sweep(List<PluginInstance> instances, Cutoffs cutoffs) {
         List<PluginInstance> kept = new ArrayList<>();
         List<String> silenced = new ArrayList<>();
         List<String> removed = new ArrayList<>();
         for (PluginInstance instance : instances) {
-            if (dueForRemoval(instance, now)) {
+            if (cutoffs.removes(instance)) {
                 removed.add(instance.nodeId());
-            } else if (dueToTurnSilent(instance, now)) {
+            } else if (cutoffs.silences(instance)) {
                 kept.add(instance.silencedBecause(silenceReason(instance.nodeId())));
                 silenced.add(instance.nodeId());
             } else {
@@ -108,6 +124,27 @@ public final class InstanceRules {
             }
         }
         return new SweepResult(kept, silenced, removed);
+    }
+
+    /**
+     * Instances last received before {@code silentIfReceivedBefore} turn silent, those last received before
+     * {@code removedIfReceivedBefore} are removed; null: none does.
+     */
+    public record Cutoffs(Instant silentIfReceivedBefore, Instant removedIfReceivedBefore) {
+
+        /** Whether any instance can be due at all. */
+        public boolean any() {
+            return silentIfReceivedBefore != null || removedIfReceivedBefore != null;
+        }
+
+        boolean removes(PluginInstance instance) {
+            return removedIfReceivedBefore != null && instance.lastReceived().isBefore(removedIfReceivedBefore);
+        }
+
+        boolean silences(PluginInstance instance) {
+            return silentIfReceivedBefore != null && !instance.silent()
+                    && instance.lastReceived().isBefore(silentIfReceivedBefore);
+        }
     }
 
     /**
