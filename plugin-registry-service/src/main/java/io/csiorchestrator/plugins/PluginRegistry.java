@@ -7,10 +7,12 @@ import io.csiorchestrator.plugins.domain.InstanceRules;
 import io.csiorchestrator.plugins.domain.PluginInstance;
 import io.csiorchestrator.plugins.domain.PluginStatusCalculator;
 import io.csiorchestrator.plugins.messaging.PluginStatusPublisher;
+import io.csiorchestrator.plugins.messaging.RecordingWatch;
 import io.csiorchestrator.plugins.metrics.RegistryMetrics;
 import io.csiorchestrator.plugins.store.PluginInstanceRow;
 import io.csiorchestrator.plugins.store.PluginRow;
 import io.csiorchestrator.plugins.store.PluginStore;
+import io.csiorchestrator.support.TransientFailures;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -56,6 +58,8 @@ public class PluginRegistry {
     Clock clock;
     @Inject
     RegistryMetrics metrics;
+    @Inject
+    RecordingWatch watch;
 
     /** What a report did. */
     public enum Outcome {
@@ -88,6 +92,8 @@ public class PluginRegistry {
      */
     public Uni<Outcome> record(PluginHealth report, Instant eventTime, io.opentelemetry.context.Context trace) {
         return sessionFactory.withTransaction(session -> apply(session, report, 0))
+                .onFailure(TransientFailures::isTransient).invoke(failure -> watch.interrupted(
+                        "could not record a report, the database is away: " + failure))
                 .invoke(outcome -> metrics.committed(outcome, eventTime))
                 .call(outcome -> outcome == Outcome.CHANGED || outcome == Outcome.DUPLICATE
                         ? publisher.publishCurrent(report.pluginId(), trace)
@@ -156,14 +162,18 @@ public class PluginRegistry {
 
     /**
      * Silences the instances not heard from within the TTL and removes those not heard from within
-     * the removal delay (and plugins left without instances), publishing each changed plugin.
+     * the removal delay (and plugins left without instances), publishing each changed plugin. Both are
+     * measured on the time in which the registry could have recorded every report ({@link RecordingWatch}):
+     * nothing expires while it has not caught up since its start or its last outage.
      *
      * @return how many plugins changed or were removed
      */
     public Uni<Integer> sweep() {
         Instant now = PluginInstance.toStoredPrecision(clock.instant());
-        Uni<List<String>> due = sessionFactory.withSession(session -> store.pluginsDueForSweep(session,
-                rules.silentIfReceivedBefore(now), rules.removedIfReceivedBefore(now)));
+        InstanceRules.Cutoffs cutoffs = rules.cutoffs(watch.window());
+        Uni<List<String>> due = !cutoffs.any() ? Uni.createFrom().item(List.of())
+                : sessionFactory.withSession(session -> store.pluginsDueForSweep(session,
+                        orNever(cutoffs.silentIfReceivedBefore()), orNever(cutoffs.removedIfReceivedBefore())));
         Uni<List<String>> unpublished = sessionFactory.withSession(session ->
                 store.publicationPending(session, now.minus(PUBLICATION_GRACE)));
         return due.chain(dueIds -> unpublished.chain(pendingIds -> {
@@ -173,7 +183,7 @@ public class PluginRegistry {
             Set<String> pluginIds = new TreeSet<>(dueIds);
             pluginIds.addAll(pendingIds);
             return Multi.createFrom().iterable(pluginIds)
-                    .onItem().transformToUniAndConcatenate(pluginId -> sweepPlugin(pluginId, now)
+                    .onItem().transformToUniAndConcatenate(pluginId -> sweepPlugin(pluginId, cutoffs, now)
                             .invoke(result -> {
                                 if (result != null) {
                                     metrics.expired(result.silenced().size(), result.removed().size());
@@ -192,15 +202,20 @@ public class PluginRegistry {
         }));
     }
 
+    /** A cutoff that no instance is received before: the epoch. */
+    private static Instant orNever(Instant cutoff) {
+        return cutoff == null ? Instant.EPOCH : cutoff;
+    }
+
     /** Sweeps one plugin; after the commit, what changed, or null when nothing did. */
-    private Uni<InstanceRules.SweepResult> sweepPlugin(String pluginId, Instant now) {
+    private Uni<InstanceRules.SweepResult> sweepPlugin(String pluginId, InstanceRules.Cutoffs cutoffs, Instant now) {
         return sessionFactory.withTransaction(session -> store.lock(session, pluginId).chain(plugin -> {
             if (plugin == null) {
                 return Uni.createFrom().nullItem();
             }
             return store.instances(session, pluginId).chain(rows -> {
                 List<PluginInstance> before = rows.stream().map(PluginInstanceRow::toInstance).toList();
-                InstanceRules.SweepResult result = rules.sweep(before, now);
+                InstanceRules.SweepResult result = rules.sweep(before, cutoffs);
                 if (!result.changed()) {
                     return Uni.createFrom().nullItem();
                 }

@@ -1,7 +1,9 @@
 package io.csiorchestrator.plugins;
 
 import static io.csiorchestrator.plugins.HealthRecords.awaitStatus;
+import static io.csiorchestrator.plugins.HealthRecords.awaitStatusRecord;
 import static io.csiorchestrator.plugins.HealthRecords.counts;
+import static io.csiorchestrator.plugins.HealthRecords.decodeStatus;
 import static io.csiorchestrator.plugins.HealthRecords.monolith;
 import static io.csiorchestrator.plugins.HealthRecords.node;
 import static io.csiorchestrator.plugins.HealthRecords.now;
@@ -12,30 +14,47 @@ import static io.restassured.RestAssured.given;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.EventType;
 import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.plugins.metrics.RegistryMetrics;
 import io.csiorchestrator.testkit.KafkaTestClient;
+import io.csiorchestrator.testkit.PostgresResource;
+import io.csiorchestrator.testkit.TcpProxy;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.TestProfile;
 import io.restassured.path.json.JsonPath;
+import jakarta.inject.Inject;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** The TTL turns a silent instance unhealthy (published); long silence removes it, then the plugin (tombstone). */
+/**
+ * The TTL turns a silent instance unhealthy (published); long silence removes it, then the plugin (tombstone).
+ * The registry's own database outage never does.
+ */
 @QuarkusTest
 @TestProfile(ShortTtlProfile.class)
 class InstanceExpiryTest {
 
     private static KafkaTestClient kafka;
+
+    @Inject
+    RegistryMetrics metrics;
 
     @BeforeAll
     static void client() {
@@ -90,5 +109,69 @@ class InstanceExpiryTest {
         send(kafka, node(plugin, "n3", true, Instant.now()));
         PluginStatus again = awaitStatus(kafka, plugin, s -> s.nodesExpected() == 1 && s.nodes().get(0).nodeId().equals("n3"));
         assertTrue(again.nodes().get(0).healthy());
+    }
+
+    /**
+     * The registry's database goes away (its proxy cut) while node n1's heartbeats keep arriving on
+     * {@code plugin-health} every 250 ms and n2's stop at the cut; it stays away until n1 has sent heartbeats for
+     * 12 s, longer than the TTL (2 s) and the removal delay (10 s), that the registry could not record. After
+     * the database is back, the first {@code plugin-status} record of the plugin that differs from "both
+     * healthy" shows n2 unhealthy (its heartbeats really stopped) and n1 still there and healthy; REST shows n1
+     * healthy. Then n1's heartbeats stop too, with the registry healthy: n1 turns unhealthy with the TTL's
+     * reason, as any silent instance.
+     */
+    @Test
+    void theRegistrysOwnDatabaseOutageNeverSilencesNorRemovesAnInstanceWhoseHeartbeatsKeptComing() {
+        TcpProxy database = PostgresResource.proxy();
+        assertNotNull(database, "the test datasource goes through a proxy (TestInfrastructure)");
+        String plugin = uniquePluginId("outage-ttl");
+        AtomicReference<Instant> n1Sent = new AtomicReference<>();
+        ScheduledExecutorService workers = Executors.newScheduledThreadPool(2);
+        try {
+            ScheduledFuture<?> n1 = workers.scheduleAtFixedRate(() -> {
+                Instant at = now();
+                send(kafka, node(plugin, "n1", true, at));
+                n1Sent.set(at);
+            }, 0, 250, TimeUnit.MILLISECONDS);
+            ScheduledFuture<?> n2 = workers.scheduleAtFixedRate(() -> send(kafka, node(plugin, "n2", true, now())),
+                    0, 250, TimeUnit.MILLISECONDS);
+            ConsumerRecord<String, String> registered = awaitStatusRecord(kafka, plugin, counts(0, 0, 2, 2));
+
+            n2.cancel(false);
+            double retries = metrics.retries(true);
+            Instant cut = Instant.now();
+            database.cut();
+            await().atMost(Duration.ofSeconds(60)).until(() -> metrics.retries(true) - retries >= 3
+                    && Duration.between(cut, n1Sent.get()).compareTo(Duration.ofSeconds(12)) > 0);
+            database.restore();
+
+            ConsumerRecord<String, String> next = kafka.awaitRecord(statusTopic(), r -> plugin.equals(r.key())
+                    && r.offset() > registered.offset() && (r.value() == null || !counts(0, 0, 2, 2).test(decodeStatus(r))),
+                    Duration.ofSeconds(90));
+            assertNotNull(next.value(), "the plugin was not removed");
+            PluginStatus afterOutage = decodeStatus(next);
+            assertTrue(find(afterOutage, "n1").map(PluginStatus.NodeInstance::healthy).orElse(false),
+                    "n1 is there and healthy: " + next.value());
+            assertEquals("no heartbeat from node n2 for more than 2s", instance(afterOutage, "n2").healthDescription());
+            JsonPath detail = given().get("/v1/plugins/" + plugin).then().statusCode(200).extract().jsonPath();
+            assertEquals(true, detail.getBoolean("instances.find { it.nodeId == 'n1' }.healthy"));
+            assertNull(detail.getString("instances.find { it.nodeId == 'n1' }.silenceReason"));
+
+            // The converse, with the registry healthy: n1's heartbeats stop, and it turns unhealthy after the TTL.
+            n1.cancel(false);
+            PluginStatus n1Silent = awaitStatus(kafka, plugin, s -> find(s, "n1").filter(n -> !n.healthy()).isPresent());
+            assertEquals("no heartbeat from node n1 for more than 2s", instance(n1Silent, "n1").healthDescription());
+        } finally {
+            workers.shutdownNow();
+            database.restore();
+        }
+    }
+
+    private static PluginStatus.NodeInstance instance(PluginStatus status, String nodeId) {
+        return find(status, nodeId).orElseThrow(() -> new AssertionError("no instance on node " + nodeId + " in " + status));
+    }
+
+    private static Optional<PluginStatus.NodeInstance> find(PluginStatus status, String nodeId) {
+        return status.nodes().stream().filter(n -> n.nodeId().equals(nodeId)).findFirst();
     }
 }
