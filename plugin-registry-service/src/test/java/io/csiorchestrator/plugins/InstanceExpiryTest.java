@@ -32,6 +32,7 @@ import jakarta.inject.Inject;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -117,7 +118,7 @@ class InstanceExpiryTest {
      * 12 s, longer than the TTL (2 s) and the removal delay (10 s), that the registry could not record. After
      * the database is back, the first {@code plugin-status} record of the plugin that differs from "both
      * healthy" shows n2 unhealthy (its heartbeats really stopped) and n1 still there and healthy; REST shows n1
-     * healthy. Then n1's heartbeats stop too, with the registry healthy: n1 turns unhealthy with the TTL's
+     * healthy. {@code csi_plugin_expiry_counting} is 0 during the outage, 1 after. Then n1's heartbeats stop too, with the registry healthy: n1 turns unhealthy with the TTL's
      * reason, as any silent instance.
      */
     @Test
@@ -143,6 +144,7 @@ class InstanceExpiryTest {
             database.cut();
             await().atMost(Duration.ofSeconds(60)).until(() -> metrics.retries(true) - retries >= 3
                     && Duration.between(cut, n1Sent.get()).compareTo(Duration.ofSeconds(12)) > 0);
+            assertEquals(0.0, expiryCounting(), "the registry says it does not count silence while it cannot record");
             database.restore();
 
             ConsumerRecord<String, String> next = kafka.awaitRecord(statusTopic(), r -> plugin.equals(r.key())
@@ -156,6 +158,7 @@ class InstanceExpiryTest {
             JsonPath detail = given().get("/v1/plugins/" + plugin).then().statusCode(200).extract().jsonPath();
             assertEquals(true, detail.getBoolean("instances.find { it.nodeId == 'n1' }.healthy"));
             assertNull(detail.getString("instances.find { it.nodeId == 'n1' }.silenceReason"));
+            assertEquals(1.0, expiryCounting(), "counting again once caught up");
 
             // The converse, with the registry healthy: n1's heartbeats stop, and it turns unhealthy after the TTL.
             n1.cancel(false);
@@ -165,6 +168,10 @@ class InstanceExpiryTest {
             workers.shutdownNow();
             database.restore();
         }
+    }
+
+    private static double expiryCounting() {
+        return PrometheusText.value(PrometheusText.scrape(), "csi_plugin_expiry_counting", Map.of());
     }
 
     private static PluginStatus.NodeInstance instance(PluginStatus status, String nodeId) {
