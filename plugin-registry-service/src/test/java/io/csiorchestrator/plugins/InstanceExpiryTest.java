@@ -118,8 +118,8 @@ class InstanceExpiryTest {
      * 12 s, longer than the TTL (2 s) and the removal delay (10 s), that the registry could not record. After
      * the database is back, the first {@code plugin-status} record of the plugin that differs from "both
      * healthy" shows n2 unhealthy (its heartbeats really stopped) and n1 still there and healthy; REST shows n1
-     * healthy. {@code csi_plugin_expiry_counting} is 0 during the outage, 1 after. Then n1's heartbeats stop too, with the registry healthy: n1 turns unhealthy with the TTL's
-     * reason, as any silent instance.
+     * healthy; {@code csi_plugin_expiry_counting} is 0 during the outage and 1 after. Then n1's heartbeats stop
+     * too, with the registry healthy: n1 turns unhealthy with the TTL's reason, as any silent instance.
      */
     @Test
     void theRegistrysOwnDatabaseOutageNeverSilencesNorRemovesAnInstanceWhoseHeartbeatsKeptComing() {
