@@ -62,6 +62,18 @@ public final class Bus implements AutoCloseable {
         kafka.send(topic(event.eventType().topic()), event.recordKey(), EventCodec.encodeToString(event), h);
     }
 
+    /**
+     * Sends {@code value} (any text, or null) to {@code topic} under {@code key} with the valid CloudEvents
+     * headers of the topic's event type, as a producer that breaks the body but not the headers would.
+     */
+    public void sendRaw(Topic topic, String key, String value) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(io.csiorchestrator.events.EventType.forTopic(topic), "/test").writeTo(headers);
+        Map<String, String> h = new LinkedHashMap<>();
+        headers.forEach(header -> h.put(header.key(), new String(header.value(), java.nio.charset.StandardCharsets.UTF_8)));
+        kafka.send(topic(topic), key, value, h);
+    }
+
     /** Registers a file-system volume (no secrets) and returns its id. */
     public static String registerVolume(String namespace, String id, String pluginId, AccessMode mode) {
         given().contentType(ContentType.JSON).body(Map.of("volumes", List.of(Map.of(
