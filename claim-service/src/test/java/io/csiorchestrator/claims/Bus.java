@@ -62,6 +62,18 @@ public final class Bus implements AutoCloseable {
         kafka.send(topic(event.eventType().topic()), event.recordKey(), EventCodec.encodeToString(event), h);
     }
 
+    /**
+     * Sends {@code value} (any text, or null) to {@code topic} under {@code key} with the valid CloudEvents
+     * headers of the topic's event type, as a producer that breaks the body but not the headers would.
+     */
+    public void sendRaw(Topic topic, String key, String value) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(io.csiorchestrator.events.EventType.forTopic(topic), "/test").writeTo(headers);
+        Map<String, String> h = new LinkedHashMap<>();
+        headers.forEach(header -> h.put(header.key(), new String(header.value(), java.nio.charset.StandardCharsets.UTF_8)));
+        kafka.send(topic(topic), key, value, h);
+    }
+
     /** Registers a file-system volume (no secrets) and returns its id. */
     public static String registerVolume(String namespace, String id, String pluginId, AccessMode mode) {
         given().contentType(ContentType.JSON).body(Map.of("volumes", List.of(Map.of(
@@ -93,11 +105,14 @@ public final class Bus implements AutoCloseable {
                 null, false, null, null, null, Instant.now());
     }
 
+    /** The answer; its CloudEvents headers are those of claim-status (checked as a consumer would). */
     public ClaimStatus awaitStatus(String requestId, ClaimState state) {
-        return EventCodec.decode(ClaimStatus.class, kafka.awaitRecord(topic(Topic.CLAIM_STATUS), r -> {
+        ConsumerRecord<String, String> record = kafka.awaitRecord(topic(Topic.CLAIM_STATUS), r -> {
             ClaimStatus s = EventCodec.decode(ClaimStatus.class, r.value());
             return s.requestId().equals(requestId) && s.state() == state;
-        }, WAIT).value());
+        }, WAIT);
+        CloudEventHeaders.requireValid(record.headers(), io.csiorchestrator.events.EventType.CLAIM_STATUS);
+        return EventCodec.decode(ClaimStatus.class, record.value());
     }
 
     /** The answers to one request id so far (read to the topic's end). */
@@ -114,6 +129,8 @@ public final class Bus implements AutoCloseable {
             return c.volumeId().equals(volumeId) && c.kind() == kind && !seenCommands.contains(c.commandId());
         }, WAIT);
         NodeCommand command = EventCodec.decode(NodeCommand.class, record.value());
+        // What the worker requires of node-commands (the outbox relay writes these headers).
+        CloudEventHeaders.requireValid(record.headers(), io.csiorchestrator.events.EventType.NODE_COMMAND);
         seenCommands.add(command.commandId());
         org.junit.jupiter.api.Assertions.assertEquals(
                 io.csiorchestrator.events.NodePartitioner.partitionFor(command.nodeId(), TestResources.NODE_COMMAND_PARTITIONS),

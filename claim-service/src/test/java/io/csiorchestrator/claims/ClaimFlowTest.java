@@ -200,7 +200,7 @@ class ClaimFlowTest {
     @Test
     void aMalformedClaimGoesToTheDeadLetterTopicAndThePartitionMovesOn() {
         String vol = bus.schedulableVolume("ns1", "vol", AccessMode.MULTI_NODE_MULTI_WRITER, "node-a");
-        bus.kafka.send(Bus.topic(Topic.CLAIM_REQUESTED), vol, "{\"requestId\":\"bad-" + vol + "\",\"volumeId\":\"../etc\",\"mode\":\"grab\"}");
+        bus.sendRaw(Topic.CLAIM_REQUESTED, vol, "{\"requestId\":\"bad-" + vol + "\",\"volumeId\":\"../etc\",\"mode\":\"grab\"}");
         ClaimRequested after = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
         bus.send(after);
         bus.awaitStatus(after.requestId(), ClaimState.ACCEPTED);

@@ -48,7 +48,7 @@ class PluginStatusTest {
         String reason = bus.awaitStatus(elsewhere.requestId(), ClaimState.REJECTED).reason();
         assertTrue(reason.contains("has no node instance on node node-z"), reason);
 
-        bus.kafka.send(Bus.topic(Topic.PLUGIN_STATUS), plugin, null); // tombstone
+        bus.sendRaw(Topic.PLUGIN_STATUS, plugin, null); // tombstone
         Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then()
                 .body("schedulable", equalTo(false)).body("health", containsString("not registered")));
     }
@@ -56,12 +56,12 @@ class PluginStatusTest {
     @Test
     void malformedMountDoneAndPluginStatusAreDeadLettered() {
         String node = ClaimFlowTest.unique("node");
-        bus.kafka.send(Bus.topic(Topic.MOUNT_DONE), node, "{\"commandId\": 7, \"success\": \"maybe\"");
+        bus.sendRaw(Topic.MOUNT_DONE, node, "{\"commandId\": 7, \"success\": \"maybe\"");
         ConsumerRecord<String, String> dead = bus.kafka.awaitRecord(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter",
                 r -> node.equals(r.key()), Bus.WAIT);
         assertNotNull(KafkaTestClient.header(dead, DeadLetters.REASON));
         String plugin = ClaimFlowTest.unique("plug");
-        bus.kafka.send(Bus.topic(Topic.PLUGIN_STATUS), plugin, "{\"pluginId\": \"other\"}");
+        bus.sendRaw(Topic.PLUGIN_STATUS, plugin, "{\"pluginId\": \"other\"}");
         dead = bus.kafka.awaitRecord(Bus.topic(Topic.PLUGIN_STATUS) + "-dead-letter", r -> plugin.equals(r.key()), Bus.WAIT);
         assertTrue(KafkaTestClient.header(dead, DeadLetters.REASON).contains("malformed plugin-status"),
                 KafkaTestClient.header(dead, DeadLetters.REASON));

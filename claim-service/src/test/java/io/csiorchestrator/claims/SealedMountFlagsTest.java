@@ -104,7 +104,7 @@ class SealedMountFlagsTest {
         ClaimRequested plain = new ClaimRequested("plain-" + vol, "ns1", vol, "alloc-plain", "node-a", ClaimMode.WRITE,
                 AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false,
                 new MountOptions("ext4", List.of("noatime", secretFlag)), null, MountSupport.ALL, Instant.now());
-        bus.kafka.send(Bus.topic(Topic.CLAIM_REQUESTED), vol, EventCodec.mapper().writeValueAsString(plain));
+        bus.sendRaw(Topic.CLAIM_REQUESTED, vol, EventCodec.mapper().writeValueAsString(plain));
         ClaimRequested after = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(after);
         bus.awaitStatus(after.requestId(), ClaimState.ACCEPTED);

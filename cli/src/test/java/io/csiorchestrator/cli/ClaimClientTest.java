@@ -35,6 +35,17 @@ class ClaimClientTest {
         assertEquals("vol", release.recordKey());
     }
 
+    /** The records the CLI sends carry the CloudEvents headers claim-service requires of claim-requested. */
+    @Test
+    void recordsCarryTheCloudEventsHeadersOfClaimRequested() {
+        ClaimRequested claim = ClaimClient.claim("default", "vol", "a1", "node-1", ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM);
+        var record = ClaimClient.record(io.csiorchestrator.events.TopicCatalog.unprefixed(), claim, ClaimClient.newTraceparent());
+        var ce = io.csiorchestrator.events.CloudEventHeaders.requireValid(record.headers(),
+                io.csiorchestrator.events.EventType.CLAIM_REQUESTED);
+        assertEquals(io.csiorchestrator.events.EventType.CLAIM_REQUESTED.cloudEventType(), ce.type());
+    }
+
     @Test
     void aStatusAnswersItsRequestOnly() {
         ClaimRequested claim = ClaimClient.claim("default", "vol", "a1", "node-1", ClaimMode.WRITE,

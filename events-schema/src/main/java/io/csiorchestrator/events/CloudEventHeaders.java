@@ -1,5 +1,8 @@
 package io.csiorchestrator.events;
 
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -81,41 +84,97 @@ public record CloudEventHeaders(String id, String type, String source, String sp
         headers.add(CONTENT_TYPE, bytes(JSON));
     }
 
+    /** The longest value a CloudEvents header may have. */
+    public static final int MAX_HEADER_LENGTH = 256;
+
     /**
-     * Reads the headers of a record; every missing or unreadable one is named in one
-     * {@link MalformedEventException}.
+     * Reads the headers of a record of any contract type; every missing or unreadable one is named in
+     * one {@link MalformedEventException} (the rules of {@link #requireValid}, except that any
+     * {@code ce_type} is taken).
      */
     public static CloudEventHeaders readFrom(Headers headers) {
+        return read(headers, null);
+    }
+
+    /**
+     * The CloudEvents headers of a record of {@code expected}'s topic, checked like its body: each of
+     * {@code ce_id}, {@code ce_type}, {@code ce_source}, {@code ce_specversion} and {@code ce_time}
+     * present exactly once, UTF-8, not blank, without control characters, at most
+     * {@value #MAX_HEADER_LENGTH} characters; {@code ce_type} is {@code expected}'s type,
+     * {@code ce_specversion} is {@value #SPEC_VERSION} and {@code ce_time} an RFC 3339 timestamp with
+     * its offset. Otherwise a {@link MalformedEventException} names every offending header and its
+     * value (quoted and cut short: these headers carry no secrets).
+     */
+    public static CloudEventHeaders requireValid(Headers headers, EventType expected) {
+        return read(headers, expected);
+    }
+
+    private static CloudEventHeaders read(Headers headers, EventType expected) {
         List<Violation> problems = new ArrayList<>();
         String id = text(headers, CE_ID, problems);
         String type = text(headers, CE_TYPE, problems);
         String source = text(headers, CE_SOURCE, problems);
         String spec = text(headers, CE_SPECVERSION, problems);
         String timeText = text(headers, CE_TIME, problems);
-        Instant time = null;
-        if (timeText != null) {
-            try {
-                time = Instant.parse(timeText);
-            } catch (DateTimeParseException e) {
-                problems.add(new Violation("header " + CE_TIME, Violation.quote(timeText), "is not an RFC 3339 timestamp"));
-            }
+        if (type != null && expected != null && !expected.cloudEventType().equals(type)) {
+            problems.add(new Violation("header " + CE_TYPE, Violation.quote(type), "must be " + expected.cloudEventType()
+                    + " on " + expected.displayName()));
         }
         if (spec != null && !SPEC_VERSION.equals(spec)) {
             problems.add(new Violation("header " + CE_SPECVERSION, Violation.quote(spec), "must be " + SPEC_VERSION));
         }
+        Instant time = null;
+        if (timeText != null) {
+            try {
+                time = OffsetDateTime.parse(timeText).toInstant();
+            } catch (DateTimeParseException e) {
+                problems.add(new Violation("header " + CE_TIME, Violation.quote(timeText),
+                        "is not an RFC 3339 timestamp with offset (e.g. 2026-01-31T12:00:00Z)"));
+            }
+        }
         if (!problems.isEmpty()) {
-            throw new MalformedEventException("CloudEvents", problems);
+            throw new MalformedEventException(expected == null ? "CloudEvents" : expected.displayName(), problems);
         }
         return new CloudEventHeaders(id, type, source, spec, time);
     }
 
+    /** The one value of header {@code name}, or null with its problem added. */
     private static String text(Headers headers, String name, List<Violation> problems) {
-        Header header = headers.lastHeader(name);
-        if (header == null || header.value() == null || header.value().length == 0) {
-            problems.add(new Violation("header " + name, "(absent)", "is required"));
+        String field = "header " + name;
+        int count = 0;
+        for (Header ignored : headers.headers(name)) {
+            count++;
+        }
+        if (count > 1) {
+            problems.add(new Violation(field, count + " values", "must be given once"));
             return null;
         }
-        return new String(header.value(), StandardCharsets.UTF_8);
+        Header header = headers.lastHeader(name);
+        if (header == null || header.value() == null || header.value().length == 0) {
+            problems.add(new Violation(field, "(absent)", "is required"));
+            return null;
+        }
+        String value;
+        try {
+            value = StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(header.value())).toString();
+        } catch (CharacterCodingException e) {
+            problems.add(new Violation(field, "(" + header.value().length + " bytes)", "is not UTF-8 text"));
+            return null;
+        }
+        if (value.isBlank()) {
+            problems.add(new Violation(field, Violation.quote(value), "must not be blank"));
+        } else if (value.length() > MAX_HEADER_LENGTH) {
+            problems.add(new Violation(field, Violation.quote(value),
+                    "must be at most " + MAX_HEADER_LENGTH + " characters (has " + value.length() + ")"));
+        } else if (value.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+            problems.add(new Violation(field, Violation.quote(value), "must not contain control characters"));
+        } else {
+            return value;
+        }
+        return null;
     }
 
     private static byte[] bytes(String value) {

@@ -101,7 +101,7 @@ class InstanceExpiryTest {
         ConsumerRecord<String, String> tombstone = kafka.awaitRecord(statusTopic(),
                 r -> plugin.equals(r.key()) && r.value() == null, Duration.ofSeconds(30));
         assertNull(tombstone.value());
-        assertEquals(EventType.PLUGIN_STATUS.cloudEventType(), CloudEventHeaders.readFrom(tombstone.headers()).type());
+        assertEquals(EventType.PLUGIN_STATUS.cloudEventType(), CloudEventHeaders.requireValid(tombstone.headers(), EventType.PLUGIN_STATUS).type());
         await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().get("/v1/plugins/" + plugin).then().statusCode(404));
         List<String> listed = given().get("/v1/plugins").then().statusCode(200).extract().jsonPath().getList("id");
         assertFalse(listed.contains(plugin));

@@ -15,16 +15,26 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.csiorchestrator.events.DeadLetters;
 import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.testkit.HostileRecords;
 import io.csiorchestrator.testkit.KafkaTestClient;
 import io.quarkus.test.junit.QuarkusTest;
 import java.time.Instant;
+import java.util.List;
+import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** Malformed plugin-health records go to the dead-letter topic with their reason; the partition goes on. */
+/**
+ * Malformed plugin-health records go to the dead-letter topic with their reason; the partition goes on:
+ * a few named ones, and every kind of the shared {@link HostileRecords} list.
+ */
 @QuarkusTest
 class MalformedHealthRecordTest {
 
@@ -79,6 +89,32 @@ class MalformedHealthRecordTest {
                 .body("instances.size()", org.hamcrest.Matchers.equalTo(1))
                 .body("instances[0].nodeId", org.hamcrest.Matchers.equalTo("n1"));
         given().get("/v1/plugins/x").then().statusCode(404);
+    }
+
+    /**
+     * Every kind of {@link HostileRecords} (bad CloudEvents headers, bodies that are not a report) sent to
+     * one partition of plugin-health, then a valid report on the same partition: the report is recorded
+     * (its plugin-status arrives within {@link HealthRecords#TIMEOUT}) and every hostile record is on the
+     * dead-letter topic with a reason naming its header or field.
+     */
+    @Test
+    void everyHostileKindIsDeadLetteredWithItsReasonAndTheValidReportAfterThemIsRecorded() {
+        String plugin = uniquePluginId("hostile");
+        PluginHealth template = node(plugin, "n1", true, now());
+        HostileRecords.Template shape = new HostileRecords.Template(template.recordKey(), EventCodec.encodeToString(template),
+                HealthRecords.cloudEventHeaders(), EventType.PLUGIN_HEALTH.cloudEventType(), EventType.PLUGIN_STATUS.cloudEventType(),
+                List.of("pluginId", "nodeId", "type", "healthy", "observedAt"), List.of("pluginId", "nodeId"), List.of("type"),
+                List.of("observedAt"), EventCodec.encodeToString(new MountDone("cmd-1", "n1", NodeCommandKind.UNMOUNT, "ns1",
+                        "vol-1", "alloc-1", true, null, null, Map.of(), null, null, now())));
+        List<HostileRecords.Kind> kinds = HostileRecords.of(shape);
+        assertTrue(kinds.size() >= 50, kinds.size() + " kinds");
+        Map<HostileRecords.Kind, RecordMetadata> sent = HostileRecords.send(kafka, healthTopic(), kinds);
+
+        HealthRecords.send(kafka, node(plugin, "n1", true, now()));
+        awaitStatus(kafka, plugin, counts(0, 0, 1, 1));
+        List<String> problems = HostileRecords.deadLetterProblems(kafka, deadLetterTopic(), sent, HealthRecords.TIMEOUT);
+        assertEquals(List.of(), problems, problems.size() + " of " + sent.size()
+                + " hostile plugin-health records not dead-lettered with their reason");
     }
 
     private static ConsumerRecord<String, String> deadLetter(String key) {

@@ -79,7 +79,7 @@ class PluginHealthFlowTest {
         assertEquals("ext-n3", n3.externalNodeId());
         assertEquals(16L, n3.maxVolumes());
         assertEquals(Map.of("topology.example/zone", "z1"), n3.accessibleTopology());
-        CloudEventHeaders ce = CloudEventHeaders.readFrom(splitRecord.headers());
+        CloudEventHeaders ce = CloudEventHeaders.requireValid(splitRecord.headers(), EventType.PLUGIN_STATUS);
         assertEquals(EventType.PLUGIN_STATUS.cloudEventType(), ce.type());
         assertEquals("/plugin-registry-service", ce.source());
 

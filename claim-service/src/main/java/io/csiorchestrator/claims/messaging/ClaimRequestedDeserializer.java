@@ -26,7 +26,15 @@ public final class ClaimRequestedDeserializer implements Deserializer<String> {
         if (data == null) {
             return null;
         }
-        PlainMountFlagsRedactor.Redacted redacted = PlainMountFlagsRedactor.redact(new String(data, StandardCharsets.UTF_8));
+        PlainMountFlagsRedactor.Redacted redacted;
+        try {
+            redacted = PlainMountFlagsRedactor.redact(new String(data, StandardCharsets.UTF_8));
+        } catch (RuntimeException e) {
+            // A deserializer that throws stops the channel: the record is withheld and dead-lettered instead.
+            headers.add(WITHHELD, ("could not be read (" + e.getClass().getSimpleName() + "): withheld")
+                    .getBytes(StandardCharsets.UTF_8));
+            return "{}";
+        }
         if (redacted.withheld() != null) {
             headers.add(WITHHELD, redacted.withheld().getBytes(StandardCharsets.UTF_8));
         }

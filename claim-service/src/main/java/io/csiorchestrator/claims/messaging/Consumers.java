@@ -28,9 +28,12 @@ import org.eclipse.microprofile.reactive.messaging.Incoming;
 import org.jboss.logging.Logger;
 
 /**
- * The three inputs. Each record is decoded with the contract's codec: a malformed record fails with
- * a {@link MalformedEventException}, which nacks it to the topic's dead-letter topic (reason header
- * = the exception's message) and the partition moves on. The database being away (unreachable,
+ * The three inputs. Each record's CloudEvents headers are checked ({@link CloudEventHeaders#requireValid}:
+ * the topic's {@code ce_type}, {@code ce_specversion} 1.0, {@code ce_id}, {@code ce_source}, a parseable
+ * {@code ce_time}) and its value decoded with the contract's codec: a malformed record fails with a
+ * {@link MalformedEventException}, which nacks it to the topic's dead-letter topic (reason header =
+ * the exception's message) and the partition moves on; so does anything else the handling of one
+ * record throws before it reaches the database. The database being away (unreachable,
  * restarting, failing over: {@link TransientFailures}) is waited out: the record is retried with
  * backoff (100 ms to 5 s) for as long as that lasts, so a valid record is never dead-lettered by an
  * outage; meanwhile readiness reports the database down. Any other failure is retried for
@@ -53,11 +56,15 @@ public class Consumers {
     @Incoming("claim-requested")
     public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
         // The record's span (extracted from its traceparent by the connector) is current now, not later.
-        Tx tx = Tx.causedBy(openTelemetry, Context.current());
-        Instant requestedAt = eventTime(record, Instant.now());
-        return Uni.createFrom().item(() -> decodeClaimRequested(record))
-                .chain(request -> retried(() -> claims.onClaimRequested(request, requestedAt, tx),
-                        "claim-requested " + request.requestId()));
+        Context trace = Context.current();
+        Instant received = Instant.now();
+        return handled(() -> {
+            Tx tx = Tx.causedBy(openTelemetry, trace);
+            CloudEventHeaders.requireValid(record.headers(), EventType.CLAIM_REQUESTED);
+            ClaimRequested request = decodeClaimRequested(record);
+            Instant requestedAt = eventTime(record, received);
+            return retried(() -> claims.onClaimRequested(request, requestedAt, tx), "claim-requested " + request.requestId());
+        });
     }
 
     /**
@@ -75,9 +82,13 @@ public class Consumers {
 
     @Incoming("mount-done")
     public Uni<Void> onMountDone(ConsumerRecord<String, String> record) {
-        Tx tx = Tx.causedBy(openTelemetry, Context.current());
-        return Uni.createFrom().item(() -> EventCodec.decode(MountDone.class, record.value()))
-                .chain(done -> retried(() -> claims.onMountDone(done, tx), "mount-done " + done.commandId()));
+        Context trace = Context.current();
+        return handled(() -> {
+            Tx tx = Tx.causedBy(openTelemetry, trace);
+            CloudEventHeaders.requireValid(record.headers(), EventType.MOUNT_DONE);
+            MountDone done = EventCodec.decode(MountDone.class, record.value());
+            return retried(() -> claims.onMountDone(done, tx), "mount-done " + done.commandId());
+        });
     }
 
     /**
@@ -91,19 +102,28 @@ public class Consumers {
 
     @Incoming("plugin-status")
     public Uni<Void> onPluginStatus(ConsumerRecord<String, String> record) {
-        return Uni.createFrom().item(() -> {
-                    if (record.key() == null) {
-                        throw MalformedEventException.single("plugin-status", "(key)", null, "a plugin-status record needs the plugin id as key");
-                    }
-                    return record.value() == null ? null : EventCodec.decode(PluginStatus.class, record.value());
-                })
-                .chain(status -> {
-                    if (status != null && !status.pluginId().equals(record.key())) {
-                        throw MalformedEventException.single("plugin-status", "pluginId", status.pluginId(),
-                                "does not match the record key '" + record.key() + "'");
-                    }
-                    return retried(() -> claims.onPluginStatus(record.key(), status), "plugin-status " + record.key());
-                });
+        return handled(() -> {
+            // A tombstone (no value) carries the headers too.
+            CloudEventHeaders.requireValid(record.headers(), EventType.PLUGIN_STATUS);
+            if (record.key() == null) {
+                throw MalformedEventException.single("plugin-status", "(key)", null, "a plugin-status record needs the plugin id as key");
+            }
+            PluginStatus status = record.value() == null ? null : EventCodec.decode(PluginStatus.class, record.value());
+            if (status != null && !status.pluginId().equals(record.key())) {
+                throw MalformedEventException.single("plugin-status", "pluginId", status.pluginId(),
+                        "does not match the record key '" + record.key() + "'");
+            }
+            return retried(() -> claims.onPluginStatus(record.key(), status), "plugin-status " + record.key());
+        });
+    }
+
+    /**
+     * The handling of one record as a {@link Uni}: whatever {@code handling} throws (a bad header, a value
+     * that breaks a parser, a bug) fails it, so the record is nacked to its dead-letter topic with the
+     * reason and the partition moves on; nothing a record holds can escape to the channel.
+     */
+    private static Uni<Void> handled(java.util.function.Supplier<Uni<Void>> handling) {
+        return Uni.createFrom().deferred(handling::get);
     }
 
     /**

@@ -76,7 +76,7 @@ class DeadLetterTest {
 
         try (LogCapture log = LogCapture.start()) {
             for (String value : List.of(truncated, wrongShape, escaped)) {
-                bus.kafka.send(Bus.topic(Topic.CLAIM_REQUESTED), vol, value);
+                bus.sendRaw(Topic.CLAIM_REQUESTED, vol, value);
             }
             // Same key, same partition, sent last: answered only once the partition got past the three.
             ClaimRequested after = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);

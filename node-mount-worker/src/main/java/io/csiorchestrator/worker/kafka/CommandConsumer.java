@@ -1,7 +1,9 @@
 package io.csiorchestrator.worker.kafka;
 
+import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.DeadLetters;
 import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
@@ -57,7 +59,8 @@ import org.jboss.logging.Logger;
  * starts at the earliest offset, and its start is committed at once so it stays in the history.
  *
  * <p>Records keyed with another node are skipped (a partition is shared by several nodes),
- * malformed records sent to the dead-letter topic with the reason. Commands run through the
+ * malformed records (CloudEvents headers that break {@link CloudEventHeaders#requireValid}, a value
+ * that is not a valid command) sent to the dead-letter topic with the reason. Commands run through the
  * {@link VolumeSerializer} (one per volume at a time, volumes concurrently); each answer goes to
  * {@code mount-done}, and each partition's offset is committed only up to the longest prefix of its
  * commands whose answer the broker acknowledged (one {@link OffsetTracker} per partition). A
@@ -300,16 +303,19 @@ public final class CommandConsumer implements AutoCloseable {
         }
         NodeCommand command;
         try {
+            CloudEventHeaders.requireValid(record.headers(), EventType.NODE_COMMAND);
             command = EventCodec.decode(NodeCommand.class, record.value());
-        } catch (MalformedEventException e) {
+        } catch (RuntimeException e) {
+            // Malformed (headers or body), or anything else reading one record throws: dead-lettered, never a stop.
+            String reason = e instanceof MalformedEventException ? e.getMessage() : "could not be read: " + e;
             Span span = telemetry.tracing().startProcess(record);
             span.setStatus(StatusCode.ERROR, "malformed node command sent to " + deadLetterTopic);
             span.end();
             LOG.warnf("malformed node command at %s-%d@%d sent to %s: %s", record.topic(), record.partition(), offset,
-                    deadLetterTopic, e.getMessage());
+                    deadLetterTopic, reason);
             ProducerRecord<String, byte[]> dead = new ProducerRecord<>(deadLetterTopic, null, record.key(), record.value(),
                     record.headers());
-            dead.headers().add(DeadLetters.REASON, bytes(e.getMessage()));
+            dead.headers().add(DeadLetters.REASON, bytes(reason));
             dead.headers().add(DeadLetters.TOPIC, bytes(record.topic()));
             dead.headers().add(DeadLetters.PARTITION, bytes(Integer.toString(record.partition())));
             dead.headers().add(DeadLetters.OFFSET, bytes(Long.toString(offset)));

@@ -30,6 +30,7 @@ import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.NodePartitioner;
 import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.testkit.HostileRecords;
 import io.csiorchestrator.testkit.KafkaResource;
 import io.csiorchestrator.testkit.KafkaTestClient;
 import io.csiorchestrator.worker.NodeMountWorker;
@@ -58,6 +59,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import io.opentelemetry.api.trace.SpanKind;
@@ -203,6 +205,8 @@ class NodeMountWorkerTest {
     private static List<MountDone> awaitDone(NodeCommand command, int count) {
         String marker = "\"commandId\":\"" + command.commandId() + "\"";
         return kafka.awaitRecords("mount-done", r -> r.value().contains(marker), count, WAIT).stream()
+                // claim-service requires these headers of mount-done
+                .peek(r -> CloudEventHeaders.requireValid(r.headers(), EventType.MOUNT_DONE))
                 .map(r -> EventCodec.decode(MountDone.class, r.value())).toList();
     }
 
@@ -249,7 +253,7 @@ class NodeMountWorkerTest {
         assertTrue(health.pluginCapabilities().contains("CONTROLLER_SERVICE"), health.toString());
         assertEquals(io.csiorchestrator.events.PluginType.MONOLITH, health.type());
         assertEquals(NODE, health.nodeInfo().externalNodeId());
-        assertEquals(EventType.PLUGIN_HEALTH.cloudEventType(), KafkaTestClient.header(record, CloudEventHeaders.CE_TYPE));
+        assertEquals(EventType.PLUGIN_HEALTH.cloudEventType(), CloudEventHeaders.requireValid(record.headers(), EventType.PLUGIN_HEALTH).type());
         awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_HEALTH && PLUGIN.equals(e.pluginId())
                 && Boolean.TRUE.equals(e.success()) && !e.occurredAt().isBefore(started));
         await().atMost(WAIT).untilAsserted(() -> given().get("/q/health/ready").then().statusCode(200)
@@ -576,6 +580,39 @@ class NodeMountWorkerTest {
         assertFalse(Files.exists(root.getParent().resolve("x")));
         assertFalse(Files.exists(root.resolve("staging/x")));
         assertFalse(Files.exists(root.resolve("per-alloc/alloc-h")));
+    }
+
+    /**
+     * Every kind of {@link HostileRecords} (bad CloudEvents headers, values that are not a command) sent
+     * to this node's partition of node-commands, keyed with this node, then a valid command on the same
+     * partition: the command is answered on mount-done within {@link #WAIT}, and every hostile record is
+     * on node-commands-dead-letter with a reason naming its header or field.
+     */
+    @Test
+    void everyHostileKindIsDeadLetteredWithItsReasonAndTheCommandAfterThemIsAnswered() {
+        NodeCommand template = unmount("hostile", "ext-hostile", "alloc-hostile");
+        RecordHeaders ce = new RecordHeaders();
+        CloudEventHeaders.create(EventType.NODE_COMMAND, "/test").writeTo(ce);
+        Map<String, String> headers = new java.util.LinkedHashMap<>();
+        ce.forEach(h -> headers.put(h.key(), new String(h.value(), StandardCharsets.UTF_8)));
+        HostileRecords.Template shape = new HostileRecords.Template(NODE, EventCodec.encodeToString(template), headers,
+                EventType.NODE_COMMAND.cloudEventType(), EventType.MOUNT_DONE.cloudEventType(),
+                List.of("commandId", "nodeId", "kind", "namespace", "volumeId", "pluginId", "externalVolumeId", "allocationId",
+                        "issuedAt"),
+                List.of("nodeId", "namespace", "volumeId", "pluginId", "allocationId"), List.of("kind"), List.of("issuedAt"),
+                EventCodec.encodeToString(new io.csiorchestrator.events.ClaimRequested("req-x", NS, "hostile", "alloc-hostile",
+                        null, io.csiorchestrator.events.ClaimMode.RELEASE, null, null, false, null, null, null, Instant.now())));
+        List<HostileRecords.Kind> kinds = HostileRecords.of(shape);
+        assertTrue(kinds.size() >= 50, kinds.size() + " kinds");
+        Map<HostileRecords.Kind, RecordMetadata> sent = HostileRecords.send(kafka, "node-commands",
+                NodePartitioner.partitionFor(NODE, 4), kinds);
+
+        NodeCommand valid = unmount("hostile", "ext-hostile", "alloc-hostile");
+        send(valid);
+        awaitDone(valid);
+        List<String> problems = HostileRecords.deadLetterProblems(kafka, "node-commands-dead-letter", sent, WAIT);
+        assertEquals(List.of(), problems, problems.size() + " of " + sent.size()
+                + " hostile node-commands records not dead-lettered with their reason");
     }
 
     @Test

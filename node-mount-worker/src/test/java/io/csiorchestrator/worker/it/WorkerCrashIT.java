@@ -126,8 +126,10 @@ class WorkerCrashIT {
     }
 
     private static void send(NodeCommand command) {
+        org.apache.kafka.common.header.internals.RecordHeaders headers = new org.apache.kafka.common.header.internals.RecordHeaders();
+        io.csiorchestrator.events.CloudEventHeaders.create(io.csiorchestrator.events.EventType.NODE_COMMAND, "/test").writeTo(headers);
         kafka.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
-                EventCodec.encodeToString(command)));
+                EventCodec.encodeToString(command), headers));
     }
 
     private static NodeCommand command(NodeCommandKind kind, String ext, String id) {

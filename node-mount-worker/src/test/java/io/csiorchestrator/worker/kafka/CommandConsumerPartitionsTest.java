@@ -148,7 +148,7 @@ class CommandConsumerPartitionsTest {
     /** Writes the command to {@code partition}, explicitly, keyed with the node; returns its offset. */
     private long send(NodeCommand command, int partition) {
         RecordMetadata written = kafka.send(new ProducerRecord<>(commandsTopic, partition, command.nodeId(),
-                EventCodec.encodeToString(command)));
+                EventCodec.encodeToString(command), cloudEventHeaders()));
         assertEquals(partition, written.partition(), "written to the partition asked for");
         return written.offset();
     }
@@ -158,7 +158,15 @@ class CommandConsumerPartitionsTest {
         NodeCommand other = new NodeCommand("cmd-" + UUID.randomUUID(), "other-node", NodeCommandKind.UNMOUNT, "ns",
                 "v-other", "plugin", "ext-other", "alloc-other", null, null, false, null, null, Map.of(), Map.of(), null,
                 Instant.now());
-        kafka.send(new ProducerRecord<>(commandsTopic, partition, other.nodeId(), EventCodec.encodeToString(other)));
+        kafka.send(new ProducerRecord<>(commandsTopic, partition, other.nodeId(), EventCodec.encodeToString(other),
+                cloudEventHeaders()));
+    }
+
+    /** The CloudEvents headers a node command carries. */
+    private static org.apache.kafka.common.header.Headers cloudEventHeaders() {
+        org.apache.kafka.common.header.internals.RecordHeaders headers = new org.apache.kafka.common.header.internals.RecordHeaders();
+        io.csiorchestrator.events.CloudEventHeaders.create(io.csiorchestrator.events.EventType.NODE_COMMAND, "/test").writeTo(headers);
+        return headers;
     }
 
     private Set<String> answeredCommandIds() {

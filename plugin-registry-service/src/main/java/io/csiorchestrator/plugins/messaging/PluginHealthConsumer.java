@@ -12,18 +12,17 @@ import io.csiorchestrator.support.TransientFailures;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.header.Header;
 import org.eclipse.microprofile.reactive.messaging.Incoming;
 import org.jboss.logging.Logger;
 
 /**
- * Reads {@code plugin-health}. A record that is not a valid report (not JSON, a missing or invalid
- * field, a hostile id, a key that does not match its body, a foreign {@code ce_type}) fails with a
- * {@link MalformedEventException}: the channel's dead-letter-queue strategy sends it to
+ * Reads {@code plugin-health}. A record that is not a valid report (CloudEvents headers that break
+ * {@link CloudEventHeaders#requireValid}, not JSON, a missing or invalid field, a hostile id, a key that
+ * does not match its body) fails with a {@link MalformedEventException} (and so does anything else
+ * reading one record throws): the channel's dead-letter-queue strategy sends it to
  * {@code <prefix>plugin-health-dead-letter} with the exception message as {@code dead-letter-reason},
  * and the next record is processed. The database being away (unreachable, restarting, failing over:
  * {@link TransientFailures}) is waited out: the report is retried with backoff (200 ms up to
@@ -48,10 +47,16 @@ public class PluginHealthConsumer {
 
     @Incoming("plugin-health")
     public Uni<Void> consume(ConsumerRecord<String, String> record) {
+        // Whatever the handling of one record throws fails its Uni: the record is dead-lettered with the
+        // reason and the partition moves on (nothing escapes to the channel).
+        return Uni.createFrom().deferred(() -> handle(record));
+    }
+
+    private Uni<Void> handle(ConsumerRecord<String, String> record) {
         PluginHealth report;
         try {
             report = read(record);
-        } catch (MalformedEventException e) {
+        } catch (RuntimeException e) {
             LOG.warnf("dead-lettering %s record %s-%d@%d: %s", EVENT, record.topic(), record.partition(),
                     record.offset(), e.getMessage());
             metrics.report(RegistryMetrics.MALFORMED);
@@ -106,14 +111,7 @@ public class PluginHealthConsumer {
 
     /** The valid report in {@code record}, or a {@link MalformedEventException} naming every problem. */
     static PluginHealth read(ConsumerRecord<String, String> record) {
-        Header ceType = record.headers().lastHeader(CloudEventHeaders.CE_TYPE);
-        if (ceType != null && ceType.value() != null) {
-            String type = new String(ceType.value(), StandardCharsets.UTF_8);
-            if (!EventType.PLUGIN_HEALTH.cloudEventType().equals(type)) {
-                throw MalformedEventException.single(EVENT, "header " + CloudEventHeaders.CE_TYPE, type,
-                        "must be " + EventType.PLUGIN_HEALTH.cloudEventType());
-            }
-        }
+        CloudEventHeaders.requireValid(record.headers(), EventType.PLUGIN_HEALTH);
         PluginHealth report = EventCodec.decode(PluginHealth.class, record.value());
         if (!report.recordKey().equals(record.key())) {
             throw MalformedEventException.single(EVENT, "(key)", record.key(),

@@ -33,9 +33,15 @@ class PluginHealthConsumerReadTest {
     }
 
     @Test
-    void readsAValidReportWithOrWithoutCloudEventsHeaders() {
+    void readsAValidReportWithItsCloudEventsHeaders() {
         assertEquals(REPORT, PluginHealthConsumer.read(record("p1/n1", EventCodec.encodeToString(REPORT), EventType.PLUGIN_HEALTH)));
-        assertEquals(REPORT, PluginHealthConsumer.read(record("p1/n1", EventCodec.encodeToString(REPORT), null)));
+    }
+
+    @Test
+    void aValidReportWithoutCloudEventsHeadersIsMalformed() {
+        MalformedEventException e = assertThrows(MalformedEventException.class,
+                () -> PluginHealthConsumer.read(record("p1/n1", EventCodec.encodeToString(REPORT), null)));
+        assertTrue(e.getMessage().contains("field 'header ce_type' (absent): is required"), e.getMessage());
     }
 
     @Test
@@ -44,7 +50,7 @@ class PluginHealthConsumerReadTest {
                 () -> PluginHealthConsumer.read(record("p1", EventCodec.encodeToString(REPORT), EventType.PLUGIN_HEALTH)));
         assertEquals("malformed plugin-health event: field '(key)' 'p1': must be pluginId/nodeId 'p1/n1'", e.getMessage());
         assertThrows(MalformedEventException.class,
-                () -> PluginHealthConsumer.read(record(null, EventCodec.encodeToString(REPORT), null)));
+                () -> PluginHealthConsumer.read(record(null, EventCodec.encodeToString(REPORT), EventType.PLUGIN_HEALTH)));
     }
 
     @Test
@@ -56,9 +62,9 @@ class PluginHealthConsumerReadTest {
 
     @Test
     void aTombstoneOrGarbageIsMalformed() {
-        assertTrue(assertThrows(MalformedEventException.class, () -> PluginHealthConsumer.read(record("p1/n1", null, null)))
+        assertTrue(assertThrows(MalformedEventException.class, () -> PluginHealthConsumer.read(record("p1/n1", null, EventType.PLUGIN_HEALTH)))
                 .getMessage().contains("the record has no value"));
-        assertTrue(assertThrows(MalformedEventException.class, () -> PluginHealthConsumer.read(record("p1/n1", "[1,2", null)))
+        assertTrue(assertThrows(MalformedEventException.class, () -> PluginHealthConsumer.read(record("p1/n1", "[1,2", EventType.PLUGIN_HEALTH)))
                 .getMessage().contains("malformed plugin-health event"));
     }
 }

@@ -1,0 +1,128 @@
+package io.csiorchestrator.claims;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.ContractEvent;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.testkit.HostileRecords;
+import io.quarkus.test.junit.QuarkusTest;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * No record can stop one of claim-service's channels: to each topic it consumes (claim-requested,
+ * mount-done, plugin-status) the test sends every kind of {@link HostileRecords} (bad CloudEvents
+ * headers, bodies that are not the event) on one partition, then a valid record on the same partition.
+ * The valid record is handled (its answer arrives within {@link Bus#WAIT}) and every hostile record is
+ * on {@code <topic>-dead-letter} with a reason naming its header or field.
+ */
+@QuarkusTest
+class HostileRecordsTest {
+
+    final Bus bus = new Bus();
+
+    @AfterEach
+    void close() {
+        bus.close();
+    }
+
+    @Test
+    void claimRequestedDeadLettersEveryHostileKindAndAnswersTheValidClaimAfterThem() {
+        String node = ClaimFlowTest.unique("node-h");
+        String vol = bus.schedulableVolume("ns1", "hostile", AccessMode.SINGLE_NODE_WRITER, node);
+        ClaimRequested template = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        Map<HostileRecords.Kind, RecordMetadata> sent = sendHostile(template, EventType.MOUNT_DONE,
+                List.of("requestId", "namespace", "volumeId", "allocationId", "nodeId", "mode", "accessMode", "attachmentMode"),
+                List.of("namespace", "volumeId", "allocationId", "nodeId"), List.of("mode", "accessMode", "attachmentMode"),
+                List.of("requestedAt"), mountDoneOf(vol, node));
+
+        ClaimRequested valid = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(valid);
+        bus.awaitStatus(valid.requestId(), ClaimState.ACCEPTED);
+        assertAllDeadLettered(Topic.CLAIM_REQUESTED, sent);
+    }
+
+    @Test
+    void mountDoneDeadLettersEveryHostileKindAndHandlesTheValidAnswerAfterThem() {
+        String node = ClaimFlowTest.unique("node-h");
+        String vol = bus.schedulableVolume("ns1", "hostile", AccessMode.SINGLE_NODE_WRITER, node);
+        ClaimRequested claim = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(claim);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        MountDone done = new MountDone(mount.commandId(), node, NodeCommandKind.MOUNT, "ns1", vol, "alloc-1", true, null, null,
+                Map.of(), "/var/lib/csi/" + vol + "/alloc-1", null, Instant.now());
+        Map<HostileRecords.Kind, RecordMetadata> sent = sendHostile(done, EventType.PLUGIN_STATUS,
+                List.of("commandId", "nodeId", "kind", "namespace", "volumeId", "success", "completedAt"),
+                List.of("nodeId", "namespace", "volumeId", "allocationId"), List.of("kind"), List.of("completedAt"),
+                EventCodec.encodeToString(claim));
+
+        bus.succeed(mount);
+        bus.awaitStatus(claim.requestId(), ClaimState.READY);
+        assertAllDeadLettered(Topic.MOUNT_DONE, sent);
+    }
+
+    @Test
+    void pluginStatusDeadLettersEveryHostileKindAndAppliesTheValidStatusAfterThem() {
+        String plugin = ClaimFlowTest.unique("plug-h");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("hostile"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        PluginStatus status = status(plugin);
+        Map<HostileRecords.Kind, RecordMetadata> sent = sendHostile(status, EventType.CLAIM_REQUESTED,
+                List.of("pluginId", "controllersHealthy", "controllersExpected", "nodesHealthy", "nodesExpected", "updatedAt"),
+                List.of("pluginId"), List.of(), List.of("updatedAt"), mountDoneOf(vol, "node-a"));
+
+        bus.send(status(plugin));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        assertAllDeadLettered(Topic.PLUGIN_STATUS, sent);
+    }
+
+    private static PluginStatus status(String plugin) {
+        return new PluginStatus(plugin, "test.csi", "1.0", false, 0, 0, 1, 1, List.of(),
+                List.of(new PluginStatus.NodeInstance("node-a", "ext-node-a", 10L, Map.of(), true, "ok", Instant.now())),
+                Instant.now());
+    }
+
+    private static String mountDoneOf(String vol, String node) {
+        return EventCodec.encodeToString(new MountDone("cmd-other", node, NodeCommandKind.UNMOUNT, "ns1", vol, "alloc-1", true,
+                null, null, Map.of(), null, null, Instant.now()));
+    }
+
+    /** Sends every hostile kind made from {@code valid} to its topic, keyed like it. */
+    private Map<HostileRecords.Kind, RecordMetadata> sendHostile(ContractEvent valid, EventType other, List<String> required,
+                                                                 List<String> ids, List<String> enums, List<String> times,
+                                                                 String otherBody) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(valid.eventType(), "/test").writeTo(headers);
+        Map<String, String> ce = new LinkedHashMap<>();
+        headers.forEach(h -> ce.put(h.key(), new String(h.value(), StandardCharsets.UTF_8)));
+        HostileRecords.Template template = new HostileRecords.Template(valid.recordKey(), EventCodec.encodeToString(valid), ce,
+                valid.eventType().cloudEventType(), other.cloudEventType(), required, ids, enums, times, otherBody);
+        List<HostileRecords.Kind> kinds = HostileRecords.of(template);
+        assertTrue(kinds.size() >= 50, kinds.size() + " kinds");
+        return HostileRecords.send(bus.kafka, Bus.topic(valid.eventType().topic()), kinds);
+    }
+
+    private void assertAllDeadLettered(Topic topic, Map<HostileRecords.Kind, RecordMetadata> sent) {
+        List<String> problems = HostileRecords.deadLetterProblems(bus.kafka, Bus.topic(topic) + "-dead-letter", sent, Bus.WAIT);
+        assertEquals(List.of(), problems, problems.size() + " of " + sent.size() + " hostile " + topic.baseName()
+                + " records not dead-lettered with their reason");
+    }
+}
