@@ -105,8 +105,30 @@ class UpStateIT {
      * {@code ./csi down} and {@code ./csi up} keep a volume registration, its ready claim and Kafka's claim-status
      * records; {@code ./csi up --fresh} then starts with no volume and no claim-status record.
      */
+    /**
+     * {@code ./csi restart kafka} brings the broker back on its port with its log: the claim-status records
+     * written before are still there, and the running services and workers answer a release sent after it.
+     */
     @Test
     @Order(2)
+    void kafkaRestartKeepsItsRecordsAndTheServicesAnswerOnItsPort() throws Exception {
+        registerVolume("broker-kept");
+        Run claim = claim("broker-kept", "alloc-broker", "node-1");
+        assertEquals(0, claim.code(), claim.toString());
+        long statusRecords = endOffsets(Cluster.TOPIC_PREFIX + "claim-status");
+
+        Run restart = csi("restart", "kafka", "--work-dir", work.toString());
+        assertEquals(0, restart.code(), restart.toString());
+
+        assertTrue(endOffsets(Cluster.TOPIC_PREFIX + "claim-status") >= statusRecords,
+                "claim-status records were lost by the restart");
+        Run release = csi(withEndpoints("volume", "release", "broker-kept", "--alloc", "alloc-broker",
+                "--timeout", String.valueOf(ANSWER.toSeconds())));
+        assertEquals(0, release.code(), release.toString());
+    }
+
+    @Test
+    @Order(3)
     void downThenUpKeepsVolumesClaimsAndRecordsAndUpFreshStartsEmpty() throws Exception {
         registerVolume("restart-kept");
         Run claim = claim("restart-kept", "alloc-kept", "node-2");
