@@ -14,7 +14,8 @@ import java.util.Set;
 public final class Args {
 
     /** Options that take no value. */
-    static final Set<String> FLAGS = Set.of("json", "force", "keep", "help", "no-build", "verbose", "json-logs");
+    static final Set<String> FLAGS = Set.of("json", "force", "keep", "help", "no-build", "verbose", "json-logs", "fresh",
+            "free-ports");
 
     private final List<String> positionals;
     private final Map<String, String> options;

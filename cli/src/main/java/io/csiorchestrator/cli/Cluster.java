@@ -22,16 +22,27 @@ import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.TopicCatalog;
+import io.csiorchestrator.localinfra.KafkaMain;
+import io.csiorchestrator.localinfra.Kraft;
+import io.csiorchestrator.localinfra.PostgresMain;
+import io.csiorchestrator.localinfra.StateDir;
+
 /**
- * The whole system as local processes in one work directory: the infrastructure process (Kafka
- * and PostgreSQL), claim-service, plugin-registry-service, and per node a hostpath plugin and a
- * node-mount-worker. Every process logs to {@code <work>/logs/<name>.log}; {@code <work>/pids}
+ * The whole system as local processes in one work directory: Kafka and PostgreSQL (two processes,
+ * each with its state under {@code <work>/kafka} and {@code <work>/postgres}), claim-service,
+ * plugin-registry-service, and per node a hostpath plugin and a node-mount-worker. Every process logs to {@code <work>/logs/<name>.log}; {@code <work>/pids}
  * lists {@code <name> <pid>} in start order, so {@code csi down} can stop what {@code csi up} left.
  */
 public final class Cluster {
 
     public static final String PLUGIN_ID = "hostpath";
     public static final String PIDS = "pids";
+    /** The names of the Kafka and PostgreSQL processes (in {@code pids}, {@code logs/}) and of their directories. */
+    public static final String KAFKA = "kafka";
+    public static final String POSTGRES = "postgres";
+    public static final List<String> DATABASES = List.of("claims", "plugin_registry");
     /** Topic prefix of the local system, so its topics stand apart on a shared broker. */
     public static final String TOPIC_PREFIX = "csi.";
     public static final List<String> NODES = List.of("node-1", "node-2");
@@ -68,6 +79,7 @@ public final class Cluster {
     private final String keyring;
     private Properties infra;
     private boolean jsonLogs;
+    private boolean durable;
 
     public Cluster(Path home, Path workDir, Ports ports, boolean detached) {
         this.home = home.toAbsolutePath().normalize();
@@ -83,6 +95,15 @@ public final class Cluster {
     /** The services log JSON lines (QUARKUS_LOG_CONSOLE_JSON_ENABLED=true), as a log shipper wants them. */
     public Cluster jsonLogs(boolean on) {
         this.jsonLogs = on;
+        return this;
+    }
+
+    /**
+     * Kafka's log and PostgreSQL's data are kept across stops, PostgreSQL with fsync and synchronous commit
+     * ({@code ./csi up}); else ({@code ./csi demo}, the default) they are throw-away: no fsync, deleted on stop.
+     */
+    public Cluster durable(boolean on) {
+        this.durable = on;
         return this;
     }
 
@@ -154,8 +175,60 @@ public final class Cluster {
 
     // ------------------------------------------------------------------ processes
 
+    /** Kafka's directory: its log, ports and cluster id ({@link KafkaMain}). */
+    public Path kafkaDir() {
+        return workDir.resolve(KAFKA);
+    }
+
+    /** PostgreSQL's directory: its data directory {@code data/} and port ({@link PostgresMain}). */
+    public Path postgresDir() {
+        return workDir.resolve(POSTGRES);
+    }
+
+    /** The PostgreSQL server's own pid (the postmaster), while it runs. */
+    public Optional<Long> postmasterPid() {
+        return PostgresMain.postmasterPid(postgresDir().resolve("data"));
+    }
+
+    /**
+     * Starts Kafka and PostgreSQL as two processes ({@link KafkaMain}, {@link PostgresMain}), each on its
+     * directory under the work dir, and creates every contract topic (partitions and compaction from
+     * {@link Topic}, plus the {@code -dead-letter} topics) and the services' databases where missing.
+     */
     public void startInfra() throws IOException {
-        List<String> cmd = java("infra", 512);
+        Proc kafka = startKafka();
+        Proc postgres = startPostgres();
+        Properties kafkaReady = awaitInfra(kafka, kafkaDir());
+        Properties postgresReady = awaitInfra(postgres, postgresDir());
+        infra = infraProperties(kafkaReady, postgresReady);
+        TopicCatalog catalog = new TopicCatalog(TOPIC_PREFIX);
+        for (Map.Entry<String, Topic> entry : catalog.all().entrySet()) {
+            Topic topic = entry.getValue();
+            Map<String, String> configs = topic.compacted() ? Map.of("cleanup.policy", "compact") : Map.of();
+            Kraft.createTopic(kafkaBootstrap(), entry.getKey(), topic.defaultPartitions(), configs);
+            Kraft.createTopic(kafkaBootstrap(), catalog.deadLetterName(topic), 1, Map.of());
+        }
+    }
+
+    /** Starts the Kafka process (its own log {@code logs/kafka.log}); {@link #awaitInfra} waits for it. */
+    public Proc startKafka() throws IOException {
+        return startInfraProcess(KAFKA, KafkaMain.class, kafkaDir(), List.of());
+    }
+
+    /** Starts the PostgreSQL process (its own log {@code logs/postgres.log}); {@link #awaitInfra} waits for it. */
+    public Proc startPostgres() throws IOException {
+        List<String> databases = new ArrayList<>();
+        for (String db : DATABASES) {
+            databases.add("--database");
+            databases.add(db);
+        }
+        return startInfraProcess(POSTGRES, PostgresMain.class, postgresDir(), databases);
+    }
+
+    private Proc startInfraProcess(String name, Class<?> main, Path dir, List<String> extra) throws IOException {
+        Files.createDirectories(dir);
+        Files.deleteIfExists(dir.resolve(StateDir.READY));
+        List<String> cmd = java(name, 512);
         cmd.add("-cp");
         List<String> classPath = new ArrayList<>();
         // csi.cli.classpath: the packaged CLI jar (tests run from a surefire booter jar).
@@ -165,24 +238,37 @@ public final class Cluster {
         }
         cmd.add(String.join(java.io.File.pathSeparator, classPath));
         cmd.add("-Djava.util.logging.manager=org.jboss.logmanager.LogManager");
-        cmd.add(Main.class.getName());
-        cmd.add("infra");
-        cmd.add(workDir.toString());
-        cmd.add("--topic-prefix=" + TOPIC_PREFIX);
-        Proc proc = start("infra", cmd, Map.of());
-        Path file = workDir.resolve(Infra.FILE);
-        Wait.forFile("Kafka and PostgreSQL (" + Infra.FILE + ")", file, Duration.ofSeconds(180), proc);
-        infra = new Properties();
-        try (Reader reader = Files.newBufferedReader(file)) {
-            infra.load(reader);
+        cmd.add(main.getName());
+        cmd.add(dir.toString());
+        if (!durable) {
+            cmd.add("--ephemeral");
         }
+        cmd.addAll(extra);
+        return start(name, cmd, Map.of());
     }
 
-    public void loadInfra() throws IOException {
-        infra = new Properties();
-        try (Reader reader = Files.newBufferedReader(workDir.resolve(Infra.FILE))) {
-            infra.load(reader);
+    /** Waits until the process serves ({@code <dir>/ready.properties}) and returns what it wrote there. */
+    public Properties awaitInfra(Proc proc, Path dir) throws IOException {
+        Path file = dir.resolve(StateDir.READY);
+        Wait.forFile(proc.name() + " serving (" + file + ")", file, Duration.ofSeconds(180), proc);
+        Properties props = new Properties();
+        try (Reader reader = Files.newBufferedReader(file)) {
+            props.load(reader);
         }
+        return props;
+    }
+
+    private static Properties infraProperties(Properties kafka, Properties postgres) {
+        Properties props = new Properties();
+        props.setProperty("kafka.bootstrap.servers", kafka.getProperty("bootstrap.servers"));
+        String port = postgres.getProperty("port");
+        props.setProperty("postgres.port", port);
+        props.setProperty("postgres.username", postgres.getProperty("username"));
+        for (String db : DATABASES) {
+            props.setProperty("postgres." + db + ".jdbc", "jdbc:postgresql://127.0.0.1:" + port + "/" + db);
+            props.setProperty("postgres." + db + ".reactive", "postgresql://127.0.0.1:" + port + "/" + db);
+        }
+        return props;
     }
 
     public Proc startRegistry() throws IOException {
@@ -339,7 +425,7 @@ public final class Cluster {
         if (name.startsWith("hostpath")) {
             return 1;
         }
-        return name.equals("infra") ? 3 : 2;
+        return name.equals(KAFKA) || name.equals(POSTGRES) ? 3 : 2;
     }
 
     public List<String> stopAll(Duration grace) {

@@ -16,9 +16,14 @@ public final class Main {
 
             The system on one command:
               demo [--work-dir D]          start everything, play one volume's life across two nodes, tear down
-              up [--work-dir D]            start everything and leave it running (work dir .csi/up)
+              up [--work-dir D] [--fresh]  start everything and leave it running (work dir .csi/up); the state
+                                           (Kafka's log, PostgreSQL's data, the hostpath volumes, the workers'
+                                           records) is kept from the last `up` unless --fresh, which starts empty
                                            (both: --json-logs makes the services log JSON lines)
-              down [--work-dir D]          stop what `up` started, unmount anything left under its work dir
+              down [--work-dir D]          stop what `up` started, unmount anything left under its work dir;
+                                           the state stays for the next `up`
+              restart kafka|postgres [--work-dir D]
+                                           stop (SIGTERM) and start one of them again on its kept state and port
               bench [--cycles N] [--warmup W] [--node N]
                                            on the `up` system: claim/release latency, hop by hop (record timestamps)
 
@@ -68,9 +73,10 @@ public final class Main {
                     yield new Demo(new Cluster(home, work, Cluster.Ports.free(), false)
                             .jsonLogs(args.flag("json-logs")), out).run();
                 }
-                case "up" -> Up.up(args.only(Set.of("work-dir", "json-logs")).atMost(0), home(args), out, err);
+                case "up" -> Up.up(args.only(Set.of("work-dir", "json-logs", "fresh", "free-ports")).atMost(0), home(args),
+                        out, err);
                 case "down" -> Up.down(args.only(Set.of("work-dir")).atMost(0), home(args), out, err);
-                case "infra" -> Infra.run(Path.of(args.positional(0, "work dir")), args.option("topic-prefix").orElse(""));
+                case "restart" -> Up.restart(args.only(Set.of("work-dir")).atMost(1), home(args), out, err);
                 case "bench" -> new Bench(args.only(Set.of("work-dir", "cycles", "warmup", "node")).atMost(0),
                         Endpoints.resolve(args, System.getenv(), home(args)), out).run();
                 case "volume", "plugin" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)

@@ -24,7 +24,8 @@ final class Up {
             err.println("error: the system in " + work + " is running already; ./csi down first");
             return 1;
         }
-        Cluster.Ports ports = Cluster.Ports.defaults();
+        // --free-ports: the services on free ports instead of 8081-8084 (a second system beside one, the tests).
+        Cluster.Ports ports = args.flag("free-ports") ? Cluster.Ports.free() : Cluster.Ports.defaults();
         for (int port : List.of(ports.claims(), ports.registry(), ports.workers().get("node-1"),
                 ports.workers().get("node-2"))) {
             if (!Cluster.portFree(port)) {
@@ -32,10 +33,22 @@ final class Up {
                 return 1;
             }
         }
+        if (args.flag("fresh")) {
+            List<String> unmounted = Files.isDirectory(work) ? Mounts.unmountAllUnder(work) : List.of();
+            if (!Mounts.under(work).isEmpty()) {
+                err.println("error: still mounted under " + work + ": " + Mounts.under(work));
+                return 1;
+            }
+            deleteTree(work);
+            out.println("csi up --fresh: starting empty (removed " + work + (unmounted.isEmpty() ? "" : "; unmounted "
+                    + unmounted) + ")");
+        } else if (Files.isDirectory(work.resolve(Cluster.POSTGRES)) || Files.isDirectory(work.resolve(Cluster.KAFKA))) {
+            out.println("csi up: keeping the state in " + work + " (Kafka's log, PostgreSQL's data, the hostpath volumes,"
+                    + " the workers' records); ./csi up --fresh starts empty");
+        }
         Files.deleteIfExists(work.resolve(Cluster.PIDS));
-        Files.deleteIfExists(work.resolve(Infra.FILE));
         Files.deleteIfExists(work.resolve(Endpoints.FILE));
-        Cluster cluster = new Cluster(home, work, ports, true).jsonLogs(args.flag("json-logs"));
+        Cluster cluster = new Cluster(home, work, ports, true).durable(true).jsonLogs(args.flag("json-logs"));
         Steps steps = new Steps(out, 5);
         boolean ok = steps.run("start Kafka (KRaft) and PostgreSQL", () -> {
             cluster.prepare();
@@ -81,6 +94,9 @@ final class Up {
                     + "   (a CSI plugin at <dir>/<plugin-id>/csi.sock is picked up; worker " + cluster.workerUrl(node) + ")");
         }
         out.println("hostpath shared dir      " + cluster.hostpathShared() + "   (volumes/, controller-state.json)");
+        out.println("kafka log                " + cluster.kafkaDir() + "   (./csi restart kafka)");
+        out.println("postgresql data          " + cluster.postgresDir().resolve("data") + "   (server pid "
+                + cluster.postmasterPid().map(String::valueOf).orElse("?") + "; ./csi restart postgres)");
         out.println("logs                     " + cluster.logs());
         out.println("stop with                ./csi down");
         return 0;
@@ -107,12 +123,61 @@ final class Up {
         List<String> left = Mounts.under(work);
         Files.deleteIfExists(work.resolve(Cluster.PIDS));
         Files.deleteIfExists(work.resolve(Endpoints.FILE));
-        Files.deleteIfExists(work.resolve(Infra.FILE));
         if (!left.isEmpty()) {
             err.println("csi down: still mounted: " + left);
             return 1;
         }
-        out.println("csi down: stopped; no mount left under " + work);
+        out.println("csi down: stopped; no mount left under " + work + "; the state stays there for the next ./csi up"
+                + " (./csi up --fresh starts empty)");
         return 0;
+    }
+
+    /**
+     * {@code csi restart kafka|postgres}: stops that process of the running system (SIGTERM, SIGKILL after
+     * 30 s; nothing to stop if it died) and starts it again on its kept directory and port, so the services,
+     * which keep running, reconnect to it.
+     */
+    static int restart(Args args, Path home, PrintStream out, PrintStream err) throws IOException {
+        Path work = workDir(args, home);
+        String name = args.positional(0, "kafka or postgres");
+        if (!name.equals(Cluster.KAFKA) && !name.equals(Cluster.POSTGRES)) {
+            throw new Args.UsageException("restart takes kafka or postgres, not '" + name + "'");
+        }
+        List<Cluster.Proc> running = Cluster.readPids(work);
+        if (running.isEmpty()) {
+            err.println("error: nothing running in " + work + "; ./csi up first");
+            return 1;
+        }
+        Cluster cluster = new Cluster(home, work, Cluster.Ports.defaults(), true).durable(true);
+        List<Cluster.Proc> old = running.stream().filter(p -> p.name().equals(name)).toList();
+        for (Cluster.Proc proc : old) {
+            out.println("stopping " + name + " (pid " + proc.handle().pid() + ")");
+        }
+        List<String> killed = Cluster.stop(old, Duration.ofSeconds(30));
+        if (!killed.isEmpty()) {
+            err.println("csi restart: had to SIGKILL " + killed);
+        }
+        Cluster.Proc proc = name.equals(Cluster.KAFKA) ? cluster.startKafka() : cluster.startPostgres();
+        try {
+            cluster.awaitInfra(proc, name.equals(Cluster.KAFKA) ? cluster.kafkaDir() : cluster.postgresDir());
+        } catch (RuntimeException e) {
+            err.println("csi restart: " + name + " did not start: " + e.getMessage() + "; log " + proc.log());
+            return 1;
+        }
+        out.println("csi restart: " + name + " runs again (pid " + proc.handle().pid()
+                + (name.equals(Cluster.POSTGRES) ? ", server pid " + cluster.postmasterPid().map(String::valueOf).orElse("?")
+                : "") + ")");
+        return 0;
+    }
+
+    private static void deleteTree(Path root) throws IOException {
+        if (!Files.exists(root)) {
+            return;
+        }
+        try (var paths = Files.walk(root)) {
+            for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(path);
+            }
+        }
     }
 }

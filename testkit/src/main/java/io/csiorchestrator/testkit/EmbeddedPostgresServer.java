@@ -5,13 +5,14 @@ import java.io.UncheckedIOException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 
 import javax.sql.DataSource;
 
+import io.csiorchestrator.localinfra.Postgres;
+import io.csiorchestrator.localinfra.QuietLogging;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 
 /**
@@ -62,24 +63,13 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
             QuietLogging.postgres();
         }
         long begin = System.nanoTime();
-        Thread thread = Thread.currentThread();
-        ClassLoader previous = thread.getContextClassLoader();
-        thread.setContextClassLoader(EmbeddedPostgres.class.getClassLoader());
         try {
-            EmbeddedPostgres postgres = EmbeddedPostgres.builder()
-                .setServerConfig("fsync", "off")
-                .setServerConfig("full_page_writes", "off")
-                .setServerConfig("synchronous_commit", "off")
-                .setServerConfig("max_connections", "200")
-                .setPGStartupWait(Duration.ofSeconds(60))
-                .start();
+            EmbeddedPostgres postgres = Postgres.start(Postgres.builder(false));
             LOG.log(System.Logger.Level.INFO, "PostgreSQL started in {0} ms on {1}:{2,number,#}",
                 (System.nanoTime() - begin) / 1_000_000, HOST, postgres.getPort());
             return new EmbeddedPostgresServer(postgres);
         } catch (IOException e) {
             throw new UncheckedIOException("Could not start embedded PostgreSQL", e);
-        } finally {
-            thread.setContextClassLoader(previous);
         }
     }
 

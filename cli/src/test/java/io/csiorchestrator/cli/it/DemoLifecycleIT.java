@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
  * The demo's lifecycle across separate processes (Kafka and PostgreSQL, claim-service,
  * plugin-registry-service, two node-mount-workers, two hostpath plugins): write on node-1, read
  * back on node-2. The demo checks the mount table (mounted, read-write/read-only, unmounted) and the
- * file's contents at every step; this test asserts that every step passed and that nothing is left.
+ * file's contents at every step; this test asserts that every step passed and that nothing is left (no
+ * process, no mount, no Kafka log or PostgreSQL data: the demo's are throw-away).
  */
 class DemoLifecycleIT {
 
@@ -60,6 +61,9 @@ class DemoLifecycleIT {
         for (Cluster.Proc proc : cluster.procs()) {
             assertFalse(proc.handle().isAlive(), proc.name() + " still runs");
         }
+        // The demo is throw-away: its Kafka log and PostgreSQL data are gone with their processes.
+        assertFalse(Files.exists(cluster.kafkaDir()), cluster.kafkaDir() + " is left");
+        assertFalse(Files.exists(cluster.postgresDir()), cluster.postgresDir() + " is left");
         // Every claim and release came back in the trace its claim-requested started (carried through
         // claim-service's outbox, node-commands, the worker, mount-done and back to claim-status).
         assertEquals(4, demo.outcomes().size());

@@ -1,4 +1,4 @@
-package io.csiorchestrator.testkit;
+package io.csiorchestrator.localinfra;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -10,7 +10,7 @@ import java.util.logging.Logger;
  * the SLF4J provider this module brings). Levels set explicitly before are kept. Without JBoss LogManager it
  * does nothing.
  */
-final class QuietLogging {
+public final class QuietLogging {
 
     static final Map<String, Level> KAFKA = levels(
         "kafka", Level.WARNING,
@@ -27,11 +27,11 @@ final class QuietLogging {
     private QuietLogging() {
     }
 
-    static void kafka() {
+    public static void kafka() {
         apply(KAFKA);
     }
 
-    static void postgres() {
+    public static void postgres() {
         apply(POSTGRES);
     }
 

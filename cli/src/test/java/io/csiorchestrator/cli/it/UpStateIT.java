@@ -1,0 +1,247 @@
+package io.csiorchestrator.cli.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.csiorchestrator.cli.Cluster;
+import io.csiorchestrator.cli.Main;
+import io.csiorchestrator.cli.Mounts;
+import io.csiorchestrator.cli.Wait;
+import io.csiorchestrator.localinfra.PostgresMain;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * {@code ./csi up}'s state across crashes and restarts, through the CLI's own commands ({@link Main#run}) on a
+ * system in {@code target/up-state-*} (services on free ports): Kafka and PostgreSQL as separate processes with
+ * their state under the work dir, PostgreSQL with fsync and synchronous commit.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class UpStateIT {
+
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+    private static final Duration ANSWER = Duration.ofSeconds(90);
+
+    private Path work;
+
+    record Run(int code, String out, String err) {
+        @Override
+        public String toString() {
+            return "exit " + code + "\n--- out\n" + out + "--- err\n" + err;
+        }
+    }
+
+    @BeforeAll
+    void up() throws IOException {
+        work = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "up-state-");
+        Run up = csi("up", "--work-dir", work.toString(), "--free-ports", "--fresh");
+        assertEquals(0, up.code(), up.toString());
+    }
+
+    @AfterAll
+    void down() {
+        if (work != null) {
+            Run down = csi("down", "--work-dir", work.toString());
+            Mounts.unmountAllUnder(work);
+            assertEquals(0, down.code(), down.toString());
+            assertEquals(List.of(), Mounts.under(work));
+        }
+    }
+
+    /**
+     * A claim answered ready is kept by a PostgreSQL server killed with SIGKILL (the postmaster and every one of
+     * its processes) the moment the answer arrived: after {@code ./csi restart postgres} claim-service reports
+     * the claim ready (its transition was committed durably before the answer was published).
+     */
+    @Test
+    @Order(1)
+    void claimAnsweredReadySurvivesAKill9OfPostgresAndItsRestart() throws Exception {
+        registerVolume("crash-kept");
+        Run claim = claim("crash-kept", "alloc-crash", "node-1");
+        long postmaster = PostgresMain.postmasterPid(work.resolve(Cluster.POSTGRES).resolve("data")).orElseThrow();
+        List<ProcessHandle> server = new ArrayList<>();
+        ProcessHandle.of(postmaster).ifPresent(server::add);
+        server.addAll(server.get(0).descendants().toList());
+        server.forEach(ProcessHandle::destroyForcibly); // SIGKILL, right after the ready answer
+        for (ProcessHandle process : server) {
+            process.onExit().get(30, TimeUnit.SECONDS);
+        }
+        assertEquals(0, claim.code(), claim.toString());
+
+        Run restart = csi("restart", "postgres", "--work-dir", work.toString());
+        assertEquals(0, restart.code(), restart.toString());
+
+        JsonNode held = awaitClaim("crash-kept", "alloc-crash");
+        assertEquals("ready", held.path("state").asText().toLowerCase(), held.toString());
+    }
+
+    /**
+     * {@code ./csi down} and {@code ./csi up} keep a volume registration, its ready claim and Kafka's claim-status
+     * records; {@code ./csi up --fresh} then starts with no volume and no claim-status record.
+     */
+    /**
+     * {@code ./csi restart kafka} brings the broker back on its port with its log: the claim-status records
+     * written before are still there, and the running services and workers answer a release sent after it.
+     */
+    @Test
+    @Order(2)
+    void kafkaRestartKeepsItsRecordsAndTheServicesAnswerOnItsPort() throws Exception {
+        registerVolume("broker-kept");
+        Run claim = claim("broker-kept", "alloc-broker", "node-1");
+        assertEquals(0, claim.code(), claim.toString());
+        long statusRecords = endOffsets(Cluster.TOPIC_PREFIX + "claim-status");
+
+        Run restart = csi("restart", "kafka", "--work-dir", work.toString());
+        assertEquals(0, restart.code(), restart.toString());
+
+        assertTrue(endOffsets(Cluster.TOPIC_PREFIX + "claim-status") >= statusRecords,
+                "claim-status records were lost by the restart");
+        Run release = csi(withEndpoints("volume", "release", "broker-kept", "--alloc", "alloc-broker",
+                "--timeout", String.valueOf(ANSWER.toSeconds())));
+        assertEquals(0, release.code(), release.toString());
+    }
+
+    @Test
+    @Order(3)
+    void downThenUpKeepsVolumesClaimsAndRecordsAndUpFreshStartsEmpty() throws Exception {
+        registerVolume("restart-kept");
+        Run claim = claim("restart-kept", "alloc-kept", "node-2");
+        assertEquals(0, claim.code(), claim.toString());
+        long statusRecords = endOffsets(Cluster.TOPIC_PREFIX + "claim-status");
+        assertTrue(statusRecords > 0, "no claim-status record before the restart");
+
+        Run down = csi("down", "--work-dir", work.toString());
+        assertEquals(0, down.code(), down.toString());
+        Run up = csi("up", "--work-dir", work.toString(), "--free-ports");
+        assertEquals(0, up.code(), up.toString());
+        assertTrue(up.out().contains("keeping the state in " + work), up.out());
+
+        assertEquals("ready", awaitClaim("restart-kept", "alloc-kept").path("state").asText().toLowerCase());
+        assertTrue(endOffsets(Cluster.TOPIC_PREFIX + "claim-status") >= statusRecords,
+                "claim-status records were lost across the restart");
+
+        Run downAgain = csi("down", "--work-dir", work.toString());
+        assertEquals(0, downAgain.code(), downAgain.toString());
+        Run fresh = csi("up", "--work-dir", work.toString(), "--free-ports", "--fresh");
+        assertEquals(0, fresh.code(), fresh.toString());
+        assertTrue(fresh.out().contains("starting empty"), fresh.out());
+        Run list = csi(withEndpoints("volume", "status", "-json"));
+        assertEquals(0, list.code(), list.toString());
+        assertEquals(0, MAPPER.readTree(list.out()).size(), list.out());
+        assertEquals(0, endOffsets(Cluster.TOPIC_PREFIX + "claim-status"), "claim-status has records after --fresh");
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private void registerVolume(String name) throws IOException {
+        Run create = csi("volume", "create", name, "--work-dir", work.toString(), "-json");
+        assertEquals(0, create.code(), create.toString());
+        String externalId = MAPPER.readTree(create.out()).path("externalId").asText();
+        Path file = work.resolve(name + ".json");
+        Files.writeString(file, MAPPER.writeValueAsString(Map.of("id", name, "name", name, "externalId", externalId,
+                "pluginId", Cluster.PLUGIN_ID, "accessMode", "multi-node-single-writer", "attachmentMode", "file-system")));
+        Run register = csi(withEndpoints("volume", "register", file.toString()));
+        assertEquals(0, register.code(), register.toString());
+    }
+
+    private Run claim(String volume, String alloc, String node) {
+        return csi(withEndpoints("volume", "claim", volume, "--alloc", alloc, "--node", node, "--mode", "write",
+                "--timeout", String.valueOf(ANSWER.toSeconds())));
+    }
+
+    /** The claim of {@code alloc} on the volume, once claim-service answers with it (it may be reconnecting). */
+    private JsonNode awaitClaim(String volume, String alloc) {
+        return Wait.until("claim " + alloc + " on " + volume, ANSWER, null, () -> {
+            Run status = csi(withEndpoints("volume", "status", volume, "-json"));
+            if (status.err().contains("unknown to claim-service")) {
+                throw new IllegalStateException("volume " + volume + " is gone: " + status.err());
+            }
+            if (status.code() != 0) {
+                return Optional.empty(); // claim-service not answering yet (reconnecting to PostgreSQL)
+            }
+            try {
+                for (JsonNode claim : MAPPER.readTree(status.out()).path("claims")) {
+                    if (claim.path("allocationId").asText().equals(alloc)) {
+                        return Optional.of(claim);
+                    }
+                }
+                throw new IllegalStateException("claim " + alloc + " is not on " + volume + ": " + status.out());
+            } catch (IOException e) {
+                return Optional.empty();
+            }
+        });
+    }
+
+    private long endOffsets(String topic) throws Exception {
+        Properties props = new Properties();
+        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, endpoints().getProperty("kafka.bootstrap.servers"));
+        try (Admin admin = Admin.create(props)) {
+            int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS)
+                    .get(topic).partitions().size();
+            Map<TopicPartition, OffsetSpec> specs = new java.util.HashMap<>();
+            for (int p = 0; p < partitions; p++) {
+                specs.put(new TopicPartition(topic, p), OffsetSpec.latest());
+            }
+            return admin.listOffsets(specs).all().get(30, TimeUnit.SECONDS).values().stream()
+                    .mapToLong(info -> info.offset()).sum();
+        }
+    }
+
+    private Properties endpoints() throws IOException {
+        Properties props = new Properties();
+        try (Reader reader = Files.newBufferedReader(work.resolve("endpoints.properties"))) {
+            props.load(reader);
+        }
+        return props;
+    }
+
+    private String[] withEndpoints(String... command) {
+        try {
+            Properties e = endpoints();
+            List<String> args = new ArrayList<>(List.of(command));
+            args.addAll(List.of("--claims-url", e.getProperty("claims.url"), "--registry-url", e.getProperty("registry.url"),
+                    "--kafka", e.getProperty("kafka.bootstrap.servers"), "--topic-prefix", e.getProperty("csi.topics.prefix")));
+            return args.toArray(String[]::new);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static Run csi(String... argv) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = Main.run(argv, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        String o = out.toString(StandardCharsets.UTF_8);
+        String e = err.toString(StandardCharsets.UTF_8);
+        System.out.print(o);
+        System.err.print(e);
+        return new Run(code, o, e);
+    }
+}
