@@ -48,6 +48,8 @@ import javax.sql.DataSource;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -78,6 +80,9 @@ class ClaimServiceCrashIT {
     static final Duration WAIT = Duration.ofSeconds(90);
     static final String NODE = "node-a";
     static final AtomicInteger RUN = new AtomicInteger();
+    /** The consumer group of claim-service's input channels. */
+    static final String GROUP = "claim-service";
+    static final List<Topic> INPUTS = List.of(Topic.CLAIM_REQUESTED, Topic.MOUNT_DONE, Topic.PLUGIN_STATUS);
 
     static Path logDir;
     static EmbeddedPostgresServer pg;
@@ -211,6 +216,79 @@ class ClaimServiceCrashIT {
     }
 
     /**
+     * Issue 16, wanted 1 (a restarted instance gets its partitions back): one instance, named {@code claims-0}, owns
+     * every partition of its three input topics as the static group members {@code claims-0.<channel>}; it is
+     * killed with SIGKILL, a claim is sent while it is down, and the process restarted under the same name rejoins
+     * as the same static members, owns every partition again, and answers the claim.
+     */
+    @Test
+    void anInstanceKilledAndRestartedUnderItsNameGetsItsPartitionsBackAndAnswersAClaimSentWhileItWasDown() throws Exception {
+        String name = prefix + "claims-0";
+        ClaimServiceProcess first = startInstance("static", name);
+        await().atMost(WAIT).until(first::leads);
+        String vol = schedulableVolume(first, "static");
+        ClaimRequested warmUp = claim(vol, "alloc-warm");
+        send(warmUp);
+        awaitAnswered(List.of(warmUp));
+        for (Topic input : INPUTS) {
+            await().atMost(WAIT).until(() -> ownsEveryPartition(name, input));
+        }
+
+        assertEquals(137, first.kill9(), "killed by SIGKILL");
+        long killed = System.nanoTime();
+        ClaimRequested meanwhile = claim(vol, "alloc-meanwhile");
+        send(meanwhile);
+
+        ClaimServiceProcess restarted = startInstance("static-restarted", name);
+        long started = System.nanoTime();
+        awaitAnswered(List.of(meanwhile));
+        System.out.printf("[failover] restart under the same name: claim sent while down answered %d ms after the"
+                + " restart began (%d ms after the kill)%n", (System.nanoTime() - started) / 1_000_000,
+                (System.nanoTime() - killed) / 1_000_000);
+        for (Topic input : INPUTS) {
+            assertTrue(ownsEveryPartition(name, input), "the restarted " + name + " owns every partition of " + input);
+        }
+        assertTrue(restarted.isAlive(), "the restarted instance runs");
+        assertEveryRowDeliveredAndNoneLeft();
+    }
+
+    /**
+     * Issue 16, wanted 1 (a surviving replica takes over): two instances share the partitions of the input topics
+     * (each owns some of {@code claim-requested}); one is killed with SIGKILL and not restarted; the broker
+     * expires its members and the survivor owns every partition of every input topic (read from the group's
+     * description, {@code Admin.describeConsumerGroups}), and answers claims on every partition.
+     */
+    @Test
+    void whenOneOfTwoInstancesIsKilledTheOtherConsumesEveryPartition() throws Exception {
+        String victimName = prefix + "claims-a";
+        String survivorName = prefix + "claims-b";
+        ClaimServiceProcess victim = startInstance("group-a", victimName);
+        await().atMost(WAIT).until(victim::leads);
+        ClaimServiceProcess survivor = startInstance("group-b", survivorName);
+        await().atMost(WAIT).until(survivor::isStandby);
+        await().atMost(WAIT).untilAsserted(() -> assertTrue(!partitionsOf(victimName, Topic.CLAIM_REQUESTED).isEmpty()
+                && !partitionsOf(survivorName, Topic.CLAIM_REQUESTED).isEmpty(), "each owns some partitions: " + group()));
+
+        assertEquals(137, victim.kill9(), "killed by SIGKILL");
+        long killed = System.nanoTime();
+        for (Topic input : INPUTS) {
+            await().atMost(WAIT).untilAsserted(() -> assertTrue(ownsEveryPartition(survivorName, input),
+                    survivorName + " owns every partition of " + input + ": " + group()));
+        }
+        System.out.printf("[failover] one of two instances killed: the survivor owned every partition %d ms after the kill%n",
+                (System.nanoTime() - killed) / 1_000_000);
+
+        // Claims on many volumes (keys), so on every partition of claim-requested, are answered by the survivor.
+        List<ClaimRequested> claims = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            claims.add(claim(schedulableVolume(survivor, "survivor" + i), "alloc-" + i));
+        }
+        claims.forEach(this::send);
+        awaitAnswered(claims);
+        assertEveryRowDeliveredAndNoneLeft();
+    }
+
+    /**
      * Coverage gap 1 of the test audit: the relay's failure paths, each ending with every row published once per
      * ce_id and none left. (1) A row committed with no signal and no NOTIFY (what a standby whose NOTIFY to the
      * leader failed leaves behind) is published by the leader's safety sweep. (2) A send failing mid-batch: the
@@ -277,9 +355,19 @@ class ClaimServiceCrashIT {
 
     // ------------------------------------------------------------------------------------------------ helpers
 
+    /** Starts an instance named {@code name} (its log file, and its {@code CSI_INSTANCE_NAME}). */
     private ClaimServiceProcess startInstance(String name) {
+        return startInstance(name, prefix + name);
+    }
+
+    /**
+     * Starts an instance logging to {@code <prefix><name>.log} whose consumers join the group as static members
+     * {@code <instanceName>.<channel>} ({@code CSI_INSTANCE_NAME}); the consumer group settings are the packaged ones.
+     */
+    private ClaimServiceProcess startInstance(String name, String instanceName) {
         Map<String, String> env = Map.of(
                 "CSI_SECRETS_KEYRING", KEYRING,
+                "CSI_INSTANCE_NAME", instanceName,
                 "QUARKUS_DATASOURCE_REACTIVE_URL", pg.reactiveUrl(database),
                 "QUARKUS_DATASOURCE_USERNAME", pg.username(),
                 "QUARKUS_DATASOURCE_PASSWORD", pg.password());
@@ -291,9 +379,6 @@ class ClaimServiceCrashIT {
         for (String channel : List.of("claim-requested", "mount-done", "plugin-status")) {
             props.put("mp.messaging.incoming." + channel + ".bootstrap.servers", broker.bootstrapServers());
         }
-        // A killed consumer's partitions move to the other instance after 6 s (the broker's minimum), not 45 s.
-        props.put("kafka.session.timeout.ms", "6000");
-        props.put("kafka.heartbeat.interval.ms", "1000");
         props.put("csi.claims.outbox.send-timeout", "2s");
         props.put("csi.claims.outbox.sweep-interval", "1s");
         props.put("csi.claims.leader.retry-interval", "1s");
@@ -397,6 +482,51 @@ class ClaimServiceCrashIT {
     /** How many records of {@code topic} carry {@code ceId}. */
     private long deliveries(Topic topic, String ceId) {
         return kafka.readAll(topic(topic)).stream().filter(r -> ceId.equals(KafkaTestClient.header(r, CloudEventHeaders.CE_ID))).count();
+    }
+
+    /**
+     * Whether the static member {@code <instanceName>.<channel of input>} owns every partition of {@code input} (so no
+     * other member owns any: a group assigns each partition to one member).
+     */
+    private boolean ownsEveryPartition(String instanceName, Topic input) throws Exception {
+        Set<Integer> all = new TreeSet<>();
+        try (Admin admin = broker.admin()) {
+            admin.describeTopics(List.of(topic(input))).allTopicNames().get(30, TimeUnit.SECONDS).get(topic(input))
+                    .partitions().forEach(p -> all.add(p.partition()));
+        }
+        return !all.isEmpty() && all.equals(partitionsOf(instanceName, input));
+    }
+
+    /**
+     * The partitions of {@code input} assigned to the static member {@code <instanceName>.<channel>} of the group
+     * {@code claim-service}, as the broker describes the group.
+     */
+    private Set<Integer> partitionsOf(String instanceName, Topic input) throws Exception {
+        String memberId = instanceName + "." + input.baseName();
+        Set<Integer> partitions = new TreeSet<>();
+        try (Admin admin = broker.admin()) {
+            ConsumerGroupDescription group = admin.describeConsumerGroups(List.of(GROUP)).all().get(30, TimeUnit.SECONDS).get(GROUP);
+            for (MemberDescription member : group.members()) {
+                if (memberId.equals(member.groupInstanceId().orElse(null))) {
+                    member.assignment().topicPartitions().stream().filter(tp -> tp.topic().equals(topic(input)))
+                            .forEach(tp -> partitions.add(tp.partition()));
+                }
+            }
+        }
+        return partitions;
+    }
+
+    /** The group as the broker describes it: state, and each member's instance id and partitions of this test's topics. */
+    private String group() throws Exception {
+        try (Admin admin = broker.admin()) {
+            ConsumerGroupDescription group = admin.describeConsumerGroups(List.of(GROUP)).all().get(30, TimeUnit.SECONDS).get(GROUP);
+            StringBuilder text = new StringBuilder(String.valueOf(group.groupState()));
+            for (MemberDescription member : group.members()) {
+                text.append("\n  ").append(member.groupInstanceId().orElse(member.consumerId())).append(' ')
+                        .append(member.assignment().topicPartitions().stream().filter(tp -> tp.topic().startsWith(prefix)).toList());
+            }
+            return text.toString();
+        }
     }
 
     /** How many connections hold the leader's advisory lock in this test's database. */
