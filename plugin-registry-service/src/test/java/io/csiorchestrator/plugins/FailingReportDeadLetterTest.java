@@ -17,13 +17,8 @@ import io.csiorchestrator.events.DeadLetters;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.testkit.KafkaTestClient;
-import io.csiorchestrator.testkit.PostgresResource;
+import io.csiorchestrator.testkit.RefusingTrigger;
 import io.quarkus.test.junit.QuarkusTest;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.ResultSet;
-import java.sql.Statement;
-import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -53,55 +48,32 @@ class FailingReportDeadLetterTest {
     void aReportThatKeepsFailingIsRetriedEightTimesThenDeadLetteredAndThePartitionMovesOn() throws Exception {
         String refusedPlugin = uniquePluginId("refused");
         String nextPlugin = uniquePluginId("after-refused");
-        String suffix = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-        String trigger = "refuse_" + suffix;
-        String attempts = "refuse_attempts_" + suffix;
-        try (Connection db = DriverManager.getConnection(ConfigProvider.getConfig().getValue("quarkus.datasource.jdbc.url", String.class),
-                PostgresResource.username(), PostgresResource.password());
-             Statement sql = db.createStatement()) {
-            // Every try of this plugin's report fails inside its transaction (SQLSTATE P0001: not the database
-            // being away), and counts itself in a sequence, which a rollback does not undo.
-            sql.execute("CREATE SEQUENCE " + attempts);
-            sql.execute("CREATE FUNCTION " + trigger + "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-                    + " IF NEW.plugin_id = '" + refusedPlugin + "' THEN"
-                    + " PERFORM nextval('" + attempts + "');"
-                    + " RAISE EXCEPTION 'test trigger refuses the instance of plugin %', NEW.plugin_id;"
-                    + " END IF; RETURN NEW; END $$");
-            sql.execute("CREATE TRIGGER " + trigger + " BEFORE INSERT OR UPDATE ON plugin_instance FOR EACH ROW EXECUTE FUNCTION "
-                    + trigger + "()");
-            try {
-                double retriesBefore = scraped("csi_plugin_health_report_retries_total", "failure=\"other\"");
-                double failedBefore = scraped("csi_plugin_health_reports_total", "outcome=\"failed\"");
-                PluginHealth refused = node(refusedPlugin, "n1", true, now());
-                // One partition, the valid report last: it is only recorded once the partition got past the refused one.
-                sendToPartition0(kafka, refused);
-                sendToPartition0(kafka, node(nextPlugin, "n1", true, now()));
+        // Every try of this plugin's report fails inside its transaction (not the database being away) and is counted.
+        try (RefusingTrigger trigger = RefusingTrigger.install(ConfigProvider.getConfig().getValue("quarkus.datasource.jdbc.url", String.class),
+                "plugin_instance", "INSERT OR UPDATE", "plugin_id", refusedPlugin, "test trigger refuses the instance of plugin")) {
+            double retriesBefore = scraped("csi_plugin_health_report_retries_total", "failure=\"other\"");
+            double failedBefore = scraped("csi_plugin_health_reports_total", "outcome=\"failed\"");
+            PluginHealth refused = node(refusedPlugin, "n1", true, now());
+            // One partition, the valid report last: it is only recorded once the partition got past the refused one.
+            sendToPartition0(kafka, refused);
+            sendToPartition0(kafka, node(nextPlugin, "n1", true, now()));
 
-                ConsumerRecord<String, String> dead = kafka.awaitRecord(deadLetterTopic(),
-                        r -> refused.recordKey().equals(r.key()), HealthRecords.TIMEOUT);
-                assertEquals(EventCodec.encodeToString(refused), dead.value(), "the record goes as it was");
-                assertEquals(healthTopic(), KafkaTestClient.header(dead, DeadLetters.TOPIC));
-                String why = KafkaTestClient.header(dead, DeadLetters.REASON);
-                assertNotNull(why, "dead-letter reason header");
-                assertTrue(why.contains("test trigger refuses the instance of plugin " + refusedPlugin), why);
-                awaitStatus(kafka, nextPlugin, counts(0, 0, 1, 1));
+            ConsumerRecord<String, String> dead = kafka.awaitRecord(deadLetterTopic(),
+                    r -> refused.recordKey().equals(r.key()), HealthRecords.TIMEOUT);
+            assertEquals(EventCodec.encodeToString(refused), dead.value(), "the record goes as it was");
+            assertEquals(healthTopic(), KafkaTestClient.header(dead, DeadLetters.TOPIC));
+            String why = KafkaTestClient.header(dead, DeadLetters.REASON);
+            assertNotNull(why, "dead-letter reason header");
+            assertTrue(why.contains("test trigger refuses the instance of plugin " + refusedPlugin), why);
+            awaitStatus(kafka, nextPlugin, counts(0, 0, 1, 1));
 
-                long tries;
-                try (ResultSet rs = sql.executeQuery("SELECT last_value FROM " + attempts)) {
-                    rs.next();
-                    tries = rs.getLong(1);
-                }
-                assertEquals(9, tries, "tried once and retried 8 times");
-                assertEquals(8, scraped("csi_plugin_health_report_retries_total", "failure=\"other\"") - retriesBefore, 0.0,
-                        "retries counted");
-                assertEquals(1, scraped("csi_plugin_health_reports_total", "outcome=\"failed\"") - failedBefore, 0.0,
-                        "the dead-lettered report counted as failed");
-                assertTrue(HealthRecords.statusRecords(kafka, refusedPlugin).isEmpty(), "nothing published for the refused report");
-            } finally {
-                sql.execute("DROP TRIGGER " + trigger + " ON plugin_instance");
-                sql.execute("DROP FUNCTION " + trigger + "()");
-                sql.execute("DROP SEQUENCE " + attempts);
-            }
+            long tries = trigger.attempts();
+            assertEquals(9, tries, "tried once and retried 8 times");
+            assertEquals(8, scraped("csi_plugin_health_report_retries_total", "failure=\"other\"") - retriesBefore, 0.0,
+                    "retries counted");
+            assertEquals(1, scraped("csi_plugin_health_reports_total", "outcome=\"failed\"") - failedBefore, 0.0,
+                    "the dead-lettered report counted as failed");
+            assertTrue(HealthRecords.statusRecords(kafka, refusedPlugin).isEmpty(), "nothing published for the refused report");
         }
     }
 

@@ -19,14 +19,10 @@ import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.MountSupport;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.testkit.KafkaTestClient;
-import io.csiorchestrator.testkit.PostgresResource;
+import io.csiorchestrator.testkit.RefusingTrigger;
 import io.quarkus.test.junit.QuarkusTest;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.ResultSet;
-import java.sql.Statement;
 import java.time.Instant;
 import java.util.HexFormat;
 import java.util.List;
@@ -139,49 +135,27 @@ class DeadLetterTest {
     void aClaimWhoseHandlingKeepsFailingIsRetriedForTheBudgetThenDeadLetteredAndThePartitionMovesOn() throws Exception {
         String vol = bus.schedulableVolume("ns1", "refused", AccessMode.SINGLE_NODE_WRITER, "node-a");
         ClaimRequested refused = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
-        String suffix = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-        String trigger = "refuse_" + suffix;
-        String attempts = "refuse_attempts_" + suffix;
-        try (Connection db = DriverManager.getConnection(ConfigProvider.getConfig().getValue("quarkus.datasource.jdbc.url", String.class),
-                PostgresResource.username(), PostgresResource.password());
-             Statement sql = db.createStatement()) {
-            // Every try of this one request fails inside its transaction (SQLSTATE P0001: not the database being
-            // away), and counts itself in a sequence, which a rollback does not undo.
-            sql.execute("CREATE SEQUENCE " + attempts);
-            sql.execute("CREATE FUNCTION " + trigger + "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-                    + " IF NEW.request_id = '" + refused.requestId() + "' THEN"
-                    + " PERFORM nextval('" + attempts + "');"
-                    + " RAISE EXCEPTION 'test trigger refuses claim-requested %', NEW.request_id;"
-                    + " END IF; RETURN NEW; END $$");
-            sql.execute("CREATE TRIGGER " + trigger + " BEFORE INSERT ON handled_requests FOR EACH ROW EXECUTE FUNCTION " + trigger + "()");
-            try {
-                double retriesBefore = scrapedRetries("other");
-                bus.send(refused);
-                ClaimRequested after = Bus.claim("ns1", vol, "alloc-2", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
-                bus.send(after);
+        // Every try of this one request fails inside its transaction (not the database being away) and is counted.
+        try (RefusingTrigger trigger = RefusingTrigger.install(ConfigProvider.getConfig().getValue("quarkus.datasource.jdbc.url", String.class),
+                "handled_requests", "INSERT", "request_id", refused.requestId(), "test trigger refuses claim-requested")) {
+            double retriesBefore = scrapedRetries("other");
+            bus.send(refused);
+            ClaimRequested after = Bus.claim("ns1", vol, "alloc-2", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+            bus.send(after);
 
-                ConsumerRecord<String, String> dead = deadLetter(vol, r -> r.value().contains(refused.requestId()));
-                assertEquals(refused, EventCodec.decode(ClaimRequested.class, dead.value()), "the record goes as it was");
-                String why = reason(dead);
-                assertTrue(why.contains("test trigger refuses claim-requested " + refused.requestId()), why);
-                // The partition moved on: the claim after it is answered; the refused one never is.
-                bus.awaitStatus(after.requestId(), ClaimState.ACCEPTED);
-                assertTrue(bus.statuses(refused.requestId()).isEmpty(), "the dead-lettered claim is not answered");
+            ConsumerRecord<String, String> dead = deadLetter(vol, r -> r.value().contains(refused.requestId()));
+            assertEquals(refused, EventCodec.decode(ClaimRequested.class, dead.value()), "the record goes as it was");
+            String why = reason(dead);
+            assertTrue(why.contains("test trigger refuses claim-requested " + refused.requestId()), why);
+            // The partition moved on: the claim after it is answered; the refused one never is.
+            bus.awaitStatus(after.requestId(), ClaimState.ACCEPTED);
+            assertTrue(bus.statuses(refused.requestId()).isEmpty(), "the dead-lettered claim is not answered");
 
-                long tries;
-                try (ResultSet rs = sql.executeQuery("SELECT last_value FROM " + attempts)) {
-                    rs.next();
-                    tries = rs.getLong(1);
-                }
-                assertTrue(tries >= 2, "tried again within the budget before it was dead-lettered: " + tries + " tries");
-                assertEquals(tries - 1, scrapedRetries("other") - retriesBefore, 0.0,
-                        "csi_claim_consumer_retries_total{failure=\"other\"} counts the tries after the first ("
-                                + tries + " tries in all)");
-            } finally {
-                sql.execute("DROP TRIGGER " + trigger + " ON handled_requests");
-                sql.execute("DROP FUNCTION " + trigger + "()");
-                sql.execute("DROP SEQUENCE " + attempts);
-            }
+            long tries = trigger.attempts();
+            assertTrue(tries >= 2, "tried again within the budget before it was dead-lettered: " + tries + " tries");
+            assertEquals(tries - 1, scrapedRetries("other") - retriesBefore, 0.0,
+                    "csi_claim_consumer_retries_total{failure=\"other\"} counts the tries after the first ("
+                            + tries + " tries in all)");
         }
     }
 
