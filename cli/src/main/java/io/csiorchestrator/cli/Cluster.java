@@ -51,6 +51,10 @@ public final class Cluster {
     public record Proc(String name, ProcessHandle handle, Path log) {
     }
 
+    /** How a process was started: its command line and the environment added to the CLI's. */
+    public record Launch(List<String> command, Map<String, String> environment) {
+    }
+
     /** Ports of the HTTP services. */
     public record Ports(int claims, int registry, Map<String, Integer> workers) {
         public static Ports free() {
@@ -76,6 +80,7 @@ public final class Cluster {
     private final Ports ports;
     private final boolean detached;
     private final List<Proc> procs = Collections.synchronizedList(new ArrayList<>());
+    private final Map<String, Launch> launches = new java.util.concurrent.ConcurrentHashMap<>();
     private final String keyring;
     private Properties infra;
     private boolean jsonLogs;
@@ -284,17 +289,26 @@ public final class Cluster {
     }
 
     public Proc startClaims() throws IOException {
-        List<String> cmd = java("claim-service", 384);
+        return startClaims("claim-service", ports.claims());
+    }
+
+    /**
+     * A claim-service instance named {@code name} (its log, its entry in {@code pids}, and its
+     * {@code CSI_INSTANCE_NAME}, so that its consumers are static group members of their own) on {@code port}:
+     * several instances share the database and the topics ({@code ./csi chaos} runs a second replica).
+     */
+    public Proc startClaims(String name, int port) throws IOException {
+        List<String> cmd = java(name, 384);
         cmd.addAll(List.of(
-                "-Dquarkus.http.port=" + ports.claims(),
+                "-Dquarkus.http.port=" + port,
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
                 "-Dcsi.topics.prefix=" + TOPIC_PREFIX,
                 "-Dquarkus.datasource.reactive.url=" + infra.getProperty("postgres.claims.reactive"),
                 "-Dquarkus.datasource.username=" + infra.getProperty("postgres.username"),
                 "-Dcsi.claims.reconcile-interval=1s",
                 "-jar", serviceJar("claim-service").toString()));
-        return start("claim-service", cmd, Map.of("QUARKUS_DATASOURCE_PASSWORD", "postgres",
-                "CSI_SECRETS_KEYRING", keyring));
+        return start(name, cmd, Map.of("QUARKUS_DATASOURCE_PASSWORD", "postgres",
+                "CSI_SECRETS_KEYRING", keyring, "CSI_INSTANCE_NAME", name));
     }
 
     public Proc startPlugin(String node) throws IOException {
@@ -376,10 +390,94 @@ public final class Cluster {
             builder.environment().put("QUARKUS_LOG_CONSOLE_JSON_ENABLED", "true");
         }
         Process process = builder.start();
+        launches.put(name, new Launch(List.copyOf(cmd), Map.copyOf(env)));
         Proc proc = new Proc(name, process.toHandle(), log);
         procs.add(proc);
         Files.writeString(workDir.resolve(PIDS), name + " " + process.pid() + "\n", StandardCharsets.UTF_8,
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        return proc;
+    }
+
+    // ------------------------------------------------------------------ one process: kill -9, start again
+
+    /** The process started last under {@code name}. */
+    public Optional<Proc> proc(String name) {
+        synchronized (procs) {
+            for (int i = procs.size() - 1; i >= 0; i--) {
+                if (procs.get(i).name().equals(name)) {
+                    return Optional.of(procs.get(i));
+                }
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** How {@code name} was last started. */
+    public Optional<Launch> launch(String name) {
+        return Optional.ofNullable(launches.get(name));
+    }
+
+    /**
+     * {@code kill -9} of the process started last under {@code name} (its real pid, SIGKILL), waiting until it
+     * is gone; returns its pid.
+     */
+    public long kill9(String name) {
+        Proc proc = proc(name).orElseThrow(() -> new IllegalStateException("no process " + name));
+        ProcessHandle handle = proc.handle();
+        handle.destroyForcibly();
+        try {
+            handle.onExit().get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException(name + " (pid " + handle.pid() + ") did not die of SIGKILL within 30 s", e);
+        }
+        return handle.pid();
+    }
+
+    /**
+     * {@code kill -9} of the PostgreSQL server: the postmaster and every one of its processes (SIGKILL), then of
+     * the {@code postgres} process that started it (it exits by itself when the server dies). Returns the pids.
+     */
+    public List<Long> kill9Postgres() {
+        List<ProcessHandle> server = new ArrayList<>();
+        postmasterPid().flatMap(ProcessHandle::of).ifPresent(postmaster -> {
+            server.add(postmaster);
+            server.addAll(postmaster.descendants().toList());
+        });
+        proc(POSTGRES).map(Proc::handle).filter(ProcessHandle::isAlive).ifPresent(server::add);
+        server.forEach(ProcessHandle::destroyForcibly);
+        List<Long> pids = new ArrayList<>();
+        for (ProcessHandle process : server) {
+            try {
+                process.onExit().get(30, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                throw new IllegalStateException("PostgreSQL process " + process.pid() + " did not die within 30 s", e);
+            }
+            pids.add(process.pid());
+        }
+        return pids;
+    }
+
+    /**
+     * Starts {@code name} again with the command line and environment it was started with (a hostpath plugin:
+     * its stale socket removed first, then waited for as {@link #startPlugin} does; Kafka and PostgreSQL:
+     * waited for until they serve on their kept state and ports).
+     */
+    public Proc restart(String name) throws IOException {
+        if (name.equals(KAFKA) || name.equals(POSTGRES)) {
+            Proc proc = name.equals(KAFKA) ? startKafka() : startPostgres();
+            awaitInfra(proc, name.equals(KAFKA) ? kafkaDir() : postgresDir());
+            return proc;
+        }
+        Launch launch = launch(name).orElseThrow(() -> new IllegalStateException("never started: " + name));
+        Path socket = null;
+        if (name.startsWith("hostpath-")) {
+            socket = pluginSocket(name.substring("hostpath-".length()));
+            Files.deleteIfExists(socket);
+        }
+        Proc proc = start(name, launch.command(), launch.environment());
+        if (socket != null) {
+            Wait.forFile("hostpath plugin socket " + socket, socket, Duration.ofSeconds(60), proc);
+        }
         return proc;
     }
 
