@@ -24,6 +24,14 @@ public final class Main {
                                            the state stays for the next `up`
               restart kafka|postgres [--work-dir D]
                                            stop (SIGTERM) and start one of them again on its kept state and port
+              chaos [--short] [--faults a,b] [--rate R] [--volumes N] [--outage S] [--json F] [--work-dir D]
+                                           the fault suite: its own system (.csi/chaos-<ts>) under a steady load of
+                                           claims and releases, one fault after another (kill -9 and restart of each
+                                           process, a claim-service failover, Kafka restart, PostgreSQL crash and
+                                           outage); checks the invariants, prints a table per fault, exit 1 on any
+                                           violation. Faults: claims-kill, claims-failover, registry-kill,
+                                           worker-kill-node-1/-2, plugin-kill-node-1/-2, kafka-restart, postgres-kill,
+                                           postgres-outage (--outage S seconds, default 130); --short: 4 of them
               bench [--cycles N] [--warmup W] [--node N]
                                            on the `up` system: claim/release latency, hop by hop (record timestamps)
 
@@ -77,6 +85,8 @@ public final class Main {
                         out, err);
                 case "down" -> Up.down(args.only(Set.of("work-dir")).atMost(0), home(args), out, err);
                 case "restart" -> Up.restart(args.only(Set.of("work-dir")).atMost(1), home(args), out, err);
+                case "chaos" -> new Chaos(args.only(Set.of("work-dir", "short", "faults", "rate", "volumes", "outage",
+                        "json", "converge-limit")).atMost(1), home(args), out).run();
                 case "bench" -> new Bench(args.only(Set.of("work-dir", "cycles", "warmup", "node")).atMost(0),
                         Endpoints.resolve(args, System.getenv(), home(args)), out).run();
                 case "volume", "plugin" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)

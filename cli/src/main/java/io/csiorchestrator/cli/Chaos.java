@@ -1,0 +1,765 @@
+package io.csiorchestrator.cli;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimStatus;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.MalformedEventException;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.TopicCatalog;
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * {@code csi chaos}: the fault suite. Starts its own system in {@code .csi/chaos-<utc timestamp>/} (the shape of
+ * {@code csi up}: Kafka and PostgreSQL as two processes with durable state, PostgreSQL with fsync; claim-service,
+ * plugin-registry-service, two nodes with a worker and a hostpath plugin each), creates and registers volumes,
+ * runs a scheduler of its own that claims and releases at a steady rate, and meanwhile does one fault after
+ * another to the real processes (SIGKILL of their pids, restart with their original command line and
+ * environment). Then it checks the invariants ({@link ChaosCheck}) over what the system published: the
+ * claim-status and node-events topics read from the beginning, claim-service's REST API and the mount table.
+ * Prints a table per fault, writes it as JSON ({@code --json F}), exits 1 on any violation, naming it.
+ */
+final class Chaos {
+
+    /** Every fault, in the order they run. */
+    static final List<String> FAULTS = List.of("claims-kill", "claims-failover", "registry-kill",
+            "worker-kill-node-1", "worker-kill-node-2", "plugin-kill-node-1", "plugin-kill-node-2", "kafka-restart",
+            "postgres-kill", "postgres-outage");
+    /** The faults of {@code --short} (the verify build's ChaosIT). */
+    static final List<String> SHORT_FAULTS = List.of("claims-failover", "worker-kill-node-1", "plugin-kill-node-2",
+            "postgres-kill");
+    static final String NAMESPACE = "chaos";
+    static final String REPLICA = "claim-service-2";
+    static final Duration ANSWER_WAIT = Duration.ofSeconds(180);
+
+    private final Args args;
+    private final Path home;
+    private final PrintStream out;
+    private final Random random = new Random();
+    private final Object lock = new Object();
+    private final AtomicBoolean sending = new AtomicBoolean();
+    private final AtomicBoolean reading = new AtomicBoolean(true);
+
+    private Cluster cluster;
+    private TopicCatalog topics;
+    private final List<Vol> volumes = new ArrayList<>();
+    private final List<ChaosCheck.Request> requests = new ArrayList<>();
+    private final Map<String, ChaosCheck.Request> pending = new HashMap<>();
+    private final List<ChaosCheck.Answer> answers = new ArrayList<>();
+    private final List<ChaosCheck.NodeEv> nodeEvents = new ArrayList<>();
+    /** Allocations whose claim may be held though the scheduler does not know it (a send that failed). */
+    private final Set<String> uncertain = new LinkedHashSet<>();
+    private long sequence;
+    private int replicaPort;
+
+    /** A volume of the run and what the scheduler knows of it. */
+    static final class Vol {
+        final String id;
+        final AccessMode mode;
+        final Map<String, ChaosCheck.Held> held = new LinkedHashMap<>();
+        String busy;
+        boolean unsure;
+
+        Vol(String id, AccessMode mode) {
+            this.id = id;
+            this.mode = mode;
+        }
+    }
+
+    Chaos(Args args, Path home, PrintStream out) {
+        this.args = args;
+        this.home = home;
+        this.out = out;
+    }
+
+    int run() throws Exception {
+        boolean shortRun = args.flag("short");
+        jsonFile(args);
+        List<String> faults = faults(args.option("faults").orElse(null), shortRun);
+        double rate = Double.parseDouble(args.option("rate").orElse("4"));
+        int volumeCount = Integer.parseInt(args.option("volumes").orElse(shortRun ? "12" : "40"));
+        long outage = Long.parseLong(args.option("outage").orElse("130"));
+        long limit = TimeUnit.SECONDS.toMillis(Long.parseLong(args.option("converge-limit").orElse("30")));
+        if (rate <= 0 || volumeCount < 2 || outage < 1) {
+            throw new Args.UsageException("--rate, --volumes (at least 2) and --outage must be positive");
+        }
+        Path work = args.option("work-dir").map(Path::of).orElse(home.resolve(".csi").resolve("chaos-"
+                + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").format(ZonedDateTime.now(ZoneOffset.UTC))));
+        cluster = new Cluster(home, work, Cluster.Ports.free(), false).durable(true);
+        topics = new TopicCatalog(Cluster.TOPIC_PREFIX);
+        Thread hook = new Thread(this::teardown, "csi-chaos-teardown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        out.println("csi chaos: faults " + faults + ", " + volumeCount + " volumes, " + rate + " requests/s; work dir "
+                + cluster.workDir() + " (logs in " + cluster.logs() + ")");
+        ChaosCheck.Report report;
+        List<ChaosCheck.Fault> done = new ArrayList<>();
+        try {
+            start();
+            createVolumes(volumeCount);
+            Thread reader = new Thread(this::read, "csi-chaos-reader");
+            reader.setDaemon(true);
+            reader.start();
+            try (KafkaProducer<String, byte[]> producer = producer()) {
+                sending.set(true);
+                Thread scheduler = new Thread(() -> schedule(producer, rate), "csi-chaos-scheduler");
+                scheduler.setDaemon(true);
+                scheduler.start();
+                long windowStart = System.currentTimeMillis();
+                pause(Duration.ofSeconds(shortRun ? 5 : 10)); // load before the first fault
+                for (String fault : faults) {
+                    done.add(fault(fault, windowStart, limit));
+                    windowStart = done.get(done.size() - 1).windowEnd();
+                }
+                sending.set(false);
+                scheduler.join(TimeUnit.SECONDS.toMillis(60));
+                ChaosCheck.EndState end = finish(producer, limit);
+                awaitTopicsRead();
+                reading.set(false);
+                reader.join(TimeUnit.SECONDS.toMillis(10));
+                synchronized (lock) {
+                    report = ChaosCheck.check(List.copyOf(requests), List.copyOf(answers), List.copyOf(nodeEvents),
+                            done, end, limit);
+                }
+            }
+        } finally {
+            sending.set(false);
+            reading.set(false);
+            teardown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook runs already
+            }
+        }
+        print(report);
+        Optional<String> json = jsonFile(args);
+        if (json.isPresent()) {
+            Files.writeString(Path.of(json.get()), Http.MAPPER.writerWithDefaultPrettyPrinter()
+                    .writeValueAsString(toJson(report, faults, rate, volumeCount)));
+            out.println("csi chaos: table written to " + json.get());
+        }
+        if (!report.passed()) {
+            out.println("csi chaos: FAILED, " + report.violations().size() + " violation(s); logs in " + cluster.logs());
+            return 1;
+        }
+        out.println("csi chaos: every invariant held");
+        return 0;
+    }
+
+    /**
+     * {@code --json F}: {@code -json} is the CLI's flag for machine output, so the file is the word after it
+     * (the command's one positional argument).
+     */
+    static Optional<String> jsonFile(Args args) {
+        if (!args.flag("json")) {
+            if (!args.positionals().isEmpty()) {
+                throw new Args.UsageException("chaos takes no argument '" + args.positionals().get(0) + "'");
+            }
+            return Optional.empty();
+        }
+        return Optional.of(args.positional(0, "the file after --json"));
+    }
+
+    static List<String> faults(String option, boolean shortRun) {
+        if (option == null) {
+            return shortRun ? SHORT_FAULTS : FAULTS;
+        }
+        Set<String> wanted = new LinkedHashSet<>(List.of(option.split(",")));
+        for (String f : wanted) {
+            if (!FAULTS.contains(f)) {
+                throw new Args.UsageException("unknown fault '" + f + "'; the faults: " + String.join(",", FAULTS));
+            }
+        }
+        return FAULTS.stream().filter(wanted::contains).toList();
+    }
+
+    // ------------------------------------------------------------------ the system
+
+    private void start() throws IOException {
+        step("start Kafka and PostgreSQL (durable, fsync)", () -> {
+            cluster.prepare();
+            cluster.startInfra();
+        });
+        step("start plugin-registry-service and claim-service", () -> {
+            Cluster.Proc registry = cluster.startRegistry();
+            Cluster.Proc claims = cluster.startClaims();
+            cluster.awaitReady(registry, cluster.registryUrl(), Demo.START_TIMEOUT);
+            cluster.awaitReady(claims, cluster.claimsUrl(), Demo.START_TIMEOUT);
+        });
+        step("start the hostpath plugins and the workers of node-1 and node-2", () -> {
+            for (String node : Cluster.NODES) {
+                cluster.startPlugin(node);
+            }
+            List<Cluster.Proc> workers = new ArrayList<>();
+            for (String node : Cluster.NODES) {
+                workers.add(cluster.startWorker(node));
+            }
+            for (int i = 0; i < workers.size(); i++) {
+                cluster.awaitReady(workers.get(i), cluster.workerUrl(Cluster.NODES.get(i)), Demo.START_TIMEOUT);
+            }
+        });
+        step("plugin hostpath healthy on both nodes", () -> {
+            Http registry = new Http("plugin-registry-service", cluster.registryUrl());
+            Wait.until("plugin hostpath with 2 healthy nodes and a healthy controller", Demo.START_TIMEOUT, null, () -> {
+                Http.Response r = registry.get("/v1/plugins/" + Cluster.PLUGIN_ID);
+                return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() >= Cluster.NODES.size()
+                        && r.body().path("controllersHealthy").asInt() >= 1 ? Optional.of(true) : Optional.empty();
+            });
+        });
+    }
+
+    private void createVolumes(int count) throws IOException {
+        step("create and register " + count + " volumes", () -> {
+            List<Path> sockets = Cluster.NODES.stream().map(cluster::pluginSocket).toList();
+            List<Map<String, Object>> bodies = new ArrayList<>();
+            AccessMode[] modes = {AccessMode.MULTI_NODE_SINGLE_WRITER, AccessMode.SINGLE_NODE_WRITER,
+                    AccessMode.MULTI_NODE_READER_ONLY};
+            for (int i = 0; i < count; i++) {
+                String id = String.format("chaos-v%02d", i);
+                AccessMode mode = modes[i % modes.length];
+                String externalId = PluginVolumes.create(id, sockets);
+                bodies.add(Map.of("id", id, "namespace", NAMESPACE, "name", id, "externalId", externalId,
+                        "pluginId", Cluster.PLUGIN_ID, "accessMode", mode.wire(),
+                        "attachmentMode", AttachmentMode.FILE_SYSTEM.wire()));
+                volumes.add(new Vol(id, mode));
+            }
+            Http claims = new Http("claim-service", cluster.claimsUrl());
+            Http.Response r = claims.post("/v1/volumes", Http.MAPPER.writeValueAsString(bodies));
+            Demo.check(r.status() == 201, "POST /v1/volumes answered " + r.status() + ": " + r.raw());
+            Wait.until("every volume schedulable", Duration.ofSeconds(120), null, () -> {
+                Http.Response list = claims.get("/v1/volumes?namespace=" + NAMESPACE);
+                if (!list.ok() || list.body() == null) {
+                    return Optional.empty();
+                }
+                int schedulable = 0;
+                for (JsonNode v : list.body()) {
+                    schedulable += v.path("schedulable").asBoolean() ? 1 : 0;
+                }
+                return schedulable == count ? Optional.of(true) : Optional.empty();
+            });
+        });
+    }
+
+    private void teardown() {
+        if (cluster == null) {
+            return;
+        }
+        List<String> killed = cluster.stopAll(Duration.ofSeconds(30));
+        List<String> unmounted = Mounts.unmountAllUnder(cluster.workDir());
+        if (!killed.isEmpty()) {
+            out.println("csi chaos: teardown had to SIGKILL " + killed);
+        }
+        if (!unmounted.isEmpty()) {
+            out.println("csi chaos: teardown unmounted " + unmounted);
+        }
+    }
+
+    interface Action {
+        void run() throws Exception;
+    }
+
+    private void step(String what, Action action) throws IOException {
+        long started = System.nanoTime();
+        out.print("csi chaos: " + what + " ... ");
+        out.flush();
+        try {
+            action.run();
+        } catch (IOException | RuntimeException e) {
+            out.println("FAILED");
+            throw e;
+        } catch (Exception e) {
+            out.println("FAILED");
+            throw new IllegalStateException(what + ": " + e, e);
+        }
+        out.printf("%.1f s%n", (System.nanoTime() - started) / 1e9);
+    }
+
+    // ------------------------------------------------------------------ faults
+
+    /**
+     * Runs one fault in the middle of the load: a few seconds of load, the fault, then waits until the system
+     * converged (or the limit and a margin passed), and a few seconds of load again. Returns its window.
+     */
+    private ChaosCheck.Fault fault(String name, long windowStart, long limit) throws Exception {
+        if (name.equals("claims-failover") && cluster.proc(REPLICA).map(p -> p.handle().isAlive()).orElse(false) == false) {
+            replicaPort = Cluster.freePort();
+            Cluster.Proc replica = cluster.startClaims(REPLICA, replicaPort);
+            cluster.awaitReady(replica, "http://127.0.0.1:" + replicaPort, Demo.START_TIMEOUT);
+        }
+        pause(Duration.ofSeconds(3));
+        long start = System.currentTimeMillis();
+        String what = act(name);
+        long end = System.currentTimeMillis();
+        long deadline = end + limit + TimeUnit.SECONDS.toMillis(30);
+        long converged = -1;
+        while (System.currentTimeMillis() < deadline) {
+            converged = convergedSoFar(new ChaosCheck.Fault(name, windowStart, start, end, Long.MAX_VALUE));
+            if (converged >= 0) {
+                break;
+            }
+            pause(Duration.ofMillis(250));
+        }
+        if (name.equals("claims-failover")) {
+            // The survivor took over (or did not: the table says); now the killed instance comes back.
+            Cluster.Proc restarted = cluster.restart("claim-service");
+            cluster.awaitReady(restarted, cluster.claimsUrl(), Demo.START_TIMEOUT);
+        }
+        pause(Duration.ofSeconds(2));
+        long windowEnd = System.currentTimeMillis();
+        out.printf("csi chaos: %-20s %s; ended after %.1f s, %s%n", name, what, (end - start) / 1000.0,
+                converged < 0 ? "NOT converged" : String.format("converged %.1f s later", converged / 1000.0));
+        return new ChaosCheck.Fault(name, windowStart, start, end, windowEnd);
+    }
+
+    /** Does the fault; returns once it has ended (the process back and serving), saying what it did. */
+    private String act(String name) throws Exception {
+        switch (name) {
+            case "claims-kill" -> {
+                long pid = cluster.kill9("claim-service");
+                Cluster.Proc p = cluster.restart("claim-service");
+                cluster.awaitReady(p, cluster.claimsUrl(), Demo.START_TIMEOUT);
+                return "kill -9 claim-service (pid " + pid + "), restarted (pid " + p.handle().pid() + ")";
+            }
+            case "claims-failover" -> {
+                long pid = cluster.kill9("claim-service");
+                return "kill -9 claim-service (pid " + pid + ") with " + REPLICA + " running: the survivor takes over";
+            }
+            case "registry-kill" -> {
+                long pid = cluster.kill9("plugin-registry-service");
+                Cluster.Proc p = cluster.restart("plugin-registry-service");
+                cluster.awaitReady(p, cluster.registryUrl(), Demo.START_TIMEOUT);
+                return "kill -9 plugin-registry-service (pid " + pid + "), restarted (pid " + p.handle().pid() + ")";
+            }
+            case "worker-kill-node-1", "worker-kill-node-2" -> {
+                String node = name.substring("worker-kill-".length());
+                String proc = "node-mount-worker-" + node;
+                long pid = cluster.kill9(proc);
+                Cluster.Proc p = cluster.restart(proc);
+                cluster.awaitReady(p, cluster.workerUrl(node), Demo.START_TIMEOUT);
+                return "kill -9 " + proc + " (pid " + pid + "), restarted (pid " + p.handle().pid() + ")";
+            }
+            case "plugin-kill-node-1", "plugin-kill-node-2" -> {
+                // The worker finds plugins by their sockets and does not start them: the suite restarts the
+                // plugin as `up` started it.
+                String proc = "hostpath-" + name.substring("plugin-kill-".length());
+                long pid = cluster.kill9(proc);
+                Cluster.Proc p = cluster.restart(proc);
+                return "kill -9 " + proc + " (pid " + pid + "), restarted (pid " + p.handle().pid() + ")";
+            }
+            case "kafka-restart" -> {
+                Cluster.Proc kafka = cluster.proc(Cluster.KAFKA).orElseThrow();
+                List<String> killed = Cluster.stop(List.of(kafka), Duration.ofSeconds(30));
+                Cluster.Proc p = cluster.restart(Cluster.KAFKA);
+                return "restart kafka (SIGTERM" + (killed.isEmpty() ? "" : ", SIGKILL after 30 s") + "; pid "
+                        + p.handle().pid() + ")";
+            }
+            case "postgres-kill", "postgres-outage" -> {
+                long away = name.equals("postgres-kill") ? 20 : Long.parseLong(args.option("outage").orElse("130"));
+                List<Long> pids = cluster.kill9Postgres();
+                pause(Duration.ofSeconds(away));
+                Cluster.Proc p = cluster.restart(Cluster.POSTGRES);
+                return "kill -9 PostgreSQL (pids " + pids + "), away " + away + " s, restarted (server pid "
+                        + cluster.postmasterPid().map(String::valueOf).orElse("?") + ", process " + p.handle().pid() + ")";
+            }
+            default -> throw new IllegalArgumentException(name);
+        }
+    }
+
+    private long convergedSoFar(ChaosCheck.Fault fault) {
+        synchronized (lock) {
+            Map<String, ChaosCheck.Answer> done = ChaosCheck.finalAnswers(requests, answers);
+            Set<String> nodes = new TreeSet<>(Cluster.NODES);
+            return ChaosCheck.convergeMillis(fault, requests, done, nodes);
+        }
+    }
+
+    // ------------------------------------------------------------------ the scheduler
+
+    private KafkaProducer<String, byte[]> producer() {
+        var props = ClaimClient.producerProps(cluster.kafkaBootstrap(), "csi-chaos");
+        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "60000");
+        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "120000");
+        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "30000");
+        return new KafkaProducer<>(props, new StringSerializer(), new ByteArraySerializer());
+    }
+
+    /** Claims and releases at {@code rate} per second, at most one request in flight per volume. */
+    private void schedule(KafkaProducer<String, byte[]> producer, double rate) {
+        long interval = (long) (1_000_000_000L / rate);
+        long next = System.nanoTime();
+        while (sending.get()) {
+            next += interval;
+            ClaimRequested request = nextRequest();
+            if (request != null) {
+                send(producer, request);
+            }
+            long wait = next - System.nanoTime();
+            if (wait > 0) {
+                pause(Duration.ofNanos(wait));
+            } else {
+                next = System.nanoTime();
+            }
+        }
+    }
+
+    private ClaimRequested nextRequest() {
+        synchronized (lock) {
+            List<Vol> idle = volumes.stream().filter(v -> v.busy == null).toList();
+            if (idle.isEmpty()) {
+                return null;
+            }
+            Vol v = idle.get(random.nextInt(idle.size()));
+            if (!v.held.isEmpty() && random.nextDouble() < 0.5) {
+                List<String> allocs = new ArrayList<>(v.held.keySet());
+                return ClaimClient.release(NAMESPACE, v.id, allocs.get(random.nextInt(allocs.size())));
+            }
+            String node = Cluster.NODES.get(random.nextInt(Cluster.NODES.size()));
+            ClaimMode mode = random.nextDouble() < (v.mode.allowsWrite() ? 0.5 : 0.15) ? ClaimMode.WRITE : ClaimMode.READ;
+            return ClaimClient.claim(NAMESPACE, v.id, "a" + (++sequence), node, mode, v.mode, AttachmentMode.FILE_SYSTEM);
+        }
+    }
+
+    private Vol volume(String id) {
+        return volumes.stream().filter(v -> v.id.equals(id)).findFirst().orElseThrow();
+    }
+
+    private void send(KafkaProducer<String, byte[]> producer, ClaimRequested request) {
+        Vol v;
+        boolean mustReject;
+        synchronized (lock) {
+            v = volume(request.volumeId());
+            v.busy = request.requestId();
+            mustReject = request.mode() != ClaimMode.RELEASE && !v.unsure
+                    && ChaosCheck.mustReject(v.mode, v.held, request.nodeId(), request.mode());
+        }
+        long sentAt;
+        try {
+            sentAt = producer.send(ClaimClient.record(topics, request, ClaimClient.newTraceparent()))
+                    .get(150, TimeUnit.SECONDS).timestamp();
+        } catch (Exception e) {
+            synchronized (lock) {
+                // Maybe written, maybe not: not counted as a request; its allocation is released at the end.
+                v.busy = null;
+                v.unsure = true;
+                uncertain.add(v.id + "/" + request.allocationId());
+            }
+            out.println("csi chaos: note: sending " + request.mode().wire() + " of " + request.volumeId() + " failed: " + e);
+            return;
+        }
+        ChaosCheck.Request r = new ChaosCheck.Request(request.requestId(), request.volumeId(), request.allocationId(),
+                request.nodeId(), request.mode(), v.mode, sentAt, mustReject);
+        synchronized (lock) {
+            requests.add(r);
+            pending.put(r.id(), r);
+            // The answer may have come before this thread got here.
+            Map<String, ChaosCheck.Answer> done = ChaosCheck.finalAnswers(List.of(r), answers);
+            if (done.containsKey(r.id())) {
+                answered(r, done.get(r.id()));
+            }
+        }
+    }
+
+    /** Under the lock: a request got its final answer; the scheduler's view of the volume follows it. */
+    private void answered(ChaosCheck.Request r, ChaosCheck.Answer a) {
+        if (pending.remove(r.id()) == null) {
+            return;
+        }
+        Vol v = volume(r.volume());
+        if (r.id().equals(v.busy)) {
+            v.busy = null;
+        }
+        switch (a.state()) {
+            case READY -> v.held.put(r.alloc(), new ChaosCheck.Held(r.node(), r.mode()));
+            case RELEASED -> v.held.remove(r.alloc());
+            default -> {
+                if (r.mode() == ClaimMode.RELEASE) {
+                    v.unsure = true; // a release refused or failed: what is held is no longer known
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ what the system published
+
+    private void read() {
+        String statusTopic = topics.name(Topic.CLAIM_STATUS);
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(
+                ClaimClient.consumerProps(cluster.kafkaBootstrap(), "csi-chaos-reader"))) {
+            List<TopicPartition> partitions = new ArrayList<>();
+            for (Topic topic : List.of(Topic.CLAIM_STATUS, Topic.NODE_EVENTS)) {
+                for (PartitionInfo info : consumer.partitionsFor(topics.name(topic), Duration.ofSeconds(30))) {
+                    partitions.add(new TopicPartition(info.topic(), info.partition()));
+                }
+            }
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            while (reading.get()) {
+                try {
+                    for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
+                        take(r, statusTopic);
+                    }
+                    synchronized (lock) {
+                        for (TopicPartition p : partitions) {
+                            positions.put(p, consumer.position(p, Duration.ofSeconds(5)));
+                        }
+                    }
+                } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                    // Kafka away (its restart): keep polling, the consumer reconnects
+                }
+            }
+        } catch (RuntimeException e) {
+            out.println("csi chaos: the reader of claim-status and node-events stopped: " + e);
+        }
+    }
+
+    private final Map<TopicPartition, Long> positions = new HashMap<>();
+
+    private void take(ConsumerRecord<String, String> record, String statusTopic) {
+        try {
+            if (record.topic().equals(statusTopic)) {
+                ClaimStatus s = EventCodec.decode(ClaimStatus.class, record.value());
+                ChaosCheck.Answer a = new ChaosCheck.Answer(s.requestId(), s.state(), s.reason(), record.timestamp());
+                synchronized (lock) {
+                    answers.add(a);
+                    ChaosCheck.Request r = pending.get(s.requestId());
+                    if (r != null && (r.isClaim() ? ChaosCheck.CLAIM_FINAL : ChaosCheck.RELEASE_FINAL).contains(s.state())) {
+                        answered(r, a);
+                    }
+                }
+            } else {
+                NodeEvent e = EventCodec.decode(NodeEvent.class, record.value());
+                synchronized (lock) {
+                    nodeEvents.add(new ChaosCheck.NodeEv(e.nodeId(), e.kind(), e.volumeId(), e.allocationId(),
+                            Boolean.TRUE.equals(e.success()), e.occurredAt().toEpochMilli()));
+                }
+            }
+        } catch (MalformedEventException e) {
+            out.println("csi chaos: note: unreadable record on " + record.topic() + ": " + e.getMessage());
+        }
+    }
+
+    /** Waits until the reader has read both topics up to their end offsets as of now. */
+    private void awaitTopicsRead() {
+        Map<TopicPartition, Long> ends;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(
+                ClaimClient.consumerProps(cluster.kafkaBootstrap(), "csi-chaos-ends"))) {
+            List<TopicPartition> partitions = new ArrayList<>();
+            for (Topic topic : List.of(Topic.CLAIM_STATUS, Topic.NODE_EVENTS)) {
+                for (PartitionInfo info : consumer.partitionsFor(topics.name(topic), Duration.ofSeconds(30))) {
+                    partitions.add(new TopicPartition(info.topic(), info.partition()));
+                }
+            }
+            ends = consumer.endOffsets(partitions, Duration.ofSeconds(30));
+        }
+        Wait.until("claim-status and node-events read to their end", Duration.ofSeconds(60), null, () -> {
+            synchronized (lock) {
+                for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
+                    if (positions.getOrDefault(e.getKey(), 0L) < e.getValue()) {
+                        return Optional.empty();
+                    }
+                }
+                return Optional.of(true);
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------ the end
+
+    /**
+     * After the last fault: waits for every answer, checks that claim-service holds every claim answered ready
+     * and not released, releases every claim, and waits (up to {@code limit}) for no claim held and no mount
+     * left under the work dir. Returns what was left.
+     */
+    private ChaosCheck.EndState finish(KafkaProducer<String, byte[]> producer, long limit) throws Exception {
+        out.println("csi chaos: load stopped; waiting for every answer");
+        try {
+            Wait.until("an answer to every request", ANSWER_WAIT, null, () -> {
+                synchronized (lock) {
+                    return pending.isEmpty() ? Optional.of(true) : Optional.empty();
+                }
+            });
+        } catch (Wait.WaitFailed e) {
+            synchronized (lock) {
+                out.println("csi chaos: " + pending.size() + " request(s) still unanswered");
+            }
+        }
+        Http claims = new Http("claim-service", cluster.claimsUrl());
+        List<String> lost = new ArrayList<>();
+        List<String[]> toRelease = new ArrayList<>();
+        synchronized (lock) {
+            for (Vol v : volumes) {
+                v.held.keySet().forEach(alloc -> toRelease.add(new String[] {v.id, alloc}));
+            }
+            for (String u : uncertain) {
+                String[] parts = u.split("/", 2);
+                toRelease.add(parts);
+            }
+            for (ChaosCheck.Request r : pending.values()) {
+                if (r.isClaim()) {
+                    toRelease.add(new String[] {r.volume(), r.alloc()});
+                }
+            }
+        }
+        for (Vol v : volumes) {
+            Set<String> expected;
+            synchronized (lock) {
+                if (v.unsure || v.held.isEmpty()) {
+                    continue;
+                }
+                expected = new TreeSet<>(v.held.keySet());
+            }
+            Http.Response r = claims.get("/v1/volumes/" + NAMESPACE + "/" + v.id);
+            Set<String> heldThere = new TreeSet<>();
+            if (r.ok() && r.body() != null) {
+                for (JsonNode c : r.body().path("claims")) {
+                    heldThere.add(c.path("allocationId").asText());
+                }
+            }
+            for (String alloc : expected) {
+                if (!heldThere.contains(alloc)) {
+                    lost.add("volume " + v.id + ": allocation " + alloc + " was answered ready and never released, but"
+                            + " claim-service does not hold it (holds " + heldThere + "; HTTP " + r.status() + ")");
+                }
+            }
+        }
+        out.println("csi chaos: releasing " + toRelease.size() + " claim(s)");
+        for (String[] vr : toRelease) {
+            send(producer, ClaimClient.release(NAMESPACE, vr[0], vr[1]));
+        }
+        try {
+            Wait.until("an answer to every release", ANSWER_WAIT, null, () -> {
+                synchronized (lock) {
+                    return pending.isEmpty() ? Optional.of(true) : Optional.empty();
+                }
+            });
+        } catch (Wait.WaitFailed e) {
+            out.println("csi chaos: releases unanswered: " + e.getMessage());
+        }
+        List<String> held = new ArrayList<>();
+        List<String> mounts = new ArrayList<>();
+        long deadline = System.currentTimeMillis() + limit;
+        do {
+            held = claimsHeld(claims);
+            mounts = Mounts.under(cluster.workDir());
+            if (held.isEmpty() && mounts.isEmpty()) {
+                break;
+            }
+            pause(Duration.ofMillis(500));
+        } while (System.currentTimeMillis() < deadline);
+        return new ChaosCheck.EndState(held, mounts, lost);
+    }
+
+    private static List<String> claimsHeld(Http claims) {
+        List<String> held = new ArrayList<>();
+        Http.Response r;
+        try {
+            r = claims.get("/v1/volumes?namespace=" + NAMESPACE);
+        } catch (Http.UnreachableException e) {
+            return List.of("claim-service unreachable: " + e.getMessage());
+        }
+        if (!r.ok() || r.body() == null) {
+            return List.of("GET /v1/volumes answered " + r.status());
+        }
+        for (JsonNode v : r.body()) {
+            int n = v.path("currentReaders").asInt() + v.path("currentWriters").asInt();
+            if (n > 0) {
+                held.add("volume " + v.path("id").asText() + " holds " + v.path("currentReaders").asInt() + " reader(s), "
+                        + v.path("currentWriters").asInt() + " writer(s)");
+            }
+        }
+        return held;
+    }
+
+    // ------------------------------------------------------------------ the report
+
+    static String table(ChaosCheck.Report report) {
+        Table table = new Table("FAULT", "REQUESTS", "ANSWERS", "SLOWEST ANSWER", "CONVERGED AFTER", "VIOLATIONS");
+        for (ChaosCheck.Row row : report.rows()) {
+            Set<String> kinds = new TreeSet<>();
+            row.violations().forEach(v -> kinds.add(v.kind()));
+            table.row(row.fault(), row.requests(), row.answers(), seconds(row.slowestMillis()),
+                    row.fault().equals(ChaosCheck.FINAL) ? "-" : row.convergeMillis() < 0 ? "never" : seconds(row.convergeMillis()),
+                    row.violations().isEmpty() ? "0" : row.violations().size() + " " + kinds);
+        }
+        return table.render();
+    }
+
+    private static String seconds(long millis) {
+        return millis < 0 ? "-" : String.format("%.1f s", millis / 1000.0);
+    }
+
+    private void print(ChaosCheck.Report report) {
+        out.println();
+        out.print(table(report));
+        for (ChaosCheck.Violation v : report.violations()) {
+            out.println("VIOLATION " + v);
+        }
+    }
+
+    static Map<String, Object> toJson(ChaosCheck.Report report, List<String> faults, double rate, int volumes) {
+        Map<String, Object> json = new LinkedHashMap<>();
+        json.put("finishedAt", Instant.now().toString());
+        json.put("faults", faults);
+        json.put("rate", rate);
+        json.put("volumes", volumes);
+        json.put("passed", report.passed());
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (ChaosCheck.Row row : report.rows()) {
+            Map<String, Object> r = new LinkedHashMap<>();
+            r.put("fault", row.fault());
+            r.put("requests", row.requests());
+            r.put("answers", row.answers());
+            r.put("slowestAnswerMillis", row.slowestMillis());
+            r.put("convergedAfterMillis", row.convergeMillis());
+            List<Map<String, String>> violations = new ArrayList<>();
+            for (ChaosCheck.Violation v : row.violations()) {
+                violations.add(Map.of("kind", v.kind(), "detail", v.detail()));
+            }
+            r.put("violations", violations);
+            rows.add(r);
+        }
+        json.put("rows", rows);
+        return json;
+    }
+
+    private static void pause(Duration duration) {
+        try {
+            Thread.sleep(Math.max(1, duration.toMillis()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted");
+        }
+    }
+}
