@@ -535,8 +535,11 @@ final class Chaos {
                             positions.put(p, consumer.position(p, Duration.ofSeconds(5)));
                         }
                     }
-                } catch (org.apache.kafka.common.errors.TimeoutException e) {
-                    // Kafka away (its restart): keep polling, the consumer reconnects
+                } catch (org.apache.kafka.common.errors.WakeupException | org.apache.kafka.common.errors.InterruptException e) {
+                    throw e;
+                } catch (org.apache.kafka.common.KafkaException e) {
+                    // Kafka away (its restart): keep polling, the consumer reconnects and goes on from its position
+                    pause(Duration.ofMillis(200));
                 }
             }
         } catch (RuntimeException e) {
