@@ -203,8 +203,9 @@ public final class VolumeOperations {
         VolumeRequest request = request(record, usage, opened, staging, target);
         boolean publishAttempted = false;
         try {
-            // 2. directories: the staging path and the target's parent, 0700
-            if (staged) {
+            // 2. directories: the staging path and the target's parent, 0700; a staging path the volume is mounted
+            //    on already (another allocation's) is the volume's root: never chmod it (EROFS when read-only)
+            if (staged && !mountTable.get().isMountPoint(staging)) {
                 paths.ensureDirectory(staging);
             }
             paths.ensureTargetParent(target);

@@ -22,6 +22,7 @@ import io.csiorchestrator.worker.state.VolumeRecord;
 import io.csiorchestrator.worker.state.WorkerPaths;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -50,7 +51,7 @@ class VolumeOperationsTest {
     private int commandCounter;
 
     /** A node plugin that records calls and keeps a set of "mounted" paths. */
-    static final class FakePlugin implements NodeVolumePlugin {
+    static class FakePlugin implements NodeVolumePlugin {
         final List<String> calls = new ArrayList<>();
         final Set<String> mounted = new LinkedHashSet<>();
         final Set<String> readOnly = new LinkedHashSet<>();
@@ -169,6 +170,35 @@ class VolumeOperationsTest {
         assertTrue(record.usages().isEmpty());
         assertEquals(4, events.stream().filter(e -> e.kind() == NodeEventKind.MOUNT || e.kind() == NodeEventKind.UNMOUNT)
                 .filter(e -> Boolean.TRUE.equals(e.success())).count());
+    }
+
+    /**
+     * A second allocation's mount of a staged volume leaves the staging mount alone: the worker never changes
+     * the permissions of what the plugin mounted there (the volume's own root, here 0755). Found by
+     * {@code ./csi chaos}: chmod-ing it to 0700 failed with EROFS on a read-only staging mount, so every
+     * second claim on a node of a multi-node-reader-only volume failed (WORKER_IO_ERROR, errno 30).
+     */
+    @Test
+    void aSecondAllocationDoesNotChmodTheStagingMount() throws Exception {
+        FakePlugin volumeRootModes = new FakePlugin() {
+            @Override
+            public void stage(VolumeRequest request) {
+                super.stage(request);
+                try {
+                    // what a mount of the volume shows at the staging path: the volume's root directory
+                    Files.setPosixFilePermissions(request.stagingPath(), PosixFilePermissions.fromString("rwxr-xr-x"));
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+        };
+        VolumeOperations ops = operations(volumeRootModes, true);
+        assertTrue(ops.execute(mount("a1", true)).succeeded());
+        MountDone second = ops.execute(mount("a2", true));
+        assertTrue(second.succeeded(), second.toString());
+        assertEquals("rwxr-xr-x", PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(paths.stagingPath("ns", "vol1"))));
+        assertEquals(List.of("stage ext-vol1", "publish a1", "publish a2"), volumeRootModes.calls);
     }
 
     @Test
