@@ -64,6 +64,13 @@ final class Chaos {
     static final String REPLICA = "claim-service-2";
     static final Duration ANSWER_WAIT = Duration.ofSeconds(180);
 
+    /**
+     * gRPC's Netty warns of SO_KEEPALIVE on every unix-socket channel the CLI opens to a plugin (CreateVolume of each
+     * volume); held here so that the level set stays (java.util.logging keeps loggers weakly).
+     */
+    private static final java.util.logging.Logger NETTY_BOOTSTRAP = java.util.logging.Logger.getLogger(
+            "io.netty.bootstrap.Bootstrap");
+
     private final Args args;
     private final Path home;
     private final PrintStream out;
@@ -107,6 +114,7 @@ final class Chaos {
     int run() throws Exception {
         boolean shortRun = args.flag("short");
         jsonFile(args);
+        NETTY_BOOTSTRAP.setLevel(java.util.logging.Level.SEVERE);
         List<String> faults = faults(args.option("faults").orElse(null), shortRun);
         double rate = Double.parseDouble(args.option("rate").orElse("4"));
         int volumeCount = Integer.parseInt(args.option("volumes").orElse(shortRun ? "12" : "40"));
@@ -167,7 +175,7 @@ final class Chaos {
         Optional<String> json = jsonFile(args);
         if (json.isPresent()) {
             Files.writeString(Path.of(json.get()), Http.MAPPER.writerWithDefaultPrettyPrinter()
-                    .writeValueAsString(toJson(report, faults, rate, volumeCount)));
+                    .writeValueAsString(toJson(report, done, rate, volumeCount)));
             out.println("csi chaos: table written to " + json.get());
         }
         if (!report.passed()) {
@@ -338,7 +346,8 @@ final class Chaos {
         }
         pause(Duration.ofSeconds(2));
         long windowEnd = System.currentTimeMillis();
-        out.printf("csi chaos: %-20s %s; ended after %.1f s, %s%n", name, what, (end - start) / 1000.0,
+        out.printf("csi chaos: %-20s at %s %s; ended after %.1f s, %s%n", name, Instant.ofEpochMilli(start), what,
+                (end - start) / 1000.0,
                 converged < 0 ? "NOT converged" : String.format("converged %.1f s later", converged / 1000.0));
         return new ChaosCheck.Fault(name, windowStart, start, end, windowEnd);
     }
@@ -708,11 +717,12 @@ final class Chaos {
     // ------------------------------------------------------------------ the report
 
     static String table(ChaosCheck.Report report) {
-        Table table = new Table("FAULT", "REQUESTS", "ANSWERS", "SLOWEST ANSWER", "CONVERGED AFTER", "VIOLATIONS");
+        Table table = new Table("FAULT", "REQUESTS", "ANSWERS", "FAILED", "SLOWEST ANSWER", "CONVERGED AFTER",
+                "VIOLATIONS");
         for (ChaosCheck.Row row : report.rows()) {
             Set<String> kinds = new TreeSet<>();
             row.violations().forEach(v -> kinds.add(v.kind()));
-            table.row(row.fault(), row.requests(), row.answers(), seconds(row.slowestMillis()),
+            table.row(row.fault(), row.requests(), row.answers(), row.failed(), seconds(row.slowestMillis()),
                     row.fault().equals(ChaosCheck.FINAL) ? "-" : row.convergeMillis() < 0 ? "never" : seconds(row.convergeMillis()),
                     row.violations().isEmpty() ? "0" : row.violations().size() + " " + kinds);
         }
@@ -731,10 +741,10 @@ final class Chaos {
         }
     }
 
-    static Map<String, Object> toJson(ChaosCheck.Report report, List<String> faults, double rate, int volumes) {
+    static Map<String, Object> toJson(ChaosCheck.Report report, List<ChaosCheck.Fault> faults, double rate, int volumes) {
         Map<String, Object> json = new LinkedHashMap<>();
         json.put("finishedAt", Instant.now().toString());
-        json.put("faults", faults);
+        json.put("faults", faults.stream().map(ChaosCheck.Fault::name).toList());
         json.put("rate", rate);
         json.put("volumes", volumes);
         json.put("passed", report.passed());
@@ -742,8 +752,14 @@ final class Chaos {
         for (ChaosCheck.Row row : report.rows()) {
             Map<String, Object> r = new LinkedHashMap<>();
             r.put("fault", row.fault());
+            faults.stream().filter(f -> f.name().equals(row.fault())).findFirst().ifPresent(f -> {
+                r.put("window", Instant.ofEpochMilli(f.windowStart()) + "/" + Instant.ofEpochMilli(f.windowEnd()));
+                r.put("faultStart", Instant.ofEpochMilli(f.start()).toString());
+                r.put("faultEnd", Instant.ofEpochMilli(f.end()).toString());
+            });
             r.put("requests", row.requests());
             r.put("answers", row.answers());
+            r.put("failed", row.failed());
             r.put("slowestAnswerMillis", row.slowestMillis());
             r.put("convergedAfterMillis", row.convergeMillis());
             List<Map<String, String>> violations = new ArrayList<>();

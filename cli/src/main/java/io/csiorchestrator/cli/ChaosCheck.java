@@ -87,8 +87,11 @@ public final class ChaosCheck {
         }
     }
 
-    /** One row of the table; times in ms, -1 when there is none. */
-    public record Row(String fault, int requests, int answers, long slowestMillis, long convergeMillis,
+    /**
+     * One row of the table; times in ms, -1 when there is none. {@code failed}: answers "failed" (not a violation
+     * by themselves, a fault may cause them; shown so that a bug that fails claims is seen).
+     */
+    public record Row(String fault, int requests, int answers, int failed, long slowestMillis, long convergeMillis,
                       List<Violation> violations) {
     }
 
@@ -208,6 +211,7 @@ public final class ChaosCheck {
                            long converge, java.util.function.Predicate<Request> mine) {
         int sent = 0;
         int answered = 0;
+        int failed = 0;
         long slowest = -1;
         for (Request r : requests) {
             if (!mine.test(r)) {
@@ -217,10 +221,11 @@ public final class ChaosCheck {
             Answer a = done.get(r.id());
             if (a != null) {
                 answered++;
+                failed += a.state() == ClaimState.FAILED ? 1 : 0;
                 slowest = Math.max(slowest, a.at() - r.sentAt());
             }
         }
-        return new Row(name, sent, answered, slowest, converge,
+        return new Row(name, sent, answered, failed, slowest, converge,
                 all.stream().filter(v -> v.fault().equals(name)).toList());
     }
 

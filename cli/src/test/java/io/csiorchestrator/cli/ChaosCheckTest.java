@@ -87,6 +87,7 @@ class ChaosCheckTest {
         assertEquals("worker-kill", row.fault());
         assertEquals(4, row.requests());
         assertEquals(4, row.answers());
+        assertEquals(0, row.failed());
         assertEquals(9_500, row.slowestMillis()); // r1: sent at 12.0 s, released at 21.5 s
         assertEquals(4_000, row.convergeMillis()); // node-1's first ready after the end: c3 at 24.0 s
         assertEquals(ChaosCheck.FINAL, report.rows().get(1).fault());
@@ -114,14 +115,21 @@ class ChaosCheckTest {
         assertEquals(List.of("answered-twice-differently"), kinds(check(EndState.clean())));
     }
 
-    /** A failed claim's rollback answers released under the claim's request id: not a second final answer. */
+    /**
+     * A failed claim's rollback answers released under the claim's request id: not a second final answer; the
+     * failed answer is counted in its row.
+     */
     @Test
-    void releasedAfterAFailedClaimIsNotASecondAnswer() {
+    void releasedAfterAFailedClaimIsNotASecondAnswerAndTheFailureIsCounted() {
         cleanRun();
         claim("c5", "v3", "a5", "node-1", ClaimMode.READ, 30_000, false);
         answer("c5", ClaimState.FAILED, 30_500);
         answer("c5", ClaimState.RELEASED, 31_000);
-        assertEquals(List.of(), check(EndState.clean()).violations());
+        Report report = check(EndState.clean());
+        assertEquals(List.of(), report.violations());
+        assertEquals(1, report.rows().get(0).failed());
+        assertTrue(Chaos.table(report).lines().anyMatch(l -> l.matches("worker-kill\\s+5\\s+5\\s+1\\s.*")),
+                Chaos.table(report));
     }
 
     /** Node events in time order: a writer mounted on node-2 before the writer on node-1 was unmounted. */
