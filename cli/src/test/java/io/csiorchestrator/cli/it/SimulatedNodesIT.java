@@ -22,6 +22,8 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import io.csiorchestrator.cli.Wait;
+import io.csiorchestrator.events.NodePartitioner;
+import io.csiorchestrator.events.Topic;
 import java.time.Duration;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -37,7 +39,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 /**
- * {@code ./csi up --simulated-nodes 3} ({@link Main#run}, work dir {@code target/sim-nodes-*}, free ports): the
+ * {@code ./csi up --simulated-nodes 12} ({@link Main#run}, work dir {@code target/sim-nodes-*}, free ports): the
  * real claim-service and plugin-registry-service (their packaged {@code quarkus-app}), Kafka and PostgreSQL as
  * separate processes, and the packaged node simulator ({@code node-simulator/target/node-simulator.jar}) in place
  * of the workers and plugins.
@@ -46,7 +48,10 @@ import org.junit.jupiter.api.TestInstance;
 class SimulatedNodesIT {
 
     private static final ObjectMapper MAPPER = new ObjectMapper();
-    private static final int NODES = 3;
+    /** Twelve nodes on node-commands' twelve partitions: sim-node-3 shares its partition with sim-node-12. */
+    private static final int NODES = 12;
+    private static final String NODE = "sim-node-3";
+    private static final String SHARING = "sim-node-12";
 
     private Path work;
 
@@ -77,9 +82,10 @@ class SimulatedNodesIT {
     /**
      * The plugin registry lists the simulated plugin with every simulated node as a healthy instance (discovered
      * as real nodes are, from plugin-health) once {@code up} returns; once claim-service has handled the
-     * plugin-status with all three nodes, a volume registered on that plugin is claimed for write on
-     * sim-node-2 and answered ready with a host path under sim-node-2's root, whose record there holds the
-     * allocation; released, it is answered released, the record no longer holds it, and the claim is a past claim.
+     * plugin-status with all twelve nodes, a volume registered on that plugin is claimed for write on sim-node-3
+     * and answered ready with a host path under sim-node-3's root, whose record there holds the allocation, while
+     * sim-node-12, which reads the same partition of node-commands, has no record of the volume (it skipped the
+     * command); released, it is answered released, the record no longer holds it, and the claim is a past claim.
      */
     @Test
     void aClaimIsReadyAndReleasedOnASimulatedNode() throws Exception {
@@ -89,7 +95,14 @@ class SimulatedNodesIT {
         assertEquals(NODES, status.path("nodesHealthy").asInt(), plugin.out());
         List<String> nodes = new ArrayList<>();
         status.path("instances").forEach(i -> nodes.add(i.path("nodeId").asText()));
-        assertEquals(List.of("sim-node-1", "sim-node-2", "sim-node-3"), nodes.stream().sorted().toList());
+        List<String> expected = new ArrayList<>();
+        for (int i = 1; i <= NODES; i++) {
+            expected.add("sim-node-" + i);
+        }
+        assertEquals(expected.stream().sorted().toList(), nodes.stream().sorted().toList());
+        int partitions = Topic.NODE_COMMANDS.defaultPartitions();
+        assertEquals(NodePartitioner.partitionFor(NODE, partitions), NodePartitioner.partitionFor(SHARING, partitions),
+                "the premise: " + NODE + " and " + SHARING + " share a partition");
         awaitClaimServiceHandledPluginStatusWithAllNodes();
 
         Path file = work.resolve("vol.json");
@@ -99,15 +112,17 @@ class SimulatedNodesIT {
         Run register = csi(withEndpoints("volume", "register", file.toString()));
         assertEquals(0, register.code(), register.toString());
 
-        Run claim = csi(withEndpoints("volume", "claim", "sim-vol", "--alloc", "alloc-1", "--node", "sim-node-2",
+        Run claim = csi(withEndpoints("volume", "claim", "sim-vol", "--alloc", "alloc-1", "--node", NODE,
                 "--mode", "write", "--timeout", "90", "-json"));
         assertEquals(0, claim.code(), claim.toString());
         JsonNode ready = last(claim);
         assertEquals("ready", ready.path("state").asText(), claim.out());
-        Path nodeRoot = work.resolve(Cluster.SIM_NODES_DIR).resolve("sim-node-2").toRealPath();
+        Path nodeRoot = work.resolve(Cluster.SIM_NODES_DIR).resolve(NODE).toRealPath();
         assertEquals(nodeRoot.resolve("per-alloc/alloc-1/default/sim-vol").toString(), ready.path("hostPath").asText());
         Path record = nodeRoot.resolve("records/default/sim-vol.json");
         assertTrue(MAPPER.readTree(record.toFile()).path("usages").has("alloc-1"), Files.readString(record));
+        Path other = work.resolve(Cluster.SIM_NODES_DIR).resolve(SHARING).resolve("records/default/sim-vol.json");
+        assertTrue(!Files.exists(other), SHARING + " handled a command of " + NODE + ": " + other);
 
         Run release = csi(withEndpoints("volume", "release", "sim-vol", "--alloc", "alloc-1", "--timeout", "90",
                 "-json"));
@@ -119,12 +134,12 @@ class SimulatedNodesIT {
         assertEquals(0, volume.code(), volume.toString());
         JsonNode v = MAPPER.readTree(volume.out());
         assertEquals(0, v.path("claims").size(), volume.out());
-        assertEquals("sim-node-2", v.path("pastClaims").path(0).path("nodeId").asText(), volume.out());
+        assertEquals(NODE, v.path("pastClaims").path(0).path("nodeId").asText(), volume.out());
     }
 
     /**
      * Waits until claim-service has handled (committed past) a {@code plugin-status} record of the simulated
-     * plugin with every node healthy: from then on it knows sim-node-2.
+     * plugin with every node healthy: from then on it knows every node.
      */
     private void awaitClaimServiceHandledPluginStatusWithAllNodes() throws IOException {
         Properties e = endpoints();
