@@ -16,10 +16,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
@@ -51,7 +51,8 @@ public final class NodeFleet implements AutoCloseable {
     private final Settings settings;
     private final Telemetry telemetry;
     private final Clock clock = Clock.systemUTC();
-    private final List<Running> nodes = new ArrayList<>();
+    /** Written by start and close only; read by the heartbeat thread and readiness at any time. */
+    private final List<Running> nodes = new CopyOnWriteArrayList<>();
     private ScheduledExecutorService heartbeats;
 
     public NodeFleet(Settings settings, Telemetry telemetry) {
@@ -85,7 +86,7 @@ public final class NodeFleet implements AutoCloseable {
         }
         long every = settings.heartbeatInterval().toMillis();
         heartbeats.scheduleAtFixedRate(() -> {
-            for (Running r : List.copyOf(nodes)) {
+            for (Running r : nodes) {
                 r.node().heartbeat();
             }
         }, every, every, TimeUnit.MILLISECONDS);
@@ -94,7 +95,7 @@ public final class NodeFleet implements AutoCloseable {
     }
 
     /** The nodes whose command consumer reads its partition and whose first report the broker acknowledged. */
-    public synchronized int readyNodes() {
+    public int readyNodes() {
         int ready = 0;
         for (Running r : nodes) {
             if (r.consumer().connectivity().connected() && r.publisher().lastAcknowledged() != null
@@ -105,26 +106,8 @@ public final class NodeFleet implements AutoCloseable {
         return ready;
     }
 
-    public synchronized int size() {
-        return nodes.size();
-    }
-
-    public synchronized List<SimulatedNode> nodes() {
-        return nodes.stream().map(Running::node).toList();
-    }
-
-    /** The partitions of node-commands each node reads (node id, partitions), for the log and the tests. */
-    public synchronized List<String> assignments() {
-        List<String> lines = new ArrayList<>();
-        for (Running r : nodes) {
-            lines.add(r.node().nodeId() + " " + r.consumer().assignedPartitions().stream()
-                    .map(tp -> Integer.toString(tp.partition())).toList());
-        }
-        return lines;
-    }
-
     /**
-     * Stops as the worker stops, every node at once: the consumer (final offset commit), a last unhealthy
+     * Stops as the worker stops, up to 16 nodes at a time: the consumer (final offset commit), a last unhealthy
      * report, the volume threads, then the publisher (what is queued is delivered, bounded).
      */
     @Override
