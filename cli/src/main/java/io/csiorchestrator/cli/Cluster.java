@@ -46,6 +46,12 @@ public final class Cluster {
     /** Topic prefix of the local system, so its topics stand apart on a shared broker. */
     public static final String TOPIC_PREFIX = "csi.";
     public static final List<String> NODES = List.of("node-1", "node-2");
+    /** The process that serves simulated nodes ({@code ./csi up --simulated-nodes N}), module node-simulator. */
+    public static final String SIMULATOR = "node-simulator";
+    /** The simulated nodes' plugin id, their ids {@code sim-node-1..N}, and their roots under the work dir. */
+    public static final String SIM_PLUGIN_ID = "simulated";
+    public static final String SIM_NODE_PREFIX = "sim-node-";
+    public static final String SIM_NODES_DIR = "sim-nodes";
 
     /** A started process. */
     public record Proc(String name, ProcessHandle handle, Path log) {
@@ -85,6 +91,10 @@ public final class Cluster {
     private Properties infra;
     private boolean jsonLogs;
     private boolean durable;
+    /** 0: real workers and plugins on {@link #NODES}; else that many simulated nodes in one process. */
+    private int simulatedNodes;
+    private int simulatorPort;
+    private String pluginDelay = "1ms";
 
     public Cluster(Path home, Path workDir, Ports ports, boolean detached) {
         this.home = home.toAbsolutePath().normalize();
@@ -110,6 +120,42 @@ public final class Cluster {
     public Cluster durable(boolean on) {
         this.durable = on;
         return this;
+    }
+
+    /**
+     * {@code nodes} simulated nodes ({@code sim-node-1..N}, module node-simulator) in place of the real workers and
+     * plugins; its health and metrics on {@code port}; each simulated plugin call takes {@code pluginDelay}.
+     */
+    public Cluster simulated(int nodes, int port, String pluginDelay) {
+        this.simulatedNodes = nodes;
+        this.simulatorPort = port;
+        this.pluginDelay = pluginDelay;
+        return this;
+    }
+
+    public int simulatedNodes() {
+        return simulatedNodes;
+    }
+
+    /** The nodes of this system: node-1, node-2, or sim-node-1..N. */
+    public List<String> nodes() {
+        if (simulatedNodes == 0) {
+            return NODES;
+        }
+        List<String> ids = new ArrayList<>();
+        for (int i = 1; i <= simulatedNodes; i++) {
+            ids.add(SIM_NODE_PREFIX + i);
+        }
+        return ids;
+    }
+
+    public String simulatorUrl() {
+        return "http://127.0.0.1:" + simulatorPort;
+    }
+
+    /** The simulated nodes' worker roots: {@code <dir>/<node id>}. */
+    public Path simulatedNodesDir() {
+        return workDir.resolve(SIM_NODES_DIR);
     }
 
     public Path workDir() {
@@ -170,6 +216,10 @@ public final class Cluster {
 
     public void prepare() throws IOException {
         Files.createDirectories(logs());
+        if (simulatedNodes > 0) {
+            Files.createDirectories(simulatedNodesDir());
+            return;
+        }
         Files.createDirectories(hostpathShared());
         for (String node : NODES) {
             Files.createDirectories(workerRoot(node));
@@ -341,6 +391,46 @@ public final class Cluster {
                 "-Dcsi.worker.heartbeat-interval=10s",
                 "-jar", serviceJar("node-mount-worker").toString()));
         return start("node-mount-worker-" + node, cmd, Map.of("CSI_SECRETS_KEYRING", keyring));
+    }
+
+    /**
+     * Starts the node simulator: {@link #simulated}'s nodes, each reading its partition of node-commands and
+     * reporting its simulated plugin on plugin-health, as a worker with a plugin does; {@link #awaitReady} on
+     * {@link #simulatorUrl()} waits until every node reads its partition and was heard by the broker.
+     */
+    public Proc startSimulator() throws IOException {
+        // per node: a consumer, a producer, a few threads and their buffers
+        List<String> cmd = java(SIMULATOR, Math.min(2048, 256 + 4 * simulatedNodes));
+        cmd.addAll(List.of(
+                "-Djava.util.logging.manager=org.jboss.logmanager.LogManager",
+                "-jar", built(SIMULATOR, home.resolve(SIMULATOR).resolve("target/node-simulator.jar")).toString(),
+                "--nodes", Integer.toString(simulatedNodes),
+                "--node-prefix", SIM_NODE_PREFIX,
+                "--root", simulatedNodesDir().toString(),
+                "--kafka", kafkaBootstrap(),
+                "--topic-prefix", TOPIC_PREFIX,
+                "--plugin-id", SIM_PLUGIN_ID,
+                "--plugin-delay", pluginDelay,
+                "--http-port", Integer.toString(simulatorPort)));
+        return start(SIMULATOR, cmd, Map.of("CSI_SECRETS_KEYRING", keyring));
+    }
+
+    /**
+     * Waits (bounded) until plugin-registry-service counts every simulated node as a healthy node instance of
+     * the simulated plugin: the nodes are discoverable as real ones are, from their plugin-health reports.
+     */
+    public void awaitSimulatedNodesRegistered(Proc simulator, Duration timeout) {
+        Http http = new Http("plugin-registry-service", registryUrl());
+        Wait.until("plugin-registry-service listing " + simulatedNodes + " healthy nodes of plugin " + SIM_PLUGIN_ID,
+                timeout, simulator, () -> {
+                    try {
+                        Http.Response r = http.get("/v1/plugins/" + SIM_PLUGIN_ID);
+                        return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() == simulatedNodes
+                                ? Optional.of(true) : Optional.empty();
+                    } catch (Http.UnreachableException e) {
+                        return Optional.empty();
+                    }
+                });
     }
 
     /** Waits (bounded, small backoff) until {@code url/q/health/ready} answers 200. */
@@ -517,7 +607,7 @@ public final class Cluster {
     }
 
     static int tier(String name) {
-        if (name.startsWith("node-mount-worker")) {
+        if (name.startsWith("node-mount-worker") || name.equals(SIMULATOR)) {
             return 0;
         }
         if (name.startsWith("hostpath")) {
@@ -556,9 +646,18 @@ public final class Cluster {
         props.setProperty("registry.url", registryUrl());
         props.setProperty("kafka.bootstrap.servers", kafkaBootstrap());
         props.setProperty("csi.topics.prefix", TOPIC_PREFIX);
-        for (String node : NODES) {
-            props.setProperty(node + ".plugins-dir", pluginsDir(node).toString());
-            props.setProperty(node + ".worker.url", workerUrl(node));
+        // what a load generator needs to spread volumes over the nodes (the plugin registry lists them too)
+        props.setProperty("nodes", String.join(",", nodes()));
+        props.setProperty("plugin.id", simulatedNodes > 0 ? SIM_PLUGIN_ID : PLUGIN_ID);
+        if (simulatedNodes > 0) {
+            // no plugin socket: the simulated plugin has no CreateVolume, any externalId is a volume
+            props.setProperty("simulated-nodes", Integer.toString(simulatedNodes));
+            props.setProperty("simulator.url", simulatorUrl());
+        } else {
+            for (String node : NODES) {
+                props.setProperty(node + ".plugins-dir", pluginsDir(node).toString());
+                props.setProperty(node + ".worker.url", workerUrl(node));
+            }
         }
         try (Writer writer = Files.newBufferedWriter(workDir.resolve(Endpoints.FILE))) {
             props.store(writer, "csi up");

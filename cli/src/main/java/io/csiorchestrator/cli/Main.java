@@ -20,6 +20,11 @@ public final class Main {
                                            (Kafka's log, PostgreSQL's data, the hostpath volumes, the workers'
                                            records) is kept from the last `up` unless --fresh, which starts empty
                                            (both: --json-logs makes the services log JSON lines)
+              up --simulated-nodes N [--plugin-delay D]
+                                           the same with N simulated nodes sim-node-1..N (one node-simulator
+                                           process: the worker's command handling, record store and Kafka clients
+                                           over an in-memory plugin "simulated", D per plugin call, default 1ms)
+                                           instead of the two real workers and hostpath plugins
               down [--work-dir D]          stop what `up` started, unmount anything left under its work dir;
                                            the state stays for the next `up`
               restart kafka|postgres [--work-dir D]
@@ -81,7 +86,8 @@ public final class Main {
                     yield new Demo(new Cluster(home, work, Cluster.Ports.free(), false)
                             .jsonLogs(args.flag("json-logs")), out).run();
                 }
-                case "up" -> Up.up(args.only(Set.of("work-dir", "json-logs", "fresh", "free-ports")).atMost(0), home(args),
+                case "up" -> Up.up(args.only(Set.of("work-dir", "json-logs", "fresh", "free-ports", "simulated-nodes",
+                        "plugin-delay")).atMost(0), home(args),
                         out, err);
                 case "down" -> Up.down(args.only(Set.of("work-dir")).atMost(0), home(args), out, err);
                 case "restart" -> Up.restart(args.only(Set.of("work-dir")).atMost(1), home(args), out, err);

@@ -24,10 +24,19 @@ final class Up {
             err.println("error: the system in " + work + " is running already; ./csi down first");
             return 1;
         }
+        // --simulated-nodes N: N simulated nodes (module node-simulator, one process) instead of the two real
+        // workers and hostpath plugins; its health and metrics on 8083.
+        int simulated = simulatedNodes(args);
+        String pluginDelay = args.option("plugin-delay").orElse("1ms");
+        if (simulated == 0 && args.option("plugin-delay").isPresent()) {
+            throw new Args.UsageException("--plugin-delay goes with --simulated-nodes");
+        }
         // --free-ports: the services on free ports instead of 8081-8084 (a second system beside one, the tests).
         Cluster.Ports ports = args.flag("free-ports") ? Cluster.Ports.free() : Cluster.Ports.defaults();
-        for (int port : List.of(ports.claims(), ports.registry(), ports.workers().get("node-1"),
-                ports.workers().get("node-2"))) {
+        int simulatorPort = args.flag("free-ports") ? Cluster.freePort() : 8083;
+        List<Integer> needed = simulated > 0 ? List.of(ports.claims(), ports.registry(), simulatorPort)
+                : List.of(ports.claims(), ports.registry(), ports.workers().get("node-1"), ports.workers().get("node-2"));
+        for (int port : needed) {
             if (!Cluster.portFree(port)) {
                 err.println("error: port " + port + " is taken (the services listen on 8081-8084)");
                 return 1;
@@ -48,9 +57,10 @@ final class Up {
         }
         Files.deleteIfExists(work.resolve(Cluster.PIDS));
         Files.deleteIfExists(work.resolve(Endpoints.FILE));
-        Cluster cluster = new Cluster(home, work, ports, true).durable(true).jsonLogs(args.flag("json-logs"));
-        Steps steps = new Steps(out, 5);
-        boolean ok = steps.run("start Kafka (KRaft) and PostgreSQL", () -> {
+        Cluster cluster = new Cluster(home, work, ports, true).durable(true).jsonLogs(args.flag("json-logs"))
+                .simulated(simulated, simulatorPort, pluginDelay);
+        Steps steps = new Steps(out, simulated > 0 ? 4 : 5);
+        boolean started = steps.run("start Kafka (KRaft) and PostgreSQL", () -> {
             cluster.prepare();
             cluster.startInfra();
             return null;
@@ -60,7 +70,15 @@ final class Up {
             cluster.awaitReady(registry, cluster.registryUrl(), Demo.START_TIMEOUT);
             cluster.awaitReady(claims, cluster.claimsUrl(), Demo.START_TIMEOUT);
             return null;
-        }) && steps.run("start the hostpath plugin on node-1 and node-2", () -> {
+        });
+        boolean ok = started && (simulated > 0 ? steps.run("start " + simulated + " simulated nodes ("
+                + Cluster.SIM_NODE_PREFIX + "1.." + Cluster.SIM_NODE_PREFIX + simulated + ", node-simulator, plugin "
+                + Cluster.SIM_PLUGIN_ID + ", " + pluginDelay + " per plugin call)", () -> {
+            Cluster.Proc simulator = cluster.startSimulator();
+            cluster.awaitReady(simulator, cluster.simulatorUrl(), Demo.START_TIMEOUT);
+            cluster.awaitSimulatedNodesRegistered(simulator, Demo.START_TIMEOUT);
+            return null;
+        }) : steps.run("start the hostpath plugin on node-1 and node-2", () -> {
             for (String node : Cluster.NODES) {
                 cluster.startPlugin(node);
             }
@@ -74,7 +92,7 @@ final class Up {
                 cluster.awaitReady(workers.get(i), cluster.workerUrl(Cluster.NODES.get(i)), Demo.START_TIMEOUT);
             }
             return null;
-        }) && steps.run("write " + Endpoints.FILE, () -> {
+        })) && steps.run("write " + Endpoints.FILE, () -> {
             cluster.writeEndpoints();
             return null;
         });
@@ -89,17 +107,42 @@ final class Up {
         out.println("claim-service            " + cluster.claimsUrl() + "   (REST /v1/volumes)");
         out.println("plugin-registry-service  " + cluster.registryUrl() + "   (REST /v1/plugins)");
         out.println("kafka bootstrap          " + cluster.kafkaBootstrap());
-        for (String node : Cluster.NODES) {
-            out.println(node + " plugins dir      " + cluster.pluginsDir(node)
-                    + "   (a CSI plugin at <dir>/<plugin-id>/csi.sock is picked up; worker " + cluster.workerUrl(node) + ")");
+        if (simulated > 0) {
+            out.println("simulated nodes          " + Cluster.SIM_NODE_PREFIX + "1.." + Cluster.SIM_NODE_PREFIX + simulated
+                    + "   (health and metrics " + cluster.simulatorUrl() + "; roots " + cluster.simulatedNodesDir() + ")");
+            out.println("simulated plugin         " + Cluster.SIM_PLUGIN_ID + "   (no CreateVolume: register volumes with"
+                    + " \"pluginId\": \"" + Cluster.SIM_PLUGIN_ID + "\" and any externalId)");
+        } else {
+            for (String node : Cluster.NODES) {
+                out.println(node + " plugins dir      " + cluster.pluginsDir(node)
+                        + "   (a CSI plugin at <dir>/<plugin-id>/csi.sock is picked up; worker " + cluster.workerUrl(node)
+                        + ")");
+            }
+            out.println("hostpath shared dir      " + cluster.hostpathShared() + "   (volumes/, controller-state.json)");
         }
-        out.println("hostpath shared dir      " + cluster.hostpathShared() + "   (volumes/, controller-state.json)");
         out.println("kafka log                " + cluster.kafkaDir() + "   (./csi restart kafka)");
         out.println("postgresql data          " + cluster.postgresDir().resolve("data") + "   (server pid "
                 + cluster.postmasterPid().map(String::valueOf).orElse("?") + "; ./csi restart postgres)");
         out.println("logs                     " + cluster.logs());
         out.println("stop with                ./csi down");
         return 0;
+    }
+
+    /** {@code --simulated-nodes N}: 0 without it. */
+    static int simulatedNodes(Args args) {
+        String value = args.option("simulated-nodes").orElse(null);
+        if (value == null) {
+            return 0;
+        }
+        try {
+            int n = Integer.parseInt(value);
+            if (n < 1 || n > 10_000) {
+                throw new NumberFormatException();
+            }
+            return n;
+        } catch (NumberFormatException e) {
+            throw new Args.UsageException("--simulated-nodes must be a whole number from 1 to 10000, not '" + value + "'");
+        }
     }
 
     static int down(Args args, Path home, PrintStream out, PrintStream err) throws IOException {

@@ -49,6 +49,21 @@ class MainTest {
         assertEquals(0, run("help").code());
     }
 
+    /** A wrong node count for {@code up --simulated-nodes}, or a plugin delay without it, is refused before anything starts. */
+    @Test
+    void upRefusesABadSimulatedNodeCountBeforeStartingAnything(@TempDir Path work) {
+        for (String count : new String[] {"0", "-3", "10001", "many"}) {
+            Run r = run("up", "--simulated-nodes", count, "--work-dir", work.toString());
+            assertEquals(2, r.code(), count + ": " + r.err());
+            assertTrue(r.err().contains("--simulated-nodes must be a whole number from 1 to 10000"), r.err());
+        }
+        Run r = run("up", "--plugin-delay", "5ms", "--work-dir", work.toString());
+        assertEquals(2, r.code(), r.err());
+        assertTrue(r.err().contains("--plugin-delay goes with --simulated-nodes"), r.err());
+        assertTrue(run("help").out().contains("up --simulated-nodes N"), "the usage names it");
+        assertEquals(java.util.List.of(), java.util.Arrays.asList(work.toFile().list()), "nothing was started");
+    }
+
     @Test
     void endpointsComeFromFlagsThenEnvThenTheUpFileThenDefaults(@TempDir Path home) throws Exception {
         Endpoints defaults = Endpoints.resolve(Args.parse(), Map.of(), home);

@@ -1,14 +1,9 @@
 package io.csiorchestrator.worker;
 
 import io.csiorchestrator.csi.mount.MountTable;
-import io.csiorchestrator.events.MountDone;
-import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.PathSafeId;
-import io.csiorchestrator.events.SecretKeyring;
-import io.csiorchestrator.events.SecretPayload;
-import io.csiorchestrator.events.SecretSealer;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.worker.kafka.CommandConsumer;
@@ -34,10 +29,6 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.opentelemetry.api.OpenTelemetry;
 import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.context.Context;
-import io.opentelemetry.context.Scope;
-import io.opentelemetry.api.trace.Span;
-import io.opentelemetry.api.trace.SpanContext;
-import org.jboss.logging.MDC;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -146,42 +137,11 @@ public class NodeMountWorker {
         watcher.start();
         consumer = new CommandConsumer(bootstrapServers, config.consumerGroup().orElse("node-mount-worker-" + nodeId),
                 topics.name(Topic.NODE_COMMANDS), topics.deadLetterName(Topic.NODE_COMMANDS), nodeId, serializer,
-                this::handle, publisher, telemetry);
+                new CommandHandler(operations, clock), publisher, telemetry);
         consumer.start();
         registerGauges();
         started = true;
         LOG.infof("node-mount-worker of node %s started: root %s, plugins %s", nodeId, paths.root(), config.pluginsDir());
-    }
-
-    /**
-     * Runs a command on the volume thread inside {@code cause}, the context of its
-     * {@code node-commands process} span: the CSI calls it awaits on this thread are its children
-     * and the node events it emits carry it. An unexpected failure is still answered, so the
-     * partition never stalls.
-     */
-    private MountDone handle(NodeCommand command, Context cause) {
-        SpanContext span = Span.fromContext(cause).getSpanContext();
-        // the log format's %X{traceId}: Quarkus fills the MDC on Vert.x threads only, this is a worker thread
-        if (span.isValid()) {
-            MDC.put("traceId", span.getTraceId());
-            MDC.put("spanId", span.getSpanId());
-        }
-        try (Scope ignored = cause.makeCurrent()) {
-            MountDone done = operations.execute(command);
-            LOG.infof("%s of volume %s/%s%s: %s", command.kind().wire(), command.namespace(), command.volumeId(),
-                    command.allocationId() == null ? "" : " for allocation " + command.allocationId(),
-                    done.succeeded() ? "done" : "failed with " + done.errorCode());
-            return done;
-        } catch (RuntimeException e) {
-            LOG.errorf(e, "command %s failed unexpectedly", command.commandId());
-            return new MountDone(command.commandId(), command.nodeId(), command.kind(), command.namespace(),
-                    command.volumeId(), command.allocationId(), false, "WORKER_ERROR",
-                    "node-mount-worker failed on this command: " + e.getClass().getSimpleName() + ": " + e.getMessage(),
-                    Map.of(), null, null, clock.instant());
-        } finally {
-            MDC.remove("traceId");
-            MDC.remove("spanId");
-        }
     }
 
     /** Gauges read from the worker's current parts (registered once; a restart keeps them). */
@@ -269,17 +229,7 @@ public class NodeMountWorker {
     }
 
     private SecretOpener secretOpener() {
-        if (keyring.isEmpty() || keyring.get().isBlank()) {
-            return (sealed, ns, vol) -> {
-                if (sealed == null) {
-                    return SecretPayload.EMPTY;
-                }
-                throw new IllegalStateException("the command carries sealed secrets but csi.secrets.keyring is not "
-                        + "configured on this node");
-            };
-        }
-        SecretSealer sealer = new SecretSealer(SecretKeyring.parse(keyring.get(), activeKey.orElse(null)));
-        return (sealed, ns, vol) -> sealer.open(sealed, SecretSealer.associatedData(ns, vol));
+        return SecretOpener.fromKeyring(keyring.orElse(null), activeKey.orElse(null));
     }
 
     public synchronized void stop() {

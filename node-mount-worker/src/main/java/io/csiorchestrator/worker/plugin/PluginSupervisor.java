@@ -3,9 +3,6 @@ package io.csiorchestrator.worker.plugin;
 import io.csiorchestrator.csi.CsiClientOptions;
 import io.csiorchestrator.csi.CsiPluginClient;
 import io.csiorchestrator.csi.PluginFingerprint;
-import io.csiorchestrator.events.NodeEvent;
-import io.csiorchestrator.events.NodeEventKind;
-import io.csiorchestrator.events.NodeInfo;
 import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.events.PluginType;
 import io.csiorchestrator.worker.EventSink;
@@ -17,8 +14,6 @@ import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.function.Consumer;
 import org.jboss.logging.Logger;
@@ -119,15 +114,7 @@ public final class PluginSupervisor {
     }
 
     static PluginType deriveType(PluginFingerprint fp) {
-        if (fp == null) {
-            return PluginType.NODE;
-        }
-        boolean controller = fp.hasControllerService();
-        boolean node = fp.node().isPresent();
-        if (controller && node) {
-            return PluginType.MONOLITH;
-        }
-        return controller ? PluginType.CONTROLLER : PluginType.NODE;
+        return PluginHealthReports.deriveType(fp);
     }
 
     private final java.util.concurrent.atomic.AtomicBoolean checking = new java.util.concurrent.atomic.AtomicBoolean();
@@ -240,23 +227,12 @@ public final class PluginSupervisor {
         }
         LOG.infof("CSI plugin %s on node %s is now %s: %s", pluginId, nodeId, nowHealthy ? "healthy" : "unhealthy", why);
         sink.publish(health(nowHealthy, false));
-        sink.publish(new NodeEvent(nodeId, null, NodeEventKind.PLUGIN_HEALTH,
-                "Plugin " + pluginId + " is " + (nowHealthy ? "healthy" : "unhealthy"), pluginId, null, null, null,
-                nowHealthy, nowHealthy ? null : why, Map.of("socket", socket.toString()), clock.instant()));
+        sink.publish(PluginHealthReports.transition(pluginId, nodeId, nowHealthy, why, socket.toString(), clock.instant()));
     }
 
     private PluginHealth health(boolean isHealthy, boolean heartbeat) {
-        PluginFingerprint fp = fingerprint;
-        NodeInfo nodeInfo = fp == null ? null : fp.node()
-                .filter(n -> n.nodeId() != null && !n.nodeId().isEmpty())
-                .map(n -> new NodeInfo(n.nodeId(), n.maxVolumesPerNode(), n.topology())).orElse(null);
-        return new PluginHealth(pluginId, nodeId, type(), isHealthy, truncate(description),
-                fp == null ? null : emptyToNull(fp.name()), fp == null ? null : emptyToNull(fp.vendorVersion()),
-                fp == null ? List.of() : fp.pluginCapabilities().stream().map(Enum::name).sorted().toList(),
-                fp == null ? List.of() : fp.controllerCapabilities().stream().map(Enum::name).sorted().toList(),
-                fp == null ? List.of() : fp.node().map(n -> n.capabilities().stream().map(Enum::name).sorted().toList())
-                        .orElse(List.of()),
-                nodeInfo, heartbeat, clock.instant());
+        return PluginHealthReports.health(pluginId, nodeId, type(), isHealthy, description, fingerprint, heartbeat,
+                clock.instant());
     }
 
     private CsiClientOptions clientOptions() {
@@ -290,13 +266,5 @@ public final class PluginSupervisor {
             client = null;
             volumes = null;
         }
-    }
-
-    private static String emptyToNull(String s) {
-        return s == null || s.isEmpty() ? null : s;
-    }
-
-    private static String truncate(String s) {
-        return s == null || s.length() <= 4000 ? s : s.substring(0, 4000);
     }
 }
