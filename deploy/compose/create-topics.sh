@@ -23,3 +23,4 @@ topic mount-done      6
 topic plugin-health   6
 topic plugin-status   3 --config cleanup.policy=compact
 topic node-events     6
+topic node-state      6 --config cleanup.policy=compact

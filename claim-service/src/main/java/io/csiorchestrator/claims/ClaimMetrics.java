@@ -37,6 +37,8 @@ public class ClaimMetrics {
     public static final String OUTBOX_PENDING = "csi.outbox.pending";
     public static final String OUTBOX_PUBLISH = "csi.outbox.publish";
     public static final String CONSUMER_RETRIES = "csi.claim.consumer.retries";
+    public static final String REPAIRS = "csi.claims.repairs";
+    public static final String REPAIRS_DEFERRED = "csi.claims.repairs.deferred";
 
     /** Histogram buckets for every latency timer here: 5 ms .. 60 s. */
     public static final Duration[] BUCKETS = {
@@ -98,6 +100,18 @@ public class ClaimMetrics {
     public void decision(String decision, String reason) {
         Counter.builder(DECISIONS).description("Claim decisions by decision and reason code")
                 .tags("decision", decision, "reason", reason).register(registry).increment();
+    }
+
+    /** Anti-entropy started a repair of {@code kind} (orphan-unmounted / mount-redriven); counted once committed. */
+    public void repair(String kind) {
+        Counter.builder(REPAIRS).description("Anti-entropy repairs started, by kind")
+                .tags("kind", kind).register(registry).increment();
+    }
+
+    /** Anti-entropy put off a due repair of {@code kind}: the repair rate limit was reached. */
+    public void repairDeferred(String kind) {
+        Counter.builder(REPAIRS_DEFERRED).description("Anti-entropy repairs put off by the rate limit, by kind")
+                .tags("kind", kind).register(registry).increment();
     }
 
     /** An outbox row was acknowledged by the broker {@code elapsed} after it was written. */

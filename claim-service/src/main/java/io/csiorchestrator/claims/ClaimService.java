@@ -65,7 +65,7 @@ public class ClaimService {
     @Inject
     ClaimMetrics metrics;
 
-    private ClaimMachine machine() {
+    ClaimMachine machine() {
         return new ClaimMachine(settings.policy());
     }
 
@@ -394,7 +394,8 @@ public class ClaimService {
 
     // ---------------------------------------------------------------- transitions
 
-    private Uni<Void> apply(VolumeEntity volume, ClaimEntity claim, Transition t) {
+    /** Stores {@code t} as the claim's new checkpoint and carries out its effects (in the caller's transaction). */
+    Uni<Void> apply(VolumeEntity volume, ClaimEntity claim, Transition t) {
         Instant now = Instant.now();
         Snapshot s = t.next();
         if (!s.phase().name().equals(claim.phase) || claim.attempt != s.attempt()) {

@@ -14,6 +14,9 @@ public interface ClaimSettings {
 
     Leader leader();
 
+    @WithName("anti-entropy")
+    AntiEntropy antiEntropy();
+
     /**
      * How long handling a record is retried when it fails for another reason than the record being
      * malformed or the database being away (those: dead-lettered at once / retried while it lasts);
@@ -64,6 +67,28 @@ public interface ClaimSettings {
     @WithName("reconcile-interval")
     @WithDefault("5s")
     Duration reconcileInterval();
+
+    /** Anti-entropy: the repairs of differences between the nodes' reports of their actual state and the claims. */
+    interface AntiEntropy {
+        /**
+         * How long a difference must last (from the first report that showed it, or the claim's last transition if
+         * later) before it is repaired: covers a mount or release being carried out right now, a worker restoring
+         * after its start, and clock skew between the nodes and claim-service. Keep it above twice the workers'
+         * {@code csi.worker.state-report-interval}.
+         */
+        @WithDefault("90s")
+        Duration grace();
+
+        /** Repairs started per minute, at most (a token bucket refilled at this rate); more wait for a later report. */
+        @WithName("repairs-per-minute")
+        @WithDefault("30")
+        int repairsPerMinute();
+
+        /** Repairs that may start at once (the token bucket's size). */
+        @WithName("repair-burst")
+        @WithDefault("10")
+        int repairBurst();
+    }
 
     interface Leader {
         /** How often a non-leader tries the leader lock, and how often the leader checks its connection. */

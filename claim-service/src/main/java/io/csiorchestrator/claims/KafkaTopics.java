@@ -34,7 +34,8 @@ import org.jboss.logging.Logger;
 public class KafkaTopics {
 
     private static final Logger LOG = Logger.getLogger(KafkaTopics.class);
-    private static final Set<Topic> DEAD_LETTERED = Set.of(Topic.CLAIM_REQUESTED, Topic.MOUNT_DONE, Topic.PLUGIN_STATUS);
+    private static final Set<Topic> DEAD_LETTERED = Set.of(Topic.CLAIM_REQUESTED, Topic.MOUNT_DONE, Topic.PLUGIN_STATUS,
+            Topic.NODE_STATE);
 
     private final TopicCatalog catalog;
     private final String bootstrapServers;

@@ -15,6 +15,9 @@ import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.NodeStateReported;
+import io.csiorchestrator.events.ReportedMount;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.testkit.HostileRecords;
 import io.quarkus.test.junit.QuarkusTest;
@@ -30,7 +33,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * No record can stop one of claim-service's channels: to each topic it consumes (claim-requested,
- * mount-done, plugin-status) the test sends every kind of {@link HostileRecords} (bad CloudEvents
+ * mount-done, plugin-status, node-state) the test sends every kind of {@link HostileRecords} (bad CloudEvents
  * headers, bodies that are not the event) on one partition, then a valid record on the same partition.
  * The valid record is handled (its answer arrives within {@link Bus#WAIT}) and every hostile record is
  * on {@code <topic>-dead-letter} with a reason naming its header or field.
@@ -92,6 +95,29 @@ class HostileRecordsTest {
         bus.send(status(plugin));
         ClaimFlowTest.awaitSchedulable("ns1", vol);
         assertAllDeadLettered(Topic.PLUGIN_STATUS, sent);
+    }
+
+    @Test
+    void nodeStateDeadLettersEveryHostileKindAndHandlesTheValidReportsAfterThem() {
+        String node = ClaimFlowTest.unique("node-h");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("hostile"), ClaimFlowTest.unique("plug-h"),
+                AccessMode.SINGLE_NODE_WRITER);
+        Instant t0 = Instant.now();
+        Map<HostileRecords.Kind, RecordMetadata> sent = sendHostile(nodeState(node, vol, 1, t0), EventType.PLUGIN_STATUS,
+                List.of("nodeId", "sequence", "takenAt"), List.of("nodeId"), List.of(), List.of("takenAt"),
+                EventCodec.encodeToString(status(ClaimFlowTest.unique("plug-h"))));
+
+        // two valid reports a grace apart showing a mount nobody claimed: its unmount is the answer
+        bus.send(nodeState(node, vol, 2, t0));
+        bus.send(nodeState(node, vol, 3, t0.plusSeconds(3)));
+        bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertAllDeadLettered(Topic.NODE_STATE, sent);
+    }
+
+    private static NodeStateReported nodeState(String node, String vol, long sequence, Instant takenAt) {
+        return new NodeStateReported(node, sequence, takenAt, List.of(new NodeStateReported.VolumeState("ns1", vol, "plug",
+                "ext-" + vol, ReportedMount.MOUNTED, List.of(new NodeStateReported.Publication("alloc-1",
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, ReportedMount.MOUNTED, "cmd-1")), List.of())));
     }
 
     private static PluginStatus status(String plugin) {

@@ -96,6 +96,8 @@ public final class Cluster {
     private int simulatorPort;
     private String pluginDelay = "1ms";
 
+    private final Map<String, String> extraEnv = new java.util.LinkedHashMap<>();
+
     public Cluster(Path home, Path workDir, Ports ports, boolean detached) {
         this.home = home.toAbsolutePath().normalize();
         this.workDir = workDir.toAbsolutePath().normalize();
@@ -105,6 +107,15 @@ public final class Cluster {
         new SecureRandom().nextBytes(key);
         // Sealing key of this run: handed to the services in their environment only, never written or printed.
         this.keyring = "local-" + System.currentTimeMillis() + ":" + Base64.getEncoder().encodeToString(key);
+    }
+
+    /**
+     * Extra environment for every process this cluster starts (e.g. a test's shorter {@code CSI_*} timers); the
+     * process's own variables win.
+     */
+    public Cluster environment(Map<String, String> env) {
+        extraEnv.putAll(env);
+        return this;
     }
 
     /** The services log JSON lines (QUARKUS_LOG_CONSOLE_JSON_ENABLED=true), as a log shipper wants them. */
@@ -184,6 +195,11 @@ public final class Cluster {
 
     public String kafkaBootstrap() {
         return infra.getProperty("kafka.bootstrap.servers");
+    }
+
+    /** JDBC URL and user of claim-service's database (password {@code postgres}), once the infrastructure runs. */
+    public String[] claimsDatabase() {
+        return new String[] {infra.getProperty("postgres.claims.jdbc"), infra.getProperty("postgres.username")};
     }
 
     public Path nodeDir(String node) {
@@ -475,6 +491,7 @@ public final class Cluster {
         ProcessBuilder builder = new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
+        builder.environment().putAll(extraEnv);
         builder.environment().putAll(env);
         if (jsonLogs && cmd.stream().anyMatch(arg -> arg.endsWith("quarkus-run.jar"))) {
             builder.environment().put("QUARKUS_LOG_CONSOLE_JSON_ENABLED", "true");

@@ -5,7 +5,8 @@ package io.csiorchestrator.events;
  * produced with, and how to check its own fields.
  */
 public sealed interface ContractEvent
-        permits ClaimRequested, ClaimStatus, NodeCommand, MountDone, PluginHealth, PluginStatus, NodeEvent {
+        permits ClaimRequested, ClaimStatus, NodeCommand, MountDone, PluginHealth, PluginStatus, NodeEvent,
+        NodeStateReported {
 
     EventType eventType();
 

@@ -11,7 +11,8 @@ public enum EventType {
     MOUNT_DONE("io.csiorchestrator.node.command-done.v1", Topic.MOUNT_DONE, MountDone.class),
     PLUGIN_HEALTH("io.csiorchestrator.plugin.health.v1", Topic.PLUGIN_HEALTH, PluginHealth.class),
     PLUGIN_STATUS("io.csiorchestrator.plugin.status.v1", Topic.PLUGIN_STATUS, PluginStatus.class),
-    NODE_EVENT("io.csiorchestrator.node.event.v1", Topic.NODE_EVENTS, NodeEvent.class);
+    NODE_EVENT("io.csiorchestrator.node.event.v1", Topic.NODE_EVENTS, NodeEvent.class),
+    NODE_STATE("io.csiorchestrator.node.state-reported.v1", Topic.NODE_STATE, NodeStateReported.class);
 
     private final String cloudEventType;
     private final Topic topic;

@@ -13,7 +13,9 @@ public enum NodeEventKind implements WireValue {
     PLUGIN_REGISTERED("plugin-registered"),
     PLUGIN_DEREGISTERED("plugin-deregistered"),
     HEAL("heal"),
-    RESTORE("restore");
+    RESTORE("restore"),
+    /** claim-service's anti-entropy repaired a difference between the node's report and its claims. */
+    RECONCILE("reconcile");
 
     private final String wire;
 

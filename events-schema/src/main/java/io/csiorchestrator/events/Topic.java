@@ -11,7 +11,8 @@ public enum Topic {
     MOUNT_DONE("mount-done", 6, false, "node id"),
     PLUGIN_HEALTH("plugin-health", 6, false, "plugin id/node id"),
     PLUGIN_STATUS("plugin-status", 3, true, "plugin id"),
-    NODE_EVENTS("node-events", 6, false, "node id");
+    NODE_EVENTS("node-events", 6, false, "node id"),
+    NODE_STATE("node-state", 6, true, "node id");
 
     /** Suffix of the dead-letter topic that takes a topic's malformed records. */
     public static final String DEAD_LETTER_SUFFIX = "-dead-letter";

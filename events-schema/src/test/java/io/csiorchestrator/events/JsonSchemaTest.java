@@ -3,6 +3,7 @@ package io.csiorchestrator.events;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -37,8 +38,8 @@ class JsonSchemaTest {
     }
 
     @Test
-    void thereIsOneSchemaForEachOfTheSevenTopics() {
-        assertEquals(7, Topic.values().length);
+    void thereIsOneSchemaForEachOfTheEightTopics() {
+        assertEquals(8, Topic.values().length);
         for (Topic topic : Topic.values()) {
             assertNotNull(EventType.class.getResource("/schemas/" + topic.baseName() + ".schema.json"), topic.baseName());
         }
@@ -78,7 +79,7 @@ class JsonSchemaTest {
             ObjectNode wrongType = sampleJson(type);
             String timestamp = wrongType.has("occurredAt") ? "occurredAt" : wrongType.has("issuedAt") ? "issuedAt"
                     : wrongType.has("completedAt") ? "completedAt" : wrongType.has("observedAt") ? "observedAt"
-                    : wrongType.has("updatedAt") ? "updatedAt" : "requestedAt";
+                    : wrongType.has("updatedAt") ? "updatedAt" : wrongType.has("takenAt") ? "takenAt" : "requestedAt";
             wrongType.put(timestamp, 42);
             assertFalse(schema.validate(wrongType).isEmpty(), type + " accepted a number as " + timestamp);
         }
@@ -109,5 +110,23 @@ class JsonSchemaTest {
         ObjectNode unknown = sampleJson(EventType.NODE_EVENT);
         unknown.put("fieldFromTheFuture", true);
         assertTrue(schema(EventType.NODE_EVENT).validate(unknown).isEmpty(), "unknown fields are allowed");
+    }
+
+    @Test
+    void nodeStateRejectsAHostileNestedIdAndAnUnknownMountStateLikeTheCodec() {
+        ObjectNode hostile = sampleJson(EventType.NODE_STATE);
+        ((ObjectNode) hostile.get("volumes").get(0)).put("volumeId", "../etc");
+        assertFalse(schema(EventType.NODE_STATE).validate(hostile).isEmpty(), "a nested volumeId '../etc' was accepted");
+        assertThrows(MalformedEventException.class, () -> EventCodec.decode(NodeStateReported.class, hostile.toString()));
+
+        ObjectNode unknownState = sampleJson(EventType.NODE_STATE);
+        ((ObjectNode) unknownState.get("volumes").get(0).get("publications").get(0)).put("state", "half-mounted");
+        assertFalse(schema(EventType.NODE_STATE).validate(unknownState).isEmpty(), "an unknown mount state was accepted");
+        assertThrows(MalformedEventException.class, () -> EventCodec.decode(NodeStateReported.class, unknownState.toString()));
+
+        ObjectNode noSequence = sampleJson(EventType.NODE_STATE);
+        noSequence.put("sequence", 0);
+        assertFalse(schema(EventType.NODE_STATE).validate(noSequence).isEmpty(), "sequence 0 was accepted");
+        assertThrows(MalformedEventException.class, () -> EventCodec.decode(NodeStateReported.class, noSequence.toString()));
     }
 }

@@ -61,6 +61,13 @@ final class SampleEvents {
                 "default", "vol-1", "alloc-1", true, null, Map.of("hostPath", "/x"), T);
     }
 
+    static NodeStateReported nodeState() {
+        return new NodeStateReported("node-1", 7L, T, List.of(new NodeStateReported.VolumeState("default", "vol-1",
+                "hostpath", "ext-vol-1", ReportedMount.MOUNTED,
+                List.of(new NodeStateReported.Publication("alloc-1", AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM,
+                        false, ReportedMount.MISSING, "cmd-1")), List.of("ext-node-1"))));
+    }
+
     /** One sample per event type, in contract order. */
     static Map<EventType, ContractEvent> all() {
         return Map.of(
@@ -70,6 +77,7 @@ final class SampleEvents {
                 EventType.MOUNT_DONE, mountDone(),
                 EventType.PLUGIN_HEALTH, pluginHealth(),
                 EventType.PLUGIN_STATUS, pluginStatus(),
-                EventType.NODE_EVENT, nodeEvent());
+                EventType.NODE_EVENT, nodeEvent(),
+                EventType.NODE_STATE, nodeState());
     }
 }

@@ -3,6 +3,7 @@ package io.csiorchestrator.worker;
 import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.NodeStateReported;
 import io.csiorchestrator.events.PathSafeId;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
@@ -15,6 +16,7 @@ import io.csiorchestrator.worker.mount.VolumeSerializer;
 import io.csiorchestrator.worker.plugin.PluginRegistry;
 import io.csiorchestrator.worker.plugin.PluginSupervisor;
 import io.csiorchestrator.worker.plugin.PluginWatcher;
+import io.csiorchestrator.worker.state.ActualState;
 import io.csiorchestrator.worker.state.MountRecordStore;
 import io.csiorchestrator.worker.state.PosixDirs;
 import io.csiorchestrator.worker.state.VolumeKey;
@@ -81,6 +83,8 @@ public class NodeMountWorker {
     private ExecutorService volumeExecutor;
     private ExecutorService probeExecutor;
     private final AtomicInteger restoresPending = new AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicLong stateReports = new java.util.concurrent.atomic.AtomicLong();
+    private ScheduledFuture<?> stateReport;
     private volatile boolean started;
 
     public NodeMountWorker(WorkerConfig config,
@@ -139,6 +143,9 @@ public class NodeMountWorker {
                 topics.name(Topic.NODE_COMMANDS), topics.deadLetterName(Topic.NODE_COMMANDS), nodeId, serializer,
                 new CommandHandler(operations, clock), publisher, telemetry);
         consumer.start();
+        // anti-entropy: the actual state once now and then on a timer (never two at once: one scheduled task)
+        stateReport = scheduler.scheduleWithFixedDelay(() -> reportState(nodeId), 0,
+                config.stateReportInterval().toMillis(), TimeUnit.MILLISECONDS);
         registerGauges();
         started = true;
         LOG.infof("node-mount-worker of node %s started: root %s, plugins %s", nodeId, paths.root(), config.pluginsDir());
@@ -219,6 +226,25 @@ public class NodeMountWorker {
                 }
             });
         });
+    }
+
+    /**
+     * Reports the node's actual state on {@code node-state}: the records (read first) checked against the mount
+     * table (read after), taken at the time the records were read. Never throws: a failed report is logged and the
+     * next tick sends a new one (a newer report supersedes an older one, so none is spooled).
+     */
+    public void reportState(String nodeId) {
+        try {
+            Instant takenAt = clock.instant();
+            var records = operations.records().values();
+            NodeStateReported report = ActualState.report(nodeId, stateReports.incrementAndGet(), takenAt, records,
+                    MountTable.readSelf());
+            publisher.publish(report);
+            LOG.debugf("reported the state of node %s: %d volumes (report %d)", nodeId, report.volumes().size(),
+                    report.sequence());
+        } catch (RuntimeException e) {
+            LOG.warnf("could not report the state of node %s: %s", nodeId, e.toString());
+        }
     }
 
     /** The volume healer: runs whenever a plugin becomes healthy (first time, again, or with a new socket). */

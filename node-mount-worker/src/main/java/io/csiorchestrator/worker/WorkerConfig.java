@@ -60,6 +60,13 @@ public interface WorkerConfig {
     /** The consumer group under which this node's offsets are committed; default node-mount-worker-<node id>. */
     Optional<String> consumerGroup();
 
+    /**
+     * How often the worker reports its actual state on {@code node-state} (also once at start), for claim-service's
+     * anti-entropy.
+     */
+    @WithDefault("30s")
+    Duration stateReportInterval();
+
     /** Events kept in memory while Kafka is unreachable. */
     @WithDefault("10000")
     int eventQueueCapacity();

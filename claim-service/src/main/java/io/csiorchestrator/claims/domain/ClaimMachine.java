@@ -16,6 +16,8 @@ import java.util.Set;
  * publish:  CONTROLLER_PUBLISHING (only when the plugin requires a controller) -> MOUNTING -> READY
  * release:  READY -> UNMOUNTING -> CONTROLLER_UNPUBLISHING (only when controller-published) -> FREED
  * rollback: a fatal failure while publishing -> failed status, then the same teardown -> FAILED
+ * anti-entropy: READY whose mount the node reports gone -> MOUNTING (accepted status) -> READY, or failed and rolled back;
+ *           an orphan mount (no claim) -> a new claim in UNMOUNTING (releasing status) -> ... -> FREED
  *           (a controller-publish given up after retryable errors is uncertain: controller-unpublished to be sure;
  *           a release that arrives before or during the rollback is answered RELEASED when it ends)
  * </pre>
@@ -263,6 +265,36 @@ public final class ClaimMachine {
             return new Transition(released.withControllerPublished().to(Phase.CONTROLLER_UNPUBLISHING), effects);
         }
         return afterNodeDetached(released, effects, why);
+    }
+
+    /**
+     * Anti-entropy: the node reports the mount of this READY claim gone (unmounted behind the worker's back, or lost
+     * from its record). The claim is mounted again on the same node: an ACCEPTED status with {@code why}, then the
+     * publish path's MOUNT (its retries, and on a fatal failure the FAILED status and the rollback). Any other phase
+     * (publishing, releasing, past) changes nothing: its own command or deadline drives it.
+     */
+    public Transition mountLost(Snapshot s, String why) {
+        if (s.phase() != Phase.READY || s.releaseRequested() || s.rollingBack()) {
+            return new Transition(s, List.of());
+        }
+        List<Effect> effects = new ArrayList<>();
+        effects.add(new EmitStatus(ClaimState.ACCEPTED, why));
+        effects.add(new SendCommand(NodeCommandKind.MOUNT));
+        return new Transition(s.to(Phase.MOUNTING), effects);
+    }
+
+    /**
+     * Anti-entropy: a node holds a mount no claim holds (its claim was lost). It is torn down like a release of a
+     * claim that was READY: a RELEASING status with {@code why}, the UNMOUNT, then the controller-unpublish when
+     * {@code controllerUnpublishOwed} (the plugin needs a controller and no other claim of the volume is on that
+     * node), then RELEASED.
+     */
+    public Transition orphanFound(boolean controllerRequired, boolean controllerUnpublishOwed, String why) {
+        Snapshot s = new Snapshot(Phase.UNMOUNTING, 1, controllerRequired, controllerUnpublishOwed, true, false);
+        List<Effect> effects = new ArrayList<>();
+        effects.add(new EmitStatus(ClaimState.RELEASING, why));
+        effects.add(new SendCommand(NodeCommandKind.UNMOUNT));
+        return new Transition(s, effects);
     }
 
     /**

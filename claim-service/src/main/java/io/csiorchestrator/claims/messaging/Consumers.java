@@ -1,5 +1,6 @@
 package io.csiorchestrator.claims.messaging;
 
+import io.csiorchestrator.claims.AntiEntropyRepairs;
 import io.csiorchestrator.claims.ClaimMetrics;
 import io.csiorchestrator.claims.ClaimService;
 import io.csiorchestrator.claims.ClaimSettings;
@@ -18,6 +19,7 @@ import java.util.List;
 import org.apache.kafka.common.header.Header;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeStateReported;
 import io.csiorchestrator.events.PluginStatus;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -28,7 +30,7 @@ import org.eclipse.microprofile.reactive.messaging.Incoming;
 import org.jboss.logging.Logger;
 
 /**
- * The three inputs. Each record's CloudEvents headers are checked ({@link CloudEventHeaders#requireValid}:
+ * The four inputs. Each record's CloudEvents headers are checked ({@link CloudEventHeaders#requireValid}:
  * the topic's {@code ce_type}, {@code ce_specversion} 1.0, {@code ce_id}, {@code ce_source}, a parseable
  * {@code ce_time}) and its value decoded with the contract's codec: a malformed record fails with a
  * {@link MalformedEventException}, which nacks it to the topic's dead-letter topic (reason header =
@@ -52,6 +54,8 @@ public class Consumers {
     ClaimMetrics metrics;
     @Inject
     OpenTelemetry openTelemetry;
+    @Inject
+    AntiEntropyRepairs antiEntropy;
 
     @Incoming("claim-requested")
     public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
@@ -98,6 +102,20 @@ public class Consumers {
      */
     static Instant eventTime(ConsumerRecord<?, ?> record, Instant now) {
         return CloudEventHeaders.eventTime(record.headers(), record.timestamp(), now).orElse(now);
+    }
+
+    /** A node's report of its actual state, for anti-entropy ({@link AntiEntropyRepairs}); keyed by its node id. */
+    @Incoming("node-state")
+    public Uni<Void> onNodeState(ConsumerRecord<String, String> record) {
+        return handled(() -> {
+            CloudEventHeaders.requireValid(record.headers(), EventType.NODE_STATE);
+            NodeStateReported report = EventCodec.decode(NodeStateReported.class, record.value());
+            if (!report.nodeId().equals(record.key())) {
+                throw MalformedEventException.single("node-state", "nodeId", report.nodeId(),
+                        "does not match the record key '" + record.key() + "'");
+            }
+            return retried(() -> antiEntropy.onReport(report), "node-state " + report.nodeId() + " #" + report.sequence());
+        });
     }
 
     @Incoming("plugin-status")

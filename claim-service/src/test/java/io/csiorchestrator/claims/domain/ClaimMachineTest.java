@@ -256,4 +256,40 @@ class ClaimMachineTest {
                 new EmitStatus(ClaimState.RELEASED, "controller-unpublish abandoned: node n1 is unknown")), t.effects());
         assertEquals(new Transition(ready, List.of()), machine.controllerUnpublishAbandoned(ready, "x"), "only in controller-unpublishing");
     }
+
+    @Test
+    void aLostMountOfAReadyClaimIsMountedAgainAndOnlyFromReady() {
+        Snapshot ready = new Snapshot(Phase.READY, 1, true, true, false, false);
+        Transition t = machine.mountLost(ready, "gone");
+        assertEquals(Phase.MOUNTING, t.next().phase());
+        assertEquals(1, t.next().attempt());
+        assertTrue(t.next().controllerPublished(), "the controller side is kept");
+        assertEquals(List.of(new EmitStatus(ClaimState.ACCEPTED, "gone"), new SendCommand(NodeCommandKind.MOUNT)), t.effects());
+        assertEquals(Phase.READY, machine.succeeded(t.next(), "/host").next().phase());
+        Transition failed = machine.failed(t.next(), "NOT_FOUND", "volume gone");
+        assertEquals(Phase.UNMOUNTING, failed.next().phase(), "a fatal failure rolls the claim back");
+        assertEquals(ClaimState.FAILED, ((EmitStatus) failed.effects().get(0)).state());
+
+        for (Snapshot other : List.of(new Snapshot(Phase.MOUNTING, 1, true, true, false, false),
+                new Snapshot(Phase.UNMOUNTING, 1, true, true, true, false),
+                new Snapshot(Phase.READY, 1, true, true, true, false),
+                new Snapshot(Phase.FREED, 1, true, false, true, false))) {
+            assertEquals(List.of(), machine.mountLost(other, "gone").effects(), other.toString());
+        }
+    }
+
+    @Test
+    void anOrphanIsTornDownLikeAReleaseWithTheControllerUnpublishOnlyWhenOwed() {
+        Transition t = machine.orphanFound(true, true, "orphan");
+        assertEquals(Phase.UNMOUNTING, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "orphan"), new SendCommand(NodeCommandKind.UNMOUNT)), t.effects());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(ClaimState.RELEASED, ((EmitStatus) t.effects().get(0)).state());
+
+        Transition notOwed = machine.succeeded(machine.orphanFound(true, false, "orphan").next(), null);
+        assertEquals(Phase.FREED, notOwed.next().phase(), "another claim of the volume on the node: no controller-unpublish");
+    }
 }

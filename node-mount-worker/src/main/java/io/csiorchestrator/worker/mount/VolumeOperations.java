@@ -192,7 +192,7 @@ public final class VolumeOperations {
         Usage usage = new Usage(alloc, target.toString(), command.readOnly(), command.accessMode(),
                 command.attachmentMode(), command.fsType(), command.volumeContext(), command.publishContext(),
                 command.sealed(), previous.map(Usage::state).filter(s -> s == PublishState.PUBLISHED)
-                .orElse(PublishState.PUBLISHING));
+                .orElse(PublishState.PUBLISHING), command.commandId());
         record = record.withUsage(usage);
         boolean staged = plugin.requiresStaging();
         if (staged && record.stage() != StageState.STAGED) {

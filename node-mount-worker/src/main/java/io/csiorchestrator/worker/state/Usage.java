@@ -8,7 +8,8 @@ import java.util.Map;
 
 /**
  * One allocation using the volume on this node, with everything needed to publish it again
- * after a crash or a plugin restart (secrets only in their sealed form).
+ * after a crash or a plugin restart (secrets only in their sealed form), and the id of the mount command that made
+ * it ({@code commandId}; absent in records written before it was kept), reported in the node's actual state.
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record Usage(
@@ -21,7 +22,8 @@ public record Usage(
         Map<String, String> volumeContext,
         Map<String, String> publishContext,
         SealedSecrets sealed,
-        PublishState state) {
+        PublishState state,
+        String commandId) {
 
     public Usage {
         volumeContext = volumeContext == null ? Map.of() : Map.copyOf(volumeContext);
@@ -30,6 +32,6 @@ public record Usage(
 
     public Usage withState(PublishState newState) {
         return new Usage(allocationId, targetPath, readOnly, accessMode, attachmentMode, fsType, volumeContext,
-                publishContext, sealed, newState);
+                publishContext, sealed, newState, commandId);
     }
 }

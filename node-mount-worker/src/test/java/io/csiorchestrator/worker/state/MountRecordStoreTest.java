@@ -30,7 +30,7 @@ class MountRecordStoreTest {
     private static VolumeRecord sample(WorkerPaths paths) {
         Usage usage = new Usage("a1", paths.targetPath("a1", "ns", "v1").toString(), true,
                 AccessMode.values()[0], AttachmentMode.values()[0], "ext4", Map.of("k", "v"), Map.of("dev", "/dev/x"),
-                new SealedSecrets("k1", SealedSecrets.AES_256_GCM, "bm9uY2U=", "Y2lwaGVy"), PublishState.PUBLISHED);
+                new SealedSecrets("k1", SealedSecrets.AES_256_GCM, "bm9uY2U=", "Y2lwaGVy"), PublishState.PUBLISHED, "cmd-1");
         return VolumeRecord.empty(new VolumeKey("ns", "v1"), "hostpath", "ext-v1", paths.stagingPath("ns", "v1").toString())
                 .withStage(StageState.STAGED)
                 .withUsage(usage)
@@ -104,7 +104,7 @@ class MountRecordStoreTest {
         assertFalse(r.stageNeeded(false));
         Usage a1 = sample(paths).usage("a1").orElseThrow();
         Usage a2 = new Usage("a2", "/t2", false, a1.accessMode(), a1.attachmentMode(), null, null, null, null,
-                PublishState.PUBLISHED);
+                PublishState.PUBLISHED, "cmd-a2");
         r = r.withUsage(a1).withStage(StageState.STAGED).withUsage(a2);
         assertFalse(r.stageNeeded(true), "a second user reuses the staging");
         assertFalse(r.isLastUser("a1"));
