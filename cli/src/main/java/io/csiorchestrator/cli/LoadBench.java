@@ -463,7 +463,8 @@ final class LoadBench {
     // ------------------------------------------------------------------ one open-loop run
 
     /** A request sent and not yet answered. */
-    private record Pending(LoadSchedule.Op op, long dueNanoTime) {
+    private record Pending(LoadSchedule.Op op, long dueNanoTime,
+                           java.util.concurrent.CompletableFuture<String> answer) {
     }
 
     private ObjectNode runOnce(Setup setup, double rate, Duration duration, Duration hold) throws Exception {
@@ -524,7 +525,9 @@ final class LoadBench {
                                 (p.op().kind() == LoadSchedule.Kind.CLAIM ? claimLatency : releaseLatency)
                                         .recordValue(Math.min(HIGHEST_MICROS, micros));
                             }
-                            outcomes.computeIfAbsent(outcome(p.op().kind(), s, setup.nodes()), k -> new AtomicLong()).incrementAndGet();
+                            String o = outcome(p.op().kind(), s, setup.nodes());
+                            outcomes.computeIfAbsent(o, k -> new AtomicLong()).incrementAndGet();
+                            p.answer().complete(o);
                             lastAnswer.set(now);
                         }
                     } catch (org.apache.kafka.common.errors.WakeupException e) {
@@ -548,21 +551,25 @@ final class LoadBench {
                             setup.nodes().get(op.volume() % setup.nodes().size()), ClaimMode.WRITE,
                             AccessMode.MULTI_NODE_SINGLE_WRITER, AttachmentMode.FILE_SYSTEM)
                             : ClaimClient.release(namespace, volume, alloc);
-                    pending.put(request.requestId(), new Pending(op, due));
+                    Pending mine = new Pending(op, due, new java.util.concurrent.CompletableFuture<>());
+                    pending.put(request.requestId(), mine);
                     sent.incrementAndGet();
                     try {
                         producer.send(ClaimClient.record(topics, request, ClaimClient.newTraceparent()), (meta, error) -> {
                             if (error != null && pending.remove(request.requestId()) != null) {
-                                outcomes.computeIfAbsent(kindName(op.kind()) + " not sent: "
-                                        + error.getClass().getSimpleName(), k -> new AtomicLong()).incrementAndGet();
+                                String o = kindName(op.kind()) + " not sent: " + error.getClass().getSimpleName();
+                                outcomes.computeIfAbsent(o, k -> new AtomicLong()).incrementAndGet();
+                                mine.answer().complete(o);
                             }
                         });
                     } catch (RuntimeException e) {
                         if (pending.remove(request.requestId()) != null) {
-                            outcomes.computeIfAbsent(kindName(op.kind()) + " not sent: " + e.getClass().getSimpleName(),
-                                    k -> new AtomicLong()).incrementAndGet();
+                            String o = kindName(op.kind()) + " not sent: " + e.getClass().getSimpleName();
+                            outcomes.computeIfAbsent(o, k -> new AtomicLong()).incrementAndGet();
+                            mine.answer().complete(o);
                         }
                     }
+                    return mine.answer();
                 });
                 long sendEnd = System.nanoTime();
                 out.println(String.format(Locale.ROOT, "sent %d operations in %.1f s; waiting up to %d s for the"

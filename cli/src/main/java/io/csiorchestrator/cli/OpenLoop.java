@@ -17,9 +17,12 @@ final class OpenLoop {
         void sleepUntil(long nanoTime) throws InterruptedException;
     }
 
-    /** Sends one operation; {@code dueNanoTime} is the clock's time it was due at. Must not block on the answer. */
+    /**
+     * Sends one operation; {@code dueNanoTime} is the clock's time it was due at. Returns its answer, which
+     * completes whenever the system answers: the loop never waits for it.
+     */
     interface Sender {
-        void send(LoadSchedule.Op op, long dueNanoTime);
+        java.util.concurrent.CompletionStage<?> send(LoadSchedule.Op op, long dueNanoTime);
     }
 
     static final Clock SYSTEM = new Clock() {
