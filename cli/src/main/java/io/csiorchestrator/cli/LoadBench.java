@@ -767,7 +767,7 @@ final class LoadBench {
             node.put("commitP50Ms", setup.commitMs());
         }
         node.put("commitNote", setup.commitNote());
-        node.putPOJO("rpcMeanMs", means);
+        node.set("rpcMeanMs", Http.MAPPER.valueToTree(means));
         if (setup.workerUrls().isEmpty()) {
             node.put("rpcNote", "no <node>.worker.url in " + work.resolve(Endpoints.FILE) + ": plugin time 0");
         }
