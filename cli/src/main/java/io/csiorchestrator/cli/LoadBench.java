@@ -72,7 +72,7 @@ final class LoadBench {
     private static final int PROBE_WARMUP = 20;
     private static final long HIGHEST_MICROS = TimeUnit.MINUTES.toMicros(10);
     private static final java.net.http.HttpClient METRICS = java.net.http.HttpClient.newBuilder()
-            .connectTimeout(Duration.ofSeconds(3)).build();
+            .version(java.net.http.HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(3)).build();
 
     private final Args args;
     private final Endpoints endpoints;
@@ -734,18 +734,20 @@ final class LoadBench {
         Map<String, RpcMetrics.Total> totals = new java.util.HashMap<>();
         for (Map.Entry<String, String> worker : workerUrls.entrySet()) {
             try {
-                java.net.http.HttpResponse<String> r = METRICS.send(java.net.http.HttpRequest.newBuilder(
+                // sendAsync + get(timeout): a hard deadline on the whole exchange (HttpRequest.timeout covers only
+                // the wait for the response headers; a body that never ends stalled a sweep for 10 minutes).
+                java.net.http.HttpResponse<String> r = METRICS.sendAsync(java.net.http.HttpRequest.newBuilder(
                                 java.net.URI.create(worker.getValue() + "/q/metrics")).timeout(Duration.ofSeconds(30))
                         .header("Accept", "text/plain; version=0.0.4").GET().build(),
-                        java.net.http.HttpResponse.BodyHandlers.ofString());
+                        java.net.http.HttpResponse.BodyHandlers.ofString()).get(30, TimeUnit.SECONDS);
                 if (r.statusCode() == 200) {
                     totals = RpcMetrics.plus(totals, RpcMetrics.parse(r.body()));
                 } else {
                     out.println("note: " + worker.getValue() + "/q/metrics answered HTTP " + r.statusCode());
                 }
-            } catch (IOException e) {
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
                 out.println("note: no metrics from node-mount-worker " + worker.getKey() + " at " + worker.getValue()
-                        + ": " + e);
+                        + " (its RPC times are missing from the floor): " + e);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return totals;
