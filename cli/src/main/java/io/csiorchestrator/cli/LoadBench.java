@@ -469,6 +469,11 @@ final class LoadBench {
 
     private ObjectNode runOnce(Setup setup, double rate, Duration duration, Duration hold) throws Exception {
         List<LoadSchedule.Op> plan = LoadSchedule.plan(rate, volumes, hold.toNanos(), duration.toNanos());
+        int used = LoadSchedule.volumesUsed(rate, volumes, hold.toNanos(), duration.toNanos());
+        if (used < volumes) {
+            out.println("using " + used + " of the " + volumes + " volumes: each is claimed, then released "
+                    + fmt(used / rate) + " s later, within the " + duration.toSeconds() + " s");
+        }
         String run = UUID.randomUUID().toString().substring(0, 8);
         Map<String, Pending> pending = new ConcurrentHashMap<>();
                 Histogram claimLatency = new SynchronizedHistogram(HIGHEST_MICROS, 3);
@@ -598,6 +603,7 @@ final class LoadBench {
             result.put("rate", rate);
             result.put("durationS", duration.toMillis() / 1000.0);
             result.put("holdMs", hold.toMillis());
+            result.put("volumesUsed", used);
             result.putPOJO("nodes", setup.nodes());
             result.put("operationsPlanned", plan.size());
             result.put("operationsSent", sent.get());

@@ -13,7 +13,8 @@ import java.util.List;
  * and then released {@code volumes / rate} seconds after its claim was due. With {@code hold} > 0 the release
  * is due exactly {@code hold} after its claim instead (claims stay on their round-robin slots), which must
  * be shorter than a volume's cycle ({@code 2 * volumes / rate}). Every claim of the plan has its release in
- * the plan, also when that falls after {@code duration}.
+ * the plan, also when that falls after {@code duration}. Without a hold only {@link #volumesUsed} of the
+ * volumes take part.
  */
 final class LoadSchedule {
 
@@ -29,10 +30,23 @@ final class LoadSchedule {
     private LoadSchedule() {
     }
 
-    static List<Op> plan(double rate, int volumes, long holdNanos, long durationNanos) {
-        if (rate <= 0 || volumes <= 0 || durationNanos <= 0) {
+    /**
+     * How many of the volumes a run uses: all with {@code --hold}; without, at most rate x duration / 2, so each
+     * used volume's claim is released within the duration (a volume's claim is released volumes / rate after
+     * it; 100 volumes at 2/s would release the first claim 50 s after it, past a 20 s sweep step).
+     */
+    static int volumesUsed(double rate, int volumes, long holdNanos, long durationNanos) {
+        if (holdNanos > 0) {
+            return volumes;
+        }
+        return (int) Math.max(1, Math.min(volumes, (long) (rate * durationNanos / 1e9 / 2)));
+    }
+
+    static List<Op> plan(double rate, int allVolumes, long holdNanos, long durationNanos) {
+        if (rate <= 0 || allVolumes <= 0 || durationNanos <= 0) {
             throw new IllegalArgumentException("rate, volumes and duration must be positive");
         }
+        int volumes = volumesUsed(rate, allVolumes, holdNanos, durationNanos);
         long cycleNanos = (long) (2L * volumes * 1e9 / rate);
         if (holdNanos >= cycleNanos) {
             throw new Args.UsageException("--hold must be shorter than a volume's cycle, 2 x volumes / rate = "

@@ -73,6 +73,20 @@ class OpenLoopTest {
         }
     }
 
+    /**
+     * Without a hold, a run uses at most rate x duration / 2 volumes, so every claim is released within the
+     * duration: 100 volumes at 2/s for 20 s use 20, each claim released 10 s after it, the last due before 20 s.
+     */
+    @Test
+    void withoutHoldOnlyAsManyVolumesAsReleaseWithinTheDurationTakePart() {
+        List<LoadSchedule.Op> plan = LoadSchedule.plan(2, 100, 0, 20_000 * MS);
+        assertEquals(20, LoadSchedule.volumesUsed(2, 100, 0, 20_000 * MS));
+        assertEquals(40, plan.size());
+        assertEquals(19, plan.stream().mapToInt(LoadSchedule.Op::volume).max().orElseThrow());
+        assertTrue(plan.stream().allMatch(o -> o.dueNanos() < 20_000 * MS), plan.toString());
+        assertEquals(100, LoadSchedule.volumesUsed(2, 100, 1_000 * MS, 20_000 * MS));
+    }
+
     /** With --hold the release is due exactly that long after its claim; a hold of a whole cycle is refused. */
     @Test
     void holdPutsTheReleaseThatLongAfterItsClaimAndMustBeShorterThanACycle() {
