@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -69,7 +70,32 @@ final class Bench {
         this.topics = new TopicCatalog(endpoints.topicPrefix());
     }
 
+    /** Options of {@code csi bench} (both modes). */
+    static final java.util.Set<String> OPTIONS = java.util.Set.of("work-dir", "cycles", "warmup", "node", "rate",
+            "duration", "volumes", "hold", "json", "sweep", "slo", "step-duration", "rates", "drain", "plugin",
+            "sequential");
+
     int run() throws Exception {
+        boolean sweep = args.flag("sweep");
+        boolean rate = args.option("rate").isPresent();
+        if (sweep || rate) {
+            if (args.flag("sequential")) {
+                throw new Args.UsageException("--sequential runs one claim at a time: no --rate or --sweep with it");
+            }
+            if (sweep && rate) {
+                throw new Args.UsageException("--sweep steps the rate itself: no --rate with it");
+            }
+            LoadBench load = new LoadBench(args, endpoints, Up.workDir(args, Main.home(args)), out);
+            return sweep ? load.sweep() : load.run();
+        }
+        return sequential();
+    }
+
+    /** The hop-by-hop mode ({@code --sequential}, or no {@code --rate}/{@code --sweep}): one claim at a time. */
+    private int sequential() throws Exception {
+        if (jsonFile(args).isPresent()) {
+            throw new Args.UsageException("--json goes with --rate or --sweep");
+        }
         int cycles = intOption("cycles", 30);
         int warmup = intOption("warmup", 5);
         String node = args.option("node").orElse(Cluster.NODES.get(0));
@@ -284,6 +310,74 @@ final class Bench {
         } catch (RuntimeException e) {
             out.println("note: could not deregister " + namespace + "/" + volume + ": " + e.getMessage());
         }
+    }
+
+    /**
+     * The file of {@code --json F}. {@code -json} is the CLI's output flag elsewhere (Args parses it without a
+     * value), so the file arrives as the one positional argument of {@code bench}.
+     */
+    static Optional<Path> jsonFile(Args args) {
+        Optional<String> positional = args.positionalOpt(0);
+        if (positional.isPresent() && !args.flag("json")) {
+            throw new Args.UsageException("unexpected argument '" + positional.get() + "' (the JSON file: --json F)");
+        }
+        if (args.flag("json") && positional.isEmpty()) {
+            throw new Args.UsageException("--json needs a file name");
+        }
+        return positional.map(Path::of);
+    }
+
+    /** A whole-number option from {@code min} to {@code max}, or {@code fallback} if absent. */
+    static long parseLong(Args args, String name, long fallback, long min, long max) {
+        String value = args.option(name).orElse(null);
+        if (value == null) {
+            return fallback;
+        }
+        try {
+            long n = Long.parseLong(value);
+            if (n < min || n > max) {
+                throw new NumberFormatException();
+            }
+            return n;
+        } catch (NumberFormatException e) {
+            throw new Args.UsageException("--" + name + " must be a whole number from " + min + " to " + max
+                    + ", not '" + value + "'");
+        }
+    }
+
+    /** A rate in operations per second: {@code 20}, {@code 20/s}, {@code 0.5}. */
+    static double parseRate(String value) {
+        String v = value.endsWith("/s") ? value.substring(0, value.length() - 2) : value;
+        try {
+            double rate = Double.parseDouble(v);
+            if (!(rate > 0) || rate > 1_000_000) {
+                throw new NumberFormatException();
+            }
+            return rate;
+        } catch (NumberFormatException e) {
+            throw new Args.UsageException("a rate is operations per second above 0 (e.g. 20 or 20/s), not '"
+                    + value + "'");
+        }
+    }
+
+    /** A duration option: {@code 30s}, {@code 250ms}, {@code 2m}, or plain seconds. */
+    static Duration parseDuration(Args args, String name, Duration fallback) {
+        return args.option(name).map(v -> parseDuration(name, v)).orElse(fallback);
+    }
+
+    static Duration parseDuration(String name, String value) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+(?:\\.\\d+)?)(ms|s|m)?").matcher(value.trim());
+        if (!m.matches()) {
+            throw new Args.UsageException("--" + name + " takes a duration like 30s, 250ms or 2m, not '" + value + "'");
+        }
+        double n = Double.parseDouble(m.group(1));
+        String unit = m.group(2) == null ? "s" : m.group(2);
+        double millis = switch (unit) {
+            case "ms" -> n;
+            case "m" -> n * 60_000;
+            default -> n * 1000;
+        };
+        return Duration.ofNanos((long) (millis * 1_000_000));
     }
 
     private int intOption(String name, int fallback) {

@@ -10,7 +10,8 @@ import java.util.Set;
 
 /**
  * Where the services are: flag, else environment variable, else the endpoints file that
- * {@code csi up} writes ({@code .csi/up/endpoints.properties}), else the services' default ports.
+ * {@code csi up} writes ({@code .csi/up/endpoints.properties}, or {@code <work-dir>/endpoints.properties}
+ * with {@code --work-dir}), else the services' default ports.
  */
 public record Endpoints(String claimsUrl, String registryUrl, String kafkaBootstrap, String topicPrefix) {
 
@@ -21,7 +22,8 @@ public record Endpoints(String claimsUrl, String registryUrl, String kafkaBootst
 
     public static Endpoints resolve(Args args, Map<String, String> env, Path home) {
         Properties up = new Properties();
-        Path file = home.resolve(".csi").resolve("up").resolve(FILE);
+        // --work-dir: the endpoints file of a system `up --work-dir D` started (else .csi/up).
+        Path file = Up.workDir(args, home).resolve(FILE);
         if (Files.isRegularFile(file)) {
             try (Reader reader = Files.newBufferedReader(file)) {
                 up.load(reader);

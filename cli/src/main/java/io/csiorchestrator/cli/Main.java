@@ -37,8 +37,14 @@ public final class Main {
                                            violation. Faults: claims-kill, claims-failover, registry-kill,
                                            worker-kill-node-1/-2, plugin-kill-node-1/-2, kafka-restart, postgres-kill,
                                            postgres-outage (--outage S seconds, default 130); --short: 4 of them
-              bench [--cycles N] [--warmup W] [--node N]
-                                           on the `up` system: claim/release latency, hop by hop (record timestamps)
+              bench --rate R --duration D [--volumes V] [--hold H] [--json F] [--work-dir D]
+                                           open-loop load on the `up` system: claim → ready and release → released
+                                           percentiles (from each request's due time), outcomes, CPU ms per operation
+                                           and RSS per process, the floor (Kafka hop, commit, plugin RPCs)
+              bench --sweep [--slo 250ms] [--step-duration 20s] [--json F]
+                                           steps the rate 10..1000/s until claim P99 > SLO or errors; JSON + SVG chart
+              bench [--sequential] [--cycles N] [--warmup W] [--node N]
+                                           (no --rate/--sweep) one claim at a time: latency hop by hop (record timestamps)
 
             Volumes and plugins (claim-service and plugin-registry-service REST, Kafka):
               volume create <name> [--plugin hostpath]      CSI CreateVolume on each node's plugin of `up` (prints externalId)
@@ -93,7 +99,7 @@ public final class Main {
                 case "restart" -> Up.restart(args.only(Set.of("work-dir")).atMost(1), home(args), out, err);
                 case "chaos" -> new Chaos(args.only(Set.of("work-dir", "short", "faults", "rate", "volumes", "outage",
                         "json", "converge-limit")).atMost(1), home(args), out).run();
-                case "bench" -> new Bench(args.only(Set.of("work-dir", "cycles", "warmup", "node")).atMost(0),
+                case "bench" -> new Bench(args.only(Bench.OPTIONS).atMost(1),
                         Endpoints.resolve(args, System.getenv(), home(args)), out).run();
                 case "volume", "plugin" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)
                         .run(command);

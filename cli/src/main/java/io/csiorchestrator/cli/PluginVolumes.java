@@ -19,24 +19,33 @@ final class PluginVolumes {
      * system share their volume directories but each keeps its own state) and returns the plugin's id.
      */
     static String create(String name, List<Path> sockets) {
+        return createAll(List.of(name), sockets).get(name);
+    }
+
+    /** {@link #create} of every name, one connection per socket; returns each name's plugin volume id. */
+    static java.util.Map<String, String> createAll(List<String> names, List<Path> sockets) {
         VolumeCapability capability = VolumeCapability.newBuilder()
                 .setMount(VolumeCapability.MountVolume.getDefaultInstance())
                 .setAccessMode(VolumeCapability.AccessMode.newBuilder()
                         .setMode(VolumeCapability.AccessMode.Mode.MULTI_NODE_SINGLE_WRITER))
                 .build();
-        CreateVolumeRequest request = CreateVolumeRequest.newBuilder().setName(name)
-                .addVolumeCapabilities(capability).build();
-        String externalId = null;
+        java.util.Map<String, String> ids = new java.util.LinkedHashMap<>();
         for (Path socket : sockets) {
             try (CsiPluginClient client = CsiPluginClient.connect(socket, CsiClientOptions.defaults())
                     .await().atMost(Duration.ofSeconds(30))) {
-                String id = client.createVolume(request).await().atMost(Duration.ofSeconds(60)).getVolume().getVolumeId();
-                if (externalId != null && !externalId.equals(id)) {
-                    throw new IllegalStateException("the plugins gave different ids: " + externalId + " and " + id);
+                for (String name : names) {
+                    CreateVolumeRequest request = CreateVolumeRequest.newBuilder().setName(name)
+                            .addVolumeCapabilities(capability).build();
+                    String id = client.createVolume(request).await().atMost(Duration.ofSeconds(60)).getVolume()
+                            .getVolumeId();
+                    String before = ids.putIfAbsent(name, id);
+                    if (before != null && !before.equals(id)) {
+                        throw new IllegalStateException("the plugins gave " + name + " different ids: " + before
+                                + " and " + id);
+                    }
                 }
-                externalId = id;
             }
         }
-        return externalId;
+        return ids;
     }
 }

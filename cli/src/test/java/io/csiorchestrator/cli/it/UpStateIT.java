@@ -157,6 +157,76 @@ class UpStateIT {
         assertEquals(0, endOffsets(Cluster.TOPIC_PREFIX + "claim-status"), "claim-status has records after --fresh");
     }
 
+    /**
+     * {@code ./csi bench --rate} on the running system, a short open-loop load at a low rate (4 volumes, 1 op/s
+     * for 4 s, each claim held 7 s): exit 0, every claim and every release answered (none unanswered or unsent),
+     * and the report complete in the output and the JSON: claim and release percentiles, offered and achieved
+     * rate, CPU per operation and RSS of every process of the system, the floor's Kafka hop, commit and plugin
+     * RPC times with P50 / floor.
+     */
+    @Test
+    @Order(4)
+    void benchAtALowRateAnswersEveryClaimAndReportsEveryFigure() throws Exception {
+        Path json = work.resolve("bench.json");
+        Run bench = csi("bench", "--work-dir", work.toString(), "--rate", "1", "--duration", "4s", "--volumes", "4",
+                "--hold", "7s", "--drain", "90s", "--json", json.toString());
+        assertEquals(0, bench.code(), bench.toString());
+        JsonNode r = MAPPER.readTree(json.toFile());
+
+        assertEquals(8, r.path("operationsPlanned").asInt(), r.toString());
+        assertEquals(8, r.path("operationsSent").asInt(), r.toString());
+        long claims = 0;
+        long releases = 0;
+        for (var e : (Iterable<Map.Entry<String, JsonNode>>) r.path("outcomes")::fields) {
+            assertTrue(!e.getKey().contains("unanswered") && !e.getKey().contains("not sent"), r.path("outcomes").toString());
+            if (e.getKey().startsWith("claim ")) {
+                claims += e.getValue().asLong();
+            } else if (e.getKey().startsWith("release ")) {
+                releases += e.getValue().asLong();
+            }
+        }
+        assertEquals(4, claims, "claims answered: " + r.path("outcomes"));
+        assertEquals(4, releases, "releases answered: " + r.path("outcomes"));
+        assertEquals(4, r.path("claim").path("count").asLong() + countStarting(r.path("nonReady"), "claim "),
+                "claims in the latency histogram plus claims not ready: " + r);
+        for (String kind : List.of("claim", "release")) {
+            for (String p : List.of("p50Ms", "p90Ms", "p99Ms", "p999Ms", "maxMs")) {
+                assertTrue(r.path(kind).path(p).asDouble() > 0, kind + " " + p + " in " + r.path(kind));
+            }
+        }
+        assertTrue(r.path("offeredRate").asDouble() > 0 && r.path("achievedRate").asDouble() > 0, r.toString());
+
+        List<String> names = new ArrayList<>();
+        for (JsonNode proc : r.path("processes")) {
+            names.add(proc.path("name").asText());
+            if (!proc.path("name").asText().equals("total")) {
+                assertTrue(proc.has("cpuMsPerOp") && proc.path("rssMb").asDouble() > 0, proc.toString());
+            }
+        }
+        assertTrue(names.containsAll(List.of("kafka", "postgresql server", "plugin-registry-service", "claim-service",
+                "hostpath-node-1", "hostpath-node-2", "node-mount-worker-node-1", "node-mount-worker-node-2", "total")),
+                names.toString());
+
+        JsonNode floor = r.path("floor");
+        assertTrue(floor.path("kafkaHopP50Ms").asDouble() > 0, floor.toString());
+        assertTrue(floor.path("commitP50Ms").asDouble() > 0, floor.toString());
+        assertTrue(floor.path("rpcMeanMs").has("NodeStageVolume") && floor.path("rpcMeanMs").has("NodeUnpublishVolume"),
+                floor.toString());
+        assertTrue(floor.path("claim").path("p50OverFloor").asDouble() > 0, floor.toString());
+        assertTrue(floor.path("release").path("p50OverFloor").asDouble() > 0, floor.toString());
+        for (String line : List.of("claim → ready", "release → released", "claim-service", "P50 / floor")) {
+            assertTrue(bench.out().contains(line), "'" + line + "' not in the output:\n" + bench.out());
+        }
+    }
+
+    private static long countStarting(JsonNode counts, String prefix) {
+        long n = 0;
+        for (var e : (Iterable<Map.Entry<String, JsonNode>>) counts::fields) {
+            n += e.getKey().startsWith(prefix) ? e.getValue().asLong() : 0;
+        }
+        return n;
+    }
+
     // ------------------------------------------------------------------ helpers
 
     private void registerVolume(String name) throws IOException {
