@@ -91,7 +91,9 @@ final class LoadBench {
         this.out = out;
         this.topics = new TopicCatalog(endpoints.topicPrefix());
         this.namespace = args.option("namespace").orElse("default");
-        this.pluginId = args.option("plugin").orElse(Cluster.PLUGIN_ID);
+        // --plugin, else the plugin of the system `up` started (endpoints file: hostpath, or simulated with
+        // --simulated-nodes), else hostpath.
+        this.pluginId = args.option("plugin").orElseGet(() -> upProperties().getProperty("plugin.id", Cluster.PLUGIN_ID));
         this.volumes = (int) Bench.parseLong(args, "volumes", 100, 1, 100_000);
         this.drain = Bench.parseDuration(args, "drain", Duration.ofSeconds(60));
     }
