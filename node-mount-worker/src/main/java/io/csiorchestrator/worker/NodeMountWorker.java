@@ -90,6 +90,7 @@ public class NodeMountWorker {
     private ExecutorService volumeExecutor;
     private ExecutorService probeExecutor;
     private final AtomicInteger restoresPending = new AtomicInteger();
+    private final java.util.Set<VolumeKey> healsQueued = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private volatile boolean started;
 
     public NodeMountWorker(WorkerConfig config,
@@ -148,6 +149,10 @@ public class NodeMountWorker {
                 topics.name(Topic.NODE_COMMANDS), topics.deadLetterName(Topic.NODE_COMMANDS), nodeId, serializer,
                 this::handle, publisher, telemetry);
         consumer.start();
+        if (!config.healInterval().isZero()) {
+            long every = config.healInterval().toMillis();
+            scheduler.scheduleWithFixedDelay(this::healDamagedVolumes, every, every, TimeUnit.MILLISECONDS);
+        }
         registerGauges();
         started = true;
         LOG.infof("node-mount-worker of node %s started: root %s, plugins %s", nodeId, paths.root(), config.pluginsDir());
@@ -264,8 +269,36 @@ public class NodeMountWorker {
     /** The volume healer: runs whenever a plugin becomes healthy (first time, again, or with a new socket). */
     private void healVolumesOf(String pluginId) {
         for (VolumeKey key : operations.volumesOf(pluginId)) {
-            serializer.submit(key, () -> operations.heal(key));
+            serializer.submit(key, () -> counted(operations.heal(key)));
         }
+    }
+
+    /**
+     * The healer's periodic pass ({@code csi.worker.heal-interval}): every volume with a staging or
+     * a usage is checked on its own volume thread (never beside a command on it); a volume whose
+     * previous check has not run yet is not queued again.
+     */
+    private void healDamagedVolumes() {
+        if (restoring()) {
+            return;
+        }
+        for (Map.Entry<VolumeKey, VolumeRecord> e : operations.records().entrySet()) {
+            VolumeKey key = e.getKey();
+            if (e.getValue().idle() || !healsQueued.add(key)) {
+                continue;
+            }
+            serializer.submit(key, () -> {
+                healsQueued.remove(key);
+                return counted(operations.healDamaged(key));
+            });
+        }
+    }
+
+    private VolumeOperations.Convergence counted(VolumeOperations.Convergence result) {
+        for (VolumeOperations.Repair repair : result.repairs()) {
+            telemetry.metrics().heal(repair.damage().label(), repair.path(), result.errors().isEmpty());
+        }
+        return result;
     }
 
     private SecretOpener secretOpener() {

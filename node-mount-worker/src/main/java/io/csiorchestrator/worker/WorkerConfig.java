@@ -41,6 +41,13 @@ public interface WorkerConfig {
     @WithDefault("30s")
     Duration restorePluginTimeout();
 
+    /**
+     * How often the healer checks every staging and publish target the records say are mounted
+     * (stat and the mount table; no plugin call unless one is damaged). 0 turns the check off.
+     */
+    @WithDefault("10s")
+    Duration healInterval();
+
     /** How long opening a plugin socket may take. */
     @WithDefault("10s")
     Duration connectTimeout();

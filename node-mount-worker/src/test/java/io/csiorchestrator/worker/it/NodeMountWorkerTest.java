@@ -703,8 +703,10 @@ class NodeMountWorkerTest {
         assertFalse(mounted(staging));
         plugin.start();
 
+        // the plugin-restart heal or the periodic check, whichever runs first once the plugin is back (a
+        // periodic check that ran before the worker saw the plugin go may have reported a failed heal)
         NodeEvent heal = awaitEvent(e -> e.kind() == NodeEventKind.HEAL && "heal".equals(e.volumeId())
-                && !e.occurredAt().isBefore(restart));
+                && !e.occurredAt().isBefore(restart) && Boolean.TRUE.equals(e.success()));
         assertEquals(Boolean.TRUE, heal.success(), heal.toString());
         assertTrue(mounted(staging), "staged again");
         assertEquals(stages + 1, plugin.calls("NodeStageVolume"));
@@ -714,6 +716,104 @@ class NodeMountWorkerTest {
         Files.writeString(target.resolve("after-heal.txt"), "ok");
         assertEquals("ok", Files.readString(staging.resolve("after-heal.txt")));
         assertTrue(run(unmount("heal", ext, "alloc-x")).succeeded());
+    }
+
+    /**
+     * The healer's periodic check: the staging and the target of a published volume are lazily
+     * unmounted ({@code umount -l}) behind the worker's back; a HEAL node event names both as
+     * not-mounted, both are mount points again, {@code csi_node_heals_total} counts them, and a
+     * file written through the target lands in the plugin's directory of the volume.
+     */
+    @Test
+    void aLazilyUnmountedStagingAndTargetAreMountedAgainByThePeriodicHealer() throws Exception {
+        String ext = createVolume("lazy-vol");
+        assertTrue(run(mount("lazy", ext, "alloc-lazy", false)).succeeded());
+        Path staging = paths().stagingPath(NS, "lazy");
+        Path target = paths().targetPath("alloc-lazy", NS, "lazy");
+        Instant broken = Instant.now();
+
+        umount("-l", target);
+        umount("-l", staging);
+        assertFalse(mounted(target));
+        assertFalse(mounted(staging));
+
+        NodeEvent heal = awaitEvent(e -> e.kind() == NodeEventKind.HEAL && "lazy".equals(e.volumeId())
+                && !e.occurredAt().isBefore(broken));
+        assertEquals(Boolean.TRUE, heal.success(), heal.toString());
+        assertEquals("Heal stale mount", heal.message());
+        assertEquals("not-mounted", heal.details().get("staging"), heal.toString());
+        assertEquals("not-mounted", heal.details().get("target/alloc-lazy"), heal.toString());
+        assertTrue(mounted(staging), "staged again");
+        assertTrue(mounted(target), "published again");
+        Files.writeString(target.resolve("after-lazy.txt"), "usable");
+        assertEquals("usable", Files.readString(volumeDir(ext).resolve("after-lazy.txt")));
+        given().get("/q/metrics").then().statusCode(200)
+                .body(containsString("csi_node_heals_total{kind=\"not-mounted\",outcome=\"succeeded\",path=\"target\"}"))
+                .body(containsString("csi_node_heals_total{kind=\"not-mounted\",outcome=\"succeeded\",path=\"staging\"}"));
+        assertTrue(run(unmount("lazy", ext, "alloc-lazy")).succeeded());
+        assertFalse(mounted(target));
+        assertFalse(mounted(staging));
+    }
+
+    /**
+     * A corrupted target, for real: a FUSE file system is mounted over the published target (its
+     * "daemon" a process holding /dev/fuse) and the daemon is killed, so that {@code stat} of the
+     * target fails with ENOTCONN ("transport endpoint is not connected") while the mount table still
+     * lists it. The healer unmounts it first (NodeUnpublishVolume), publishes again, reports
+     * {@code corrupted (ENOTCONN)} in a HEAL node event, and the target is usable: a file written
+     * through it lands in the plugin's directory of the volume.
+     */
+    @Test
+    void aTargetWhoseFuseDaemonWasKilledIsUnmountedAndPublishedAgain() throws Exception {
+        String ext = createVolume("fuse-vol");
+        assertTrue(run(mount("fuse", ext, "alloc-fuse", false)).succeeded());
+        Path target = paths().targetPath("alloc-fuse", NS, "fuse");
+        long unpublishes = plugin.calls("NodeUnpublishVolume");
+        Instant broken = Instant.now();
+
+        // the daemon: opens /dev/fuse, mounts it over the target and keeps it open until killed
+        Process daemon = new ProcessBuilder("sh", "-c", "exec 3<>/dev/fuse && mount -i -t fuse -o "
+                + "fd=3,rootmode=40000,user_id=0,group_id=0 csi-heal-test '" + target + "' && exec sleep 600")
+                .redirectErrorStream(true).start();
+        try {
+            await().atMost(WAIT).until(() -> fuseMountedAt(target) || !daemon.isAlive());
+            assertTrue(fuseMountedAt(target), "the FUSE mount is made: " + new String(
+                    daemon.isAlive() ? new byte[0] : daemon.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        } finally {
+            daemon.destroyForcibly();
+            daemon.waitFor();
+        }
+
+        NodeEvent heal = awaitEvent(e -> e.kind() == NodeEventKind.HEAL && "fuse".equals(e.volumeId())
+                && !e.occurredAt().isBefore(broken));
+        assertEquals(Boolean.TRUE, heal.success(), heal.toString());
+        assertEquals("corrupted (ENOTCONN)", heal.details().get("target/alloc-fuse"), heal.toString());
+        assertEquals(unpublishes + 1, plugin.calls("NodeUnpublishVolume"), "unmounted through the plugin first");
+        assertFalse(fuseMountedAt(target), "the dead FUSE mount is gone");
+        assertEquals(1, mountCount(target), "one mount at the target: the volume's");
+        Files.writeString(target.resolve("after-fuse.txt"), "usable");
+        assertEquals("usable", Files.readString(volumeDir(ext).resolve("after-fuse.txt")));
+        given().get("/q/metrics").then().statusCode(200)
+                .body(containsString("csi_node_heals_total{kind=\"corrupted\",outcome=\"succeeded\",path=\"target\"}"));
+        assertTrue(run(unmount("fuse", ext, "alloc-fuse")).succeeded());
+        assertFalse(mounted(target));
+    }
+
+    /** Read from the mount table's text only: a stat of a FUSE mount whose daemon never answers would block. */
+    private static boolean fuseMountedAt(Path path) {
+        return MountTable.readSelf().mounts().stream()
+                .anyMatch(m -> m.mountPoint().equals(path.toString()) && m.fsType().equals("fuse"));
+    }
+
+    /** Where the hostpath plugin keeps the volume's files. */
+    private static Path volumeDir(String externalId) {
+        return plugin.stateDir.resolve("volumes").resolve(externalId);
+    }
+
+    private static void umount(String option, Path path) throws Exception {
+        Process p = new ProcessBuilder("umount", option, path.toString()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, p.waitFor(), "umount " + option + " " + path + ": " + out);
     }
 
     @Test
