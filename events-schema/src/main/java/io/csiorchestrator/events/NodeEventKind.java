@@ -13,7 +13,13 @@ public enum NodeEventKind implements WireValue {
     PLUGIN_REGISTERED("plugin-registered"),
     PLUGIN_DEREGISTERED("plugin-deregistered"),
     HEAL("heal"),
-    RESTORE("restore");
+    RESTORE("restore"),
+    /**
+     * A published volume's condition changed (CSI VOLUME_CONDITION, from NodeGetVolumeStats):
+     * details {@code condition} ({@code abnormal} or {@code normal}) and {@code message} (the
+     * plugin's); the event's time is when the worker saw the change.
+     */
+    VOLUME_CONDITION("volume-condition");
 
     private final String wire;
 
