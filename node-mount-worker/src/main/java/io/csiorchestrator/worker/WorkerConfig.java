@@ -48,6 +48,13 @@ public interface WorkerConfig {
     @WithDefault("10s")
     Duration healInterval();
 
+    /**
+     * How often the volume condition of every published volume is polled (NodeGetVolumeStats), where
+     * its plugin advertises VOLUME_CONDITION. 0 turns polling off.
+     */
+    @WithDefault("60s")
+    Duration conditionInterval();
+
     /** How long opening a plugin socket may take. */
     @WithDefault("10s")
     Duration connectTimeout();

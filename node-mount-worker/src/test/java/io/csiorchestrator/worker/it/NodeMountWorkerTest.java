@@ -800,6 +800,41 @@ class NodeMountWorkerTest {
     }
 
     /** Read from the mount table's text only: a stat of a FUSE mount whose daemon never answers would block. */
+    /**
+     * The condition poller with the real plugin: a published volume is first reported normal; the
+     * plugin's marker file, written through the target, makes NodeGetVolumeStats answer abnormal,
+     * which becomes a volume-condition node event with the plugin's message and counts in
+     * {@code csi_node_volumes_abnormal}; removing the marker is reported as normal again.
+     */
+    @Test
+    void aVolumeConditionThePluginReportsAbnormalIsANodeEventAndSoIsItsReturnToNormal() throws Exception {
+        String ext = createVolume("cond-vol");
+        Instant mounted = Instant.now();
+        assertTrue(run(mount("cond", ext, "alloc-cond", false)).succeeded());
+        Path target = paths().targetPath("alloc-cond", NS, "cond");
+        NodeEvent first = awaitEvent(e -> e.kind() == NodeEventKind.VOLUME_CONDITION && "cond".equals(e.volumeId())
+                && !e.occurredAt().isBefore(mounted));
+        assertEquals("normal", first.details().get("condition"), first.toString());
+
+        Instant marked = Instant.now();
+        Files.writeString(target.resolve(".csi-condition-abnormal"), "bad sectors on the backing disk\n");
+        NodeEvent abnormal = awaitEvent(e -> e.kind() == NodeEventKind.VOLUME_CONDITION && "cond".equals(e.volumeId())
+                && !e.occurredAt().isBefore(marked));
+        assertEquals("abnormal", abnormal.details().get("condition"), abnormal.toString());
+        assertEquals("bad sectors on the backing disk", abnormal.details().get("message"));
+        assertEquals("Volume condition abnormal", abnormal.message());
+        assertEquals(PLUGIN, abnormal.pluginId());
+        assertEquals(NS, abnormal.namespace());
+        given().get("/q/metrics").then().statusCode(200).body(containsString("csi_node_volumes_abnormal 1.0"));
+
+        Instant cleared = Instant.now();
+        Files.delete(volumeDir(ext).resolve(".csi-condition-abnormal"));
+        NodeEvent normal = awaitEvent(e -> e.kind() == NodeEventKind.VOLUME_CONDITION && "cond".equals(e.volumeId())
+                && !e.occurredAt().isBefore(cleared));
+        assertEquals("normal", normal.details().get("condition"), normal.toString());
+        assertTrue(run(unmount("cond", ext, "alloc-cond")).succeeded());
+    }
+
     private static boolean fuseMountedAt(Path path) {
         return MountTable.readSelf().mounts().stream()
                 .anyMatch(m -> m.mountPoint().equals(path.toString()) && m.fsType().equals("fuse"));
