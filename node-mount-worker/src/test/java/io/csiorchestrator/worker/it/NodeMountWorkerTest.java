@@ -771,18 +771,7 @@ class NodeMountWorkerTest {
         long unpublishes = plugin.calls("NodeUnpublishVolume");
         Instant broken = Instant.now();
 
-        // the daemon: opens /dev/fuse, mounts it over the target and keeps it open until killed
-        Process daemon = new ProcessBuilder("sh", "-c", "exec 3<>/dev/fuse && mount -i -t fuse -o "
-                + "fd=3,rootmode=40000,user_id=0,group_id=0 csi-heal-test '" + target + "' && exec sleep 600")
-                .redirectErrorStream(true).start();
-        try {
-            await().atMost(WAIT).until(() -> fuseMountedAt(target) || !daemon.isAlive());
-            assertTrue(fuseMountedAt(target), "the FUSE mount is made: " + new String(
-                    daemon.isAlive() ? new byte[0] : daemon.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
-        } finally {
-            daemon.destroyForcibly();
-            daemon.waitFor();
-        }
+        mountFuseAndKillItsDaemon(target);
 
         NodeEvent heal = awaitEvent(e -> e.kind() == NodeEventKind.HEAL && "fuse".equals(e.volumeId())
                 && !e.occurredAt().isBefore(broken));
@@ -833,6 +822,54 @@ class NodeMountWorkerTest {
                 && !e.occurredAt().isBefore(cleared));
         assertEquals("normal", normal.details().get("condition"), normal.toString());
         assertTrue(run(unmount("cond", ext, "alloc-cond")).succeeded());
+    }
+
+    /**
+     * A corrupted staging, for real: a FUSE mount over the staging whose daemon is killed (ENOTCONN). The
+     * healer unpublishes the target, unstages (the plugin unmounts the dead FUSE mount and its bind mount),
+     * stages and publishes again; the HEAL event names the staging {@code corrupted (ENOTCONN)} and a file
+     * written through the target lands in the plugin's directory of the volume.
+     */
+    @Test
+    void aStagingWhoseFuseDaemonWasKilledIsUnstagedThenStagedAndPublishedAgain() throws Exception {
+        String ext = createVolume("fuse-stg-vol");
+        assertTrue(run(mount("fusestg", ext, "alloc-fs", false)).succeeded());
+        Path staging = paths().stagingPath(NS, "fusestg");
+        Path target = paths().targetPath("alloc-fs", NS, "fusestg");
+        long unstages = plugin.calls("NodeUnstageVolume");
+        Instant broken = Instant.now();
+
+        mountFuseAndKillItsDaemon(staging);
+
+        NodeEvent heal = awaitEvent(e -> e.kind() == NodeEventKind.HEAL && "fusestg".equals(e.volumeId())
+                && !e.occurredAt().isBefore(broken));
+        assertEquals(Boolean.TRUE, heal.success(), heal.toString());
+        assertEquals("corrupted (ENOTCONN)", heal.details().get("staging"), heal.toString());
+        assertEquals(unstages + 1, plugin.calls("NodeUnstageVolume"), "unstaged through the plugin first");
+        assertFalse(fuseMountedAt(staging), "the dead FUSE mount is gone");
+        assertEquals(1, mountCount(staging), "one mount at the staging: the volume's");
+        Files.writeString(target.resolve("after-fuse-staging.txt"), "usable");
+        assertEquals("usable", Files.readString(volumeDir(ext).resolve("after-fuse-staging.txt")));
+        assertTrue(run(unmount("fusestg", ext, "alloc-fs")).succeeded());
+        assertFalse(mounted(staging));
+    }
+
+    /**
+     * Mounts a FUSE file system at {@code path} whose "daemon" (a shell holding /dev/fuse, never answering)
+     * is then killed: the mount stays in the mount table and {@code stat} of it fails with ENOTCONN.
+     */
+    private static void mountFuseAndKillItsDaemon(Path path) throws Exception {
+        Process daemon = new ProcessBuilder("sh", "-c", "exec 3<>/dev/fuse && mount -i -t fuse -o "
+                + "fd=3,rootmode=40000,user_id=0,group_id=0 csi-heal-test '" + path + "' && exec sleep 600")
+                .redirectErrorStream(true).start();
+        try {
+            await().atMost(WAIT).until(() -> fuseMountedAt(path) || !daemon.isAlive());
+            assertTrue(fuseMountedAt(path), "the FUSE mount is made: " + new String(
+                    daemon.isAlive() ? new byte[0] : daemon.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        } finally {
+            daemon.destroyForcibly();
+            daemon.waitFor();
+        }
     }
 
     private static boolean fuseMountedAt(Path path) {
