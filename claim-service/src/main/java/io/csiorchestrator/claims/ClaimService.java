@@ -13,6 +13,7 @@ import io.csiorchestrator.claims.outbox.OutboxRelay;
 import io.csiorchestrator.claims.store.ClaimEntity;
 import io.csiorchestrator.claims.store.Json;
 import io.csiorchestrator.claims.store.Plugins;
+import io.csiorchestrator.claims.store.VolumeConditionEntity;
 import io.csiorchestrator.claims.store.VolumeEntity;
 import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
@@ -24,6 +25,7 @@ import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.MountOptions;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.PluginStatus;
 import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.events.SecretSealer;
@@ -537,6 +539,31 @@ public class ClaimService {
 
     public Uni<Void> onPluginStatus(String pluginId, PluginStatus status) {
         return inTransaction(() -> plugins.apply(pluginId, status));
+    }
+
+    /**
+     * A volume's CSI condition on a node, as that node's worker saw it: stored (one row per volume
+     * and node), unless a later one is stored already (the events of one node are ordered on their
+     * partition; a redelivered older one changes nothing).
+     */
+    public Uni<Void> onVolumeCondition(NodeEvent event) {
+        String volumeKey = VolumeEntity.key(event.namespace(), event.volumeId());
+        String key = VolumeConditionEntity.key(volumeKey, event.nodeId());
+        return inTransaction(() -> VolumeConditionEntity.<VolumeConditionEntity>findById(key).chain(found -> {
+            if (found != null && found.since.isAfter(event.occurredAt())) {
+                return Uni.createFrom().voidItem();
+            }
+            VolumeConditionEntity row = found != null ? found : new VolumeConditionEntity();
+            row.conditionKey = key;
+            row.volumeKey = volumeKey;
+            row.nodeId = event.nodeId();
+            row.pluginId = event.pluginId();
+            row.abnormal = "abnormal".equals(event.details().get("condition"));
+            String message = event.details().get("message");
+            row.message = message == null ? null : message.length() > 1024 ? message.substring(0, 1024) : message;
+            row.since = event.occurredAt();
+            return (found != null ? Uni.createFrom().item(row) : row.persist()).replaceWithVoid();
+        }));
     }
 
     // ---------------------------------------------------------------- helpers

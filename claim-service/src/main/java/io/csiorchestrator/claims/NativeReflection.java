@@ -20,6 +20,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         VolumeResource.ClaimView.class,
         VolumeResource.MountOptionsView.class,
         VolumeResource.VolumeDetail.class,
+        VolumeResource.ConditionView.class,
         VolumeResource.Released.class,
         // Kafka instantiates the channel's value deserializer by its configured class name.
         ClaimRequestedDeserializer.class,

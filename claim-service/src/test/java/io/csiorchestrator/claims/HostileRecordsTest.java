@@ -14,6 +14,8 @@ import io.csiorchestrator.events.EventType;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.PluginStatus;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.NodeStateReported;
@@ -33,7 +35,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * No record can stop one of claim-service's channels: to each topic it consumes (claim-requested,
- * mount-done, plugin-status, node-state) the test sends every kind of {@link HostileRecords} (bad CloudEvents
+ * mount-done, plugin-status, node-state, node-events) the test sends every kind of {@link HostileRecords} (bad CloudEvents
  * headers, bodies that are not the event) on one partition, then a valid record on the same partition.
  * The valid record is handled (its answer arrives within {@link Bus#WAIT}) and every hostile record is
  * on {@code <topic>-dead-letter} with a reason naming its header or field.
@@ -118,6 +120,28 @@ class HostileRecordsTest {
         return new NodeStateReported(node, sequence, takenAt, List.of(new NodeStateReported.VolumeState("ns1", vol, "plug",
                 "ext-" + vol, ReportedMount.MOUNTED, List.of(new NodeStateReported.Publication("alloc-1",
                 AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, ReportedMount.MOUNTED, "cmd-1")), List.of())));
+    }
+
+    @Test
+    void nodeEventsDeadLettersEveryHostileKindAndStoresTheValidVolumeConditionAfterThem() {
+        String node = ClaimFlowTest.unique("node-h");
+        String vol = bus.schedulableVolume("ns1", "hostile", AccessMode.SINGLE_NODE_WRITER, node);
+        ClaimRequested claim = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(claim);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.MOUNT));
+        bus.awaitStatus(claim.requestId(), ClaimState.READY);
+        NodeEvent condition = new NodeEvent(node, null, NodeEventKind.VOLUME_CONDITION, "Volume condition abnormal",
+                "plug", "ns1", vol, null, null, null, Map.of("condition", "abnormal", "message", "disk failing"),
+                Instant.now());
+        Map<HostileRecords.Kind, RecordMetadata> sent = sendHostile(condition, EventType.MOUNT_DONE,
+                List.of("nodeId", "kind", "message", "occurredAt"), List.of("nodeId", "pluginId", "namespace", "volumeId"),
+                List.of("kind"), List.of("occurredAt"), EventCodec.encodeToString(status("plug")));
+
+        bus.send(condition);
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> io.restassured.RestAssured.given()
+                .get("/v1/volumes/ns1/" + vol).then().statusCode(200)
+                .body("conditions[0].condition", org.hamcrest.Matchers.equalTo("abnormal")));
+        assertAllDeadLettered(Topic.NODE_EVENTS, sent);
     }
 
     private static PluginStatus status(String plugin) {

@@ -9,7 +9,18 @@ import static org.hamcrest.Matchers.not;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
+import static org.awaitility.Awaitility.await;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
 import io.quarkus.test.junit.QuarkusTest;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import io.restassured.http.ContentType;
 import io.restassured.path.json.JsonPath;
 import java.util.List;
@@ -93,6 +104,45 @@ class VolumeApiTest {
         given().delete("/v1/volumes/team-a/" + id).then().statusCode(204);
         given().get("/v1/volumes/team-a/" + id).then().statusCode(404).body("problems[0].field", equalTo("volume"));
         given().get("/v1/volumes").then().statusCode(200).body("id", not(hasItem(id)));
+    }
+
+    /**
+     * A volume-condition node event from the worker of a node where the volume is claimed (READY) shows in
+     * the volume's REST detail: node, plugin, condition, the plugin's message and since (the event's time);
+     * a later normal one replaces it; node events of other kinds are read and ignored.
+     */
+    @Test
+    void aVolumeConditionFromAClaimingNodesWorkerShowsInTheVolumeDetail() {
+        try (Bus bus = new Bus()) {
+            String node = ClaimFlowTest.unique("node-c");
+            String vol = bus.schedulableVolume("ns1", "cond", AccessMode.SINGLE_NODE_WRITER, node);
+            ClaimRequested claim = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+            bus.send(claim);
+            bus.succeed(bus.awaitCommand(vol, NodeCommandKind.MOUNT));
+            bus.awaitStatus(claim.requestId(), ClaimState.READY);
+            given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("conditions", hasSize(0));
+
+            Instant abnormalSince = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+            bus.send(new NodeEvent(node, null, NodeEventKind.HEAL, "Heal stale mount", "plug", "ns1", vol, null, true,
+                    null, Map.of("staged", "0"), abnormalSince));
+            bus.send(new NodeEvent(node, null, NodeEventKind.VOLUME_CONDITION, "Volume condition abnormal", "plug", "ns1",
+                    vol, null, null, null, Map.of("condition", "abnormal", "message", "disk failing"), abnormalSince));
+            await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then().statusCode(200)
+                    .body("conditions", hasSize(1))
+                    .body("conditions[0].nodeId", equalTo(node))
+                    .body("conditions[0].pluginId", equalTo("plug"))
+                    .body("conditions[0].condition", equalTo("abnormal"))
+                    .body("conditions[0].message", equalTo("disk failing"))
+                    .body("conditions[0].since", equalTo(abnormalSince.toString())));
+
+            Instant normalSince = abnormalSince.plusSeconds(5);
+            bus.send(new NodeEvent(node, null, NodeEventKind.VOLUME_CONDITION, "Volume condition normal", "plug", "ns1",
+                    vol, null, null, null, Map.of("condition", "normal", "message", "ok"), normalSince));
+            await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then().statusCode(200)
+                    .body("conditions", hasSize(1))
+                    .body("conditions[0].condition", equalTo("normal"))
+                    .body("conditions[0].since", equalTo(normalSince.toString())));
+        }
     }
 
     @Test

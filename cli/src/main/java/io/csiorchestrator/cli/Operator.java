@@ -178,7 +178,24 @@ final class Operator {
         out.print(Table.keyValues(pairs));
         printClaims("Claims", v.path("claims"));
         printClaims("Past claims", v.path("pastClaims"));
+        printConditions(v.path("conditions"));
         return 0;
+    }
+
+    /** The volume's CSI condition on each node where it is claimed, as that node's worker last reported it. */
+    private void printConditions(JsonNode conditions) {
+        out.println();
+        out.println("Volume condition");
+        if (!conditions.isArray() || conditions.isEmpty()) {
+            out.println("No volume condition reported");
+            return;
+        }
+        Table table = new Table("NODE", "CONDITION", "SINCE", "MESSAGE");
+        for (JsonNode c : conditions) {
+            table.row(c.path("nodeId").asText(), c.path("condition").asText(), c.path("since").asText("-"),
+                    c.path("message").asText("-"));
+        }
+        out.print(table.render());
     }
 
     private void printClaims(String title, JsonNode claims) {

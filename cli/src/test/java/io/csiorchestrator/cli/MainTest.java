@@ -36,6 +36,40 @@ class MainTest {
         assertTrue(r.err().contains("plugin-registry-service unreachable at " + url), r.err());
     }
 
+    /**
+     * {@code volume status <id>} prints the volume condition of each claiming node from claim-service's
+     * answer (served here by a JDK HTTP server with a canned answer: a unit test of the rendering; the REST
+     * side is claim-service's VolumeApiTest).
+     */
+    @Test
+    void volumeStatusPrintsTheVolumeConditionPerNode() throws Exception {
+        com.sun.net.httpserver.HttpServer server = com.sun.net.httpserver.HttpServer.create(
+                new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+        byte[] body = """
+                {"namespace":"default","id":"v1","pluginId":"hostpath","schedulable":true,"health":"healthy",
+                 "claims":[],"pastClaims":[],
+                 "conditions":[{"nodeId":"node-2","pluginId":"hostpath","condition":"abnormal",
+                                "message":"disk failing","since":"2026-11-24T17:00:00Z"}]}
+                """.getBytes(StandardCharsets.UTF_8);
+        server.createContext("/v1/volumes/default/v1", exchange -> {
+            exchange.getResponseHeaders().add("Content-Type", "application/json");
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        server.start();
+        try {
+            Run r = run("volume", "status", "v1", "--claims-url", "http://127.0.0.1:" + server.getAddress().getPort());
+            assertEquals(0, r.code(), r.err());
+            String[] lines = r.out().lines().dropWhile(l -> !l.equals("Volume condition")).toArray(String[]::new);
+            assertTrue(lines.length >= 3, r.out());
+            assertTrue(lines[1].matches("NODE\\s+CONDITION\\s+SINCE\\s+MESSAGE\\s*"), lines[1]);
+            assertTrue(lines[2].matches("node-2\\s+abnormal\\s+2026-11-24T17:00:00Z\\s+disk failing\\s*"), lines[2]);
+        } finally {
+            server.stop(0);
+        }
+    }
+
     @Test
     void usageErrorsExitTwo() {
         assertEquals(2, run("volume", "claim", "v", "--node", "n", "--mode", "write").code());

@@ -230,6 +230,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                 return NodeGetVolumeStatsResponse.newBuilder()
                         .addUsage(VolumeUsage.newBuilder().setUnit(VolumeUsage.Unit.BYTES).setTotal(total)
                                 .setAvailable(available).setUsed(Math.max(0, total - store.getUnallocatedSpace())))
+                        .setVolumeCondition(directories.condition(volumeId))
                         .build();
             } catch (IOException e) {
                 throw CsiStatus.internal("cannot read the file system statistics of " + volumePath + ": "
@@ -243,7 +244,8 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                                     StreamObserver<NodeGetCapabilitiesResponse> observer) {
         GrpcCalls.answer(observer, () -> {
             NodeGetCapabilitiesResponse.Builder response = NodeGetCapabilitiesResponse.newBuilder()
-                    .addCapabilities(rpc(NodeServiceCapability.RPC.Type.GET_VOLUME_STATS));
+                    .addCapabilities(rpc(NodeServiceCapability.RPC.Type.GET_VOLUME_STATS))
+                    .addCapabilities(rpc(NodeServiceCapability.RPC.Type.VOLUME_CONDITION));
             if (options.stageUnstage()) {
                 response.addCapabilities(rpc(NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME));
             }

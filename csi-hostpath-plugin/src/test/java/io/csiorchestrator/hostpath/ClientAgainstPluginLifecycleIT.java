@@ -14,6 +14,8 @@ import io.csiorchestrator.csi.v1.CreateVolumeRequest;
 import io.csiorchestrator.csi.v1.DeleteVolumeRequest;
 import io.csiorchestrator.csi.v1.ListVolumesRequest;
 import io.csiorchestrator.csi.v1.NodeGetVolumeStatsRequest;
+import io.csiorchestrator.csi.v1.NodeServiceCapability;
+import io.csiorchestrator.csi.v1.VolumeCondition;
 import io.csiorchestrator.csi.v1.NodePublishVolumeRequest;
 import io.csiorchestrator.csi.v1.NodeStageVolumeRequest;
 import io.csiorchestrator.csi.v1.NodeUnpublishVolumeRequest;
@@ -110,6 +112,20 @@ class ClientAgainstPluginLifecycleIT {
 
         assertTrue(client.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId(volume.getVolumeId())
                 .setVolumePath(target.toString()).build()).await().atMost(WAIT).getUsage(0).getTotal() > 0);
+
+        // VOLUME_CONDITION: normal, abnormal while the marker file is in the volume's directory (written
+        // here through the target), normal again once it is removed
+        NodeGetVolumeStatsRequest stats = NodeGetVolumeStatsRequest.newBuilder().setVolumeId(volume.getVolumeId())
+                .setVolumePath(target.toString()).build();
+        assertTrue(client.nodeGetCapabilities().await().atMost(WAIT).getCapabilitiesList().stream()
+                .anyMatch(c -> c.getRpc().getType() == NodeServiceCapability.RPC.Type.VOLUME_CONDITION));
+        assertFalse(client.nodeGetVolumeStats(stats).await().atMost(WAIT).getVolumeCondition().getAbnormal());
+        Files.writeString(target.resolve(".csi-condition-abnormal"), "disk failing\nsecond line");
+        VolumeCondition abnormal = client.nodeGetVolumeStats(stats).await().atMost(WAIT).getVolumeCondition();
+        assertTrue(abnormal.getAbnormal());
+        assertEquals("disk failing", abnormal.getMessage());
+        Files.delete(volumeDir.resolve(".csi-condition-abnormal"));
+        assertFalse(client.nodeGetVolumeStats(stats).await().atMost(WAIT).getVolumeCondition().getAbnormal());
 
         CsiCallException incompatible = assertThrows(CsiCallException.class, () -> client.nodePublish(
                 publish.toBuilder().setReadonly(true).build()).await().atMost(WAIT));

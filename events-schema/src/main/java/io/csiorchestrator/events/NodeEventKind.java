@@ -15,7 +15,13 @@ public enum NodeEventKind implements WireValue {
     HEAL("heal"),
     RESTORE("restore"),
     /** claim-service's anti-entropy repaired a difference between the node's report and its claims. */
-    RECONCILE("reconcile");
+    RECONCILE("reconcile"),
+    /**
+     * A published volume's condition changed (CSI VOLUME_CONDITION, from NodeGetVolumeStats):
+     * details {@code condition} ({@code abnormal} or {@code normal}) and {@code message} (the
+     * plugin's); the event's time is when the worker saw the change.
+     */
+    VOLUME_CONDITION("volume-condition");
 
     private final String wire;
 

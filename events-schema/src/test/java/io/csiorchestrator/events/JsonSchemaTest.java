@@ -129,4 +129,21 @@ class JsonSchemaTest {
         assertFalse(schema(EventType.NODE_STATE).validate(noSequence).isEmpty(), "sequence 0 was accepted");
         assertThrows(MalformedEventException.class, () -> EventCodec.decode(NodeStateReported.class, noSequence.toString()));
     }
+
+    /** The schema's kind enum and NodeEventKind agree, volume-condition included: each kind validates, a made-up one does not. */
+    @Test
+    void theNodeEventsSchemaAcceptsEveryNodeEventKindAndNoOther() {
+        for (NodeEventKind kind : NodeEventKind.values()) {
+            ObjectNode json = sampleJson(EventType.NODE_EVENT);
+            json.put("kind", kind.wire());
+            assertTrue(schema(EventType.NODE_EVENT).validate(json).isEmpty(), kind.wire());
+        }
+        ObjectNode condition = (ObjectNode) EventCodec.mapper().valueToTree(new NodeEvent("node-1", null,
+                NodeEventKind.VOLUME_CONDITION, "Volume condition abnormal", "hostpath", "default", "vol-1", null, null,
+                null, java.util.Map.of("condition", "abnormal", "message", "disk failing"), java.time.Instant.now()));
+        assertTrue(schema(EventType.NODE_EVENT).validate(condition).isEmpty());
+        ObjectNode unknown = sampleJson(EventType.NODE_EVENT);
+        unknown.put("kind", "volume-mood");
+        assertFalse(schema(EventType.NODE_EVENT).validate(unknown).isEmpty());
+    }
 }

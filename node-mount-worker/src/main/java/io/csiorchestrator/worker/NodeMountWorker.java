@@ -10,7 +10,11 @@ import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.worker.kafka.CommandConsumer;
 import io.csiorchestrator.worker.kafka.EventSpool;
 import io.csiorchestrator.worker.kafka.KafkaEventPublisher;
+import io.csiorchestrator.worker.mount.NodeVolumePlugin;
+import io.csiorchestrator.worker.mount.PluginCallFailure;
 import io.csiorchestrator.worker.mount.SecretOpener;
+import io.csiorchestrator.worker.mount.VolumeCondition;
+import io.csiorchestrator.worker.mount.VolumeConditions;
 import io.csiorchestrator.worker.mount.VolumeOperations;
 import io.csiorchestrator.worker.mount.VolumeSerializer;
 import io.csiorchestrator.worker.plugin.PluginRegistry;
@@ -85,6 +89,9 @@ public class NodeMountWorker {
     private final AtomicInteger restoresPending = new AtomicInteger();
     private final java.util.concurrent.atomic.AtomicLong stateReports = new java.util.concurrent.atomic.AtomicLong();
     private ScheduledFuture<?> stateReport;
+    private final java.util.Set<VolumeKey> healsQueued = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.Set<VolumeKey> conditionsQueued = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final VolumeConditions conditions = new VolumeConditions();
     private volatile boolean started;
 
     public NodeMountWorker(WorkerConfig config,
@@ -146,6 +153,14 @@ public class NodeMountWorker {
         // anti-entropy: the actual state once now and then on a timer (never two at once: one scheduled task)
         stateReport = scheduler.scheduleWithFixedDelay(() -> reportState(nodeId), 0,
                 config.stateReportInterval().toMillis(), TimeUnit.MILLISECONDS);
+        if (!config.healInterval().isZero()) {
+            long every = config.healInterval().toMillis();
+            scheduler.scheduleWithFixedDelay(this::healDamagedVolumes, every, every, TimeUnit.MILLISECONDS);
+        }
+        if (!config.conditionInterval().isZero()) {
+            long every = config.conditionInterval().toMillis();
+            scheduler.scheduleWithFixedDelay(this::pollVolumeConditions, every, every, TimeUnit.MILLISECONDS);
+        }
         registerGauges();
         started = true;
         LOG.infof("node-mount-worker of node %s started: root %s, plugins %s", nodeId, paths.root(), config.pluginsDir());
@@ -163,6 +178,9 @@ public class NodeMountWorker {
         metrics.gauge("csi.node.volumes.published",
                 "Publications (allocation targets) published on this node (the worker's records)", this,
                 NodeMountWorker::countPublished);
+        metrics.gauge("csi.node.volumes.abnormal",
+                "Volumes published on this node whose plugin last reported an abnormal condition", this,
+                w -> w.conditions.abnormal());
         metrics.gauge("csi.node.events.queued", "Events waiting in memory for the broker", this,
                 w -> w.publisher == null ? 0 : w.publisher.queued());
     }
@@ -250,8 +268,88 @@ public class NodeMountWorker {
     /** The volume healer: runs whenever a plugin becomes healthy (first time, again, or with a new socket). */
     private void healVolumesOf(String pluginId) {
         for (VolumeKey key : operations.volumesOf(pluginId)) {
-            serializer.submit(key, () -> operations.heal(key));
+            serializer.submit(key, () -> counted(operations.heal(key)));
         }
+    }
+
+    /**
+     * The healer's periodic pass ({@code csi.worker.heal-interval}): every volume with a staging or
+     * a usage is checked on its own volume thread (never beside a command on it); a volume whose
+     * previous check has not run yet is not queued again.
+     */
+    private void healDamagedVolumes() {
+        if (restoring()) {
+            return;
+        }
+        for (Map.Entry<VolumeKey, VolumeRecord> e : operations.records().entrySet()) {
+            VolumeKey key = e.getKey();
+            if (e.getValue().idle() || !healsQueued.add(key)) {
+                continue;
+            }
+            serializer.submit(key, () -> {
+                healsQueued.remove(key);
+                return counted(operations.healDamaged(key));
+            });
+        }
+    }
+
+    /**
+     * The volume condition poller ({@code csi.worker.condition-interval}): for every volume with a
+     * published target whose plugin is healthy and advertises VOLUME_CONDITION, NodeGetVolumeStats
+     * on the first published target, on the volume's own thread; a change ({@link VolumeConditions})
+     * is a {@code volume-condition} node event. A failed call is logged and tried at the next poll.
+     */
+    private void pollVolumeConditions() {
+        java.util.Set<VolumeKey> published = new java.util.HashSet<>();
+        for (Map.Entry<VolumeKey, VolumeRecord> e : operations.records().entrySet()) {
+            VolumeKey key = e.getKey();
+            Optional<String> target = e.getValue().users().stream().filter(u -> u.state() == PublishState.PUBLISHED)
+                    .map(io.csiorchestrator.worker.state.Usage::targetPath).findFirst();
+            if (target.isEmpty()) {
+                continue;
+            }
+            published.add(key);
+            String pluginId = e.getValue().pluginId();
+            Optional<NodeVolumePlugin> plugin = registry.node(pluginId).filter(NodeVolumePlugin::reportsVolumeCondition);
+            if (plugin.isEmpty() || !conditionsQueued.add(key)) {
+                continue;
+            }
+            String externalId = e.getValue().externalVolumeId();
+            serializer.submit(key, () -> {
+                conditionsQueued.remove(key);
+                try {
+                    plugin.get().volumeCondition(externalId, java.nio.file.Path.of(target.get()))
+                            .flatMap(seen -> conditions.observe(key, pluginId, seen, clock.instant()))
+                            .ifPresent(this::reportCondition);
+                } catch (PluginCallFailure f) {
+                    LOG.debugf("volume condition of %s: %s", key, f.getMessage());
+                }
+                return null;
+            });
+        }
+        conditions.retainOnly(published);
+    }
+
+    private void reportCondition(VolumeConditions.Change change) {
+        VolumeCondition condition = change.condition();
+        Map<String, String> details = new LinkedHashMap<>();
+        details.put("condition", condition.abnormal() ? "abnormal" : "normal");
+        String message = condition.message().length() > 1024 ? condition.message().substring(0, 1024) : condition.message();
+        if (!message.isBlank()) {
+            details.put("message", message);
+        }
+        LOG.infof("volume %s: condition %s%s", change.key(), details.get("condition"),
+                message.isBlank() ? "" : " (" + message + ")");
+        publisher.publish(new NodeEvent(config.nodeId(), null, NodeEventKind.VOLUME_CONDITION,
+                condition.abnormal() ? "Volume condition abnormal" : "Volume condition normal", change.pluginId(),
+                change.key().namespace(), change.key().volumeId(), null, null, null, details, change.since()));
+    }
+
+    private VolumeOperations.Convergence counted(VolumeOperations.Convergence result) {
+        for (VolumeOperations.Repair repair : result.repairs()) {
+            telemetry.metrics().heal(repair.damage().label(), repair.path(), result.errors().isEmpty());
+        }
+        return result;
     }
 
     private SecretOpener secretOpener() {

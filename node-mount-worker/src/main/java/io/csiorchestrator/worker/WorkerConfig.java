@@ -41,6 +41,20 @@ public interface WorkerConfig {
     @WithDefault("30s")
     Duration restorePluginTimeout();
 
+    /**
+     * How often the healer checks every staging and publish target the records say are mounted
+     * (stat and the mount table; no plugin call unless one is damaged). 0 turns the check off.
+     */
+    @WithDefault("10s")
+    Duration healInterval();
+
+    /**
+     * How often the volume condition of every published volume is polled (NodeGetVolumeStats), where
+     * its plugin advertises VOLUME_CONDITION. 0 turns polling off.
+     */
+    @WithDefault("60s")
+    Duration conditionInterval();
+
     /** How long opening a plugin socket may take. */
     @WithDefault("10s")
     Duration connectTimeout();

@@ -13,6 +13,7 @@ import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
 import io.csiorchestrator.claims.store.ClaimEntity;
 import io.csiorchestrator.claims.store.Json;
 import io.csiorchestrator.claims.store.Plugins;
+import io.csiorchestrator.claims.store.VolumeConditionEntity;
 import io.csiorchestrator.claims.store.VolumeEntity;
 import io.csiorchestrator.events.PathSafeId;
 import io.csiorchestrator.events.SecretPayload;
@@ -92,12 +93,22 @@ public class VolumeResource {
     public record MountOptionsView(String fsType, List<String> mountFlags) {
     }
 
+    /**
+     * The volume's CSI condition on one node where it is claimed, as that node's worker last reported it
+     * (VOLUME_CONDITION through NodeGetVolumeStats): {@code condition} is {@code abnormal} or {@code normal},
+     * {@code message} the plugin's, {@code since} when the worker saw it begin.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record ConditionView(String nodeId, String pluginId, String condition, String message, Instant since) {
+    }
+
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record VolumeDetail(String namespace, String id, String name, String externalId, String pluginId,
                                String accessMode, String attachmentMode, String claimedAccessMode,
                                MountOptionsView mountOptions, Map<String, String> parameters, Map<String, String> context,
                                Map<String, String> secrets, Map<String, String> topology, boolean schedulable, String health,
-                               boolean deleting, List<ClaimView> claims, List<ClaimView> pastClaims) {
+                               boolean deleting, List<ClaimView> claims, List<ClaimView> pastClaims,
+                               List<ConditionView> conditions) {
     }
 
     public record Released(String volume, String action, List<String> allocations) {
@@ -170,7 +181,9 @@ public class VolumeResource {
                 return Uni.createFrom().item(notFound(namespace, id));
             }
             return ClaimEntity.<ClaimEntity>list("volumeKey = ?1 order by createdAt", v.volumeKey)
-                    .chain(all -> plugins.facts(v.pluginId).map(plugin -> Response.ok(detail(v, all, plugin)).build()));
+                    .chain(all -> VolumeConditionEntity.<VolumeConditionEntity>list("volumeKey = ?1 order by nodeId", v.volumeKey)
+                            .chain(conditions -> plugins.facts(v.pluginId)
+                                    .map(plugin -> Response.ok(detail(v, all, plugin, conditions)).build())));
         }));
     }
 
@@ -289,7 +302,8 @@ public class VolumeResource {
                 readers, writers, unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting);
     }
 
-    private static VolumeDetail detail(VolumeEntity v, List<ClaimEntity> all, PluginFacts plugin) {
+    private static VolumeDetail detail(VolumeEntity v, List<ClaimEntity> all, PluginFacts plugin,
+                                       List<VolumeConditionEntity> conditions) {
         String unhealthy = ClaimRules.unschedulableReason(ClaimService.facts(v, List.of()), plugin, null);
         Map<String, String> redactedSecrets = new LinkedHashMap<>();
         for (String key : Json.list(v.secretKeysJson)) {
@@ -306,7 +320,17 @@ public class VolumeResource {
         return new VolumeDetail(v.namespace, v.id, v.name, v.externalId, v.pluginId, v.accessMode, v.attachmentMode,
                 v.claimedAccessMode, new MountOptionsView(v.fsType, Collections.nCopies(v.mountFlagCount, REDACTED)),
                 Json.map(v.parametersJson), Json.map(v.contextJson), redactedSecrets, Json.map(v.topologyJson),
-                unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting, current, past);
+                unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting, current, past,
+                conditionViews(all, conditions));
+    }
+
+    /** The conditions reported from nodes where the volume is claimed now (a node it left reports no more). */
+    private static List<ConditionView> conditionViews(List<ClaimEntity> all, List<VolumeConditionEntity> conditions) {
+        java.util.Set<String> claimedOn = all.stream().filter(c -> !c.past).map(c -> c.nodeId)
+                .collect(Collectors.toSet());
+        return conditions.stream().filter(c -> claimedOn.contains(c.nodeId))
+                .map(c -> new ConditionView(c.nodeId, c.pluginId, c.abnormal ? "abnormal" : "normal", c.message, c.since))
+                .toList();
     }
 
     private static Response notFound(String namespace, String id) {

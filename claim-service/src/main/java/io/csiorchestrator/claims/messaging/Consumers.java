@@ -20,6 +20,8 @@ import org.apache.kafka.common.header.Header;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeStateReported;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.PluginStatus;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -30,7 +32,7 @@ import org.eclipse.microprofile.reactive.messaging.Incoming;
 import org.jboss.logging.Logger;
 
 /**
- * The four inputs. Each record's CloudEvents headers are checked ({@link CloudEventHeaders#requireValid}:
+ * The five inputs (claim-requested, mount-done, plugin-status, node-state for anti-entropy, and node-events for volume conditions). Each record's CloudEvents headers are checked ({@link CloudEventHeaders#requireValid}:
  * the topic's {@code ce_type}, {@code ce_specversion} 1.0, {@code ce_id}, {@code ce_source}, a parseable
  * {@code ce_time}) and its value decoded with the contract's codec: a malformed record fails with a
  * {@link MalformedEventException}, which nacks it to the topic's dead-letter topic (reason header =
@@ -132,6 +134,38 @@ public class Consumers {
                         "does not match the record key '" + record.key() + "'");
             }
             return retried(() -> claims.onPluginStatus(record.key(), status), "plugin-status " + record.key());
+        });
+    }
+
+    /**
+     * node-events: a {@code volume-condition} event (a volume's CSI condition on a node, reported by
+     * that node's worker) is stored for the volume's health; every other kind is for monitoring and
+     * acknowledged unread. A volume-condition event without its volume, plugin or a
+     * {@code details.condition} of {@code abnormal}/{@code normal} is dead-lettered.
+     */
+    @Incoming("node-events")
+    public Uni<Void> onNodeEvent(ConsumerRecord<String, String> record) {
+        return handled(() -> {
+            CloudEventHeaders.requireValid(record.headers(), EventType.NODE_EVENT);
+            NodeEvent event = EventCodec.decode(NodeEvent.class, record.value());
+            if (event.kind() != NodeEventKind.VOLUME_CONDITION) {
+                return Uni.createFrom().voidItem();
+            }
+            String condition = event.details().get("condition");
+            List<Violation> problems = new java.util.ArrayList<>();
+            if (!"abnormal".equals(condition) && !"normal".equals(condition)) {
+                problems.add(new Violation("details.condition", Violation.quote(condition), "must be abnormal or normal"));
+            }
+            if (event.namespace() == null) {
+                problems.add(new Violation("namespace", null, "a volume-condition event names its volume"));
+            }
+            if (event.volumeId() == null) {
+                problems.add(new Violation("volumeId", null, "a volume-condition event names its volume"));
+            }
+            if (!problems.isEmpty()) {
+                throw new MalformedEventException(EventType.NODE_EVENT.displayName(), problems);
+            }
+            return retried(() -> claims.onVolumeCondition(event), "node-events volume-condition " + event.volumeId());
         });
     }
 

@@ -1,6 +1,7 @@
 package io.csiorchestrator.worker.mount;
 
 import java.nio.file.Path;
+import java.util.Optional;
 
 /**
  * The node service of one CSI plugin, as the worker's operations need it. Implemented over the
@@ -21,4 +22,18 @@ public interface NodeVolumePlugin {
     void publish(VolumeRequest request);
 
     void unpublish(String externalVolumeId, Path targetPath);
+
+    /** Whether NodeGetVolumeStats reports the volume's condition (node capabilities GET_VOLUME_STATS and VOLUME_CONDITION). */
+    default boolean reportsVolumeCondition() {
+        return false;
+    }
+
+    /**
+     * The volume's condition at a path where it is published (NodeGetVolumeStats); empty when the
+     * answer carries none.
+     */
+    default Optional<VolumeCondition> volumeCondition(String externalVolumeId, Path volumePath) {
+        throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' does not report volume conditions",
+                false);
+    }
 }

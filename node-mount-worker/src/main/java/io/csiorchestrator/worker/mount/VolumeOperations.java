@@ -35,7 +35,8 @@ import java.util.logging.Logger;
 /**
  * The node side of CSI for the volumes of this node: mount (stage once per volume, publish per
  * allocation), unmount (unpublish, unstage when the last user is gone), controller publish and
- * unpublish, restore after a restart and heal after a plugin restart. Every state change is
+ * unpublish, restore after a restart, heal after a plugin restart and heal of stale mounts (not
+ * mounted any more, or corrupted: {@link MountCheck}). Every state change is
  * written to the {@link MountRecordStore} BEFORE the plugin call it announces (the usage
  * reference is taken before staging), so a crash at any point leaves a record from which
  * {@link #restore(VolumeKey)} converges.
@@ -60,11 +61,19 @@ public final class VolumeOperations {
     private final SecretOpener secrets;
     private final Consumer<NodeEvent> events;
     private final Clock clock;
+    private final MountCheck mountCheck;
     private final Map<VolumeKey, VolumeRecord> records = new ConcurrentHashMap<>();
 
     public VolumeOperations(String nodeId, WorkerPaths paths, MountRecordStore store, PluginDirectory plugins,
                             Supplier<MountTable> mountTable, SecretOpener secrets, Consumer<NodeEvent> events,
                             Clock clock) {
+        this(nodeId, paths, store, plugins, mountTable, secrets, events, clock, MountCheck.system());
+    }
+
+    public VolumeOperations(String nodeId, WorkerPaths paths, MountRecordStore store, PluginDirectory plugins,
+                            Supplier<MountTable> mountTable, SecretOpener secrets, Consumer<NodeEvent> events,
+                            Clock clock, MountCheck mountCheck) {
+        this.mountCheck = mountCheck;
         this.nodeId = nodeId;
         this.paths = paths;
         this.store = store;
@@ -361,20 +370,56 @@ public final class VolumeOperations {
 
     // -------------------------------------------------------- restore and heal
 
+    /** Why a volume is converged: the event's message says it. */
+    private enum Cause {
+        RESTORE("Restore volume after worker restart"),
+        PLUGIN_RESTART("Heal volume after plugin restart"),
+        STALE_MOUNT("Heal stale mount");
+
+        final String message;
+
+        Cause(String message) {
+            this.message = message;
+        }
+    }
+
+    /**
+     * One damaged path that a convergence found where the record says mounted, and unmounted
+     * (when corrupted) and mounted again.
+     *
+     * @param path         {@code staging} or {@code target}
+     * @param allocationId the target's allocation; null for the staging
+     */
+    public record Repair(String path, String allocationId, MountCheck.Result found) {
+        public MountDamage damage() {
+            return found.damage();
+        }
+
+        String detailKey() {
+            return allocationId == null ? path : path + "/" + allocationId;
+        }
+    }
+
     /** What restore or heal did for one volume. */
-    public record Convergence(VolumeKey key, int staged, int published, int released, List<String> errors) {
+    public record Convergence(VolumeKey key, int staged, int published, int released, List<String> errors,
+                              List<Repair> repairs) {
+        public Convergence {
+            errors = List.copyOf(errors);
+            repairs = List.copyOf(repairs);
+        }
+
         public boolean nothingToDo() {
-            return staged == 0 && published == 0 && released == 0 && errors.isEmpty();
+            return staged == 0 && published == 0 && released == 0 && errors.isEmpty() && repairs.isEmpty();
         }
     }
 
     /**
      * Brings one volume back to what its record says after a restart: an intact mount costs no
-     * plugin call; a lost staging is staged again, a lost publication published again; an
-     * interrupted unmount is finished.
+     * plugin call; a lost staging is staged again, a lost publication published again, a corrupted
+     * one unmounted (through the plugin) and mounted again; an interrupted unmount is finished.
      */
     public Convergence restore(VolumeKey key) {
-        return converge(key, false);
+        return converge(key, Cause.RESTORE);
     }
 
     /**
@@ -382,24 +427,66 @@ public final class VolumeOperations {
      * every target again (the plugin repairs or confirms it).
      */
     public Convergence heal(VolumeKey key) {
-        return converge(key, true);
+        return converge(key, Cause.PLUGIN_RESTART);
     }
 
-    private Convergence converge(VolumeKey key, boolean heal) {
+    /**
+     * The periodic check of the healer: when a staging or target the record says is mounted
+     * ({@code STAGED}; a usage not being released) is no longer a mount point or is corrupted
+     * ({@link MountCheck}), and the volume's plugin is healthy, converges the volume (a corrupted
+     * mount is unpublished/unstaged first, then staged and published again). A usage being
+     * released ({@code UNPUBLISHING}) is never checked nor published again. Costs no plugin call
+     * when nothing is damaged; does nothing (and reports nothing) while the plugin is not healthy:
+     * its return heals the volume.
+     */
+    public Convergence healDamaged(VolumeKey key) {
+        VolumeRecord record = records.get(key);
+        Convergence none = new Convergence(key, 0, 0, 0, List.of(), List.of());
+        if (record == null || damaged(record).isEmpty() || plugins.node(record.pluginId()).isEmpty()) {
+            return none;
+        }
+        return converge(key, Cause.STALE_MOUNT);
+    }
+
+    /** The paths of {@code record} that it says are mounted and that are not, or are corrupted. */
+    List<Repair> damaged(VolumeRecord record) {
+        MountTable table = mountTable.get();
+        List<Repair> found = new ArrayList<>();
+        List<Usage> wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING).toList();
+        if (wanted.isEmpty()) {
+            return found;
+        }
+        if (record.stage() == StageState.STAGED) {
+            MountCheck.Result staging = mountCheck.check(Path.of(record.stagingPath()), table);
+            if (staging.damage() != MountDamage.NONE) {
+                found.add(new Repair("staging", null, staging));
+            }
+        }
+        for (Usage usage : wanted) {
+            MountCheck.Result target = mountCheck.check(Path.of(usage.targetPath()), table);
+            if (target.damage() != MountDamage.NONE) {
+                found.add(new Repair("target", usage.allocationId(), target));
+            }
+        }
+        return found;
+    }
+
+    private Convergence converge(VolumeKey key, Cause cause) {
         VolumeRecord record = records.get(key);
         List<String> errors = new ArrayList<>();
+        List<Repair> repairs = new ArrayList<>();
         int staged = 0;
         int published = 0;
         int released = 0;
         if (record == null) {
-            return new Convergence(key, 0, 0, 0, errors);
+            return new Convergence(key, 0, 0, 0, errors, repairs);
         }
         Optional<NodeVolumePlugin> found = plugins.node(record.pluginId());
         if (found.isEmpty()) {
             if (!record.usages().isEmpty() || record.stage() != StageState.UNSTAGED) {
                 errors.add("CSI plugin '" + record.pluginId() + "' has no healthy node instance on node " + nodeId);
             }
-            return new Convergence(key, 0, 0, 0, errors);
+            return new Convergence(key, 0, 0, 0, errors, repairs);
         }
         NodeVolumePlugin plugin = found.get();
         try {
@@ -426,16 +513,41 @@ public final class VolumeOperations {
                         errors.add("unstage: " + f.getMessage());
                     }
                 }
-                return reported(record, new Convergence(key, staged, published, released, errors), heal);
+                return reported(record, new Convergence(key, staged, published, released, errors, repairs), cause);
             }
             // a usage still UNPUBLISHING (its release failed above) is left for a later restore, heal
             // or unmount to finish: publishing it again would undo a release the record announced
             List<Usage> wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING).toList();
             if (wanted.isEmpty()) {
-                return reported(record, new Convergence(key, staged, published, released, errors), heal);
+                return reported(record, new Convergence(key, staged, published, released, errors, repairs), cause);
             }
             MountTable table = mountTable.get();
             Path staging = Path.of(record.stagingPath());
+            if (plugin.requiresStaging()) {
+                MountCheck.Result stagingFound = mountCheck.check(staging, table);
+                if (stagingFound.damage() == MountDamage.CORRUPTED) {
+                    // unmount first (kubelet, ceph-csi): every target is a bind mount of the staging,
+                    // so all are unpublished, then the staging unstaged, each step recorded before
+                    try {
+                        for (Usage usage : wanted) {
+                            save(records.get(key).withUsage(usage.withState(PublishState.PUBLISHING)));
+                            plugin.unpublish(record.externalVolumeId(), Path.of(usage.targetPath()));
+                        }
+                        record = save(records.get(key).withStage(StageState.STAGING));
+                        plugin.unstage(record.externalVolumeId(), staging);
+                    } catch (PluginCallFailure f) {
+                        errors.add("unmount of the corrupted staging: " + f.getMessage());
+                        return reported(records.get(key),
+                                new Convergence(key, staged, published, released, errors, repairs), cause);
+                    }
+                    repairs.add(new Repair("staging", null, stagingFound));
+                    record = records.get(key);
+                    wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING).toList();
+                    table = mountTable.get();
+                } else if (stagingFound.damage() == MountDamage.NOT_MOUNTED && record.stage() == StageState.STAGED) {
+                    repairs.add(new Repair("staging", null, stagingFound));
+                }
+            }
             Usage first = wanted.get(0);
             if (plugin.requiresStaging() && !table.isMountPoint(staging)) {
                 try {
@@ -447,19 +559,32 @@ public final class VolumeOperations {
                     staged++;
                 } catch (PluginCallFailure f) {
                     errors.add("stage: " + f.getMessage());
-                    return reported(record, new Convergence(key, staged, published, released, errors), heal);
+                    return reported(record, new Convergence(key, staged, published, released, errors, repairs), cause);
                 }
             } else if (plugin.requiresStaging() && record.stage() != StageState.STAGED) {
                 record = save(record.withStage(StageState.STAGED));
             }
             table = mountTable.get();
+            boolean heal = cause != Cause.RESTORE;
             for (Usage usage : wanted) {
                 Path target = Path.of(usage.targetPath());
-                boolean intact = table.isMountPoint(target) && usage.state() == PublishState.PUBLISHED;
+                MountCheck.Result targetFound = mountCheck.check(target, table);
+                boolean intact = targetFound.damage() == MountDamage.NONE && usage.state() == PublishState.PUBLISHED;
                 if (intact && !(heal && staged > 0)) {
                     continue;
                 }
+                // damage where the record says mounted (a target this pass unpublished itself is no damage)
+                if (targetFound.damage() == MountDamage.CORRUPTED || (targetFound.damage() != MountDamage.NONE
+                        && usage.state() == PublishState.PUBLISHED)) {
+                    repairs.add(new Repair("target", usage.allocationId(), targetFound));
+                }
                 try {
+                    if (targetFound.damage() == MountDamage.CORRUPTED) {
+                        // unmount first, through the plugin that made the mount; recorded as uncertain before
+                        usage = usage.withState(PublishState.PUBLISHING);
+                        save(records.get(key).withUsage(usage));
+                        plugin.unpublish(record.externalVolumeId(), target);
+                    }
                     paths.ensureTargetParent(target);
                     plugin.publish(request(record, usage, open(record, usage.sealed()), staging, target));
                     record = save(records.get(key).withUsage(usage.withState(PublishState.PUBLISHED)));
@@ -471,27 +596,28 @@ public final class VolumeOperations {
         } catch (IOException | RuntimeException e) {
             errors.add(e.getClass().getSimpleName() + ": " + e.getMessage());
         }
-        return reported(record, new Convergence(key, staged, published, released, errors), heal);
+        return reported(record, new Convergence(key, staged, published, released, errors, repairs), cause);
     }
 
     /** Every outcome that did or tried something is a node event (RESTORE or HEAL). */
-    private Convergence reported(VolumeRecord record, Convergence result, boolean heal) {
+    private Convergence reported(VolumeRecord record, Convergence result, Cause cause) {
         if (!result.nothingToDo()) {
-            emitConvergence(record, result, heal);
+            emitConvergence(record, result, cause);
         }
         return result;
     }
 
-    private void emitConvergence(VolumeRecord record, Convergence result, boolean heal) {
+    private void emitConvergence(VolumeRecord record, Convergence result, Cause cause) {
         Map<String, String> details = new LinkedHashMap<>();
         details.put("staged", Integer.toString(result.staged()));
         details.put("published", Integer.toString(result.published()));
         details.put("released", Integer.toString(result.released()));
+        // what was found damaged, e.g. "target/alloc-1" -> "corrupted (ENOTCONN)" (bounded: the event's 64 details)
+        result.repairs().stream().limit(60).forEach(r -> details.put(r.detailKey(), r.found().describe()));
         boolean ok = result.errors().isEmpty();
-        events.accept(new NodeEvent(nodeId, null, heal ? NodeEventKind.HEAL : NodeEventKind.RESTORE,
-                heal ? "Heal volume after plugin restart" : "Restore volume after worker restart", record.pluginId(),
-                record.namespace(), record.volumeId(), null, ok, ok ? null : String.join("; ", result.errors()),
-                details, clock.instant()));
+        events.accept(new NodeEvent(nodeId, null, cause == Cause.RESTORE ? NodeEventKind.RESTORE : NodeEventKind.HEAL,
+                cause.message, record.pluginId(), record.namespace(), record.volumeId(), null, ok,
+                ok ? null : String.join("; ", result.errors()), details, clock.instant()));
     }
 
     // ------------------------------------------------------------------ helpers

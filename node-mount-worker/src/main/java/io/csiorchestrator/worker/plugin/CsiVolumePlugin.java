@@ -10,6 +10,8 @@ import io.csiorchestrator.csi.MountOptions;
 import io.csiorchestrator.csi.VolumeCapabilities;
 import io.csiorchestrator.csi.v1.ControllerPublishVolumeRequest;
 import io.csiorchestrator.csi.v1.ControllerUnpublishVolumeRequest;
+import io.csiorchestrator.csi.v1.NodeGetVolumeStatsRequest;
+import io.csiorchestrator.csi.v1.NodeGetVolumeStatsResponse;
 import io.csiorchestrator.csi.v1.NodePublishVolumeRequest;
 import io.csiorchestrator.csi.v1.NodeStageVolumeRequest;
 import io.csiorchestrator.csi.v1.NodeUnpublishVolumeRequest;
@@ -18,6 +20,7 @@ import io.csiorchestrator.csi.v1.VolumeCapability;
 import io.csiorchestrator.worker.mount.ControllerVolumePlugin;
 import io.csiorchestrator.worker.mount.NodeVolumePlugin;
 import io.csiorchestrator.worker.mount.PluginCallFailure;
+import io.csiorchestrator.worker.mount.VolumeCondition;
 import io.csiorchestrator.worker.mount.VolumeRequest;
 import io.csiorchestrator.worker.telemetry.WorkerTracing;
 import io.opentelemetry.api.trace.Span;
@@ -26,6 +29,7 @@ import io.smallrye.mutiny.Uni;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * One plugin's node and controller services over the csi-client library: builds the CSI
@@ -43,6 +47,7 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
     private final Path workerRoot;
     private final Duration callLimit;
     private final WorkerTracing tracing;
+    private final boolean reportsVolumeCondition;
 
     public CsiVolumePlugin(String pluginId, CsiPluginClient client, boolean requiresStaging, PluginSettings settings,
                            Path workerRoot, Duration callLimit) {
@@ -51,6 +56,13 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
 
     public CsiVolumePlugin(String pluginId, CsiPluginClient client, boolean requiresStaging, PluginSettings settings,
                            Path workerRoot, Duration callLimit, WorkerTracing tracing) {
+        this(pluginId, client, requiresStaging, false, settings, workerRoot, callLimit, tracing);
+    }
+
+    public CsiVolumePlugin(String pluginId, CsiPluginClient client, boolean requiresStaging,
+                           boolean reportsVolumeCondition, PluginSettings settings, Path workerRoot, Duration callLimit,
+                           WorkerTracing tracing) {
+        this.reportsVolumeCondition = reportsVolumeCondition;
         this.tracing = tracing;
         this.pluginId = pluginId;
         this.client = client;
@@ -109,6 +121,23 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
     public void unpublish(String externalVolumeId, Path targetPath) {
         await(CsiRpc.NODE_UNPUBLISH_VOLUME, client.nodeUnpublish(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
                 .setTargetPath(plugin(targetPath)).build()));
+    }
+
+    @Override
+    public boolean reportsVolumeCondition() {
+        return reportsVolumeCondition;
+    }
+
+    @Override
+    public Optional<VolumeCondition> volumeCondition(String externalVolumeId, Path volumePath) {
+        NodeGetVolumeStatsResponse response = await(CsiRpc.NODE_GET_VOLUME_STATS, client.nodeGetVolumeStats(
+                NodeGetVolumeStatsRequest.newBuilder().setVolumeId(externalVolumeId).setVolumePath(plugin(volumePath))
+                        .build()));
+        if (!response.hasVolumeCondition()) {
+            return Optional.empty();
+        }
+        return Optional.of(new VolumeCondition(response.getVolumeCondition().getAbnormal(),
+                response.getVolumeCondition().getMessage()));
     }
 
     @Override

@@ -3,6 +3,10 @@ package io.csiorchestrator.worker.plugin;
 import io.csiorchestrator.csi.CsiClientOptions;
 import io.csiorchestrator.csi.CsiPluginClient;
 import io.csiorchestrator.csi.PluginFingerprint;
+import io.csiorchestrator.csi.v1.NodeServiceCapability;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.NodeInfo;
 import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.events.PluginType;
 import io.csiorchestrator.worker.EventSink;
@@ -137,6 +141,12 @@ public final class PluginSupervisor {
         }
     }
 
+    /** Node capabilities GET_VOLUME_STATS and VOLUME_CONDITION: the volume condition can be polled. */
+    private static boolean reportsVolumeCondition(PluginFingerprint fp) {
+        return fp.node().map(n -> n.capabilities().contains(NodeServiceCapability.RPC.Type.GET_VOLUME_STATS)
+                && n.capabilities().contains(NodeServiceCapability.RPC.Type.VOLUME_CONDITION)).orElse(false);
+    }
+
     /** One supervision step: (re)connect, fingerprint or probe, publish a transition. */
     public void check() {
         boolean runRestart = false;
@@ -164,7 +174,8 @@ public final class PluginSupervisor {
                         return;
                     }
                     fingerprint = fp;
-                    volumes = new CsiVolumePlugin(pluginId, client, fp.requiresStaging(), settings, workerRoot,
+                    volumes = new CsiVolumePlugin(pluginId, client, fp.requiresStaging(), reportsVolumeCondition(fp),
+                            settings, workerRoot,
                             timing.callTimeout().multipliedBy(timing.callAttempts()).plusSeconds(30),
                             telemetry.tracing());
                 } else {

@@ -22,6 +22,10 @@ import java.util.function.ToDoubleFunction;
  *   <li>{@code csi.node.command} (timer, histogram): from taking a node command off the topic to the
  *       broker's acknowledgement of its mount-done, tags {@code kind} (mount, unmount,
  *       controller-publish, controller-unpublish) and {@code outcome} (succeeded, failed)</li>
+ *   <li>{@code csi.node.heals} (counter): staging and publish targets the healer found damaged where
+ *       the record says mounted and mounted again, tags {@code kind} ({@code not-mounted},
+ *       {@code corrupted}), {@code path} ({@code staging}, {@code target}), {@code outcome}
+ *       (succeeded, failed)</li>
  * </ul>
  * The gauges ({@code csi.plugins}, {@code csi.node.volumes.staged}, ...) are registered by
  * {@link #gauge}.
@@ -31,6 +35,7 @@ public final class WorkerMetrics {
     public static final String CSI_RPC = "csi.rpc";
     public static final String CSI_RPC_RETRIES = "csi.rpc.retries";
     public static final String NODE_COMMAND = "csi.node.command";
+    public static final String NODE_HEALS = "csi.node.heals";
 
     /** Histogram buckets of every latency timer: a CSI call or a command takes milliseconds to minutes. */
     static final Duration[] BUCKETS = {
@@ -88,6 +93,18 @@ public final class WorkerMetrics {
                 .serviceLevelObjectives(BUCKETS)
                 .register(registry)
                 .record(elapsed);
+    }
+
+    /** One damaged path healed (or tried): {@code kind} not-mounted or corrupted, {@code path} staging or target. */
+    public void heal(String kind, String path, boolean succeeded) {
+        Counter.builder(NODE_HEALS)
+                .description("Staging and publish targets found damaged (not mounted, corrupted) where the record "
+                        + "says mounted, and mounted again by the healer")
+                .tag("kind", kind)
+                .tag("path", path)
+                .tag("outcome", succeeded ? "succeeded" : "failed")
+                .register(registry)
+                .increment();
     }
 
     /** A gauge read from {@code owner} (held strongly: the worker outlives restarts of its parts). */

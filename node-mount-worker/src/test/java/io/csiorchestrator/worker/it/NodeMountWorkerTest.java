@@ -705,8 +705,10 @@ class NodeMountWorkerTest {
         assertFalse(mounted(staging));
         plugin.start();
 
+        // the plugin-restart heal or the periodic check, whichever runs first once the plugin is back (a
+        // periodic check that ran before the worker saw the plugin go may have reported a failed heal)
         NodeEvent heal = awaitEvent(e -> e.kind() == NodeEventKind.HEAL && "heal".equals(e.volumeId())
-                && !e.occurredAt().isBefore(restart));
+                && !e.occurredAt().isBefore(restart) && Boolean.TRUE.equals(e.success()));
         assertEquals(Boolean.TRUE, heal.success(), heal.toString());
         assertTrue(mounted(staging), "staged again");
         assertEquals(stages + 1, plugin.calls("NodeStageVolume"));
@@ -775,6 +777,176 @@ class NodeMountWorkerTest {
     private static NodeStateReported.VolumeState volumeOf(NodeStateReported report, String volumeId) {
         return report.volumes().stream().filter(v -> v.namespace().equals(NS) && v.volumeId().equals(volumeId))
                 .findFirst().orElseThrow(() -> new AssertionError("volume " + volumeId + " not in " + report));
+    }
+
+    /**
+     * The healer's periodic check: the staging and the target of a published volume are lazily
+     * unmounted ({@code umount -l}) behind the worker's back; a HEAL node event names both as
+     * not-mounted, both are mount points again, {@code csi_node_heals_total} counts them, and a
+     * file written through the target lands in the plugin's directory of the volume.
+     */
+    @Test
+    void aLazilyUnmountedStagingAndTargetAreMountedAgainByThePeriodicHealer() throws Exception {
+        String ext = createVolume("lazy-vol");
+        assertTrue(run(mount("lazy", ext, "alloc-lazy", false)).succeeded());
+        Path staging = paths().stagingPath(NS, "lazy");
+        Path target = paths().targetPath("alloc-lazy", NS, "lazy");
+        Instant broken = Instant.now();
+
+        umount("-l", target);
+        umount("-l", staging);
+        assertFalse(mounted(target));
+        assertFalse(mounted(staging));
+
+        NodeEvent heal = awaitEvent(e -> e.kind() == NodeEventKind.HEAL && "lazy".equals(e.volumeId())
+                && !e.occurredAt().isBefore(broken));
+        assertEquals(Boolean.TRUE, heal.success(), heal.toString());
+        assertEquals("Heal stale mount", heal.message());
+        assertEquals("not-mounted", heal.details().get("staging"), heal.toString());
+        assertEquals("not-mounted", heal.details().get("target/alloc-lazy"), heal.toString());
+        assertTrue(mounted(staging), "staged again");
+        assertTrue(mounted(target), "published again");
+        Files.writeString(target.resolve("after-lazy.txt"), "usable");
+        assertEquals("usable", Files.readString(volumeDir(ext).resolve("after-lazy.txt")));
+        given().get("/q/metrics").then().statusCode(200)
+                .body(containsString("csi_node_heals_total{kind=\"not-mounted\",outcome=\"succeeded\",path=\"target\"}"))
+                .body(containsString("csi_node_heals_total{kind=\"not-mounted\",outcome=\"succeeded\",path=\"staging\"}"));
+        assertTrue(run(unmount("lazy", ext, "alloc-lazy")).succeeded());
+        assertFalse(mounted(target));
+        assertFalse(mounted(staging));
+    }
+
+    /**
+     * A corrupted target, for real: a FUSE file system is mounted over the published target (its
+     * "daemon" a process holding /dev/fuse) and the daemon is killed, so that {@code stat} of the
+     * target fails with ENOTCONN ("transport endpoint is not connected") while the mount table still
+     * lists it. The healer unmounts it first (NodeUnpublishVolume), publishes again, reports
+     * {@code corrupted (ENOTCONN)} in a HEAL node event, and the target is usable: a file written
+     * through it lands in the plugin's directory of the volume.
+     */
+    @Test
+    void aTargetWhoseFuseDaemonWasKilledIsUnmountedAndPublishedAgain() throws Exception {
+        String ext = createVolume("fuse-vol");
+        assertTrue(run(mount("fuse", ext, "alloc-fuse", false)).succeeded());
+        Path target = paths().targetPath("alloc-fuse", NS, "fuse");
+        long unpublishes = plugin.calls("NodeUnpublishVolume");
+        Instant broken = Instant.now();
+
+        mountFuseAndKillItsDaemon(target);
+
+        NodeEvent heal = awaitEvent(e -> e.kind() == NodeEventKind.HEAL && "fuse".equals(e.volumeId())
+                && !e.occurredAt().isBefore(broken));
+        assertEquals(Boolean.TRUE, heal.success(), heal.toString());
+        assertEquals("corrupted (ENOTCONN)", heal.details().get("target/alloc-fuse"), heal.toString());
+        assertEquals(unpublishes + 1, plugin.calls("NodeUnpublishVolume"), "unmounted through the plugin first");
+        assertFalse(fuseMountedAt(target), "the dead FUSE mount is gone");
+        assertEquals(1, mountCount(target), "one mount at the target: the volume's");
+        Files.writeString(target.resolve("after-fuse.txt"), "usable");
+        assertEquals("usable", Files.readString(volumeDir(ext).resolve("after-fuse.txt")));
+        given().get("/q/metrics").then().statusCode(200)
+                .body(containsString("csi_node_heals_total{kind=\"corrupted\",outcome=\"succeeded\",path=\"target\"}"));
+        assertTrue(run(unmount("fuse", ext, "alloc-fuse")).succeeded());
+        assertFalse(mounted(target));
+    }
+
+    /** Read from the mount table's text only: a stat of a FUSE mount whose daemon never answers would block. */
+    /**
+     * The condition poller with the real plugin: a published volume is first reported normal; the
+     * plugin's marker file, written through the target, makes NodeGetVolumeStats answer abnormal,
+     * which becomes a volume-condition node event with the plugin's message and counts in
+     * {@code csi_node_volumes_abnormal}; removing the marker is reported as normal again.
+     */
+    @Test
+    void aVolumeConditionThePluginReportsAbnormalIsANodeEventAndSoIsItsReturnToNormal() throws Exception {
+        String ext = createVolume("cond-vol");
+        Instant mounted = Instant.now();
+        assertTrue(run(mount("cond", ext, "alloc-cond", false)).succeeded());
+        Path target = paths().targetPath("alloc-cond", NS, "cond");
+        NodeEvent first = awaitEvent(e -> e.kind() == NodeEventKind.VOLUME_CONDITION && "cond".equals(e.volumeId())
+                && !e.occurredAt().isBefore(mounted));
+        assertEquals("normal", first.details().get("condition"), first.toString());
+
+        Instant marked = Instant.now();
+        Files.writeString(target.resolve(".csi-condition-abnormal"), "bad sectors on the backing disk\n");
+        NodeEvent abnormal = awaitEvent(e -> e.kind() == NodeEventKind.VOLUME_CONDITION && "cond".equals(e.volumeId())
+                && !e.occurredAt().isBefore(marked));
+        assertEquals("abnormal", abnormal.details().get("condition"), abnormal.toString());
+        assertEquals("bad sectors on the backing disk", abnormal.details().get("message"));
+        assertEquals("Volume condition abnormal", abnormal.message());
+        assertEquals(PLUGIN, abnormal.pluginId());
+        assertEquals(NS, abnormal.namespace());
+        given().get("/q/metrics").then().statusCode(200).body(containsString("csi_node_volumes_abnormal 1.0"));
+
+        Instant cleared = Instant.now();
+        Files.delete(volumeDir(ext).resolve(".csi-condition-abnormal"));
+        NodeEvent normal = awaitEvent(e -> e.kind() == NodeEventKind.VOLUME_CONDITION && "cond".equals(e.volumeId())
+                && !e.occurredAt().isBefore(cleared));
+        assertEquals("normal", normal.details().get("condition"), normal.toString());
+        assertTrue(run(unmount("cond", ext, "alloc-cond")).succeeded());
+    }
+
+    /**
+     * A corrupted staging, for real: a FUSE mount over the staging whose daemon is killed (ENOTCONN). The
+     * healer unpublishes the target, unstages (the plugin unmounts the dead FUSE mount and its bind mount),
+     * stages and publishes again; the HEAL event names the staging {@code corrupted (ENOTCONN)} and a file
+     * written through the target lands in the plugin's directory of the volume.
+     */
+    @Test
+    void aStagingWhoseFuseDaemonWasKilledIsUnstagedThenStagedAndPublishedAgain() throws Exception {
+        String ext = createVolume("fuse-stg-vol");
+        assertTrue(run(mount("fusestg", ext, "alloc-fs", false)).succeeded());
+        Path staging = paths().stagingPath(NS, "fusestg");
+        Path target = paths().targetPath("alloc-fs", NS, "fusestg");
+        long unstages = plugin.calls("NodeUnstageVolume");
+        Instant broken = Instant.now();
+
+        mountFuseAndKillItsDaemon(staging);
+
+        NodeEvent heal = awaitEvent(e -> e.kind() == NodeEventKind.HEAL && "fusestg".equals(e.volumeId())
+                && !e.occurredAt().isBefore(broken));
+        assertEquals(Boolean.TRUE, heal.success(), heal.toString());
+        assertEquals("corrupted (ENOTCONN)", heal.details().get("staging"), heal.toString());
+        assertEquals(unstages + 1, plugin.calls("NodeUnstageVolume"), "unstaged through the plugin first");
+        assertFalse(fuseMountedAt(staging), "the dead FUSE mount is gone");
+        assertEquals(1, mountCount(staging), "one mount at the staging: the volume's");
+        Files.writeString(target.resolve("after-fuse-staging.txt"), "usable");
+        assertEquals("usable", Files.readString(volumeDir(ext).resolve("after-fuse-staging.txt")));
+        assertTrue(run(unmount("fusestg", ext, "alloc-fs")).succeeded());
+        assertFalse(mounted(staging));
+    }
+
+    /**
+     * Mounts a FUSE file system at {@code path} whose "daemon" (a shell holding /dev/fuse, never answering)
+     * is then killed: the mount stays in the mount table and {@code stat} of it fails with ENOTCONN.
+     */
+    private static void mountFuseAndKillItsDaemon(Path path) throws Exception {
+        Process daemon = new ProcessBuilder("sh", "-c", "exec 3<>/dev/fuse && mount -i -t fuse -o "
+                + "fd=3,rootmode=40000,user_id=0,group_id=0 csi-heal-test '" + path + "' && exec sleep 600")
+                .redirectErrorStream(true).start();
+        try {
+            await().atMost(WAIT).until(() -> fuseMountedAt(path) || !daemon.isAlive());
+            assertTrue(fuseMountedAt(path), "the FUSE mount is made: " + new String(
+                    daemon.isAlive() ? new byte[0] : daemon.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        } finally {
+            daemon.destroyForcibly();
+            daemon.waitFor();
+        }
+    }
+
+    private static boolean fuseMountedAt(Path path) {
+        return MountTable.readSelf().mounts().stream()
+                .anyMatch(m -> m.mountPoint().equals(path.toString()) && m.fsType().equals("fuse"));
+    }
+
+    /** Where the hostpath plugin keeps the volume's files. */
+    private static Path volumeDir(String externalId) {
+        return plugin.stateDir.resolve("volumes").resolve(externalId);
+    }
+
+    private static void umount(String option, Path path) throws Exception {
+        Process p = new ProcessBuilder("umount", option, path.toString()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, p.waitFor(), "umount " + option + " " + path + ": " + out);
     }
 
     @Test

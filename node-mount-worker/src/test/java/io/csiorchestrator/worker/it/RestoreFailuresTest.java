@@ -82,7 +82,10 @@ class RestoreFailuresTest {
     public static class ShortRestoreTimeout implements QuarkusTestProfile {
         @Override
         public Map<String, String> getConfigOverrides() {
-            return Map.of("csi.worker.restore-plugin-timeout", RESTORE_TIMEOUT.toSeconds() + "s");
+            // the periodic stale-mount check and the condition poller off: these tests leave failed mounts for
+            // the restore and the plugin-restart heal to finish, count their calls, and inject "*" faults
+            return Map.of("csi.worker.restore-plugin-timeout", RESTORE_TIMEOUT.toSeconds() + "s",
+                    "csi.worker.heal-interval", "0s", "csi.worker.condition-interval", "0s");
         }
     }
 

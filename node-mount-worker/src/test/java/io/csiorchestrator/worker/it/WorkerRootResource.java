@@ -42,6 +42,8 @@ public class WorkerRootResource implements QuarkusTestResourceLifecycleManager {
         config.put("csi.worker.connect-timeout", "2s");
         config.put("csi.worker.call-timeout", "10s");
         config.put("csi.worker.call-attempts", "2");
+        config.put("csi.worker.heal-interval", "1s");
+        config.put("csi.worker.condition-interval", "1s");
         config.put("csi.secrets.keyring", KEYRING);
         config.put("csi.secrets.active-key", "k1");
         return config;

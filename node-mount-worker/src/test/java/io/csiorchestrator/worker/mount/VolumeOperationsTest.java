@@ -57,6 +57,7 @@ class VolumeOperationsTest {
         final Set<String> readOnly = new LinkedHashSet<>();
         boolean stages = true;
         PluginCallFailure failNextPublish;
+        PluginCallFailure failNextUnpublish;
 
         @Override
         public String pluginId() {
@@ -97,6 +98,11 @@ class VolumeOperationsTest {
         @Override
         public void unpublish(String externalVolumeId, Path targetPath) {
             calls.add("unpublish " + targetPath.getParent().getParent().getFileName());
+            if (failNextUnpublish != null) {
+                PluginCallFailure f = failNextUnpublish;
+                failNextUnpublish = null;
+                throw f;
+            }
             mounted.remove(targetPath.toString());
         }
 
@@ -121,6 +127,9 @@ class VolumeOperationsTest {
         paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
     }
 
+    /** Paths whose stat answers ENOTCONN, as a dead FUSE daemon's mount does. */
+    private final Set<String> corrupted = new LinkedHashSet<>();
+
     private VolumeOperations operations(FakePlugin p, boolean pluginUp) {
         PluginDirectory directory = new PluginDirectory() {
             @Override
@@ -134,7 +143,9 @@ class VolumeOperationsTest {
             }
         };
         return new VolumeOperations("node-1", paths, new MountRecordStore(paths), directory, p::table,
-                (sealed, ns, vol) -> SecretPayload.EMPTY, events::add, Clock.systemUTC());
+                (sealed, ns, vol) -> SecretPayload.EMPTY, events::add, Clock.systemUTC(),
+                new MountCheck(path -> corrupted.contains(path.toString())
+                        ? Optional.of(jnr.constants.platform.Errno.ENOTCONN) : Optional.empty()));
     }
 
     private NodeCommand mount(String alloc, boolean readOnly) {
@@ -342,5 +353,78 @@ class VolumeOperationsTest {
         MountDone done = ops.execute(other);
         assertEquals(VolumeOperations.INVALID_COMMAND, done.errorCode());
         assertTrue(plugin.calls.isEmpty());
+    }
+
+    @Test
+    void aCorruptedTargetIsUnpublishedThenPublishedAgainAndTheOthersAreLeftAlone() {
+        VolumeOperations ops = operations(plugin, true);
+        ops.execute(mount("a1", false));
+        ops.execute(mount("a2", false));
+        VolumeKey key = new VolumeKey("ns", "vol1");
+        corrupted.add(paths.targetPath("a1", "ns", "vol1").toString());
+        plugin.calls.clear();
+        events.clear();
+
+        VolumeOperations.Convergence c = ops.healDamaged(key);
+        assertEquals(List.of("unpublish a1", "publish a1"), plugin.calls, "unmounted first, then published again");
+        assertEquals(1, c.repairs().size(), c.toString());
+        assertEquals(MountDamage.CORRUPTED, c.repairs().get(0).damage());
+        assertEquals(PublishState.PUBLISHED, ops.record(key).orElseThrow().usage("a1").orElseThrow().state());
+        NodeEvent heal = events.stream().filter(e -> e.kind() == NodeEventKind.HEAL).findFirst().orElseThrow();
+        assertEquals("corrupted (ENOTCONN)", heal.details().get("target/a1"), heal.toString());
+        assertEquals(Boolean.TRUE, heal.success());
+    }
+
+    @Test
+    void aCorruptedStagingUnpublishesEveryTargetUnstagesThenStagesAndPublishesAgain() {
+        VolumeOperations ops = operations(plugin, true);
+        ops.execute(mount("a1", false));
+        ops.execute(mount("a2", false));
+        VolumeKey key = new VolumeKey("ns", "vol1");
+        corrupted.add(paths.stagingPath("ns", "vol1").toString());
+        plugin.calls.clear();
+
+        VolumeOperations.Convergence c = ops.healDamaged(key);
+        assertEquals(List.of("unpublish a1", "unpublish a2", "unstage ext-vol1", "stage ext-vol1", "publish a1",
+                "publish a2"), plugin.calls);
+        assertEquals(List.of("staging"), c.repairs().stream().map(VolumeOperations.Repair::path).toList());
+        assertEquals(StageState.STAGED, ops.record(key).orElseThrow().stage());
+    }
+
+    @Test
+    void aTargetNoLongerMountedIsPublishedAgainButNeverOneBeingReleased() throws Exception {
+        VolumeOperations ops = operations(plugin, true);
+        ops.execute(mount("a1", false));
+        ops.execute(mount("a2", false));
+        VolumeKey key = new VolumeKey("ns", "vol1");
+        // a2's release is under way and its unpublish keeps failing: the record says UNPUBLISHING
+        VolumeRecord record = ops.record(key).orElseThrow();
+        new MountRecordStore(paths).save(record.withUsage(record.usage("a2").orElseThrow()
+                .withState(PublishState.UNPUBLISHING)));
+        ops.load();
+        plugin.mounted.remove(paths.targetPath("a1", "ns", "vol1").toString());
+        plugin.mounted.remove(paths.targetPath("a2", "ns", "vol1").toString());
+        plugin.failNextUnpublish = new PluginCallFailure("INTERNAL", "unpublish failed", false);
+        plugin.calls.clear();
+
+        VolumeOperations.Convergence c = ops.healDamaged(key);
+        assertTrue(plugin.calls.contains("publish a1"), plugin.calls.toString());
+        assertFalse(plugin.calls.contains("publish a2"), "a usage being released is never published again: "
+                + plugin.calls);
+        assertEquals(List.of("a1"), c.repairs().stream().map(VolumeOperations.Repair::allocationId).toList());
+        assertEquals(MountDamage.NOT_MOUNTED, c.repairs().get(0).damage());
+        plugin.calls.clear();
+        assertTrue(ops.healDamaged(key).repairs().isEmpty());
+    }
+
+    @Test
+    void nothingDamagedCostsNoCallAndNoEvent() {
+        VolumeOperations ops = operations(plugin, true);
+        ops.execute(mount("a1", false));
+        plugin.calls.clear();
+        events.clear();
+        assertTrue(ops.healDamaged(new VolumeKey("ns", "vol1")).nothingToDo());
+        assertTrue(plugin.calls.isEmpty());
+        assertTrue(events.isEmpty());
     }
 }
