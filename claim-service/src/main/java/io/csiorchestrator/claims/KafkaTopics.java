@@ -35,7 +35,7 @@ public class KafkaTopics {
 
     private static final Logger LOG = Logger.getLogger(KafkaTopics.class);
     private static final Set<Topic> DEAD_LETTERED = Set.of(Topic.CLAIM_REQUESTED, Topic.MOUNT_DONE, Topic.PLUGIN_STATUS,
-            Topic.NODE_STATE);
+            Topic.NODE_STATE, Topic.NODE_EVENTS);
 
     private final TopicCatalog catalog;
     private final String bootstrapServers;
