@@ -61,6 +61,12 @@ public record PluginHealth(
                 controllerCapabilities, nodeCapabilities, nodeInfo, heartbeat, observedAt, null);
     }
 
+    /** This report, unhealthy, as the last one of an instance its worker removed. */
+    public PluginHealth asDeregistered() {
+        return new PluginHealth(pluginId, nodeId, type, false, healthDescription, providerName, providerVersion,
+                pluginCapabilities, controllerCapabilities, nodeCapabilities, nodeInfo, false, observedAt, true);
+    }
+
     /** Whether this is the last report of an instance its worker removed. */
     public boolean reportsDeregistered() {
         return Boolean.TRUE.equals(deregistered);
