@@ -178,7 +178,8 @@ public class ClaimService {
             RequestedFlags flags = requestedFlags(request);
             var decision = ClaimRules.decide(facts, plugin, new ClaimRules.Request(request.allocationId(), request.nodeId(),
                     request.mode(), request.accessMode(), request.attachmentMode(), request.mountSupport(),
-                    !request.mountOptions().isEmpty() || request.sealedMountFlags() != null, flags.problem()));
+                    !request.mountOptions().isEmpty() || request.sealedMountFlags() != null, flags.problem()),
+                    new ClaimRules.PluginGrace(Instant.now(), settings.pluginGrace()));
             if (decision instanceof ClaimRules.Reject reject) {
                 LOG.infof("claim rejected: %s", reject.reason());
                 rejected(request, requestedAt, tx, reject.code());
@@ -191,8 +192,14 @@ public class ClaimService {
                 return outbox.add(status(request, ready ? ClaimState.READY : ClaimState.ACCEPTED,
                         "allocation " + request.allocationId() + " already holds this claim", ready ? held.hostPath : null), tx);
             }
-            LOG.infof("claim accepted: %s", ((ClaimRules.Accept) decision).reason());
-            tx.afterCommit(() -> metrics.decision("accepted", "new-claim"));
+            ClaimRules.WaitForPlugin wait = decision instanceof ClaimRules.WaitForPlugin w ? w : null;
+            if (wait != null) {
+                LOG.infof("claim waits: %s", wait.reason());
+                tx.afterCommit(() -> metrics.decision("waiting", "plugin-away"));
+            } else {
+                LOG.infof("claim accepted: %s", ((ClaimRules.Accept) decision).reason());
+                tx.afterCommit(() -> metrics.decision("accepted", "new-claim"));
+            }
             ClaimEntity claim = newClaim(request, flags.flags(), volume, plugin);
             claim.requestedAt = requestedAt;
             claim.tx = tx;
@@ -200,7 +207,9 @@ public class ClaimService {
                 volume.claimedAccessMode = request.accessMode().wire();
             }
             volume.updatedAt = Instant.now();
-            return claim.persist().chain(() -> apply(volume, claim, machine().start(snapshot(claim))));
+            Snapshot fresh = Snapshot.fresh(claim.controllerRequired);
+            return claim.persist().chain(() -> apply(volume, claim, wait == null ? machine().start(fresh)
+                    : machine().waitForPlugin(fresh, wait.since(), wait.until(), wait.reason(), true)));
         });
     }
 
@@ -296,6 +305,16 @@ public class ClaimService {
         }
         String message = done.errorMessage();
         Phase phase = Phase.valueOf(claim.phase);
+        if ((done.kind() == NodeCommandKind.MOUNT || done.kind() == NodeCommandKind.UNMOUNT)
+                && PLUGIN_AWAY_CODES.contains(done.errorCode())) {
+            // The node's plugin did not answer: wait for it within the grace instead of using up attempts.
+            return plugins.facts(volume.pluginId).chain(plugin -> onPluginOutage(volume, claim, plugin, true,
+                    done.errorCode() + ": " + message));
+        }
+        if (VolumeOperationsCodes.PLUGIN_NOT_FOUND.equals(done.errorCode())) {
+            // A controller instance that just went away: retried (with another healthy controller when there is one).
+            return apply(volume, claim, machine().failed(snapshot(claim), "UNAVAILABLE", message));
+        }
         if (phase == Phase.CONTROLLER_UNPUBLISHING && claim.attempt >= settings.maxPublishAttempts()
                 && !"NOT_FOUND".equals(done.errorCode())) {
             // Nomad 25349: a controller-unpublish for a node that is gone is abandoned, not retried forever.
@@ -320,9 +339,100 @@ public class ClaimService {
             if (claim.past || claim.commandId != null || claim.retryAt == null || claim.retryAt.isAfter(Instant.now())) {
                 return Uni.createFrom().voidItem();
             }
+            if (claim.pluginWaitSince != null) {
+                return plugins.facts(volume.pluginId).chain(plugin -> onPluginOutage(volume, claim, plugin, false, null));
+            }
             NodeCommandKind kind = ClaimMachine.kindOf(Phase.valueOf(claim.phase));
             return kind == null ? Uni.createFrom().voidItem() : send(volume, claim, kind);
         });
+    }
+
+    /** The worker codes that say a node step's plugin did not answer (gone, restarting, not registered). */
+    static final java.util.Set<String> PLUGIN_AWAY_CODES = java.util.Set.of(VolumeOperationsCodes.PLUGIN_NOT_FOUND, "UNAVAILABLE");
+
+    /** The worker's own error codes claim-service acts on. */
+    static final class VolumeOperationsCodes {
+        /** The node has no healthy instance of the command's plugin (node-mount-worker's VolumeOperations). */
+        static final String PLUGIN_NOT_FOUND = "PLUGIN_NOT_FOUND";
+
+        private VolumeOperationsCodes() {
+        }
+    }
+
+    /**
+     * A claim's node step and its plugin instance being away ({@link ClaimRules#pluginOutage}): proceed, keep
+     * waiting, or give up. {@code failedNow}: the step just failed because the plugin did not answer ({@code why}).
+     */
+    private Uni<Void> onPluginOutage(VolumeEntity volume, ClaimEntity claim, PluginFacts plugin, boolean failedNow, String why) {
+        var outage = ClaimRules.pluginOutage(volume.pluginId, claim.nodeId, plugin, claim.pluginWaitSince, failedNow,
+                new ClaimRules.PluginGrace(Instant.now(), settings.pluginGrace()), settings.retryBaseBackoff());
+        if (outage instanceof ClaimRules.Proceed) {
+            return pluginBack(volume, claim, plugin);
+        }
+        if (outage instanceof ClaimRules.KeepWaiting w) {
+            String reason = why == null ? w.reason() : w.reason() + " (" + why + ")";
+            return apply(volume, claim, machine().waitForPlugin(snapshot(claim), w.since(), w.until(), reason,
+                    claim.pluginWaitSince == null));
+        }
+        ClaimRules.PluginGone gone = (ClaimRules.PluginGone) outage;
+        claim.pluginWaitSince = null;
+        boolean waiting = Phase.PLUGIN_WAIT.name().equals(claim.phase);
+        String mode = claim.mode;
+        Instant requestedAt = claim.requestedAt;
+        LOG.warnf("claim %s (volume %s, node %s): %s", claim.claimId, claim.volumeKey, claim.nodeId, gone.reason());
+        if (waiting) {
+            observe(claim, () -> {
+                metrics.decision("rejected", gone.code());
+                metrics.claimLatency(mode, "rejected", requestedAt);
+            });
+        }
+        String subject = waiting ? "volume " + claim.volumeKey + ": " + mode + " claim by allocation " + claim.allocationId
+                + " on node " + claim.nodeId + " rejected: " : "";
+        return apply(volume, claim, machine().pluginGone(snapshot(claim), subject + gone.reason()));
+    }
+
+    /** The claim's node plugin instance is healthy: its waiting claim starts, its waiting step is sent. */
+    private Uni<Void> pluginBack(VolumeEntity volume, ClaimEntity claim, PluginFacts plugin) {
+        LOG.infof("claim %s (volume %s, node %s): plugin %s is back, waited since %s", claim.claimId, claim.volumeKey,
+                claim.nodeId, volume.pluginId, claim.pluginWaitSince);
+        claim.pluginWaitSince = null;
+        if (Phase.PLUGIN_WAIT.name().equals(claim.phase)) {
+            // The plugin may have been unknown while away: take its controller requirement and node id as they are now.
+            claim.controllerRequired = plugin.controllerRequired();
+            var node = plugin.nodes().get(claim.nodeId);
+            claim.externalNodeId = node == null ? null : node.externalNodeId();
+            String mode = claim.mode;
+            observe(claim, () -> metrics.decision("accepted", "plugin-back"));
+            LOG.infof("claim accepted: volume %s: %s claim by allocation %s on node %s, after waiting for plugin %s",
+                    claim.volumeKey, mode, claim.allocationId, claim.nodeId, volume.pluginId);
+        }
+        return apply(volume, claim, machine().pluginBack(snapshot(claim)));
+    }
+
+    /**
+     * plugin-status said the claim's node plugin instance is healthy: a claim waiting for it goes on at once
+     * (level-triggered: re-read under the volume lock; a redelivered status finds nothing waiting).
+     */
+    public Uni<Void> pluginMayBeBack(String claimId) {
+        return onLockedClaim(claimId, (volume, claim) -> {
+            if (claim.past || claim.commandId != null || claim.pluginWaitSince == null) {
+                return Uni.createFrom().voidItem();
+            }
+            return plugins.facts(volume.pluginId).chain(plugin -> plugin.hasHealthyNode(claim.nodeId)
+                    ? pluginBack(volume, claim, plugin) : Uni.createFrom().voidItem());
+        });
+    }
+
+    /** Ids of the claims waiting for {@code pluginId} on one of {@code nodeIds}. */
+    public static Uni<List<String>> waitingFor(String pluginId, java.util.Collection<String> nodeIds) {
+        if (nodeIds.isEmpty()) {
+            return Uni.createFrom().item(List.of());
+        }
+        return Panache.withSession(() -> Panache.getSession().chain(s -> s.createNativeQuery(
+                        "SELECT c.claim_id FROM claims c JOIN volumes v ON v.volume_key = c.volume_key"
+                                + " WHERE NOT c.past AND c.plugin_wait_since IS NOT NULL AND c.command_id IS NULL"
+                                + " AND v.plugin_id = :p AND c.node_id IN (:nodes) ORDER BY c.plugin_wait_since", String.class)
+                .setParameter("p", pluginId).setParameter("nodes", List.copyOf(nodeIds)).getResultList()));
     }
 
     /** A claim's command got no answer in time. */
@@ -427,6 +537,13 @@ public class ClaimService {
                 claim.retryAt = now.plus(r.delay());
                 claim.lastError = r.lastError();
                 LOG.infof("claim %s: %s; retrying in %s", claim.claimId, r.lastError(), r.delay());
+            } else if (effect instanceof ClaimMachine.WaitForPlugin w) {
+                claim.commandId = null;
+                claim.commandDeadline = null;
+                claim.retryAt = w.until();
+                claim.pluginWaitSince = w.since();
+                claim.lastError = w.reason();
+                LOG.infof("claim %s: %s; decided again by %s at the latest", claim.claimId, w.reason(), w.until());
             } else if (effect instanceof ClaimMachine.Abandoned a) {
                 claim.lastError = a.reason();
                 LOG.warnf("claim %s: %s abandoned: %s", claim.claimId, a.kind().wire(), a.reason());
@@ -438,6 +555,7 @@ public class ClaimService {
             }
             claim.past = true;
             claim.endedAt = now;
+            claim.pluginWaitSince = null;
             claim.commandId = null;
             claim.commandDeadline = null;
             claim.retryAt = null;
@@ -487,6 +605,7 @@ public class ClaimService {
                 }
                 claim.controllerNodeId = target;
             }
+            claim.pluginWaitSince = null;
             claim.commandId = claim.claimId + "." + kind.wire() + "." + claim.attempt + "." + UUID.randomUUID().toString().substring(0, 8);
             claim.commandNodeId = target;
             claim.commandDeadline = now.plus(settings.commandTimeout());
@@ -537,8 +656,22 @@ public class ClaimService {
 
     // ---------------------------------------------------------------- plugin-status
 
+    /**
+     * Stores the plugin's status; once committed, claims waiting for one of its node instances that is healthy now
+     * go on (event-driven: no claim polls its plugin).
+     */
     public Uni<Void> onPluginStatus(String pluginId, PluginStatus status) {
-        return inTransaction(() -> plugins.apply(pluginId, status));
+        List<String> healthyNodes = status == null ? List.of() : status.nodes().stream()
+                .filter(n -> Boolean.TRUE.equals(n.healthy())).map(PluginStatus.NodeInstance::nodeId).toList();
+        return inTransaction(() -> plugins.apply(pluginId, status))
+                .chain(() -> waitingFor(pluginId, healthyNodes))
+                .chain(ids -> {
+                    Uni<Void> chain = Uni.createFrom().voidItem();
+                    for (String id : ids) {
+                        chain = chain.chain(() -> pluginMayBeBack(id));
+                    }
+                    return chain;
+                });
     }
 
     /**

@@ -36,6 +36,15 @@ public interface ClaimSettings {
     @WithDefault("10m")
     Duration nodeGoneTimeout();
 
+    /**
+     * How long a claim (and its mount, unmount or release) waits for its node's plugin instance that was healthy
+     * and is away (restarting, upgraded): it goes on when plugin-status says the instance is healthy again, and
+     * is rejected (a publish step failed, a teardown step retried with a status) only when it stays away longer.
+     */
+    @WithName("plugin-grace")
+    @WithDefault("30s")
+    Duration pluginGrace();
+
     /** Attempts of a publish step (controller publish, mount) on retryable errors before the claim is rolled back. */
     @WithName("max-publish-attempts")
     @WithDefault("3")

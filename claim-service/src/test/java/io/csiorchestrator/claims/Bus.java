@@ -94,6 +94,14 @@ public final class Bus implements AutoCloseable {
                 cs, ns, Instant.now()));
     }
 
+    /** A node-only plugin with one node instance, healthy or not (external id "ext-" + node). */
+    public void pluginNode(String pluginId, String node, boolean healthy) {
+        PluginStatus.NodeInstance n = new PluginStatus.NodeInstance(node, "ext-" + node, 10L, Map.of(), healthy,
+                healthy ? "ok" : "plugin is not answering on its socket", Instant.now());
+        send(new PluginStatus(pluginId, "test.csi", "1.0", false, 0, 0, healthy ? 1 : 0, 1, List.of(), List.of(n),
+                Instant.now()));
+    }
+
     public static ClaimRequested claim(String namespace, String volumeId, String alloc, String node, ClaimMode mode,
                                        AccessMode accessMode) {
         return new ClaimRequested(UUID.randomUUID().toString(), namespace, volumeId, alloc, node, mode, accessMode,

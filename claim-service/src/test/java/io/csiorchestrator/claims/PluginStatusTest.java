@@ -1,5 +1,15 @@
 package io.csiorchestrator.claims;
 
+import java.time.Instant;
+
+import io.csiorchestrator.events.NodeCommand;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.csiorchestrator.events.ClaimStatus;
+
+import io.csiorchestrator.events.NodeCommandKind;
+
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
@@ -51,6 +61,52 @@ class PluginStatusTest {
         bus.sendRaw(Topic.PLUGIN_STATUS, plugin, null); // tombstone
         Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then()
                 .body("schedulable", equalTo(false)).body("health", containsString("not registered")));
+    }
+
+    /**
+     * A claim on a node whose plugin instance was healthy and turned unhealthy waits (state {@code plugin-wait}, no
+     * node command, no answer yet) and, once plugin-status says the instance is healthy again, is accepted and mounted
+     * (ACCEPTED, then READY, nothing else), its command sent on that status, before the end of its wait. A second claim while the instance stays away past the grace (8 s in tests)
+     * is rejected, the reason naming plugin, node and how long; no node command is ever sent for it.
+     */
+    @Test
+    void aClaimWaitsForItsNodesPluginToComeBackAndIsRejectedOnlyPastTheGrace() {
+        String plugin = ClaimFlowTest.unique("plug");
+        bus.pluginNode(plugin, "node-a", true);
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        bus.pluginNode(plugin, "node-a", false);
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then()
+                .body("schedulable", equalTo(false)));
+
+        ClaimRequested write = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.send(write);
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then()
+                .body("claims[0].state", equalTo("plugin-wait"))
+                .body("claims[0].lastError", containsString("waits for plugin " + plugin + " on node node-a")));
+        assertEquals(List.of(), bus.statuses(write.requestId()), "no answer while it waits");
+        java.time.Instant until = Instant.parse(given().get("/v1/volumes/ns1/" + vol).then().extract()
+                .path("claims[0].waitingForPluginUntil"));
+
+        bus.pluginNode(plugin, "node-a", true);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertTrue(mount.issuedAt().isBefore(until), "sent when plugin-status said the plugin is back (" + mount.issuedAt()
+                + "), not at the end of the wait (" + until + ")");
+        bus.succeed(mount);
+        bus.awaitStatus(write.requestId(), ClaimState.READY);
+        assertEquals(List.of(ClaimState.ACCEPTED, ClaimState.READY),
+                bus.statuses(write.requestId()).stream().map(ClaimStatus::state).toList());
+
+        bus.pluginNode(plugin, "node-a", false);
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then()
+                .body("schedulable", equalTo(false)));
+        ClaimRequested late = Bus.claim("ns1", vol, "alloc-2", "node-a", ClaimMode.READ, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.send(late);
+        String reason = bus.awaitStatus(late.requestId(), ClaimState.REJECTED).reason();
+        assertTrue(reason.contains("plugin " + plugin + " on node node-a has been unavailable for")
+                && reason.contains("longer than the grace of 8s") && reason.contains("allocation alloc-2"), reason);
+        assertEquals(List.of(ClaimState.REJECTED), bus.statuses(late.requestId()).stream().map(ClaimStatus::state).toList());
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-2".equals(c.allocationId())), "nothing sent for it");
     }
 
     @Test

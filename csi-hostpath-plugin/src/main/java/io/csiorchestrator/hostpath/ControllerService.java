@@ -186,8 +186,9 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
             String volumeId = RequestChecks.requireId("volume_id", request.getVolumeId());
             String nodeId = request.getNodeId().isEmpty() ? "" : RequestChecks.requireId("node_id", request.getNodeId());
             PluginState current = holder.current();
+            // The spec: a volume that no longer exists can be regarded as unpublished from every node.
             if (current.volume(volumeId).isEmpty()) {
-                throw CsiStatus.notFound("volume " + volumeId + " does not exist");
+                return ControllerUnpublishVolumeResponse.getDefaultInstance();
             }
             PluginState next = current.withoutPublications(volumeId, nodeId);
             if (!next.equals(current)) {

@@ -213,16 +213,21 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                                    StreamObserver<NodeGetVolumeStatsResponse> observer) {
         GrpcCalls.answer(observer, () -> state.locked(holder -> {
             String volumeId = RequestChecks.requireId("volume_id", request.getVolumeId());
-            Path volumePath = RequestChecks.requirePath("volume_path", request.getVolumePath());
+            if (request.getVolumePath().isEmpty()) {
+                throw CsiStatus.invalidArgument("volume_path is required");
+            }
             PluginState current = holder.current();
             requireVolume(current, volumeId);
-            boolean known = current.nodePublicationsOf(volumeId).stream()
-                    .anyMatch(p -> p.targetPath().equals(volumePath.toString()))
-                    || Optional.ofNullable(current.stagings().get(volumeId))
-                    .map(s -> s.stagingPath().equals(volumePath.toString())).orElse(false);
-            if (!known || !Files.isDirectory(volumePath)) {
-                throw CsiStatus.notFound("volume " + volumeId + " is not published or staged at " + volumePath);
-            }
+            // The spec: NOT_FOUND when the volume is not accessible at the given path. A path that
+            // cannot be one of ours (relative, with '..', too long) is such a path, not a bad argument.
+            Optional<Path> usable = RequestChecks.usablePath(request.getVolumePath());
+            Path volumePath = usable.filter(path -> current.nodePublicationsOf(volumeId).stream()
+                            .anyMatch(p -> p.targetPath().equals(path.toString()))
+                            || Optional.ofNullable(current.stagings().get(volumeId))
+                            .map(s -> s.stagingPath().equals(path.toString())).orElse(false))
+                    .filter(Files::isDirectory)
+                    .orElseThrow(() -> CsiStatus.notFound("volume " + volumeId + " is not published or staged at "
+                            + usable.map(Path::toString).orElse("that path (not an absolute path)")));
             try {
                 FileStore store = Files.getFileStore(volumePath);
                 long total = store.getTotalSpace();

@@ -89,6 +89,18 @@ final class RequestChecks {
         return path.normalize();
     }
 
+    /**
+     * {@code value} as a normalized absolute path, if it is one {@link #requirePath} would accept;
+     * empty for a relative path, one with {@code ..} segments, control characters or too long.
+     */
+    static Optional<Path> usablePath(String value) {
+        try {
+            return Optional.of(requirePath("path", value));
+        } catch (io.grpc.StatusRuntimeException | java.nio.file.InvalidPathException e) {
+            return Optional.empty();
+        }
+    }
+
     /** A required capability this plugin can serve. */
     static VolumeCapability requireCapability(String field, VolumeCapability capability, boolean present) {
         if (!present) {

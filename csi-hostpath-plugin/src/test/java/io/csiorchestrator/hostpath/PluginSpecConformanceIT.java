@@ -3,10 +3,12 @@ package io.csiorchestrator.hostpath;
 import io.csiorchestrator.csi.v1.CapacityRange;
 import io.csiorchestrator.csi.v1.ControllerGrpc;
 import io.csiorchestrator.csi.v1.ControllerPublishVolumeRequest;
+import io.csiorchestrator.csi.v1.ControllerUnpublishVolumeRequest;
 import io.csiorchestrator.csi.v1.CreateVolumeRequest;
 import io.csiorchestrator.csi.v1.DeleteVolumeRequest;
 import io.csiorchestrator.csi.v1.ListVolumesRequest;
 import io.csiorchestrator.csi.v1.ListVolumesResponse;
+import io.csiorchestrator.csi.v1.ListVolumesResponse.Entry;
 import io.csiorchestrator.csi.v1.NodeGetVolumeStatsRequest;
 import io.csiorchestrator.csi.v1.NodeGrpc;
 import io.csiorchestrator.csi.v1.NodePublishVolumeRequest;
@@ -109,6 +111,42 @@ class PluginSpecConformanceIT {
         assertCode(Status.Code.INVALID_ARGUMENT, () -> controller().controllerPublishVolume(
                 ControllerPublishVolumeRequest.newBuilder().setVolumeId("../etc").setNodeId("n1")
                         .setVolumeCapability(WRITER).build()));
+    }
+
+    /**
+     * The spec's NOT_FOUND for "volume not accessible at the given path": NodeGetVolumeStats of an existing
+     * volume at a path where it is not (an existing directory, an absolute path that does not exist, a relative
+     * path, one with {@code ..}) is NOT_FOUND, never INVALID_ARGUMENT; only a missing path is INVALID_ARGUMENT.
+     */
+    @Test
+    void volumeStatsAtAPathWhereTheVolumeIsNotAreNotFound() throws IOException {
+        String id = create("stats-elsewhere"); // not published here: n1 has room for two volumes, the other tests take them
+        Path elsewhere = Files.createDirectories(dir.resolve("not-the-volume"));
+        for (String path : new String[] {elsewhere.toString(), dir.resolve("does/not/exist").toString(),
+                "relative/not-there", "../" + elsewhere.getFileName(), elsewhere + "/../not-the-volume"}) {
+            assertCode(Status.Code.NOT_FOUND, () -> node().nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder()
+                    .setVolumeId(id).setVolumePath(path).build()));
+        }
+        assertCode(Status.Code.INVALID_ARGUMENT, () -> node().nodeGetVolumeStats(NodeGetVolumeStatsRequest
+                .newBuilder().setVolumeId(id).build()));
+    }
+
+    /**
+     * The spec: a volume that no longer exists can be regarded as unpublished, so ControllerUnpublishVolume of
+     * a deleted volume (and of one that never existed) is OK, and a retried unpublish too.
+     */
+    @Test
+    void controllerUnpublishOfAVolumeThatNoLongerExistsIsOk() {
+        String id = create("deleted-before-unpublish");
+        controller().deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+        assertTrue(controller().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList().stream()
+                .map(Entry::getVolume).noneMatch(v -> v.getVolumeId().equals(id)), "deleted");
+
+        ControllerUnpublishVolumeRequest unpublish = ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(id)
+                .setNodeId("n1").build();
+        controller().controllerUnpublishVolume(unpublish);
+        controller().controllerUnpublishVolume(unpublish);
+        controller().controllerUnpublishVolume(unpublish.toBuilder().setVolumeId("hp-never-existed").build());
     }
 
     @Test

@@ -20,6 +20,9 @@ import java.util.List;
  * @param heartbeat              true for a periodic heartbeat, false for a transition
  * @param observedAt             when the worker observed this state; an older observation never
  *                               overwrites a newer one
+ * @param deregistered           true on the last report of an instance the worker removed (its socket
+ *                               stayed unreachable past the worker's grace): the instance is gone, not
+ *                               just unhealthy; always with {@code healthy=false}. Absent means false.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record PluginHealth(
@@ -35,7 +38,8 @@ public record PluginHealth(
         List<String> nodeCapabilities,
         NodeInfo nodeInfo,
         Boolean heartbeat,
-        Instant observedAt) implements ContractEvent {
+        Instant observedAt,
+        Boolean deregistered) implements ContractEvent {
 
     /** The controller capability that makes a controller publish necessary before node staging. */
     public static final String PUBLISH_UNPUBLISH_VOLUME = "PUBLISH_UNPUBLISH_VOLUME";
@@ -45,6 +49,27 @@ public record PluginHealth(
         controllerCapabilities = Copies.list(controllerCapabilities);
         nodeCapabilities = Copies.list(nodeCapabilities);
         heartbeat = heartbeat != null && heartbeat;
+        deregistered = Boolean.TRUE.equals(deregistered) ? Boolean.TRUE : null;
+    }
+
+    /** A report of an instance that stays registered (no {@code deregistered} flag). */
+    public PluginHealth(String pluginId, String nodeId, PluginType type, Boolean healthy, String healthDescription,
+                        String providerName, String providerVersion, List<String> pluginCapabilities,
+                        List<String> controllerCapabilities, List<String> nodeCapabilities, NodeInfo nodeInfo,
+                        Boolean heartbeat, Instant observedAt) {
+        this(pluginId, nodeId, type, healthy, healthDescription, providerName, providerVersion, pluginCapabilities,
+                controllerCapabilities, nodeCapabilities, nodeInfo, heartbeat, observedAt, null);
+    }
+
+    /** This report, unhealthy, as the last one of an instance its worker removed. */
+    public PluginHealth asDeregistered() {
+        return new PluginHealth(pluginId, nodeId, type, false, healthDescription, providerName, providerVersion,
+                pluginCapabilities, controllerCapabilities, nodeCapabilities, nodeInfo, false, observedAt, true);
+    }
+
+    /** Whether this is the last report of an instance its worker removed. */
+    public boolean reportsDeregistered() {
+        return Boolean.TRUE.equals(deregistered);
     }
 
     /** The record key of {@code plugin-health}: {@code pluginId/nodeId} ('/' never occurs in an id). */
@@ -94,5 +119,8 @@ public record PluginHealth(
             nodeInfo.checkFields("nodeInfo", v);
         }
         v.required("observedAt", observedAt);
+        if (reportsDeregistered() && Boolean.TRUE.equals(healthy)) {
+            v.add("deregistered", true, "a deregistered instance cannot report healthy=true");
+        }
     }
 }

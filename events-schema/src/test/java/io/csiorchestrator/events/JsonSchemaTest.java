@@ -107,6 +107,15 @@ class JsonSchemaTest {
         fsOnly.remove("sealedMountFlags");
         assertTrue(schema(EventType.CLAIM_REQUESTED).validate(fsOnly).isEmpty(), "a plain fs type without flags is fine");
 
+        ObjectNode deregistered = sampleJson(EventType.PLUGIN_HEALTH);
+        deregistered.put("healthy", false).put("deregistered", true);
+        assertTrue(schema(EventType.PLUGIN_HEALTH).validate(deregistered).isEmpty(), "the last report of a removed instance");
+        deregistered.put("healthy", true);
+        assertFalse(schema(EventType.PLUGIN_HEALTH).validate(deregistered).isEmpty(), "a removed instance is never healthy");
+        Violations java = new Violations();
+        EventCodec.mapper().convertValue(deregistered, PluginHealth.class).checkFields(java);
+        assertFalse(java.isEmpty(), "the Java check refuses it too");
+
         ObjectNode unknown = sampleJson(EventType.NODE_EVENT);
         unknown.put("fieldFromTheFuture", true);
         assertTrue(schema(EventType.NODE_EVENT).validate(unknown).isEmpty(), "unknown fields are allowed");

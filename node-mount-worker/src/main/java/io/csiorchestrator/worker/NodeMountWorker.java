@@ -143,7 +143,8 @@ public class NodeMountWorker {
         watcher = new PluginWatcher(config.pluginsDir(), nodeId, registry,
                 (pluginId, socket, settings) -> new PluginSupervisor(pluginId, nodeId, socket, settings, paths.root(),
                         timing, publisher, this::healVolumesOf, clock, telemetry),
-                scheduler, probeExecutor, config.probeInterval(), config.heartbeatInterval(), config.rescanInterval(), publisher, clock);
+                scheduler, probeExecutor, config.probeInterval(), config.heartbeatInterval(), config.rescanInterval(),
+                config.pluginDeregisterAfter(), publisher, clock);
         restoreRecordedVolumes(nodeId);
         watcher.start();
         consumer = new CommandConsumer(bootstrapServers, config.consumerGroup().orElse("node-mount-worker-" + nodeId),
@@ -396,6 +397,11 @@ public class NodeMountWorker {
 
     public PluginRegistry plugins() {
         return registry;
+    }
+
+    /** The watcher of the plugins directory (null before the first start). */
+    public PluginWatcher pluginWatcher() {
+        return watcher;
     }
 
     public VolumeOperations operations() {

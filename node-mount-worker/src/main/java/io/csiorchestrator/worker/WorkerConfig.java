@@ -37,6 +37,14 @@ public interface WorkerConfig {
     @WithDefault("2s")
     Duration rescanInterval();
 
+    /**
+     * How long a plugin's socket may stay unreachable (nothing accepts connections on it) before the plugin is
+     * deregistered: a last unhealthy fingerprint marked {@code deregistered}, a PLUGIN_DEREGISTERED node event, and
+     * the socket file ignored until it is replaced. It is reported unhealthy at once, at the first failed probe.
+     */
+    @WithDefault("30s")
+    Duration pluginDeregisterAfter();
+
     /** How long restore waits for a volume's plugin after a start before reporting it. */
     @WithDefault("30s")
     Duration restorePluginTimeout();

@@ -137,6 +137,9 @@ public class PluginRegistry {
         PluginInstance accepted = ((HealthDecision.Accepted) decision).instance();
         List<PluginInstance> after = new ArrayList<>(before);
         after.removeIf(i -> i.nodeId().equals(accepted.nodeId()));
+        if (report.reportsDeregistered()) {
+            return deregistered(session, plugin, before, after, storedRow, report, now);
+        }
         after.add(accepted);
         Outcome outcome = recompute(plugin, before, after, now) ? Outcome.CHANGED : Outcome.HEARTBEAT;
         if (storedRow == null) {
@@ -144,6 +147,29 @@ public class PluginRegistry {
         }
         storedRow.take(accepted);
         return Uni.createFrom().item(outcome);
+    }
+
+    /**
+     * The worker removed its instance (its socket stayed unreachable past the worker's grace): the instance is
+     * deleted at once, not kept unhealthy until the removal delay, and the counts follow; a plugin left without
+     * instances is removed (tombstone). A redelivered or late deregistration of an instance not stored changes nothing.
+     */
+    private Uni<Outcome> deregistered(Mutiny.Session session, PluginRow plugin, List<PluginInstance> before,
+                                      List<PluginInstance> after, PluginInstanceRow storedRow, PluginHealth report,
+                                      Instant now) {
+        if (after.isEmpty()) {
+            LOG.infof("plugin %s: its instance on node %s was deregistered by the node's worker (%s); no instance left,"
+                    + " plugin removed", report.pluginId(), report.nodeId(), report.healthDescription());
+            plugin.takeStatus(PluginStatusCalculator.calculate(plugin.id, List.of(), now));
+            plugin.removed = true;
+        } else if (storedRow != null) {
+            LOG.infof("plugin %s: its instance on node %s was deregistered by the node's worker (%s)",
+                    report.pluginId(), report.nodeId(), report.healthDescription());
+            recompute(plugin, before, after, now);
+        } else {
+            return Uni.createFrom().item(Outcome.HEARTBEAT);
+        }
+        return store.deleteInstances(session, report.pluginId(), List.of(report.nodeId())).replaceWith(Outcome.CHANGED);
     }
 
     /**

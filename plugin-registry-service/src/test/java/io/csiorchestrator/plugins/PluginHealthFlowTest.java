@@ -144,6 +144,51 @@ class PluginHealthFlowTest {
         assertRestAgrees(settled);
     }
 
+    /**
+     * A worker's last report of an instance it removed ({@code deregistered}: its socket stayed unreachable) deletes
+     * the instance at once: the counts and the node list drop it (no waiting for the removal delay), the same report
+     * redelivered changes nothing, the plugin's last instance deregistered removes the plugin (tombstone, 404), and a
+     * later report registers it afresh.
+     */
+    @Test
+    void aDeregisteredInstanceIsRemovedAtOnceAndTheCountsFollow() {
+        String plugin = uniquePluginId("dereg");
+        Instant t = now();
+        sendToPartition0(kafka, node(plugin, "n1", true, t));
+        sendToPartition0(kafka, node(plugin, "n2", true, t));
+        awaitStatus(kafka, plugin, counts(0, 0, 2, 2));
+        sendToPartition0(kafka, node(plugin, "n1", false, t.plusSeconds(1)));
+        awaitStatus(kafka, plugin, counts(0, 0, 1, 2));
+
+        PluginHealth gone = deregistered(node(plugin, "n1", false, t.plusSeconds(31)));
+        sendToPartition0(kafka, gone);
+        PluginStatus afterDeregistration = awaitStatus(kafka, plugin, counts(0, 0, 1, 1)
+                .and(s -> s.nodes().stream().map(PluginStatus.NodeInstance::nodeId).toList().equals(List.of("n2"))));
+        assertRestAgrees(afterDeregistration);
+        JsonPath detail = given().get("/v1/plugins/" + plugin).then().statusCode(200).extract().jsonPath();
+        assertEquals(List.of("n2"), detail.getList("instances.nodeId"));
+
+        sendToPartition0(kafka, gone); // redelivered: no instance comes back, nothing else changes
+        sendToPartition0(kafka, deregistered(node(plugin, "n2", false, t.plusSeconds(32))));
+        ConsumerRecord<String, String> tombstone = kafka.awaitRecord(HealthRecords.statusTopic(),
+                r -> plugin.equals(r.key()) && r.value() == null, HealthRecords.TIMEOUT);
+        assertEquals(plugin, tombstone.key());
+        assertTrue(statusRecords(kafka, plugin).stream().filter(r -> r.value() != null).map(HealthRecords::decodeStatus)
+                .noneMatch(s -> s.nodesExpected() == 2 && s.updatedAt().isAfter(afterDeregistration.updatedAt())),
+                "the redelivered deregistration never brought n1 back");
+        await().atMost(HealthRecords.TIMEOUT).untilAsserted(() -> given().get("/v1/plugins/" + plugin).then().statusCode(404));
+
+        sendToPartition0(kafka, node(plugin, "n1", true, t.plusSeconds(40)));
+        assertRestAgrees(awaitStatus(kafka, plugin, counts(0, 0, 1, 1)
+                .and(s -> s.updatedAt().isAfter(afterDeregistration.updatedAt()))));
+    }
+
+    private static PluginHealth deregistered(PluginHealth h) {
+        return new PluginHealth(h.pluginId(), h.nodeId(), h.type(), false, "socket unreachable for 30s; deregistered",
+                h.providerName(), h.providerVersion(), h.pluginCapabilities(), h.controllerCapabilities(),
+                h.nodeCapabilities(), h.nodeInfo(), false, h.observedAt(), true);
+    }
+
     @Test
     void olderAndDuplicatedReportsChangeNothing() {
         String plugin = uniquePluginId("order");

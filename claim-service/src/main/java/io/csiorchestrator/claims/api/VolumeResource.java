@@ -87,7 +87,8 @@ public class VolumeResource {
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record ClaimView(String allocationId, String nodeId, String mode, String state, String requestId,
                             String releaseRequestId, String accessMode, String attachmentMode, boolean readOnly,
-                            String hostPath, String lastError, int attempt, Instant createdAt, Instant endedAt) {
+                            String hostPath, String lastError, int attempt, Instant createdAt, Instant endedAt,
+                            Instant waitingForPluginSince, Instant waitingForPluginUntil) {
     }
 
     public record MountOptionsView(String fsType, List<String> mountFlags) {
@@ -314,7 +315,8 @@ public class VolumeResource {
         for (ClaimEntity c : all) {
             ClaimView view = new ClaimView(c.allocationId, c.nodeId, c.mode, c.phase.toLowerCase().replace('_', '-'),
                     c.requestId, c.releaseRequestId, c.accessMode, c.attachmentMode, c.readOnly, c.hostPath, c.lastError,
-                    c.attempt, c.createdAt, c.endedAt);
+                    c.attempt, c.createdAt, c.endedAt, c.pluginWaitSince,
+                    c.pluginWaitSince == null ? null : c.retryAt);
             (c.past ? past : current).add(view);
         }
         return new VolumeDetail(v.namespace, v.id, v.name, v.externalId, v.pluginId, v.accessMode, v.attachmentMode,

@@ -15,6 +15,8 @@ import java.util.Set;
  * <pre>
  * publish:  CONTROLLER_PUBLISHING (only when the plugin requires a controller) -> MOUNTING -> READY
  * release:  READY -> UNMOUNTING -> CONTROLLER_UNPUBLISHING (only when controller-published) -> FREED
+ * waiting:  PLUGIN_WAIT (accepted by every rule but its node's plugin is briefly away; nothing sent or answered)
+ *           -> the publish path when the plugin is back, or REJECTED -> FAILED past the grace
  * rollback: a fatal failure while publishing -> failed status, then the same teardown -> FAILED
  * anti-entropy: READY whose mount the node reports gone -> MOUNTING (accepted status) -> READY, or failed and rolled back;
  *           an orphan mount (no claim) -> a new claim in UNMOUNTING (releasing status) -> ... -> FREED
@@ -28,12 +30,16 @@ import java.util.Set;
  * that keeps failing is not declared done (the volume may still be attached): the claim stays held,
  * retried at the capped backoff, until the node is assumed detached (gone past the timeout) or an
  * operator detaches it.
+ *
+ * <p>A node step (mount, unmount) whose plugin instance is away waits for it ({@link #waitForPlugin}: no command in
+ * flight, no attempt used), is sent again when it is back ({@link #pluginBack}) and given up past the grace
+ * ({@link #pluginGone}); {@link ClaimRules#pluginOutage} decides which.
  */
 public final class ClaimMachine {
 
     /** Where a claim is. FREED and FAILED are past claims. */
     public enum Phase {
-        CONTROLLER_PUBLISHING, MOUNTING, READY, UNMOUNTING, CONTROLLER_UNPUBLISHING, FREED, FAILED;
+        PLUGIN_WAIT, CONTROLLER_PUBLISHING, MOUNTING, READY, UNMOUNTING, CONTROLLER_UNPUBLISHING, FREED, FAILED;
 
         public boolean past() {
             return this == FREED || this == FAILED;
@@ -95,7 +101,15 @@ public final class ClaimMachine {
     }
 
     /** What the caller carries out. */
-    public sealed interface Effect permits SendCommand, EmitStatus, RetryLater, Abandoned {
+    public sealed interface Effect permits SendCommand, EmitStatus, RetryLater, Abandoned, WaitForPlugin {
+    }
+
+    /**
+     * Send nothing now: the node's plugin instance is away since {@code since}; the step ({@code kind}, null before
+     * the claim started) is sent when it is healthy again, and decided again at {@code until} at the latest.
+     */
+    public record WaitForPlugin(NodeCommandKind kind, java.time.Instant since, java.time.Instant until, String reason)
+            implements Effect {
     }
 
     /** Send this step's command (a new command id per attempt). */
@@ -134,6 +148,65 @@ public final class ClaimMachine {
         }
         effects.add(new SendCommand(NodeCommandKind.MOUNT));
         return new Transition(fresh.to(Phase.MOUNTING), effects);
+    }
+
+    /**
+     * The claim (fresh: {@code s} has no phase yet), or its current node step, waits for its node's plugin
+     * instance. {@code announce}: the wait starts now; a release being torn down says so in a RELEASING status.
+     */
+    public Transition waitForPlugin(Snapshot s, java.time.Instant since, java.time.Instant until, String reason,
+                                    boolean announce) {
+        if (s.phase() == null) {
+            return new Transition(s.to(Phase.PLUGIN_WAIT), List.of(new WaitForPlugin(null, since, until, reason)));
+        }
+        if (s.phase().past() || s.phase() == Phase.READY) {
+            return new Transition(s, List.of());
+        }
+        List<Effect> effects = new ArrayList<>();
+        effects.add(new WaitForPlugin(kindOf(s.phase()), since, until, reason));
+        if (announce && s.phase().tearingDown() && s.releaseRequested() && !s.rollingBack()) {
+            effects.add(new EmitStatus(ClaimState.RELEASING, reason));
+        }
+        return new Transition(s, effects);
+    }
+
+    /** The node's plugin instance is back: a waiting claim starts, a waiting step is sent (same attempt). */
+    public Transition pluginBack(Snapshot s) {
+        if (s.phase() == Phase.PLUGIN_WAIT) {
+            return start(Snapshot.fresh(s.controllerRequired()));
+        }
+        NodeCommandKind kind = s.phase() == null ? null : kindOf(s.phase());
+        return kind == null ? new Transition(s, List.of()) : new Transition(s, List.of(new SendCommand(kind)));
+    }
+
+    /**
+     * The node's plugin instance stayed away past the grace: a waiting claim is rejected; a publish step fails
+     * (and is rolled back); a teardown step is not declared done (the volume may still be mounted) but retried
+     * at the capped backoff like any failed teardown step, with a RELEASING status saying so when it is a release.
+     */
+    public Transition pluginGone(Snapshot s, String reason) {
+        if (s.phase() == Phase.PLUGIN_WAIT) {
+            List<Effect> effects = new ArrayList<>();
+            effects.add(new EmitStatus(ClaimState.REJECTED, reason));
+            if (s.releaseRequested()) {
+                effects.add(new EmitStatus(ClaimState.RELEASED, "the claim was rejected before it started: " + reason));
+            }
+            return new Transition(s.to(Phase.FAILED), effects);
+        }
+        if (s.phase() == null || s.phase().past() || s.phase() == Phase.READY) {
+            return new Transition(s, List.of());
+        }
+        if (s.phase().tearingDown()) {
+            Transition t = failed(s, "UNAVAILABLE", reason);
+            if (!s.releaseRequested() || s.rollingBack()) {
+                return t;
+            }
+            List<Effect> effects = new ArrayList<>(t.effects());
+            effects.add(new EmitStatus(ClaimState.RELEASING, reason + "; " + describe(s.phase())
+                    + " is retried until the plugin is back or the node is assumed detached"));
+            return new Transition(t.next(), effects);
+        }
+        return failed(s, "PLUGIN_NOT_FOUND", reason);
     }
 
     /** The current step's command succeeded. {@code hostPath} is the mount's. */
@@ -215,6 +288,12 @@ public final class ClaimMachine {
     public Transition release(Snapshot s) {
         List<Effect> effects = new ArrayList<>();
         switch (s.phase()) {
+            case PLUGIN_WAIT -> {
+                // Nothing was sent: the claim ends here, its request answered as well as the release.
+                effects.add(new EmitStatus(ClaimState.REJECTED, "released before its node's plugin came back"));
+                effects.add(new EmitStatus(ClaimState.RELEASED, "released while waiting for its node's plugin; nothing was mounted"));
+                return new Transition(s.withReleaseRequested().to(Phase.FREED), effects);
+            }
             case CONTROLLER_PUBLISHING, MOUNTING -> {
                 if (s.releaseRequested() || s.rollingBack()) {
                     return new Transition(s, List.of());

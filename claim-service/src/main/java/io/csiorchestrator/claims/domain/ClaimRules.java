@@ -4,6 +4,8 @@ import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.ClaimMode;
 import io.csiorchestrator.events.MountSupport;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -26,7 +28,12 @@ import java.util.Objects;
  *       {@link #capabilityCovers}), and while the volume has claims it equals the mode the first
  *       claim fixed;</li>
  *   <li>the volume is schedulable: its plugin is known, has a healthy controller when it needs one,
- *       and a healthy node instance on the claiming node; the node is within the volume's topology;</li>
+ *       and a healthy node instance on the claiming node; the node is within the volume's topology.
+ *       A node instance that was healthy and has been away (unhealthy, missing, its plugin removed) for less
+ *       than the plugin grace is a short outage (a plugin restarting or being upgraded): the claim, if every
+ *       other rule accepts it, waits for the instance ({@link WaitForPlugin}) instead of being rejected, and
+ *       is rejected only once the instance stays away past the grace ({@link #pluginOutage} decides the
+ *       steps of a claim that find the plugin away);</li>
  *   <li>a write claim needs a write access mode, and in the single-writer modes no other writer;</li>
  *   <li>in the single-node modes every claim is on one node.</li>
  * </ol>
@@ -66,16 +73,31 @@ public final class ClaimRules {
     /**
      * A plugin as the claim-service last heard of it; {@link #unknown} when plugin-status never
      * named it (or removed it).
+     *
+     * @param outages by node id, since when a node instance that was healthy is not (unhealthy, missing, or
+     *                its plugin removed); absent for healthy instances and for ones never healthy
      */
     public record PluginFacts(String pluginId, boolean known, boolean controllerRequired,
-                              List<String> healthyControllerNodes, Map<String, NodeFacts> nodes) {
+                              List<String> healthyControllerNodes, Map<String, NodeFacts> nodes,
+                              Map<String, Instant> outages) {
         public PluginFacts {
             healthyControllerNodes = List.copyOf(healthyControllerNodes);
             nodes = Map.copyOf(nodes);
+            outages = outages == null ? Map.of() : Map.copyOf(outages);
+        }
+
+        public PluginFacts(String pluginId, boolean known, boolean controllerRequired,
+                           List<String> healthyControllerNodes, Map<String, NodeFacts> nodes) {
+            this(pluginId, known, controllerRequired, healthyControllerNodes, nodes, Map.of());
         }
 
         public static PluginFacts unknown(String pluginId) {
             return new PluginFacts(pluginId, false, false, List.of(), Map.of());
+        }
+
+        /** This view with {@code outages} (node id -> since when the instance, healthy before, is away). */
+        public PluginFacts withOutages(Map<String, Instant> outages) {
+            return new PluginFacts(pluginId, known, controllerRequired, healthyControllerNodes, nodes, outages);
         }
 
         public boolean hasHealthyNode(String nodeId) {
@@ -107,8 +129,30 @@ public final class ClaimRules {
     }
 
     /** The outcome of {@link #decide}. */
-    public sealed interface Decision permits Accept, Reject, AlreadyHeld {
+    public sealed interface Decision permits Accept, Reject, AlreadyHeld, WaitForPlugin {
     }
+
+    /**
+     * Every rule accepts the claim except that its node's plugin instance, healthy before, has been away since
+     * {@code since} for less than the grace: the claim waits for it until {@code until}, then is decided again.
+     */
+    public record WaitForPlugin(Instant since, Instant until, String reason) implements Decision {
+    }
+
+    /** The grace a node's plugin instance gets to come back, and the time of the decision. */
+    public record PluginGrace(Instant now, Duration grace) {
+        /** No grace: a plugin away is away (the rules as they were). */
+        public static PluginGrace none(Instant now) {
+            return new PluginGrace(now, Duration.ZERO);
+        }
+    }
+
+    /** The reason codes of a claim's node plugin instance being away (after {@link #unschedulable}). */
+    private static final java.util.Set<String> INSTANCE_AWAY = java.util.Set.of("plugin-not-registered",
+            "no-node-instance", "node-unhealthy");
+
+    /** The reason code of a claim rejected (or a step given up) because its plugin stayed away past the grace. */
+    public static final String PLUGIN_GONE = "plugin-gone";
 
     /** The claim is taken. */
     public record Accept(String reason) implements Decision {
@@ -126,6 +170,11 @@ public final class ClaimRules {
     }
 
     public static Decision decide(VolumeFacts volume, PluginFacts plugin, Request request) {
+        return decide(volume, plugin, request, PluginGrace.none(Instant.EPOCH));
+    }
+
+    /** {@link #decide(VolumeFacts, PluginFacts, Request)} with a grace for a node plugin instance that is briefly away. */
+    public static Decision decide(VolumeFacts volume, PluginFacts plugin, Request request, PluginGrace grace) {
         Objects.requireNonNull(request.mode(), "mode");
         if (request.mode() == ClaimMode.RELEASE) {
             throw new IllegalArgumentException("a release is not decided by the claim rules");
@@ -173,8 +222,21 @@ public final class ClaimRules {
                     + volume.fixedAccessMode().wire() + " until every claim is released");
         }
         Unschedulable unhealthy = unschedulable(volume, plugin, request.nodeId());
+        WaitForPlugin wait = null;
         if (unhealthy != null) {
-            return new Reject(unhealthy.code(), subject + " rejected: " + unhealthy.message());
+            Instant since = INSTANCE_AWAY.contains(unhealthy.code()) ? plugin.outages().get(request.nodeId()) : null;
+            if (since == null || grace.grace().isZero()) {
+                return new Reject(unhealthy.code(), subject + " rejected: " + unhealthy.message());
+            }
+            Duration away = Duration.between(since, grace.now());
+            if (away.compareTo(grace.grace()) >= 0) {
+                return new Reject(PLUGIN_GONE, subject + " rejected: " + goneReason(volume.pluginId(), request.nodeId(),
+                        away, grace.grace()));
+            }
+            // Decided by the other rules first: a claim they refuse is refused now, not after the wait.
+            wait = new WaitForPlugin(since, since.plus(grace.grace()), subject + " waits for plugin " + volume.pluginId()
+                    + " on node " + request.nodeId() + ", away for " + seconds(away) + " (" + unhealthy.message()
+                    + "), up to the grace of " + seconds(grace.grace()));
         }
         AccessMode mode = request.accessMode();
         if (request.mode() == ClaimMode.WRITE) {
@@ -200,7 +262,78 @@ public final class ClaimRules {
                 }
             }
         }
-        return new Accept(subject + " accepted");
+        return wait != null ? wait : new Accept(subject + " accepted");
+    }
+
+    /** What a claim's node step does about its plugin instance being away ({@link #pluginOutage}). */
+    public sealed interface PluginOutage permits Proceed, KeepWaiting, PluginGone {
+    }
+
+    /** The instance is healthy (as far as claim-service knows): send the step. */
+    public record Proceed() implements PluginOutage {
+    }
+
+    /** Wait for the instance (woken when plugin-status says it is healthy) until {@code until}; waiting since {@code since}. */
+    public record KeepWaiting(Instant since, Instant until, String reason) implements PluginOutage {
+    }
+
+    /** The instance stayed away past the grace: give the step up; {@code reason} names plugin, node and how long. */
+    public record PluginGone(String code, String reason) implements PluginOutage {
+    }
+
+    /**
+     * The rule for a claim's node step (mount, unmount) and its plugin instance being away, as Kubernetes retries a
+     * mount until the plugin is back: the outage counts from the earliest of the claim's own wait ({@code waitingSince}),
+     * the instance's outage in claim-service's view, and, for a step that just failed because the plugin did not answer
+     * ({@code failedNow}), now. Within the grace the step waits; past it, it is given up.
+     *
+     * <p>A step that failed while claim-service still sees the instance healthy (the worker noticed first; the plugin
+     * may be back before its health changes at all) is tried again after {@code retryDelay}, then after as long as it
+     * has waited so far (doubling), within the grace; a wait that becomes due with the instance healthy proceeds.
+     */
+    public static PluginOutage pluginOutage(String pluginId, String nodeId, PluginFacts plugin, Instant waitingSince,
+                                            boolean failedNow, PluginGrace grace, Duration retryDelay) {
+        boolean healthy = plugin.hasHealthyNode(nodeId);
+        if (!failedNow && healthy) {
+            return new Proceed();
+        }
+        Instant now = grace.now();
+        Instant since = earliest(earliest(waitingSince, healthy ? null : plugin.outages().get(nodeId)), failedNow ? now : null);
+        if (since == null) {
+            // Waiting, not failed, never healthy before and no wait of its own: nothing to wait for.
+            return new PluginGone(PLUGIN_GONE, "plugin " + pluginId + " has no healthy node instance on node " + nodeId);
+        }
+        Duration away = Duration.between(since, now);
+        if (away.compareTo(grace.grace()) >= 0) {
+            return new PluginGone(PLUGIN_GONE, goneReason(pluginId, nodeId, away, grace.grace()));
+        }
+        Instant deadline = since.plus(grace.grace());
+        if (healthy) {
+            Duration delay = away.compareTo(retryDelay) > 0 ? away : retryDelay;
+            Instant next = now.plus(delay).isBefore(deadline) ? now.plus(delay) : deadline;
+            return new KeepWaiting(since, next, "plugin " + pluginId + " on node " + nodeId + " did not answer; retrying in "
+                    + seconds(Duration.between(now, next)) + " (away for " + seconds(away) + ", grace " + seconds(grace.grace()) + ")");
+        }
+        return new KeepWaiting(since, deadline, "waiting for plugin " + pluginId + " on node " + nodeId + ", away for "
+                + seconds(away) + ", up to the grace of " + seconds(grace.grace()));
+    }
+
+    private static String goneReason(String pluginId, String nodeId, Duration away, Duration grace) {
+        return "plugin " + pluginId + " on node " + nodeId + " has been unavailable for " + seconds(away)
+                + ", longer than the grace of " + seconds(grace);
+    }
+
+    private static Instant earliest(Instant a, Instant b) {
+        if (a == null) {
+            return b;
+        }
+        return b == null || a.isBefore(b) ? a : b;
+    }
+
+    /** A duration in whole seconds, rounded up ("0s" only for zero), for operators. */
+    static String seconds(Duration d) {
+        long ms = Math.max(0, d.toMillis());
+        return ((ms + 999) / 1000) + "s";
     }
 
     /**

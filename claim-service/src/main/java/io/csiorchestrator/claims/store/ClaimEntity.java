@@ -60,6 +60,9 @@ public class ClaimEntity extends PanacheEntityBase {
     public Instant commandDeadline;
     @Column(name = "retry_at")
     public Instant retryAt;
+    /** Since when the claim (or its current node step) waits for its node's plugin instance; null when not waiting. */
+    @Column(name = "plugin_wait_since")
+    public Instant pluginWaitSince;
     @Column(name = "external_node_id")
     public String externalNodeId;
     @Column(name = "controller_node_id")

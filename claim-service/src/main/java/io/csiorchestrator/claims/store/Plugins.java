@@ -47,9 +47,11 @@ public class Plugins {
             for (PluginStatus.NodeInstance n : status.nodes()) {
                 boolean healthy = Boolean.TRUE.equals(n.healthy());
                 chain = chain.chain(() -> s.createNativeQuery("INSERT INTO plugin_nodes (plugin_id, node_id, external_node_id, healthy,"
-                                + " present, unhealthy_since, updated_at) VALUES (:p, :n, :e, :h, true, CASE WHEN :h THEN CAST(NULL AS timestamptz) ELSE :now END, :now)"
+                                + " present, unhealthy_since, updated_at, last_healthy_at) VALUES (:p, :n, :e, :h, true,"
+                                + " CASE WHEN :h THEN CAST(NULL AS timestamptz) ELSE :now END, :now, CASE WHEN :h THEN :now ELSE CAST(NULL AS timestamptz) END)"
                                 + " ON CONFLICT (plugin_id, node_id) DO UPDATE SET external_node_id = EXCLUDED.external_node_id,"
                                 + " healthy = EXCLUDED.healthy, present = true, updated_at = EXCLUDED.updated_at,"
+                                + " last_healthy_at = COALESCE(EXCLUDED.last_healthy_at, plugin_nodes.last_healthy_at),"
                                 + " unhealthy_since = CASE WHEN EXCLUDED.healthy THEN NULL"
                                 + " ELSE COALESCE(plugin_nodes.unhealthy_since, EXCLUDED.unhealthy_since) END")
                         .setParameter("p", pluginId).setParameter("n", n.nodeId()).setParameter("e", n.externalNodeId())
@@ -60,8 +62,40 @@ public class Plugins {
         });
     }
 
+    /** The plugin as last heard of, with the outages of its node instances that were healthy before. */
     public Uni<PluginFacts> facts(String pluginId) {
-        return PluginEntity.<PluginEntity>findById(pluginId).map(row -> row == null ? PluginFacts.unknown(pluginId) : toFacts(row));
+        return PluginEntity.<PluginEntity>findById(pluginId).map(row -> row == null ? PluginFacts.unknown(pluginId) : toFacts(row))
+                .chain(facts -> outages(pluginId).map(facts::withOutages));
+    }
+
+    /** By node id, since when each node instance of the plugin that was healthy before is unhealthy or missing. */
+    Uni<Map<String, Instant>> outages(String pluginId) {
+        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT node_id, unhealthy_since FROM plugin_nodes"
+                        + " WHERE plugin_id = :p AND unhealthy_since IS NOT NULL AND last_healthy_at IS NOT NULL", Object[].class)
+                .setParameter("p", pluginId).getResultList())
+                .map(rows -> {
+                    Map<String, Instant> out = new HashMap<>();
+                    for (Object[] r : rows) {
+                        out.put((String) r[0], toInstant(r[1]));
+                    }
+                    return out;
+                });
+    }
+
+    private static Instant toInstant(Object value) {
+        if (value instanceof Instant i) {
+            return i;
+        }
+        if (value instanceof java.time.OffsetDateTime o) {
+            return o.toInstant();
+        }
+        if (value instanceof java.time.LocalDateTime l) {
+            return l.toInstant(java.time.ZoneOffset.UTC);
+        }
+        if (value instanceof java.util.Date d) {
+            return d.toInstant();
+        }
+        throw new IllegalStateException("unexpected timestamp type " + (value == null ? null : value.getClass()));
     }
 
     public Uni<Map<String, PluginFacts>> facts(Collection<String> pluginIds) {

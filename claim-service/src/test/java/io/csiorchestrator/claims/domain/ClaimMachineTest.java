@@ -292,4 +292,59 @@ class ClaimMachineTest {
         Transition notOwed = machine.succeeded(machine.orphanFound(true, false, "orphan").next(), null);
         assertEquals(Phase.FREED, notOwed.next().phase(), "another claim of the volume on the node: no controller-unpublish");
     }
+
+    /**
+     * Waiting for the node's plugin: a fresh claim waits in PLUGIN_WAIT with nothing sent and no status, starts (ACCEPTED,
+     * controller publish) when the plugin is back, or is REJECTED (past, FAILED) past the grace; released while waiting it
+     * ends at once (REJECTED, RELEASED). A waiting mount keeps its phase and attempt and is sent again when the plugin is
+     * back, or fails (rolled back with an unmount) past the grace. A waiting unmount of a release says so once in a
+     * RELEASING status, and past the grace is not declared done: retried later, with a RELEASING status saying why.
+     */
+    @Test
+    void aClaimOrAStepWaitsForItsPluginThenGoesOnOrIsGivenUp() {
+        java.time.Instant since = java.time.Instant.parse("2026-11-24T17:00:00Z");
+        java.time.Instant until = since.plusSeconds(30);
+        Transition t = machine.waitForPlugin(Snapshot.fresh(true), since, until, "waiting for plugin p on node n", true);
+        assertEquals(Phase.PLUGIN_WAIT, t.next().phase());
+        assertEquals(List.of(new ClaimMachine.WaitForPlugin(null, since, until, "waiting for plugin p on node n")), t.effects());
+        Snapshot waiting = t.next();
+
+        t = machine.pluginBack(waiting);
+        assertEquals(Phase.CONTROLLER_PUBLISHING, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.ACCEPTED, null), new SendCommand(NodeCommandKind.CONTROLLER_PUBLISH)),
+                t.effects());
+
+        t = machine.pluginGone(waiting, "plugin p on node n has been unavailable for 30s");
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertTrue(t.next().phase().past());
+        assertEquals(List.of(new EmitStatus(ClaimState.REJECTED, "plugin p on node n has been unavailable for 30s")), t.effects());
+
+        t = machine.release(waiting);
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(ClaimState.REJECTED, ClaimState.RELEASED),
+                t.effects().stream().map(e -> ((EmitStatus) e).state()).toList());
+
+        Snapshot mounting = machine.start(Snapshot.fresh(false)).next();
+        t = machine.waitForPlugin(mounting, since, until, "away", true);
+        assertEquals(mounting, t.next(), "same phase, same attempt");
+        assertEquals(List.of(new ClaimMachine.WaitForPlugin(NodeCommandKind.MOUNT, since, until, "away")), t.effects());
+        assertEquals(List.of(new SendCommand(NodeCommandKind.MOUNT)), machine.pluginBack(mounting).effects());
+        t = machine.pluginGone(mounting, "gone");
+        assertEquals(Phase.UNMOUNTING, t.next().phase());
+        assertTrue(t.next().rollingBack());
+        assertEquals(new EmitStatus(ClaimState.FAILED, "mount failed: PLUGIN_NOT_FOUND: gone"), t.effects().get(0));
+
+        Snapshot ready = machine.succeeded(mounting, "/host").next();
+        Snapshot unmounting = machine.release(ready).next();
+        t = machine.waitForPlugin(unmounting, since, until, "waiting for plugin p on node n", true);
+        assertEquals(List.of(new ClaimMachine.WaitForPlugin(NodeCommandKind.UNMOUNT, since, until, "waiting for plugin p on node n"),
+                new EmitStatus(ClaimState.RELEASING, "waiting for plugin p on node n")), t.effects());
+        assertEquals(1, machine.waitForPlugin(unmounting, since, until, "again", false).effects().size(), "announced once");
+        t = machine.pluginGone(unmounting, "plugin p on node n has been unavailable for 30s");
+        assertEquals(Phase.UNMOUNTING, t.next().phase(), "a teardown step is never declared done");
+        assertTrue(t.effects().get(0) instanceof RetryLater, t.effects().toString());
+        assertEquals(ClaimState.RELEASING, ((EmitStatus) t.effects().get(1)).state());
+        assertTrue(((EmitStatus) t.effects().get(1)).reason().contains("unavailable for 30s; unmount is retried"),
+                t.effects().toString());
+    }
 }

@@ -173,6 +173,110 @@ public class ClaimRulesTest {
                 AttachmentMode.FILE_SYSTEM, MountSupport.ALL, false), "being deleted");
     }
 
+    static final java.time.Instant T0 = java.time.Instant.parse("2026-11-24T17:00:00Z");
+    static final java.time.Duration GRACE = java.time.Duration.ofSeconds(30);
+
+    /** {@link #HEALTHY} with n1's instance, healthy before, unhealthy since {@code since}. */
+    private static PluginFacts n1AwaySince(java.time.Instant since) {
+        return new PluginFacts("p", true, false, List.of(),
+                Map.of("n1", new NodeFacts("n1", "ext-1", false, Map.of("zone", "a")),
+                        "n2", new NodeFacts("n2", "ext-2", true, Map.of("zone", "a"))),
+                Map.of("n1", since));
+    }
+
+    /**
+     * A claim on a node whose plugin instance was healthy and has been away for less than the grace waits (until the
+     * grace ends, counted from when the instance went away), once every other rule accepts it; past the grace, or for
+     * an instance never healthy, it is rejected, the reason naming plugin, node and how long. A claim the other rules
+     * refuse is refused at once, not after the wait. The instance missing or its plugin removed counts the same.
+     */
+    @Test
+    void aClaimOnANodeWhosePluginIsBrieflyAwayWaitsAndIsRejectedOnlyPastTheGrace() {
+        VolumeFacts volume = volume(AccessMode.SINGLE_NODE_WRITER, null, List.of());
+        Request write = new Request(ALLOC, "n1", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM,
+                MountSupport.ALL, false);
+        java.time.Instant away = T0.minusSeconds(10);
+
+        ClaimRules.WaitForPlugin wait = assertInstanceOf(ClaimRules.WaitForPlugin.class, ClaimRules.decide(volume,
+                n1AwaySince(away), write, new ClaimRules.PluginGrace(T0, GRACE)));
+        assertEquals(away, wait.since());
+        assertEquals(away.plus(GRACE), wait.until());
+        assertTrue(wait.reason().contains("plugin p on node n1, away for 10s") && wait.reason().contains("grace of 30s"),
+                wait.reason());
+
+        Reject gone = assertInstanceOf(Reject.class, ClaimRules.decide(volume, n1AwaySince(away), write,
+                new ClaimRules.PluginGrace(away.plus(GRACE), GRACE)));
+        assertEquals(ClaimRules.PLUGIN_GONE, gone.code());
+        assertTrue(gone.reason().contains("rejected: plugin p on node n1 has been unavailable for 30s, longer than the grace of 30s"),
+                gone.reason());
+        assertLowCardinalityCode(gone, write);
+
+        // never healthy: nothing to wait for (no outage recorded)
+        assertEquals("node-unhealthy", assertInstanceOf(Reject.class, ClaimRules.decide(volume, HEALTHY,
+                new Request(ALLOC, "n3", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM,
+                        MountSupport.ALL, false), new ClaimRules.PluginGrace(T0, GRACE))).code());
+        // without a grace a plugin away is away, as before
+        assertEquals("node-unhealthy", assertInstanceOf(Reject.class, ClaimRules.decide(volume, n1AwaySince(away), write)).code());
+        // another rule refuses it: refused now
+        VolumeFacts held = volume(AccessMode.SINGLE_NODE_WRITER, AccessMode.SINGLE_NODE_WRITER,
+                List.of(new HeldClaim("other", "n1", ClaimMode.WRITE)));
+        assertEquals("single-writer-held", assertInstanceOf(Reject.class, ClaimRules.decide(held, n1AwaySince(away), write,
+                new ClaimRules.PluginGrace(T0, GRACE))).code());
+        // the instance missing, or the whole plugin removed (tombstone), after being healthy: waits too
+        PluginFacts missing = new PluginFacts("p", true, false, List.of(), Map.of(), Map.of("n1", away));
+        assertInstanceOf(ClaimRules.WaitForPlugin.class, ClaimRules.decide(volume, missing, write, new ClaimRules.PluginGrace(T0, GRACE)));
+        assertInstanceOf(ClaimRules.WaitForPlugin.class, ClaimRules.decide(volume,
+                PluginFacts.unknown("p").withOutages(Map.of("n1", away)), write, new ClaimRules.PluginGrace(T0, GRACE)));
+    }
+
+    /**
+     * A node step of a claim and its plugin away ({@link ClaimRules#pluginOutage}), as a table: the outage counts from
+     * the earliest of the claim's own wait, the instance's outage and a failure now; within the grace the step waits
+     * until the grace ends, past it it is given up with plugin, node and how long; a wait that comes due with the
+     * instance healthy proceeds; a failure while the instance still looks healthy is tried again after 1 s, then
+     * after as long as it has waited, never past the grace.
+     */
+    @Test
+    void aStepWhosePluginIsAwayWaitsWithinTheGraceAndIsGivenUpPastIt() {
+        java.time.Duration retry = java.time.Duration.ofSeconds(1);
+        record Case(String name, PluginFacts plugin, java.time.Instant waitingSince, boolean failedNow, java.time.Instant now,
+                    Class<?> outcome, java.time.Instant until, String reasonPart) {
+        }
+        PluginFacts healthy = HEALTHY;
+        List<Case> cases = List.of(
+                new Case("failed, instance away 5 s", n1AwaySince(T0.minusSeconds(5)), null, true, T0,
+                        ClaimRules.KeepWaiting.class, T0.plusSeconds(25), "away for 5s, up to the grace of 30s"),
+                new Case("failed, own wait older than the outage", n1AwaySince(T0.minusSeconds(5)), T0.minusSeconds(8), true, T0,
+                        ClaimRules.KeepWaiting.class, T0.plusSeconds(22), "away for 8s"),
+                new Case("failed, instance away past the grace", n1AwaySince(T0.minusSeconds(31)), null, true, T0,
+                        ClaimRules.PluginGone.class, null, "plugin p on node n1 has been unavailable for 31s, longer than the grace of 30s"),
+                new Case("due, still away past the grace", n1AwaySince(T0.minusSeconds(2)), T0.minusSeconds(30), false, T0,
+                        ClaimRules.PluginGone.class, null, "unavailable for 30s"),
+                new Case("due, still away within the grace", n1AwaySince(T0.minusSeconds(2)), T0.minusSeconds(3), false, T0,
+                        ClaimRules.KeepWaiting.class, T0.plusSeconds(27), "waiting for plugin p on node n1"),
+                new Case("due, healthy again", healthy, T0.minusSeconds(3), false, T0, ClaimRules.Proceed.class, null, null),
+                new Case("failed, still looks healthy: again in 1 s", healthy, null, true, T0,
+                        ClaimRules.KeepWaiting.class, T0.plusSeconds(1), "did not answer; retrying in 1s"),
+                new Case("failed again, looks healthy, waited 4 s: again in 4 s", healthy, T0.minusSeconds(4), true, T0,
+                        ClaimRules.KeepWaiting.class, T0.plusSeconds(4), "retrying in 4s"),
+                new Case("failed again, looks healthy, waited 20 s: not past the grace", healthy, T0.minusSeconds(20), true, T0,
+                        ClaimRules.KeepWaiting.class, T0.plusSeconds(10), "retrying in 10s"),
+                new Case("failed again, looks healthy, waited 30 s", healthy, T0.minusSeconds(30), true, T0,
+                        ClaimRules.PluginGone.class, null, "unavailable for 30s"));
+        for (Case c : cases) {
+            ClaimRules.PluginOutage outcome = ClaimRules.pluginOutage("p", "n1", c.plugin(), c.waitingSince(), c.failedNow(),
+                    new ClaimRules.PluginGrace(c.now(), GRACE), retry);
+            assertInstanceOf(c.outcome(), outcome, c.name() + ": " + outcome);
+            if (outcome instanceof ClaimRules.KeepWaiting w) {
+                assertEquals(c.until(), w.until(), c.name());
+                assertTrue(w.reason().contains(c.reasonPart()), c.name() + ": " + w.reason());
+            } else if (outcome instanceof ClaimRules.PluginGone g) {
+                assertEquals(ClaimRules.PLUGIN_GONE, g.code(), c.name());
+                assertTrue(g.reason().contains(c.reasonPart()), c.name() + ": " + g.reason());
+            }
+        }
+    }
+
     private static void assertReject(VolumeFacts v, Request r, String fragment) {
         assertReject(v, HEALTHY, r, fragment);
     }

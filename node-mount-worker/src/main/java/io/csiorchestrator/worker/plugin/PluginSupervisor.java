@@ -57,6 +57,8 @@ public final class PluginSupervisor {
     private boolean restartPending;
     private String description = "not checked yet";
     private boolean stopped;
+    /** Since when nothing has answered on the socket (connect failed or UNAVAILABLE); null while it answers. */
+    private java.time.Instant unreachableSince;
 
     public PluginSupervisor(String pluginId, String nodeId, Path socket, PluginSettings settings, Path workerRoot,
                             Timing timing, EventSink sink, Consumer<String> onHealthy, Clock clock) {
@@ -170,6 +172,7 @@ public final class PluginSupervisor {
                 if (fingerprint == null || !Boolean.TRUE.equals(healthy)) {
                     PluginFingerprint fp = probeClient().fingerprint().await().atMost(timing.probeTimeout().multipliedBy(6));
                     if (!fp.ready()) {
+                        unreachableSince = null;
                         transition(false, "plugin answered Probe with ready=false (still starting)");
                         return;
                     }
@@ -181,10 +184,12 @@ public final class PluginSupervisor {
                 } else {
                     Boolean ready = probeClient().probe().await().atMost(timing.probeTimeout().plusSeconds(1));
                     if (!Boolean.TRUE.equals(ready)) {
+                        unreachableSince = null;
                         transition(false, "plugin answered Probe with ready=false");
                         return;
                     }
                 }
+                unreachableSince = null;
                 boolean wasHealthy = Boolean.TRUE.equals(healthy);
                 if (!wasHealthy) {
                     restartPending = true;
@@ -196,6 +201,13 @@ public final class PluginSupervisor {
                 }
             } catch (RuntimeException e) {
                 closeClient();
+                if (unreachable(e)) {
+                    if (unreachableSince == null) {
+                        unreachableSince = clock.instant();
+                    }
+                } else {
+                    unreachableSince = null;
+                }
                 transition(false, e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
             } catch (Error e) {
                 // never let an Error end the scheduled supervision silently
@@ -210,6 +222,30 @@ public final class PluginSupervisor {
         }
     }
 
+    /**
+     * Since when nothing has answered on the plugin's socket: no process accepts connections on it (the socket
+     * file is left behind) or every call is UNAVAILABLE. Empty while the plugin answers, even unhealthy.
+     */
+    public synchronized Optional<java.time.Instant> unreachableSince() {
+        return Optional.ofNullable(unreachableSince);
+    }
+
+    /** Whether {@code failure} (or a cause) says nothing answers on the socket. */
+    static boolean unreachable(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof io.csiorchestrator.csi.CsiSocketException) {
+                return true;
+            }
+            if (t instanceof io.csiorchestrator.csi.CsiCallException call && call.code() == io.grpc.Status.Code.UNAVAILABLE) {
+                return true;
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return false;
+    }
+
     /** Publishes the current state as a heartbeat. */
     public synchronized void heartbeat() {
         if (!stopped && healthy != null) {
@@ -219,12 +255,25 @@ public final class PluginSupervisor {
 
     /** Stops supervision: publishes a last unhealthy fingerprint and closes the connection. */
     public synchronized void stop(String reason) {
+        stop(reason, false);
+    }
+
+    /**
+     * Stops supervision of a plugin the worker removes (its socket stayed unreachable): the last unhealthy
+     * fingerprint is marked {@code deregistered}, so the registry deletes the instance instead of keeping it
+     * unhealthy.
+     */
+    public synchronized void deregister(String reason) {
+        stop(reason, true);
+    }
+
+    private void stop(String reason, boolean deregistered) {
         if (stopped) {
             return;
         }
         healthy = false;
         description = reason;
-        sink.publish(health(false, false));
+        sink.publish(deregistered ? health(false, false).asDeregistered() : health(false, false));
         stopped = true;
         closeClient();
     }

@@ -33,6 +33,11 @@ import org.jboss.logging.Logger;
  * registration directory). A WatchService on the directory and on each plugin folder triggers an
  * immediate rescan; a periodic rescan is the fallback (network file systems, missed events). A
  * socket that appears gets a {@link PluginSupervisor}; one that disappears deregisters its plugin.
+ *
+ * <p>A socket that stays unreachable (its process is gone, the file is left behind) for longer than
+ * {@code deregisterAfter} deregisters its plugin too, like Nomad's plugin manager: a last unhealthy fingerprint
+ * marked {@code deregistered} (the registry deletes the instance) and a PLUGIN_DEREGISTERED node event; that socket
+ * file is then ignored until it is replaced (a restarted plugin binds a new one) or removed.
  */
 public final class PluginWatcher implements AutoCloseable {
 
@@ -54,10 +59,13 @@ public final class PluginWatcher implements AutoCloseable {
     private final Duration probeInterval;
     private final Duration heartbeatInterval;
     private final Duration rescanInterval;
+    private final Duration deregisterAfter;
     private final EventSink sink;
     private final Clock clock;
     private final Map<String, ScheduledFuture<?>[]> tasks = new HashMap<>();
     private final Set<Path> watched = new HashSet<>();
+    /** Sockets of plugins deregistered as unreachable, by plugin id: ignored while the same file is there. */
+    private final Map<String, SocketFile> deadSockets = new HashMap<>();
     private WatchService watchService;
     private Thread watchThread;
     private ScheduledFuture<?> rescanTask;
@@ -65,8 +73,9 @@ public final class PluginWatcher implements AutoCloseable {
 
     public PluginWatcher(Path pluginsDir, String nodeId, PluginRegistry registry, SupervisorFactory factory,
                          ScheduledExecutorService scheduler, java.util.concurrent.Executor probeExecutor,
-                         Duration probeInterval, Duration heartbeatInterval, Duration rescanInterval, EventSink sink,
-                         Clock clock) {
+                         Duration probeInterval, Duration heartbeatInterval, Duration rescanInterval,
+                         Duration deregisterAfter, EventSink sink, Clock clock) {
+        this.deregisterAfter = deregisterAfter;
         this.probeExecutor = probeExecutor;
         this.pluginsDir = pluginsDir;
         this.nodeId = nodeId;
@@ -143,6 +152,15 @@ public final class PluginWatcher implements AutoCloseable {
                 }
             }
         }
+        deadSockets.keySet().removeIf(id -> !found.containsKey(id));
+        for (Map.Entry<String, SocketFile> dead : Map.copyOf(deadSockets).entrySet()) {
+            if (dead.getValue().equals(SocketFile.of(found.get(dead.getKey())))) {
+                found.remove(dead.getKey()); // the same dead file: stays deregistered
+            } else {
+                LOG.infof("socket of CSI plugin %s was replaced; registering it again", dead.getKey());
+                deadSockets.remove(dead.getKey());
+            }
+        }
         for (PluginSupervisor s : registry.all()) {
             if (!found.containsKey(s.pluginId())) {
                 deregister(s.pluginId(), "socket " + s.socket() + " disappeared");
@@ -170,14 +188,48 @@ public final class PluginWatcher implements AutoCloseable {
                 pluginId, null, null, null, true, null, Map.of("socket", socket.toString()), clock.instant()));
         // the scheduler only triggers; the (blocking) probe runs on its own executor, so a hung
         // plugin never delays the others, the heartbeats or the rescans
-        ScheduledFuture<?> probe = scheduler.scheduleWithFixedDelay(() -> supervisor.checkOn(probeExecutor), 0,
-                probeInterval.toMillis(), TimeUnit.MILLISECONDS);
+        ScheduledFuture<?> probe = scheduler.scheduleWithFixedDelay(() -> {
+            if (!deregisterIfUnreachable(supervisor)) {
+                supervisor.checkOn(probeExecutor);
+            }
+        }, 0, probeInterval.toMillis(), TimeUnit.MILLISECONDS);
         ScheduledFuture<?> heartbeat = scheduler.scheduleAtFixedRate(supervisor::heartbeat,
                 heartbeatInterval.toMillis(), heartbeatInterval.toMillis(), TimeUnit.MILLISECONDS);
         tasks.put(pluginId, new ScheduledFuture<?>[] {probe, heartbeat});
     }
 
+    /**
+     * Deregisters the plugin of {@code supervisor} when its socket has been unreachable for longer than
+     * {@code deregisterAfter}; returns whether it did.
+     */
+    private synchronized boolean deregisterIfUnreachable(PluginSupervisor supervisor) {
+        if (closed || registry.get(supervisor.pluginId()).orElse(null) != supervisor) {
+            return false;
+        }
+        java.time.Instant since = supervisor.unreachableSince().orElse(null);
+        if (since == null) {
+            return false;
+        }
+        Duration unreachable = Duration.between(since, clock.instant());
+        if (unreachable.compareTo(deregisterAfter) < 0) {
+            return false;
+        }
+        SocketFile file = SocketFile.of(supervisor.socket());
+        if (file != null) {
+            deadSockets.put(supervisor.pluginId(), file);
+        }
+        deregister(supervisor.pluginId(), "socket " + supervisor.socket() + " unreachable for " + unreachable.toSeconds()
+                + "s (more than " + deregisterAfter.toSeconds() + "s): " + supervisor.description()
+                + "; registered again when a plugin binds the socket anew", true);
+        return true;
+    }
+
     private void deregister(String pluginId, String reason) {
+        deregister(pluginId, reason, false);
+    }
+
+    /** Stops supervising the plugin; {@code gone}: its last fingerprint says the instance is removed. */
+    private void deregister(String pluginId, String reason, boolean gone) {
         ScheduledFuture<?>[] scheduled = tasks.remove(pluginId);
         if (scheduled != null) {
             for (ScheduledFuture<?> f : scheduled) {
@@ -186,7 +238,11 @@ public final class PluginWatcher implements AutoCloseable {
         }
         registry.remove(pluginId).ifPresent(s -> {
             LOG.infof("CSI plugin %s deregistered: %s", pluginId, reason);
-            s.stop(reason);
+            if (gone) {
+                s.deregister(reason);
+            } else {
+                s.stop(reason);
+            }
             sink.publish(new NodeEvent(nodeId, null, NodeEventKind.PLUGIN_DEREGISTERED,
                     "Plugin " + pluginId + " deregistered", pluginId, null, null, null, true, null,
                     Map.of("reason", reason), clock.instant()));
@@ -197,6 +253,21 @@ public final class PluginWatcher implements AutoCloseable {
         if (watched.add(dir)) {
             dir.register(watchService, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_DELETE,
                     StandardWatchEventKinds.ENTRY_MODIFY);
+        }
+    }
+
+    /** One socket file: a new bind makes a new one (another inode, or the same inode reused at another time). */
+    private record SocketFile(Object fileKey, java.nio.file.attribute.FileTime created) {
+        static SocketFile of(Path path) {
+            if (path == null) {
+                return null;
+            }
+            try {
+                BasicFileAttributes attrs = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                return new SocketFile(attrs.fileKey(), attrs.lastModifiedTime());
+            } catch (IOException e) {
+                return null;
+            }
         }
     }
 

@@ -1010,13 +1010,16 @@ class NodeMountWorkerTest {
     }
 
     /**
-     * A plugin killed with SIGKILL (a plugin of its own, {@code hpk}, so the shared one stays up)
-     * is reported unhealthy on plugin-health, as a PLUGIN_HEALTH node event and by readiness (503),
-     * and a mount for it is answered PLUGIN_NOT_FOUND, not lost. Its socket is removed afterwards so
-     * it is deregistered and readiness recovers for the other tests.
+     * A plugin killed with SIGKILL (a plugin of its own, {@code hpk}, so the shared one stays up) leaves its socket
+     * file with no process behind it. It is reported unhealthy at once (plugin-health, a PLUGIN_HEALTH node event) and
+     * a mount for it is answered PLUGIN_NOT_FOUND, not lost; the worker stays ready (200) with the plugin listed as
+     * unhealthy. After {@code csi.worker.plugin-deregister-after} (4 s here) it is deregistered: a last plugin-health
+     * report marked {@code deregistered}, after the unhealthy one, a PLUGIN_DEREGISTERED node event, gone from the
+     * registry and from readiness (still 200); the dead socket file, still there, is not registered again by a rescan.
+     * A plugin started again on that path (a new socket) is registered and healthy again.
      */
     @Test
-    void aKilledPluginIsReportedUnhealthy() throws Exception {
+    void aKilledPluginIsReportedUnhealthyAtOnceAndDeregisteredAfterTheGraceWhileTheWorkerStaysReady() throws Exception {
         String doomedId = "hpk";
         HostpathPlugin doomed = new HostpathPlugin(doomedId, pluginsDir(),
                 WorkerRootResource.root.resolve("hpk-state"), "--controller-publish=false").start();
@@ -1024,24 +1027,45 @@ class NodeMountWorkerTest {
             await().atMost(WAIT).until(() -> worker.plugins().node(doomedId).isPresent());
             Instant before = Instant.now();
             doomed.kill();
-            kafka.awaitRecord("plugin-health", r -> {
+            ConsumerRecord<String, String> unhealthy = kafka.awaitRecord("plugin-health", r -> {
                 if (!r.key().equals(PluginHealth.key(doomedId, NODE))) {
                     return false;
                 }
                 PluginHealth h = EventCodec.decode(PluginHealth.class, r.value());
-                return !h.reportsHealthy() && !h.observedAt().isBefore(before);
+                return !h.reportsHealthy() && !h.reportsDeregistered() && !h.observedAt().isBefore(before);
             }, Duration.ofSeconds(20));
             NodeEvent event = awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_HEALTH && doomedId.equals(e.pluginId())
                     && Boolean.FALSE.equals(e.success()) && !e.occurredAt().isBefore(before));
             assertTrue(event.error() != null && !event.error().isBlank());
-            await().atMost(WAIT).untilAsserted(() -> given().get("/q/health/ready").then().statusCode(503)
-                    .body(containsString("plugin hpk")).body(containsString("unhealthy")));
+            assertTrue(Files.exists(doomed.socket), "SIGKILL leaves the socket file behind");
+            // the worker is ready whatever its plugins do; the plugin's state is listed for operators
+            given().get("/q/health/ready").then().statusCode(200);
             // a mount while the plugin is gone is answered, not lost
             MountDone done = run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "orphan",
                     doomedId, "ext-orphan", "alloc-o", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM,
                     false, null, null, Map.of(), Map.of(), null, Instant.now()));
             assertEquals("PLUGIN_NOT_FOUND", done.errorCode());
             assertTrue(done.errorMessage().contains("'" + doomedId + "'"), done.errorMessage());
+
+            ConsumerRecord<String, String> last = kafka.awaitRecord("plugin-health", r -> r.key().equals(
+                    PluginHealth.key(doomedId, NODE)) && EventCodec.decode(PluginHealth.class, r.value()).reportsDeregistered()
+                    && r.offset() > unhealthy.offset(), WAIT);
+            PluginHealth lastReport = EventCodec.decode(PluginHealth.class, last.value());
+            assertFalse(lastReport.reportsHealthy());
+            assertTrue(lastReport.healthDescription().contains("unreachable"), lastReport.healthDescription());
+            NodeEvent deregistered = awaitEvent(e -> e.kind() == NodeEventKind.PLUGIN_DEREGISTERED
+                    && doomedId.equals(e.pluginId()) && !e.occurredAt().isBefore(before));
+            assertTrue(deregistered.details().get("reason").contains(doomedId + "/csi.sock unreachable"),
+                    deregistered.details().toString());
+            await().atMost(WAIT).until(() -> worker.plugins().get(doomedId).isEmpty());
+            given().get("/q/health/ready").then().statusCode(200)
+                    .body(org.hamcrest.Matchers.not(containsString("plugin hpk")));
+            assertTrue(Files.exists(doomed.socket), "the dead socket file is still there");
+            worker.pluginWatcher().rescan();
+            assertTrue(worker.plugins().get(doomedId).isEmpty(), "the same dead socket is not registered again");
+
+            doomed.start(); // binds a new socket at the same path
+            await().atMost(WAIT).until(() -> worker.plugins().node(doomedId).isPresent());
         } finally {
             removePlugin(doomed);
         }

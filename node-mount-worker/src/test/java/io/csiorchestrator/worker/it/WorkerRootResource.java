@@ -39,6 +39,7 @@ public class WorkerRootResource implements QuarkusTestResourceLifecycleManager {
         config.put("csi.worker.heartbeat-interval", "3s");
         config.put("csi.worker.rescan-interval", "1s");
         config.put("csi.worker.restore-plugin-timeout", "15s");
+        config.put("csi.worker.plugin-deregister-after", "4s");
         config.put("csi.worker.connect-timeout", "2s");
         config.put("csi.worker.call-timeout", "10s");
         config.put("csi.worker.call-attempts", "2");
