@@ -179,8 +179,7 @@ public class AntiEntropyRepairs {
                             + " unmount only)", null, now), tx))
                     .replaceWith(true);
         }
-        return plugins.facts(volume.pluginId).chain(plugin -> ClaimService.activeClaims(volume.volumeKey).chain(active -> {
-            boolean otherOnNode = active.stream().anyMatch(c -> c.nodeId.equals(d.nodeId()));
+        return plugins.facts(volume.pluginId).chain(plugin -> {
             Instant now = Instant.now();
             ClaimEntity c = new ClaimEntity();
             c.claimId = UUID.randomUUID().toString();
@@ -207,10 +206,12 @@ public class AntiEntropyRepairs {
             c.createdAt = now;
             c.updatedAt = now;
             c.tx = tx;
-            Transition t = claims.machine().orphanFound(plugin.controllerRequired(),
-                    plugin.controllerRequired() && !otherOnNode, repair.why());
+            // The controller-unpublish is owed where the plugin needs a controller; whether it is sent is decided when it
+            // is due, by the rule of every claim's (ClaimMachine.controllerPublicationNeeded): no other claim of the
+            // volume on that node still needs the publication (decided now, a claim leaving meanwhile would leak it).
+            Transition t = claims.machine().orphanFound(plugin.controllerRequired(), plugin.controllerRequired(), repair.why());
             return c.persist().chain(() -> claims.apply(volume, c, t)).replaceWith(true);
-        }));
+        });
     }
 
     private static NodeEvent nodeEvent(NodeStateReported report, Repair repair) {

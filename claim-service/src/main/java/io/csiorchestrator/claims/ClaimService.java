@@ -575,8 +575,32 @@ public class ClaimService {
         });
     }
 
-    /** Writes the node command of the current step (a new command id per attempt) into the outbox. */
+    /**
+     * Writes the node command of the current step (a new command id per attempt) into the outbox. A controller
+     * command first checks the volume's other claims on the same node (the publication is per (volume, node)): a
+     * controller-unpublish another claim's publication still needs is skipped, a controller-publish waits while
+     * another claim's controller-unpublish is pending. The caller holds the volume lock.
+     */
     private Uni<Void> send(VolumeEntity volume, ClaimEntity claim, NodeCommandKind kind) {
+        if (kind != NodeCommandKind.CONTROLLER_PUBLISH && kind != NodeCommandKind.CONTROLLER_UNPUBLISH) {
+            return write(volume, claim, kind);
+        }
+        return activeClaims(volume.volumeKey).chain(active -> {
+            List<ClaimMachine.Peer> others = active.stream().filter(c -> !c.claimId.equals(claim.claimId))
+                    .map(c -> new ClaimMachine.Peer(c.nodeId, Phase.valueOf(c.phase), c.controllerRequired)).toList();
+            if (kind == NodeCommandKind.CONTROLLER_UNPUBLISH && ClaimMachine.controllerPublicationNeeded(claim.nodeId, others)) {
+                return apply(volume, claim, machine().controllerUnpublishSkipped(snapshot(claim), "another claim of volume "
+                        + volume.volumeKey + " on node " + claim.nodeId + " still uses the controller publication"));
+            }
+            if (kind == NodeCommandKind.CONTROLLER_PUBLISH && ClaimMachine.controllerUnpublishPending(claim.nodeId, others)) {
+                return apply(volume, claim, machine().controllerPublishDeferred(snapshot(claim), "another claim of volume "
+                        + volume.volumeKey + " is controller-unpublishing it from node " + claim.nodeId));
+            }
+            return write(volume, claim, kind);
+        });
+    }
+
+    private Uni<Void> write(VolumeEntity volume, ClaimEntity claim, NodeCommandKind kind) {
         return plugins.facts(volume.pluginId).chain(plugin -> {
             Instant now = Instant.now();
             String target;
@@ -616,7 +640,10 @@ public class ClaimService {
                     volume.pluginId, volume.externalId, mountSide ? claim.allocationId : null,
                     publishing ? AccessMode.fromWire(claim.accessMode) : null,
                     publishing ? AttachmentMode.fromWire(claim.attachmentMode) : null,
-                    claim.readOnly, kind == NodeCommandKind.MOUNT ? claim.fsType : null,
+                    // The controller publication is the (volume, node)'s: read-only by the volume's access mode, not the claim's.
+                    kind == NodeCommandKind.CONTROLLER_PUBLISH
+                            ? ClaimRules.controllerPublishReadOnly(AccessMode.fromWire(claim.accessMode)) : claim.readOnly,
+                    kind == NodeCommandKind.MOUNT ? claim.fsType : null,
                     mountSide ? null : claim.externalNodeId,
                     publishing ? Json.map(volume.contextJson) : null,
                     kind == NodeCommandKind.MOUNT ? Json.map(claim.publishContextJson) : null,

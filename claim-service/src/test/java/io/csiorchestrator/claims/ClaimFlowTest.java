@@ -299,6 +299,50 @@ class ClaimFlowTest {
         assertTrue(bus.commands(vol).stream().noneMatch(c -> c.kind() == NodeCommandKind.MOUNT));
     }
 
+    /**
+     * Two claims of one volume on node-a, whose plugin has a controller: while the first claim's controller-unpublish
+     * of the (volume, node) is pending, the second claim's controller-publish is not sent (the second waits, its
+     * lastError says why); once the unpublish is answered, the second is controller-published and becomes ready.
+     */
+    @Test
+    void aControllerPublishWaitsForAPendingControllerUnpublishOfTheSameNode() {
+        String plugin = unique("plug");
+        String vol = Bus.registerVolume("ns1", unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of("node-a"));
+        awaitSchedulable("ns1", vol);
+        ClaimRequested first = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.send(first);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH), null, Map.of());
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.MOUNT));
+        bus.awaitStatus(first.requestId(), ClaimState.READY);
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT));
+        NodeCommand unpublish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH); // not answered yet
+
+        ClaimRequested second = Bus.claim("ns1", vol, "alloc-2", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.send(second);
+        bus.awaitStatus(second.requestId(), ClaimState.ACCEPTED);
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> {
+            String lastError = given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).extract()
+                    .path("claims.find { it.allocationId == 'alloc-2' }.lastError");
+            assertTrue(lastError != null && lastError.startsWith("controller-publish waits: another claim of volume ns1/" + vol
+                    + " is controller-unpublishing it from node node-a"), String.valueOf(lastError));
+        });
+        assertEquals(1, bus.commands(vol).stream().filter(c -> c.kind() == NodeCommandKind.CONTROLLER_PUBLISH).count(),
+                "only the first claim's controller-publish while its controller-unpublish is pending");
+
+        bus.succeed(unpublish);
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        NodeCommand publish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
+        assertEquals("ext-node-a", publish.externalNodeId());
+        bus.succeed(publish, null, Map.of());
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals("alloc-2", mount.allocationId());
+        bus.succeed(mount);
+        bus.awaitStatus(second.requestId(), ClaimState.READY);
+    }
+
     static void awaitSchedulable(String namespace, String vol) {
         org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
                 given().get("/v1/volumes/" + namespace + "/" + vol).then().statusCode(200).body("schedulable", equalTo(true)));

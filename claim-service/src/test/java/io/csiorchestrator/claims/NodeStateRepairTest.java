@@ -235,4 +235,60 @@ class NodeStateRepairTest {
         assertEquals(statuses, bus.statuses(claim.requestId()).size() + bus.statuses(release.requestId()).size(),
                 "no status added");
     }
+
+    /**
+     * The controller publication of (volume, node) is released by the last claim to leave the node, an orphan's too
+     * (plugin with a controller): a claim's row deleted makes its mount an orphan while a second claim of the volume
+     * is READY on the node; the second is released while the orphan's unmount is pending, so its controller-unpublish
+     * is skipped (its RELEASED says so); once the orphan's unmount is done, the orphan, last on the node, sends the
+     * controller-unpublish and ends released.
+     */
+    @Test
+    void anOrphanLeftLastOnItsNodeControllerUnpublishesTheVolume() throws Exception {
+        String node = ClaimFlowTest.unique("node-ae");
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("shared"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of(node));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        NodeCommand[] mounts = new NodeCommand[2];
+        for (int i = 0; i < 2; i++) {
+            if (i == 1) {
+                deleteClaimRows(vol); // alloc-1's mount stays on the node: an orphan
+            }
+            ClaimRequested claim = Bus.claim("ns1", vol, "alloc-" + (i + 1), node, ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+            bus.send(claim);
+            bus.succeed(bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH), null, java.util.Map.of());
+            mounts[i] = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+            bus.succeed(mounts[i]);
+            bus.awaitStatus(claim.requestId(), ClaimState.READY);
+        }
+        Instant t0 = Instant.now();
+        NodeStateReported.VolumeState both = new NodeStateReported.VolumeState("ns1", vol, plugin, "ext-" + vol,
+                ReportedMount.MOUNTED, List.of(
+                new NodeStateReported.Publication("alloc-1", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM,
+                        false, ReportedMount.MOUNTED, mounts[0].commandId()),
+                new NodeStateReported.Publication("alloc-2", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM,
+                        false, ReportedMount.MOUNTED, mounts[1].commandId())), List.of());
+        report(node, t0, both);
+        report(node, t0.plus(GRACE), both);
+        NodeCommand orphanUnmount = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertEquals("alloc-1", orphanUnmount.allocationId());
+        ClaimStatus orphanReleasing = awaitStatusOf(vol, ClaimState.RELEASING, "holds no claim");
+
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-2");
+        bus.send(release);
+        NodeCommand unmount = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertEquals("alloc-2", unmount.allocationId());
+        bus.succeed(unmount);
+        String reason = bus.awaitStatus(release.requestId(), ClaimState.RELEASED).reason();
+        assertTrue(reason != null && reason.contains("controller-unpublish skipped"), String.valueOf(reason));
+        assertEquals(0, bus.commands(vol).stream().filter(c -> c.kind() == NodeCommandKind.CONTROLLER_UNPUBLISH).count(),
+                "no controller-unpublish while the orphan's mount is on the node");
+
+        bus.succeed(orphanUnmount);
+        NodeCommand unpublish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
+        assertEquals("ext-" + node, unpublish.externalNodeId());
+        bus.succeed(unpublish);
+        bus.awaitStatus(orphanReleasing.requestId(), ClaimState.RELEASED);
+    }
 }

@@ -3,9 +3,12 @@ package io.csiorchestrator.cli;
 import io.csiorchestrator.csi.CsiClientOptions;
 import io.csiorchestrator.csi.CsiPluginClient;
 import io.csiorchestrator.csi.v1.CreateVolumeRequest;
+import io.csiorchestrator.csi.v1.ListVolumesRequest;
+import io.csiorchestrator.csi.v1.ListVolumesResponse;
 import io.csiorchestrator.csi.v1.VolumeCapability;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 
 /** CSI CreateVolume straight on plugin sockets (the local system has no provisioner service). */
@@ -47,5 +50,25 @@ final class PluginVolumes {
             }
         }
         return ids;
+    }
+
+    /**
+     * The node ids the plugin on {@code socket} holds controller publications of volume {@code externalId} for
+     * (CSI ListVolumes' published_node_ids); empty when the volume is not published or unknown.
+     */
+    static List<String> publishedNodes(String externalId, Path socket) {
+        try (CsiPluginClient client = CsiPluginClient.connect(socket, CsiClientOptions.defaults())
+                .await().atMost(Duration.ofSeconds(30))) {
+            List<String> nodes = new ArrayList<>();
+            String token = "";
+            do {
+                ListVolumesResponse page = client.listVolumes(ListVolumesRequest.newBuilder().setStartingToken(token).build())
+                        .await().atMost(Duration.ofSeconds(30));
+                page.getEntriesList().stream().filter(e -> e.getVolume().getVolumeId().equals(externalId))
+                        .forEach(e -> nodes.addAll(e.getStatus().getPublishedNodeIdsList()));
+                token = page.getNextToken();
+            } while (!token.isEmpty());
+            return nodes;
+        }
     }
 }

@@ -4,6 +4,7 @@ import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.NodeCommandKind;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Set;
 
@@ -15,6 +16,8 @@ import java.util.Set;
  * <pre>
  * publish:  CONTROLLER_PUBLISHING (only when the plugin requires a controller) -> MOUNTING -> READY
  * release:  READY -> UNMOUNTING -> CONTROLLER_UNPUBLISHING (only when controller-published) -> FREED
+ *           (the controller publication is per (volume, node): its unpublish is skipped while another claim of the
+ *           volume on that node needs it, and a controller-publish waits while another claim unpublishes it)
  * waiting:  PLUGIN_WAIT (accepted by every rule but its node's plugin is briefly away; nothing sent or answered)
  *           -> the publish path when the plugin is back, or REJECTED -> FAILED past the grace
  * rollback: a fatal failure while publishing -> failed status, then the same teardown -> FAILED
@@ -365,8 +368,9 @@ public final class ClaimMachine {
     /**
      * Anti-entropy: a node holds a mount no claim holds (its claim was lost). It is torn down like a release of a
      * claim that was READY: a RELEASING status with {@code why}, the UNMOUNT, then the controller-unpublish when
-     * {@code controllerUnpublishOwed} (the plugin needs a controller and no other claim of the volume is on that
-     * node), then RELEASED.
+     * {@code controllerUnpublishOwed} (the plugin needs a controller) and, when it is due, no other claim of the
+     * volume on that node still needs the publication ({@link #controllerPublicationNeeded}, checked by the caller as
+     * for every controller-unpublish), then RELEASED.
      */
     public Transition orphanFound(boolean controllerRequired, boolean controllerUnpublishOwed, String why) {
         Snapshot s = new Snapshot(Phase.UNMOUNTING, 1, controllerRequired, controllerUnpublishOwed, true, false);
@@ -387,6 +391,71 @@ public final class ClaimMachine {
         List<Effect> effects = new ArrayList<>();
         effects.add(new Abandoned(NodeCommandKind.CONTROLLER_UNPUBLISH, why));
         return finish(s, effects, "controller-unpublish abandoned: " + why);
+    }
+
+    /**
+     * Another current claim of the same volume, as the controller-publication rules see it.
+     *
+     * @param nodeId             the claiming node
+     * @param phase              where the claim is
+     * @param controllerRequired its plugin publishes through a controller
+     */
+    public record Peer(String nodeId, Phase phase, boolean controllerRequired) {
+
+        /**
+         * The claim uses (or is about to use) the controller publication of its (volume, node): not past, its plugin
+         * needs a controller, and it is publishing, mounting, ready or unmounting (released or not).
+         */
+        public boolean needsControllerPublication() {
+            return phase != null && !phase.past() && controllerRequired
+                    && (phase == Phase.CONTROLLER_PUBLISHING || phase == Phase.MOUNTING || phase == Phase.READY
+                    || phase == Phase.UNMOUNTING);
+        }
+    }
+
+    /**
+     * The controller publication is per (volume, node), not per claim (Kubernetes: one VolumeAttachment; Nomad:
+     * controller-unpublish only when no claim of the volume remains on the node). Whether one of {@code others} (the
+     * volume's other current claims) on {@code nodeId} still needs it: then a claim leaving that node must not
+     * controller-unpublish (the other's mount would lose its attachment); the last claim to leave unpublishes.
+     * Also the rule of the anti-entropy orphan teardown.
+     */
+    public static boolean controllerPublicationNeeded(String nodeId, Collection<Peer> others) {
+        return others.stream().anyMatch(p -> p.nodeId().equals(nodeId) && p.needsControllerPublication());
+    }
+
+    /**
+     * Whether one of {@code others} (the volume's other current claims) is controller-unpublishing the volume from
+     * {@code nodeId}: a controller-publish for that (volume, node) must wait for it, not race it (whichever the
+     * plugin ran last would win).
+     */
+    public static boolean controllerUnpublishPending(String nodeId, Collection<Peer> others) {
+        return others.stream().anyMatch(p -> p.nodeId().equals(nodeId) && p.controllerRequired()
+                && p.phase() == Phase.CONTROLLER_UNPUBLISHING);
+    }
+
+    /**
+     * The controller-unpublish of this claim is not sent because another claim of the volume on the same node still
+     * needs the (volume, node) publication ({@link #controllerPublicationNeeded}): the claim ends (released, or
+     * failed when rolling back) with {@code why} as the note; the last claim to leave the node unpublishes.
+     */
+    public Transition controllerUnpublishSkipped(Snapshot s, String why) {
+        if (s.phase() != Phase.CONTROLLER_UNPUBLISHING) {
+            return new Transition(s, List.of());
+        }
+        return finish(s, new ArrayList<>(), "controller-unpublish skipped: " + why);
+    }
+
+    /**
+     * The controller-publish of this claim waits: another claim is controller-unpublishing the volume from the same
+     * node ({@link #controllerUnpublishPending}). Sent again after the base backoff; waiting uses up no attempt.
+     */
+    public Transition controllerPublishDeferred(Snapshot s, String why) {
+        if (s.phase() != Phase.CONTROLLER_PUBLISHING) {
+            return new Transition(s, List.of());
+        }
+        return new Transition(s, List.of(new RetryLater(NodeCommandKind.CONTROLLER_PUBLISH, policy.backoff(1),
+                "controller-publish waits: " + why)));
     }
 
     private Transition afterNodeDetached(Snapshot s, List<Effect> effects) {

@@ -399,6 +399,17 @@ public final class ClaimRules {
         return writerRank(capability) >= writerRank(requested);
     }
 
+    /**
+     * The read-only setting of a ControllerPublishVolume. The controller publication is per (volume, node) and
+     * shared by every claim of the volume on that node, so it is a property of the volume's access mode (the mode
+     * every current claim of the volume uses, see rule 5), as in Kubernetes: read-only only for the reader-only
+     * modes (a reader-only volume can be claimed only in them). A read claim of a writable mode is read-only on
+     * its node publish (its own mount), not on the controller publication a writer on the same node shares.
+     */
+    public static boolean controllerPublishReadOnly(AccessMode accessMode) {
+        return accessMode != null && writerRank(accessMode) == 0;
+    }
+
     private static int writerRank(AccessMode mode) {
         return switch (mode) {
             case SINGLE_NODE_READER_ONLY, MULTI_NODE_READER_ONLY -> 0;

@@ -1,10 +1,12 @@
 package io.csiorchestrator.claims.domain;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.csiorchestrator.claims.domain.ClaimMachine.Abandoned;
 import io.csiorchestrator.claims.domain.ClaimMachine.EmitStatus;
+import io.csiorchestrator.claims.domain.ClaimMachine.Peer;
 import io.csiorchestrator.claims.domain.ClaimMachine.Phase;
 import io.csiorchestrator.claims.domain.ClaimMachine.RetryLater;
 import io.csiorchestrator.claims.domain.ClaimMachine.SendCommand;
@@ -346,5 +348,64 @@ class ClaimMachineTest {
         assertEquals(ClaimState.RELEASING, ((EmitStatus) t.effects().get(1)).state());
         assertTrue(((EmitStatus) t.effects().get(1)).reason().contains("unavailable for 30s; unmount is retried"),
                 t.effects().toString());
+    }
+
+    /**
+     * The controller publication is per (volume, node): another claim of the volume on the same node needs it while it
+     * is controller-publishing, mounting, ready or unmounting with a controller-requiring plugin; not when it is on
+     * another node, past, controller-unpublishing, or its plugin has no controller.
+     */
+    @Test
+    void anotherClaimOnTheSameNodeNeedsTheControllerPublicationWhilePublishingMountingReadyOrUnmounting() {
+        for (Phase phase : List.of(Phase.CONTROLLER_PUBLISHING, Phase.MOUNTING, Phase.READY, Phase.UNMOUNTING)) {
+            assertTrue(ClaimMachine.controllerPublicationNeeded("n1", List.of(new Peer("n1", phase, true))), phase.name());
+            assertFalse(ClaimMachine.controllerPublicationNeeded("n1", List.of(new Peer("n2", phase, true))), phase.name());
+            assertFalse(ClaimMachine.controllerPublicationNeeded("n1", List.of(new Peer("n1", phase, false))), phase.name());
+        }
+        for (Phase phase : List.of(Phase.CONTROLLER_UNPUBLISHING, Phase.FREED, Phase.FAILED)) {
+            assertFalse(ClaimMachine.controllerPublicationNeeded("n1", List.of(new Peer("n1", phase, true))), phase.name());
+        }
+        assertFalse(ClaimMachine.controllerPublicationNeeded("n1", List.of()));
+        assertTrue(ClaimMachine.controllerPublicationNeeded("n1",
+                List.of(new Peer("n2", Phase.READY, true), new Peer("n1", Phase.FREED, true), new Peer("n1", Phase.READY, true))));
+    }
+
+    /** A controller-unpublish of the same (volume, node) by another claim is pending only in CONTROLLER_UNPUBLISHING on that node. */
+    @Test
+    void aControllerUnpublishIsPendingOnlyForAnotherClaimControllerUnpublishingOnTheSameNode() {
+        assertTrue(ClaimMachine.controllerUnpublishPending("n1", List.of(new Peer("n1", Phase.CONTROLLER_UNPUBLISHING, true))));
+        assertFalse(ClaimMachine.controllerUnpublishPending("n1", List.of(new Peer("n2", Phase.CONTROLLER_UNPUBLISHING, true))));
+        for (Phase phase : List.of(Phase.CONTROLLER_PUBLISHING, Phase.MOUNTING, Phase.READY, Phase.UNMOUNTING, Phase.FREED, Phase.FAILED)) {
+            assertFalse(ClaimMachine.controllerUnpublishPending("n1", List.of(new Peer("n1", phase, true))), phase.name());
+        }
+    }
+
+    /**
+     * A skipped controller-unpublish ends the claim with the reason as the RELEASED note (FAILED without a RELEASED
+     * when rolling back unasked); outside CONTROLLER_UNPUBLISHING it changes nothing.
+     */
+    @Test
+    void aSkippedControllerUnpublishEndsTheClaimWithItsReason() {
+        Snapshot unpublishing = new Snapshot(Phase.CONTROLLER_UNPUBLISHING, 1, true, true, true, false);
+        Transition t = machine.controllerUnpublishSkipped(unpublishing, "shared");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, "controller-unpublish skipped: shared")), t.effects());
+        Transition rolledBack = machine.controllerUnpublishSkipped(new Snapshot(Phase.CONTROLLER_UNPUBLISHING, 1, true, true, false, true), "shared");
+        assertEquals(Phase.FAILED, rolledBack.next().phase());
+        assertEquals(List.of(), rolledBack.effects());
+        Snapshot ready = new Snapshot(Phase.READY, 1, true, true, false, false);
+        assertEquals(new Transition(ready, List.of()), machine.controllerUnpublishSkipped(ready, "shared"));
+    }
+
+    /** A deferred controller-publish stays in CONTROLLER_PUBLISHING at the same attempt and is retried after the base backoff. */
+    @Test
+    void aDeferredControllerPublishWaitsWithoutUsingAnAttempt() {
+        Snapshot publishing = machine.start(Snapshot.fresh(true)).next();
+        Transition t = machine.controllerPublishDeferred(publishing, "unpublish pending");
+        assertEquals(publishing, t.next());
+        assertEquals(List.of(new RetryLater(NodeCommandKind.CONTROLLER_PUBLISH, Duration.ofSeconds(1),
+                "controller-publish waits: unpublish pending")), t.effects());
+        Snapshot mounting = new Snapshot(Phase.MOUNTING, 1, true, true, false, false);
+        assertEquals(new Transition(mounting, List.of()), machine.controllerPublishDeferred(mounting, "x"));
     }
 }

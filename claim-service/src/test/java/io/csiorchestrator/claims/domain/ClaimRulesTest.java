@@ -300,4 +300,13 @@ public class ClaimRulesTest {
         return new VolumeFacts("ns", "vol", "p", capability, AttachmentMode.FILE_SYSTEM, fixed, Map.of("zone", "a"), false,
                 List.copyOf(held));
     }
+
+    /** The controller publish is read-only exactly for the reader-only access modes, whatever the claim's mode. */
+    @Test
+    void theControllerPublishIsReadOnlyOnlyForReaderOnlyAccessModes() {
+        for (AccessMode mode : AccessMode.values()) {
+            boolean readerOnly = mode == AccessMode.SINGLE_NODE_READER_ONLY || mode == AccessMode.MULTI_NODE_READER_ONLY;
+            assertEquals(readerOnly, ClaimRules.controllerPublishReadOnly(mode), mode.wire());
+        }
+    }
 }
