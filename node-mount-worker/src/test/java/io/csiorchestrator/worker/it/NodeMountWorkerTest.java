@@ -29,8 +29,6 @@ import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.NodePartitioner;
-import io.csiorchestrator.events.NodeStateReported;
-import io.csiorchestrator.events.ReportedMount;
 import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.testkit.HostileRecords;
 import io.csiorchestrator.testkit.KafkaResource;
@@ -711,72 +709,17 @@ class NodeMountWorkerTest {
                 && !e.occurredAt().isBefore(restart) && Boolean.TRUE.equals(e.success()));
         assertEquals(Boolean.TRUE, heal.success(), heal.toString());
         assertTrue(mounted(staging), "staged again");
-        assertEquals(stages + 1, plugin.calls("NodeStageVolume"));
-        assertEquals(publishes + 1, plugin.calls("NodePublishVolume"));
+        // the plugin-restart heal stages and publishes again; the periodic stale-mount check may have done it
+        // first (both are serialized per volume and NodeStage/NodePublish are idempotent): once or twice, never more
+        long staged = plugin.calls("NodeStageVolume") - stages;
+        long published = plugin.calls("NodePublishVolume") - publishes;
+        assertTrue(staged >= 1 && staged <= 2, "NodeStageVolume calls: " + staged);
+        assertTrue(published >= 1 && published <= 2, "NodePublishVolume calls: " + published);
         Path target = paths().targetPath("alloc-x", NS, "heal");
         assertTrue(mounted(target));
         Files.writeString(target.resolve("after-heal.txt"), "ok");
         assertEquals("ok", Files.readString(staging.resolve("after-heal.txt")));
         assertTrue(run(unmount("heal", ext, "alloc-x")).succeeded());
-    }
-
-    /**
-     * Anti-entropy's actual state (node-state, every second here): a publication made by a mount command is
-     * reported mounted with that command's id, its access mode, and its staging mounted; after its target is
-     * unmounted behind the worker's back (a real umount) a report taken later says the publication is missing,
-     * never mounted, while the record still says published. The reports carry valid CloudEvents headers and an
-     * increasing sequence.
-     */
-    @Test
-    void theStateReportCarriesEachPublicationWithItsCommandAndReportsATargetUnmountedBehindItsBackAsMissing()
-            throws Exception {
-        String ext = createVolume("state-vol");
-        NodeCommand mount = mount("state", ext, "alloc-s", false);
-        assertTrue(run(mount).succeeded());
-        Path target = paths().targetPath("alloc-s", NS, "state");
-        Instant mounted = Instant.now();
-
-        NodeStateReported before = awaitState(r -> !r.takenAt().isBefore(mounted));
-        NodeStateReported.VolumeState volume = volumeOf(before, "state");
-        assertEquals(PLUGIN, volume.pluginId());
-        assertEquals(ext, volume.externalVolumeId());
-        assertEquals(ReportedMount.MOUNTED, volume.staging());
-        NodeStateReported.Publication publication = volume.publications().get(0);
-        assertEquals("alloc-s", publication.allocationId());
-        assertEquals(ReportedMount.MOUNTED, publication.state());
-        assertEquals(mount.commandId(), publication.commandId());
-        assertEquals(AccessMode.MULTI_NODE_MULTI_WRITER, publication.accessMode());
-        assertEquals(Boolean.FALSE, publication.readOnly());
-
-        Process umount = new ProcessBuilder("umount", target.toString()).redirectErrorStream(true).start();
-        assertEquals(0, umount.waitFor(), new String(umount.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
-        assertFalse(mounted(target));
-        Instant removed = Instant.now();
-
-        NodeStateReported after = awaitState(r -> !r.takenAt().isBefore(removed));
-        NodeStateReported.Publication missing = volumeOf(after, "state").publications().get(0);
-        assertEquals(ReportedMount.MISSING, missing.state(), after.toString());
-        assertEquals(ReportedMount.MOUNTED, volumeOf(after, "state").staging(), "only the target was removed");
-        assertTrue(after.sequence() > before.sequence(), before.sequence() + " then " + after.sequence());
-        assertEquals(PublishState.PUBLISHED, worker.operations().record(new VolumeKey(NS, "state")).orElseThrow()
-                .usage("alloc-s").orElseThrow().state(), "the record still says published");
-
-        assertTrue(run(unmount("state", ext, "alloc-s")).succeeded());
-        Instant released = Instant.now();
-        NodeStateReported gone = awaitState(r -> !r.takenAt().isBefore(released));
-        assertTrue(gone.volumes().stream().noneMatch(v -> v.volumeId().equals("state")), "released: " + gone);
-    }
-
-    private static NodeStateReported awaitState(Predicate<NodeStateReported> predicate) {
-        ConsumerRecord<String, String> record = kafka.awaitRecord("node-state", r -> NODE.equals(r.key())
-                && predicate.test(EventCodec.decode(NodeStateReported.class, r.value())), WAIT);
-        CloudEventHeaders.requireValid(record.headers(), EventType.NODE_STATE);
-        return EventCodec.decode(NodeStateReported.class, record.value());
-    }
-
-    private static NodeStateReported.VolumeState volumeOf(NodeStateReported report, String volumeId) {
-        return report.volumes().stream().filter(v -> v.namespace().equals(NS) && v.volumeId().equals(volumeId))
-                .findFirst().orElseThrow(() -> new AssertionError("volume " + volumeId + " not in " + report));
     }
 
     /**

@@ -24,6 +24,8 @@ import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.NodePartitioner;
+import io.csiorchestrator.events.NodeStateReported;
+import io.csiorchestrator.events.ReportedMount;
 import io.csiorchestrator.testkit.KafkaResource;
 import io.csiorchestrator.testkit.KafkaTestClient;
 import io.csiorchestrator.worker.NodeMountWorker;
@@ -49,6 +51,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.junit.jupiter.api.AfterAll;
@@ -499,4 +502,64 @@ class RestoreFailuresTest {
         Usage usage = record.usage(alloc).orElseThrow();
         store.save(record.withUsage(usage.withState(PublishState.UNPUBLISHING)));
     }
+
+    /**
+     * Anti-entropy's actual state (node-state, every second in tests): a publication made by a mount command is
+     * reported mounted with that command's id, its access mode, and its staging mounted; after its target is
+     * unmounted behind the worker's back (a real umount) a report taken later says the publication is missing,
+     * never mounted, while the record still says published. The reports carry valid CloudEvents headers and an
+     * increasing sequence. Here, where the periodic stale-mount check is off: with it on, the healer may mount the
+     * target again before the next report is taken.
+     */
+    @Test
+    void theStateReportCarriesEachPublicationWithItsCommandAndReportsATargetUnmountedBehindItsBackAsMissing()
+            throws Exception {
+        awaitPluginHealthy();
+        String ext = createVolume("state-vol");
+        NodeCommand mount = command(NodeCommandKind.MOUNT, "state", ext, "alloc-s");
+        assertTrue(run(mount).succeeded());
+        Path target = paths().targetPath("alloc-s", NS, "state");
+        Instant mountedAt = Instant.now();
+
+        NodeStateReported before = awaitState(r -> !r.takenAt().isBefore(mountedAt));
+        NodeStateReported.VolumeState volume = volumeOf(before, "state");
+        assertEquals(PLUGIN, volume.pluginId());
+        assertEquals(ext, volume.externalVolumeId());
+        assertEquals(ReportedMount.MOUNTED, volume.staging());
+        NodeStateReported.Publication publication = volume.publications().get(0);
+        assertEquals("alloc-s", publication.allocationId());
+        assertEquals(ReportedMount.MOUNTED, publication.state());
+        assertEquals(mount.commandId(), publication.commandId());
+        assertEquals(AccessMode.MULTI_NODE_MULTI_WRITER, publication.accessMode());
+        assertEquals(Boolean.FALSE, publication.readOnly());
+
+        unmount(target);
+        Instant removed = Instant.now();
+
+        NodeStateReported after = awaitState(r -> !r.takenAt().isBefore(removed));
+        NodeStateReported.Publication missing = volumeOf(after, "state").publications().get(0);
+        assertEquals(ReportedMount.MISSING, missing.state(), after.toString());
+        assertEquals(ReportedMount.MOUNTED, volumeOf(after, "state").staging(), "only the target was removed");
+        assertTrue(after.sequence() > before.sequence(), before.sequence() + " then " + after.sequence());
+        assertEquals(PublishState.PUBLISHED, record(new VolumeKey(NS, "state")).usage("alloc-s").orElseThrow().state(),
+                "the record still says published");
+
+        assertTrue(run(command(NodeCommandKind.UNMOUNT, "state", ext, "alloc-s")).succeeded());
+        Instant released = Instant.now();
+        NodeStateReported gone = awaitState(r -> !r.takenAt().isBefore(released));
+        assertTrue(gone.volumes().stream().noneMatch(v -> v.volumeId().equals("state")), "released: " + gone);
+    }
+
+    private static NodeStateReported awaitState(Predicate<NodeStateReported> predicate) {
+        ConsumerRecord<String, String> record = kafka.awaitRecord("node-state", r -> NODE.equals(r.key())
+                && predicate.test(EventCodec.decode(NodeStateReported.class, r.value())), WAIT);
+        CloudEventHeaders.requireValid(record.headers(), EventType.NODE_STATE);
+        return EventCodec.decode(NodeStateReported.class, record.value());
+    }
+
+    private static NodeStateReported.VolumeState volumeOf(NodeStateReported report, String volumeId) {
+        return report.volumes().stream().filter(v -> v.namespace().equals(NS) && v.volumeId().equals(volumeId))
+                .findFirst().orElseThrow(() -> new AssertionError("volume " + volumeId + " not in " + report));
+    }
+
 }
