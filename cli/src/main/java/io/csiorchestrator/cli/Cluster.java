@@ -436,12 +436,17 @@ public final class Cluster {
      * the simulated plugin: the nodes are discoverable as real ones are, from their plugin-health reports.
      */
     public void awaitSimulatedNodesRegistered(Proc simulator, Duration timeout) {
+        awaitPluginRegistered(SIM_PLUGIN_ID, simulatedNodes, simulator, timeout);
+    }
+
+    /** Waits (bounded) until plugin-registry-service counts {@code nodes} healthy node instances of {@code pluginId}. */
+    public void awaitPluginRegistered(String pluginId, int nodes, Proc watched, Duration timeout) {
         Http http = new Http("plugin-registry-service", registryUrl());
-        Wait.until("plugin-registry-service listing " + simulatedNodes + " healthy nodes of plugin " + SIM_PLUGIN_ID,
-                timeout, simulator, () -> {
+        Wait.until("plugin-registry-service listing " + nodes + " healthy nodes of plugin " + pluginId,
+                timeout, watched, () -> {
                     try {
-                        Http.Response r = http.get("/v1/plugins/" + SIM_PLUGIN_ID);
-                        return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() == simulatedNodes
+                        Http.Response r = http.get("/v1/plugins/" + pluginId);
+                        return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() == nodes
                                 ? Optional.of(true) : Optional.empty();
                     } catch (Http.UnreachableException e) {
                         return Optional.empty();

@@ -91,6 +91,9 @@ final class Up {
             for (int i = 0; i < workers.size(); i++) {
                 cluster.awaitReady(workers.get(i), cluster.workerUrl(Cluster.NODES.get(i)), Demo.START_TIMEOUT);
             }
+            // A worker's readiness is its own, not its plugins' (issue 12): `up` is done once the registry counts
+            // the hostpath plugin healthy on every node, so a claim right after `up` finds it.
+            cluster.awaitPluginRegistered(Cluster.PLUGIN_ID, Cluster.NODES.size(), workers.get(0), Demo.START_TIMEOUT);
             return null;
         })) && steps.run("write " + Endpoints.FILE, () -> {
             cluster.writeEndpoints();
