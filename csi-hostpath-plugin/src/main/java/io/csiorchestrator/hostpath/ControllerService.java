@@ -32,8 +32,11 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
+import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
@@ -53,13 +56,15 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
     private final PluginStateHolder state;
     private final VolumeDirectories directories;
     private final Supplier<MountTable> mountTable;
+    private final FenceKeeper fences;
 
     ControllerService(PluginOptions options, PluginStateHolder state, VolumeDirectories directories,
-                      Supplier<MountTable> mountTable) {
+                      Supplier<MountTable> mountTable, FenceKeeper fences) {
         this.options = options;
         this.state = state;
         this.directories = directories;
         this.mountTable = mountTable;
+        this.fences = fences;
     }
 
     @Override
@@ -159,6 +164,7 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
                     throw CsiStatus.alreadyExists("volume " + volumeId + " is already published to node " + nodeId
                             + " with another capability or read-only setting");
                 }
+                liftFence(volumeId, nodeId);
                 return publishResponse(nodeId);
             }
             List<String> otherNodes = current.publicationsOf(volumeId).stream()
@@ -173,6 +179,7 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 throw CsiStatus.resourceExhausted("node " + nodeId + " has reached its maximum of "
                         + options.maxVolumesPerNode() + " volumes");
             }
+            liftFence(volumeId, nodeId);
             holder.commit(current.withPublication(wanted));
             return publishResponse(nodeId);
         }));
@@ -181,21 +188,38 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void controllerUnpublishVolume(ControllerUnpublishVolumeRequest request,
                                           StreamObserver<ControllerUnpublishVolumeResponse> observer) {
-        GrpcCalls.answer(observer, () -> state.locked(holder -> {
+        GrpcCalls.answer(observer, () -> {
+            Instant fenceDeadline = fenceDeadline();
             requireControllerPublish();
             String volumeId = RequestChecks.requireId("volume_id", request.getVolumeId());
-            String nodeId = request.getNodeId().isEmpty() ? "" : RequestChecks.requireId("node_id", request.getNodeId());
-            PluginState current = holder.current();
-            // The spec: a volume that no longer exists can be regarded as unpublished from every node.
-            if (current.volume(volumeId).isEmpty()) {
-                return ControllerUnpublishVolumeResponse.getDefaultInstance();
-            }
-            PluginState next = current.withoutPublications(volumeId, nodeId);
-            if (!next.equals(current)) {
-                holder.commit(next);
+            Map<String, Long> fenceRequests = state.locked(holder -> {
+                String nodeId = request.getNodeId().isEmpty() ? ""
+                        : RequestChecks.requireId("node_id", request.getNodeId());
+                PluginState current = holder.current();
+                // The spec: a volume that no longer exists can be regarded as unpublished from every node.
+                if (current.volume(volumeId).isEmpty()) {
+                    return Map.<String, Long>of();
+                }
+                Map<String, Long> requests = Map.of();
+                if (fences.enabled()) {
+                    // Fenced first: a crash before the publication is gone leaves the fence, and a retry finds both.
+                    Set<String> nodes = nodeId.isEmpty()
+                            ? current.publicationsOf(volumeId).stream().map(ControllerPublication::nodeId)
+                                    .collect(Collectors.toCollection(java.util.TreeSet::new))
+                            : Set.of(nodeId);
+                    requests = fences.request(volumeId, nodes);
+                }
+                PluginState next = current.withoutPublications(volumeId, nodeId);
+                if (!next.equals(current)) {
+                    holder.commit(next);
+                }
+                return requests;
+            });
+            if (!fenceRequests.isEmpty()) {
+                fences.awaitEnforced(volumeId, fenceRequests, fenceDeadline);
             }
             return ControllerUnpublishVolumeResponse.getDefaultInstance();
-        }));
+        });
     }
 
     @Override
@@ -296,6 +320,27 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 .putVolumeContext(CONTEXT_PATH, directories.of(volume.id()).toString())
                 .addAccessibleTopology(Topology.newBuilder().putSegments(TOPOLOGY_KEY, options.nodeId()))
                 .build();
+    }
+
+    /** Lifts a storage fence of the volume from the node (ControllerPublishVolume is the way back). */
+    private void liftFence(String volumeId, String nodeId) {
+        if (fences.enabled()) {
+            fences.lift(volumeId, nodeId);
+        }
+    }
+
+    /** How long a fencing ControllerUnpublishVolume waits: --fence-ack-timeout, ending before the call's deadline. */
+    private Instant fenceDeadline() {
+        Instant deadline = Instant.now().plus(options.fenceAckTimeout());
+        io.grpc.Deadline callDeadline = io.grpc.Context.current().getDeadline();
+        if (callDeadline != null) {
+            Instant beforeCall = Instant.now().plusMillis(
+                    callDeadline.timeRemaining(java.util.concurrent.TimeUnit.MILLISECONDS) - 250);
+            if (beforeCall.isBefore(deadline)) {
+                deadline = beforeCall;
+            }
+        }
+        return deadline;
     }
 
     private void requireControllerPublish() {

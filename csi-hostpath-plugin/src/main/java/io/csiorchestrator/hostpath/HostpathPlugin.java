@@ -2,6 +2,7 @@ package io.csiorchestrator.hostpath;
 
 import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.hostpath.faults.FaultInjector;
+import io.csiorchestrator.hostpath.fence.FenceStore;
 import io.csiorchestrator.hostpath.mount.Mounter;
 import io.csiorchestrator.hostpath.state.StateStore;
 
@@ -20,12 +21,15 @@ public final class HostpathPlugin implements AutoCloseable {
     private final CallLog callLog;
     private final NodeService node;
     private final UnixSocketServer server;
+    private final FenceKeeper fences;
 
-    private HostpathPlugin(PluginOptions options, CallLog callLog, NodeService node, UnixSocketServer server) {
+    private HostpathPlugin(PluginOptions options, CallLog callLog, NodeService node, UnixSocketServer server,
+                           FenceKeeper fences) {
         this.options = options;
         this.callLog = callLog;
         this.node = node;
         this.server = server;
+        this.fences = fences;
     }
 
     /** Loads the state from the state dir and serves CSI on the socket. */
@@ -43,12 +47,16 @@ public final class HostpathPlugin implements AutoCloseable {
         Files.createDirectories(directories.root());
         Supplier<MountTable> mountTable = MountTable::readSelf;
         Mounter mounter = new Mounter(mountTable);
-        NodeService node = new NodeService(options, state, directories, mountTable, mounter);
+        FenceKeeper fences = new FenceKeeper(options, state, new FenceStore(options.volumesParent()), mountTable,
+                mounter);
+        NodeService node = new NodeService(options, state, directories, mountTable, mounter, fences);
+        // A restarted plugin enforces its node's fences before it answers anything.
+        fences.start();
         CallLog callLog = new CallLog(options.stateDir());
         try {
             UnixSocketServer server = UnixSocketServer.start(options.socketPath(), List.of(
                     new IdentityService(options, version, faults),
-                    new ControllerService(options, state, directories, mountTable),
+                    new ControllerService(options, state, directories, mountTable, fences),
                     node), new CallInterceptor(faults, callLog));
             LOG.info("CSI hostpath plugin " + options.pluginName() + " " + version + " listening on unix://"
                     + options.socketPath() + " (node " + options.nodeId() + ", state dir " + options.stateDir()
@@ -56,9 +64,11 @@ public final class HostpathPlugin implements AutoCloseable {
                     + ", stage-unstage=" + options.stageUnstage() + ", controller-publish=" + options.controllerPublish()
                     + ", max-volumes-per-node=" + options.maxVolumesPerNode()
                     + ", unmount-staging-on-exit=" + options.unmountStagingOnExit()
+                    + ", fence-on-controller-unpublish=" + options.fenceOnControllerUnpublish()
                     + ", faults file " + options.faultsFile() + ")");
-            return new HostpathPlugin(options, callLog, node, server);
+            return new HostpathPlugin(options, callLog, node, server, fences);
         } catch (IOException | RuntimeException e) {
+            fences.close();
             callLog.close();
             throw e;
         }
@@ -68,6 +78,7 @@ public final class HostpathPlugin implements AutoCloseable {
     @Override
     public void close() {
         server.stop();
+        fences.close();
         if (options.unmountStagingOnExit()) {
             node.unmountStagings();
         }

@@ -53,14 +53,16 @@ final class NodeService extends NodeGrpc.NodeImplBase {
     private final VolumeDirectories directories;
     private final Supplier<MountTable> mountTable;
     private final Mounter mounter;
+    private final FenceKeeper fences;
 
     NodeService(PluginOptions options, PluginStateHolder state, VolumeDirectories directories, Supplier<MountTable> mountTable,
-                Mounter mounter) {
+                Mounter mounter, FenceKeeper fences) {
         this.options = options;
         this.state = state;
         this.directories = directories;
         this.mountTable = mountTable;
         this.mounter = mounter;
+        this.fences = fences;
     }
 
     @Override
@@ -73,6 +75,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                     request.getVolumeCapability(), request.hasVolumeCapability());
             PluginState current = holder.current();
             requireVolume(current, volumeId);
+            fences.requireNotFenced(volumeId);
             requireControllerPublished(current, volumeId);
             Staging wanted = new Staging(volumeId, stagingPath.toString(), CapabilityRecord.of(capability));
             Staging existing = current.stagings().get(volumeId);
@@ -138,6 +141,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
             VolumeCapability capability = RequestChecks.requireCapability("volume_capability",
                     request.getVolumeCapability(), request.hasVolumeCapability());
             PluginState current = holder.current();
+            fences.requireNotFenced(volumeId);
             Path source;
             if (options.stageUnstage()) {
                 Path stagingPath = RequestChecks.requirePath("staging_target_path", request.getStagingTargetPath());

@@ -3,9 +3,11 @@ package io.csiorchestrator.hostpath;
 import io.csiorchestrator.csi.CsiSocketChannels;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -25,6 +27,11 @@ import java.util.Set;
  * @param sharedDir             {@code --shared-dir D} or null: the volumes and the controller state, shared by every
  *                              process of this plugin (as a storage backend is), so that a ControllerPublish answered
  *                              by one node's plugin is known to another's NodeStage
+ * @param fenceOnControllerUnpublish {@code --fence-on-controller-unpublish} (or env
+ *                              {@value #FENCE_ENV}{@code =true}): a ControllerUnpublishVolume(vol, X) fences vol from
+ *                              node X (storage-level fencing, see {@code FenceKeeper}) until a ControllerPublishVolume(vol, X)
+ * @param fenceAckTimeout       {@code --fence-ack-timeout}: how long a fencing ControllerUnpublishVolume waits for node
+ *                              X's plugin to confirm the fence (default 5 s; never past the call's own deadline)
  */
 public record PluginOptions(
         Path socketPath,
@@ -38,8 +45,13 @@ public record PluginOptions(
         Set<String> knownNodeIds,
         Path faultsFile,
         List<String> faultRules,
-        Path sharedDir) {
+        Path sharedDir,
+        boolean fenceOnControllerUnpublish,
+        Duration fenceAckTimeout) {
 
+    /** The environment variable that turns {@code --fence-on-controller-unpublish} on ({@code true}). */
+    public static final String FENCE_ENV = "CSI_HOSTPATH_FENCE_ON_CONTROLLER_UNPUBLISH";
+    public static final Duration DEFAULT_FENCE_ACK_TIMEOUT = Duration.ofSeconds(5);
     public static final String DEFAULT_PLUGIN_NAME = "hostpath.csi.csiorchestrator.io";
     public static final String FAULTS_FILE_NAME = "faults";
 
@@ -55,7 +67,11 @@ public record PluginOptions(
               --fault RULE                     add a fault rule at start, e.g. --fault "NodePublishVolume UNAVAILABLE 2"
               --shared-dir D                   volumes and controller state shared by this plugin's processes on
                                                every node (D/volumes, D/controller-state.json; file-locked)
-            """;
+              --fence-on-controller-unpublish  storage fence: ControllerUnpublishVolume(vol, X) refuses X's
+                                               NodeStage/NodePublish of vol and makes X's mounts of it read-only,
+                                               until ControllerPublishVolume(vol, X) (env %s=true)
+              --fence-ack-timeout 5s           how long ControllerUnpublishVolume waits for X's plugin to confirm
+            """.formatted(FENCE_ENV);
 
     public PluginOptions {
         knownNodeIds = Set.copyOf(knownNodeIds);
@@ -67,8 +83,13 @@ public record PluginOptions(
         return nodeId.equals(id) || knownNodeIds.contains(id);
     }
 
-    /** Parses {@code --name value} and {@code --name=value} arguments. */
+    /** Parses {@code --name value} and {@code --name=value} arguments, and {@value #FENCE_ENV} from the environment. */
     public static PluginOptions parse(String... args) {
+        return parse(System.getenv(), args);
+    }
+
+    /** Parses the arguments; {@code env} may turn on the fence ({@value #FENCE_ENV}{@code =true}). */
+    public static PluginOptions parse(Map<String, String> env, String... args) {
         Path socket = null;
         String nodeId = null;
         Path stateDir = null;
@@ -78,6 +99,9 @@ public record PluginOptions(
         boolean controllerPublish = true;
         long maxVolumes = 0;
         boolean unmountStagingOnExit = false;
+        boolean fence = env.containsKey(FENCE_ENV) && bool("fence-on-controller-unpublish (" + FENCE_ENV + ")",
+                env.get(FENCE_ENV).strip());
+        Duration fenceAckTimeout = DEFAULT_FENCE_ACK_TIMEOUT;
         Set<String> knownNodes = new LinkedHashSet<>();
         Path faultsFile = null;
         List<String> faultRules = new ArrayList<>();
@@ -91,6 +115,7 @@ public record PluginOptions(
             String inline = equals < 0 ? null : arg.substring(equals + 1);
             switch (name) {
                 case "unmount-staging-on-exit" -> unmountStagingOnExit = inline == null || bool(name, inline);
+                case "fence-on-controller-unpublish" -> fence = inline == null || bool(name, inline);
                 case "stage-unstage", "controller-publish" -> {
                     String value = inline;
                     if (value == null) {
@@ -126,6 +151,7 @@ public record PluginOptions(
                         case "faults-file" -> faultsFile = absolute(name, value);
                         case "shared-dir" -> sharedDir = absolute(name, value);
                         case "fault" -> faultRules.add(value);
+                        case "fence-ack-timeout" -> fenceAckTimeout = duration(name, value);
                         default -> throw new IllegalArgumentException("unknown option --" + name);
                     }
                 }
@@ -137,9 +163,13 @@ public record PluginOptions(
         if (pluginName.isBlank() || pluginName.length() > 63) {
             throw new IllegalArgumentException("--plugin-name must have 1 to 63 characters");
         }
+        if (fence && !controllerPublish) {
+            throw new IllegalArgumentException("--fence-on-controller-unpublish needs --controller-publish=true"
+                    + " (the fence is set by ControllerUnpublishVolume)");
+        }
         return new PluginOptions(socket, nodeId, stateDir, pluginName, stageUnstage, controllerPublish, maxVolumes,
                 unmountStagingOnExit, knownNodes, faultsFile == null ? stateDir.resolve(FAULTS_FILE_NAME) : faultsFile,
-                faultRules, sharedDir);
+                faultRules, sharedDir, fence, fenceAckTimeout);
     }
 
     /** Where the volume directories are: {@code <shared-dir>/volumes} or {@code <state-dir>/volumes}. */
@@ -171,6 +201,26 @@ public record PluginOptions(
             throw new IllegalArgumentException("--" + name + " must be an absolute path, got '" + value + "'");
         }
         return path.normalize();
+    }
+
+    private static Duration duration(String name, String value) {
+        try {
+            Duration duration;
+            if (value.endsWith("ms")) {
+                duration = Duration.ofMillis(Long.parseLong(value.substring(0, value.length() - 2)));
+            } else if (value.endsWith("s")) {
+                duration = Duration.ofSeconds(Long.parseLong(value.substring(0, value.length() - 1)));
+            } else {
+                throw new NumberFormatException();
+            }
+            if (duration.isNegative() || duration.isZero()) {
+                throw new NumberFormatException();
+            }
+            return duration;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + name + " takes a positive duration such as 5s or 500ms, got '"
+                    + value + "'");
+        }
     }
 
     private static long nonNegative(String name, String value) {

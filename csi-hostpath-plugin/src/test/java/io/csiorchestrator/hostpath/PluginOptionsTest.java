@@ -3,7 +3,9 @@ package io.csiorchestrator.hostpath;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -62,5 +64,40 @@ class PluginOptionsTest {
                 "--node-id", "n1", "--state-dir", "/s", "--stage-unstage=maybe"));
         assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse("--endpoint", "/s.sock",
                 "--node-id", "n1", "--state-dir", "/s", "--colour", "blue"));
+    }
+
+    /**
+     * The storage fence is off by default; {@code --fence-on-controller-unpublish} or the environment variable
+     * turns it on; it needs controller publish; {@code --fence-ack-timeout} takes s or ms.
+     */
+    @Test
+    void theStorageFenceFlag() {
+        String[] base = {"--endpoint", "/s.sock", "--node-id", "n1", "--state-dir", "/s"};
+        PluginOptions plain = PluginOptions.parse(Map.of(), base);
+        assertFalse(plain.fenceOnControllerUnpublish());
+        assertEquals(Duration.ofSeconds(5), plain.fenceAckTimeout());
+
+        assertTrue(PluginOptions.parse(Map.of(), concat(base, "--fence-on-controller-unpublish"))
+                .fenceOnControllerUnpublish());
+        assertTrue(PluginOptions.parse(Map.of("CSI_HOSTPATH_FENCE_ON_CONTROLLER_UNPUBLISH", "true"), base)
+                .fenceOnControllerUnpublish());
+        assertFalse(PluginOptions.parse(Map.of("CSI_HOSTPATH_FENCE_ON_CONTROLLER_UNPUBLISH", "true"),
+                concat(base, "--fence-on-controller-unpublish=false")).fenceOnControllerUnpublish());
+        assertEquals(Duration.ofMillis(1500), PluginOptions.parse(Map.of(),
+                concat(base, "--fence-ack-timeout", "1500ms")).fenceAckTimeout());
+
+        IllegalArgumentException noPublish = assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse(
+                Map.of(), concat(base, "--fence-on-controller-unpublish", "--controller-publish=false")));
+        assertTrue(noPublish.getMessage().contains("needs --controller-publish=true"), noPublish.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse(
+                Map.of("CSI_HOSTPATH_FENCE_ON_CONTROLLER_UNPUBLISH", "yes"), base));
+        assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse(Map.of(),
+                concat(base, "--fence-ack-timeout", "0s")));
+    }
+
+    private static String[] concat(String[] first, String... more) {
+        String[] all = java.util.Arrays.copyOf(first, first.length + more.length);
+        System.arraycopy(more, 0, all, first.length, more.length);
+        return all;
     }
 }

@@ -13,6 +13,7 @@ import io.csiorchestrator.csi.v1.CreateVolumeRequest;
 import io.csiorchestrator.csi.v1.ListVolumesRequest;
 import io.csiorchestrator.csi.v1.ListVolumesResponse;
 import io.csiorchestrator.csi.v1.NodeGrpc;
+import io.csiorchestrator.csi.v1.NodePublishVolumeRequest;
 import io.csiorchestrator.csi.v1.NodeStageVolumeRequest;
 import io.csiorchestrator.csi.v1.NodeUnstageVolumeRequest;
 import io.grpc.Grpc;
@@ -108,6 +109,40 @@ class SharedDirIT {
         assertTrue(Files.readString(dir.resolve("shared").resolve("controller-state.json")).contains(id));
         Path n1State = n1.stateDir().resolve("plugin-state.json");
         assertFalse(Files.exists(n1State) && Files.readString(n1State).contains(id));
+    }
+
+    /**
+     * Without {@code --fence-on-controller-unpublish} a ControllerUnpublishVolume(vol, n2) answered by n1's
+     * plugin fences nothing: n2's target stays read-write and is written through, n2 still publishes vol at a
+     * second target from its staging, and no {@code fences.json} is written ({@link StorageFenceIT} has the flag).
+     */
+    @Test
+    void withoutTheFenceFlagControllerUnpublishLeavesTheNodesMountsWritable() throws IOException {
+        String id = controller(channel1).createVolume(CreateVolumeRequest.newBuilder().setName("shared-unfenced")
+                .addVolumeCapabilities(WRITER).build()).getVolume().getVolumeId();
+        controller(channel2).controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(id)
+                .setNodeId("n2").setVolumeCapability(WRITER).build());
+        Path staging = dir.resolve("n2-staging-unfenced");
+        Path target = dir.resolve("n2-target-unfenced");
+        node(channel2).nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id)
+                .setStagingTargetPath(staging.toString()).setVolumeCapability(WRITER).build());
+        node(channel2).nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(id)
+                .setStagingTargetPath(staging.toString()).setTargetPath(target.toString())
+                .setVolumeCapability(WRITER).build());
+
+        controller(channel1).controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(id)
+                .setNodeId("n2").build());
+
+        assertFalse(PluginFixture.mountAt(target).orElseThrow().readOnly());
+        Files.writeString(target.resolve("after-unpublish.txt"), "still writable");
+        assertEquals("still writable", Files.readString(dir.resolve("shared").resolve("volumes").resolve(id)
+                .resolve("after-unpublish.txt")));
+        Path second = dir.resolve("n2-target-unfenced-2");
+        node(channel2).nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(id)
+                .setStagingTargetPath(staging.toString()).setTargetPath(second.toString())
+                .setVolumeCapability(WRITER).build());
+        assertFalse(PluginFixture.mountAt(second).orElseThrow().readOnly());
+        assertFalse(Files.exists(dir.resolve("shared").resolve("fences.json")));
     }
 
     private static ManagedChannel channel(HostpathPluginProcess plugin) {

@@ -37,6 +37,15 @@ public final class Mounter {
         }
     }
 
+    /**
+     * Makes the bind mount at {@code target} read-only ({@code mount -o remount,bind,ro}): only this mount's
+     * flag changes, not the file system's nor other bind mounts of it. The kernel refuses (busy) while a file
+     * is open for writing through this mount.
+     */
+    public void remountReadOnly(Path target) throws IOException {
+        run("mount", "-o", "remount,bind,ro", target.toString());
+    }
+
     /** Unmounts everything mounted at {@code target}, including mounts stacked on each other. */
     public void unmountAll(Path target) throws IOException {
         for (int i = 0; i < MAX_STACKED_UNMOUNTS && mountTable.get().isMountPoint(target); i++) {
