@@ -6,6 +6,7 @@ import io.csiorchestrator.hostpath.fence.Fence;
 import io.csiorchestrator.hostpath.fence.FenceBook;
 import io.csiorchestrator.hostpath.fence.FenceStore;
 import io.csiorchestrator.hostpath.mount.Mounter;
+import io.csiorchestrator.hostpath.state.PluginState;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -25,8 +26,8 @@ import java.util.logging.Logger;
  * The storage fence of {@code --fence-on-controller-unpublish}. ControllerUnpublishVolume(vol, X)
  * records a fence of vol from X in {@code fences.json} (beside the controller state, so every process
  * of the plugin on this machine sees it) and waits for X's plugin to answer. X's plugin, which watches
- * the file, refuses NodeStage/NodePublish of vol from then on and makes every mount of vol in its mount
- * table read-only ({@code mount -o remount,bind,ro}), then records the answer: enforced, or what it
+ * the file, refuses NodeStage/NodePublish of vol from then on and makes its staging and targets of vol
+ * read-only ({@code mount -o remount,bind,ro}), then records the answer: enforced, or what it
  * could not make read-only (the kernel refuses while a file is open for writing through the mount; the
  * plugin retries every second). ControllerPublishVolume(vol, X) lifts the fence; mounts it made
  * read-only stay so until they are unpublished/unstaged.
@@ -138,15 +139,14 @@ final class FenceKeeper implements AutoCloseable {
     }
 
     /**
-     * Enforces every fence of this node: each mount of a fenced volume in this process's mount table is made
-     * read-only; the answer (enforced, or the problem) is recorded for the request. Takes the state lock.
+     * Enforces every fence of this node: its staging and targets of each fenced volume are made read-only; the answer (enforced, or the problem) is recorded for the request. Takes the state lock.
      */
     void enforceOwn() {
         state.locked(holder -> {
             FenceBook book = store.load();
             FenceBook next = book;
             for (Fence fence : book.of(options.nodeId())) {
-                String problem = makeReadOnly(fence.volumeId());
+                String problem = makeReadOnly(fence.volumeId(), holder.current());
                 if (fence.applied() != fence.requested() || !Objects.equals(problem, fence.problem())) {
                     next = next.with(fence.answeredWith(fence.requested(), problem));
                     LOG.info(problem == null
@@ -161,15 +161,16 @@ final class FenceKeeper implements AutoCloseable {
         });
     }
 
-    /** Makes the visible mounts of the volume read-only; null when all are, else what is not. */
-    private String makeReadOnly(String volumeId) {
+    /**
+     * Makes this node's mounts of the volume read-only: its staging and its targets as this plugin recorded
+     * them (several nodes' plugins may share one machine's mount table, as in the tests and {@code ./csi up}, so
+     * the mount table alone does not say whose a mount is). Null when all are read-only, else what is not.
+     */
+    private String makeReadOnly(String volumeId, PluginState current) {
         MountTable table = mountTable.get();
         Set<String> points = new LinkedHashSet<>();
-        for (MountInfo mount : table.mounts()) {
-            if (isOf(mount, volumeId)) {
-                points.add(mount.mountPoint());
-            }
-        }
+        Optional.ofNullable(current.stagings().get(volumeId)).ifPresent(staging -> points.add(staging.stagingPath()));
+        current.nodePublicationsOf(volumeId).forEach(publication -> points.add(publication.targetPath()));
         List<String> problems = new ArrayList<>();
         for (String point : points) {
             Optional<MountInfo> top = table.mountAt(Path.of(point));
@@ -188,10 +189,9 @@ final class FenceKeeper implements AutoCloseable {
         return problems.isEmpty() ? null : String.join("; ", problems);
     }
 
-    /** A mount of the volume: its root is the volume's directory or a directory in it. */
+    /** A mount of the volume: its root is the volume's directory (a bind mount of it or of its staging). */
     private static boolean isOf(MountInfo mount, String volumeId) {
-        String marker = "/volumes/" + volumeId;
-        return mount.root().endsWith(marker) || mount.root().contains(marker + "/");
+        return mount.root().endsWith("/volumes/" + volumeId);
     }
 
     /** Starts the watcher thread: enforces this node's fences whenever the file changes, and every second. */

@@ -76,7 +76,8 @@ class StorageFenceIT {
      * ControllerUnpublishVolume(vol, n1) answered by n2's plugin returns OK only once n1's plugin made n1's
      * staging and target of vol read-only: a write through n1's target then fails with EROFS ("Read-only file
      * system") and n1's NodeStage and NodePublish of vol fail FAILED_PRECONDITION "fenced", while n2 gets the
-     * volume (ControllerPublish, stage, publish) and writes to it.
+     * volume (ControllerPublish, stage, publish) and writes to it; a repeated ControllerUnpublishVolume(vol, n1),
+     * answered after n1's plugin enforced its fences again, leaves n2's mounts of vol read-write.
      */
     @Test
     void controllerUnpublishMakesTheNodesMountsReadOnlyAndRefusesItsStageAndPublish() throws IOException {
@@ -119,6 +120,14 @@ class StorageFenceIT {
         Files.writeString(target2.resolve("from-n2.txt"), "the new writer");
         assertEquals("the new writer", Files.readString(n1.stateDir().resolveSibling("shared").resolve("volumes")
                 .resolve(id).resolve("from-n2.txt")));
+
+        // Both nodes' plugins share this machine's mount table: n1's plugin, answering a repeated
+        // ControllerUnpublish(vol, n1) after a pass over its fences, leaves n2's mounts of vol read-write.
+        controller(channel2).controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder()
+                .setVolumeId(id).setNodeId("n1").build());
+        assertFalse(mount(staging2).readOnly(), "n2's staging untouched: " + mount(staging2));
+        assertFalse(mount(target2).readOnly(), "n2's target untouched: " + mount(target2));
+        Files.writeString(target2.resolve("from-n2.txt"), "n2 still writes");
     }
 
     /**
