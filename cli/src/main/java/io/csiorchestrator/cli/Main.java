@@ -46,15 +46,23 @@ public final class Main {
               bench [--sequential] [--cycles N] [--warmup W] [--node N]
                                            (no --rate/--sweep) one claim at a time: latency hop by hop (record timestamps)
 
-            Volumes and plugins (claim-service and plugin-registry-service REST, Kafka):
+            Volumes, plugins and nodes (claim-service and plugin-registry-service REST, Kafka):
               volume create <name> [--plugin hostpath]      CSI CreateVolume on each node's plugin of `up` (prints externalId)
               volume register <file.json>                   register the volume(s) in the file (claim-service POST /v1/volumes)
               volume status [id]                            all volumes, or one with its claims
               volume deregister <id> [-force]               remove (force: release every claim first)
-              volume detach <id> <node>                     every claim on <node> is assumed detached
+              volume detach <id> <node> [--force]           unmount the volume on <node> first: its claims are freed
+                                                            once the node reports the unmount (a node whose lease
+                                                            lapsed: once the fence wait has passed); prints each
+                                                            claim: detaching, freed, or waiting (time left).
+                                                            --force frees them at once: only if the node is
+                                                            powered off (a running node may still write)
               volume claim <id> --alloc A --node N --mode read|write [--access-mode M] [--attachment-mode M]
               volume release <id> --alloc A                 publish claim-requested, wait for claim-status
               plugin status [id]                            plugins, or one with its instances per node
+              node status [node]                            each node's lease (plugin-registry-service GET /v1/nodes):
+                                                            epoch, state (valid, lapsed, fenced), last renewal,
+                                                            expiry (the registry's estimate), fenced epoch
 
             Options: -json (machine output), --namespace NS (default "default"), --timeout SECONDS,
               --claims-url URL (env CSI_CLAIMS_URL), --registry-url URL (env CSI_REGISTRY_URL),
@@ -101,7 +109,7 @@ public final class Main {
                         "json", "converge-limit")).atMost(1), home(args), out).run();
                 case "bench" -> new Bench(args.only(Bench.OPTIONS).atMost(1),
                         Endpoints.resolve(args, System.getenv(), home(args)), out).run();
-                case "volume", "plugin" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)
+                case "volume", "plugin", "node" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)
                         .run(command);
                 default -> throw new Args.UsageException("unknown command '" + command + "'");
             };

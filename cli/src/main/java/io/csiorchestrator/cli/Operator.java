@@ -18,11 +18,12 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 
-/** The operator commands: {@code volume ...} and {@code plugin ...}. */
+/** The operator commands: {@code volume ...}, {@code plugin ...} and {@code node ...}. */
 final class Operator {
 
     /** A command that reached the service and failed: message for the person, exit 1. */
@@ -50,6 +51,13 @@ final class Operator {
 
     int run(String noun) throws IOException {
         String verb = args.positional(0, noun + " subcommand");
+        if (noun.equals("node")) {
+            if (!verb.equals("status")) {
+                throw new Args.UsageException("unknown command 'node " + verb + "'");
+            }
+            args.only(Set.of()).atMost(2);
+            return nodeStatus(args.positionalOpt(1).orElse(null));
+        }
         if (noun.equals("plugin")) {
             if (!verb.equals("status")) {
                 throw new Args.UsageException("unknown command 'plugin " + verb + "'");
@@ -63,8 +71,8 @@ final class Operator {
             case "status" -> volumeStatus(args.only(Set.of()).atMost(2).positionalOpt(1).orElse(null));
             case "deregister" -> deregister(args.only(Set.of("force")).atMost(2).positional(1, "volume id"));
             case "detach" -> {
-                args.only(Set.of()).atMost(3);
-                yield detach(args.positional(1, "volume id"), args.positional(2, "node id"));
+                args.only(Set.of("force")).atMost(3);
+                yield detach(args.positional(1, "volume id"), args.positional(2, "node id"), args.flag("force"));
             }
             case "claim" -> claim(args.only(Set.of("alloc", "node", "mode", "access-mode", "attachment-mode",
                     "timeout", "read-only")).atMost(2).positional(1, "volume id"));
@@ -236,20 +244,128 @@ final class Operator {
         return 0;
     }
 
-    int detach(String id, String node) {
+    /** What {@code volume detach --force} says, in its help and its output. */
+    static final String FORCE_WARNING = "--force frees the claims at once, without waiting for the node's unmount or"
+            + " for its lease to lapse and its fence: use it only if the node is powered off (a node that still runs"
+            + " may still write to the volume)";
+
+    /**
+     * {@code POST /v1/volumes/{ns}/{id}/detach?node=N[&force=true]}: prints what claim-service answered, claim by
+     * claim when it lists them (detaching: unmounts sent, freed once the node reports them; freed; waiting for the
+     * node's lease to lapse, with the time left), else its action and the allocations.
+     */
+    int detach(String id, String node, boolean force) {
         checkId("volume id", id);
         checkId("node id", node);
-        Http.Response r = claims().post(volumePath(id) + "/detach?node=" + enc(node), "");
+        Http.Response r = claims().post(volumePath(id) + "/detach?node=" + enc(node) + (force ? "&force=true" : ""), "");
         if (r.status() == 404) {
             throw unknownVolume(id);
         }
         expectOk(r, "detach volume " + id + " from " + node);
         if (json) {
             out.println(r.raw() == null || r.raw().isBlank() ? "{}" : r.raw());
-        } else {
-            out.println("volume " + namespace + "/" + id + ": claims on node " + node + " are being detached");
+            return 0;
+        }
+        JsonNode body = r.body() == null ? Http.MAPPER.createObjectNode() : r.body();
+        if (force) {
+            out.println("forced: " + FORCE_WARNING);
+        }
+        String action = text(body, "action", "message", "reason");
+        out.println("volume " + namespace + "/" + id + " on node " + node + ": "
+                + (action.equals("-") ? (r.status() == 202 ? "accepted" : "done") : action)
+                + (body.hasNonNull("forcedBy") ? " (forced by " + body.get("forcedBy").asText() + ")" : ""));
+        JsonNode claims = body.path("claims");
+        if (claims.isArray() && !claims.isEmpty()) {
+            Table table = new Table("ALLOCATION", "STATE", "DETAIL");
+            for (JsonNode c : claims) {
+                String detail = text(c, "reason", "detail", "message");
+                if (c.hasNonNull("secondsLeft")) {
+                    detail = (detail.equals("-") ? "" : detail + ", ") + c.get("secondsLeft").asLong() + " s left";
+                }
+                table.row(text(c, "allocationId", "allocation"), text(c, "state", "status"), detail);
+            }
+            out.print(table.render());
+        } else if (body.path("allocations").isArray()) {
+            List<String> allocations = new ArrayList<>();
+            body.path("allocations").forEach(a -> allocations.add(a.asText()));
+            out.println(allocations.isEmpty() ? "no claim of the volume on node " + node
+                    : "claims: " + String.join(", ", allocations));
         }
         return 0;
+    }
+
+    // ------------------------------------------------------------------ nodes
+
+    /**
+     * {@code GET /v1/nodes} (a table: each node's lease epoch, state, last renewal, expiry as the registry
+     * estimates it, fenced epoch) or {@code GET /v1/nodes/{id}} (the same for one node) of plugin-registry-service.
+     */
+    int nodeStatus(String nodeId) {
+        Instant now = Instant.now();
+        if (nodeId == null) {
+            Http.Response r = registry().get("/v1/nodes");
+            expectOk(r, "list nodes");
+            if (json) {
+                out.println(r.raw());
+                return 0;
+            }
+            JsonNode nodes = r.body() != null && r.body().has("nodes") ? r.body().get("nodes") : r.body();
+            Table table = new Table("NODE", "EPOCH", "STATE", "LAST RENEWAL", "EXPIRES", "FENCED EPOCH");
+            if (nodes != null) {
+                for (JsonNode n : nodes) {
+                    JsonNode lease = n.path("lease");
+                    table.row(text(n, "nodeId", "id"), text(lease, "epoch"), text(lease, "state"),
+                            text(lease, "lastRenewedAt"), expiry(lease, now), text(lease, "fencedEpoch"));
+                }
+            }
+            out.print(table.size() == 0 ? "No nodes\n" : table.render());
+            return 0;
+        }
+        checkId("node id", nodeId);
+        Http.Response r = registry().get("/v1/nodes/" + enc(nodeId));
+        if (r.status() == 404) {
+            throw new Failure("node '" + nodeId + "' unknown to plugin-registry-service at " + endpoints.registryUrl());
+        }
+        expectOk(r, "get node " + nodeId);
+        if (json) {
+            out.println(r.body().toPrettyString());
+            return 0;
+        }
+        JsonNode lease = r.body().path("lease");
+        List<String[]> pairs = new ArrayList<>();
+        pairs.add(new String[] {"node", text(r.body(), "nodeId", "id")});
+        pairs.add(new String[] {"lease epoch", text(lease, "epoch")});
+        pairs.add(new String[] {"lease state", text(lease, "state")});
+        pairs.add(new String[] {"last renewal", text(lease, "lastRenewedAt")});
+        pairs.add(new String[] {"expires", expiry(lease, now)});
+        pairs.add(new String[] {"fenced epoch", text(lease, "fencedEpoch")});
+        out.print(Table.keyValues(pairs));
+        return 0;
+    }
+
+    /** The registry's expiry estimate and how far it is from now: {@code 2026-11-24T21:00:30Z (in 12 s)}. */
+    private static String expiry(JsonNode lease, Instant now) {
+        String at = text(lease, "expiresAt");
+        if (at.equals("-")) {
+            return at;
+        }
+        try {
+            return at + " (" + relative(Instant.parse(at), now) + ")";
+        } catch (java.time.format.DateTimeParseException e) {
+            return at;
+        }
+    }
+
+    /** {@code in 12 s}, {@code 3 s ago}, {@code now}; whole seconds, rounded toward now. */
+    static String relative(Instant at, Instant now) {
+        long seconds = Duration.between(now, at).getSeconds();
+        if (Duration.between(now, at).isNegative()) {
+            seconds = -Duration.between(at, now).getSeconds();
+        }
+        if (seconds == 0) {
+            return "now";
+        }
+        return seconds > 0 ? "in " + seconds + " s" : -seconds + " s ago";
     }
 
     // ------------------------------------------------------------------ claims over Kafka

@@ -1,6 +1,7 @@
 package io.csiorchestrator.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -112,5 +113,127 @@ class MainTest {
         assertEquals("csi.", fromUp.topicPrefix());
         Endpoints flag = Endpoints.resolve(Args.parse("--kafka", "k:1"), Map.of(), home);
         assertEquals("k:1", flag.kafkaBootstrap());
+    }
+
+    /** A JDK HTTP server answering each path with a canned status and JSON body; records each request's URI. */
+    private static final class CannedServer implements AutoCloseable {
+        final com.sun.net.httpserver.HttpServer server;
+        final java.util.List<String> requests = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        CannedServer(Map<String, Map.Entry<Integer, String>> answers) throws java.io.IOException {
+            server = com.sun.net.httpserver.HttpServer.create(new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+            server.createContext("/", exchange -> {
+                requests.add(exchange.getRequestMethod() + " " + exchange.getRequestURI());
+                Map.Entry<Integer, String> answer = answers.getOrDefault(exchange.getRequestURI().getPath(),
+                        Map.entry(404, "{\"errors\":[\"not found\"]}"));
+                byte[] body = answer.getValue().getBytes(StandardCharsets.UTF_8);
+                exchange.getResponseHeaders().add("Content-Type", "application/json");
+                exchange.sendResponseHeaders(answer.getKey(), body.length);
+                exchange.getResponseBody().write(body);
+                exchange.close();
+            });
+            server.start();
+        }
+
+        String url() {
+            return "http://127.0.0.1:" + server.getAddress().getPort();
+        }
+
+        @Override
+        public void close() {
+            server.stop(0);
+        }
+    }
+
+    /**
+     * {@code node status} renders plugin-registry-service's {@code GET /v1/nodes} (the lease shape of the fencing
+     * design: epoch, state, lastRenewedAt, expiresAt, fencedEpoch) as one row per node, a node without a lease as
+     * dashes, and {@code node status node-2} its {@code GET /v1/nodes/node-2}; an unknown node exits 1 naming it.
+     * Canned answers (a unit test of the rendering; the REST side is plugin-registry-service's).
+     */
+    @Test
+    void nodeStatusPrintsEachNodesLease() throws Exception {
+        String node1 = """
+                {"nodeId":"node-1","lease":{"epoch":3,"state":"valid","lastRenewedAt":"2025-11-24T21:00:05Z",
+                 "expiresAt":"2025-11-24T21:00:36.500Z","fencedEpoch":null}}""";
+        String node2 = """
+                {"nodeId":"node-2","lease":{"epoch":2,"state":"fenced","lastRenewedAt":"2025-11-24T20:58:00Z",
+                 "expiresAt":"2025-11-24T20:58:31.500Z","fencedEpoch":2}}""";
+        try (CannedServer registry = new CannedServer(Map.of(
+                "/v1/nodes", Map.entry(200, "[" + node1 + "," + node2 + ",{\"nodeId\":\"node-3\",\"lease\":null}]"),
+                "/v1/nodes/node-2", Map.entry(200, node2)))) {
+            Run all = run("node", "status", "--registry-url", registry.url());
+            assertEquals(0, all.code(), all.err());
+            String[] lines = all.out().lines().toArray(String[]::new);
+            assertEquals(4, lines.length, all.out());
+            assertTrue(lines[0].matches("NODE\\s+EPOCH\\s+STATE\\s+LAST RENEWAL\\s+EXPIRES\\s+FENCED EPOCH\\s*"), lines[0]);
+            assertTrue(lines[1].matches("node-1\\s+3\\s+valid\\s+2025-11-24T21:00:05Z\\s+2025-11-24T21:00:36.500Z \\(\\d+ s ago\\)\\s+-\\s*"),
+                    lines[1]);
+            assertTrue(lines[2].matches("node-2\\s+2\\s+fenced\\s+2025-11-24T20:58:00Z\\s+2025-11-24T20:58:31.500Z \\(\\d+ s ago\\)\\s+2\\s*"),
+                    lines[2]);
+            assertTrue(lines[3].matches("node-3\\s+-\\s+-\\s+-\\s+-\\s+-\\s*"), lines[3]);
+
+            Run one = run("node", "status", "node-2", "--registry-url", registry.url());
+            assertEquals(0, one.code(), one.err());
+            assertTrue(one.out().lines().anyMatch(l -> l.matches("lease state\\s+= fenced")), one.out());
+            assertTrue(one.out().lines().anyMatch(l -> l.matches("fenced epoch\\s+= 2")), one.out());
+            assertTrue(one.out().lines().anyMatch(l -> l.matches("lease epoch\\s+= 2")), one.out());
+
+            Run unknown = run("node", "status", "node-9", "--registry-url", registry.url());
+            assertEquals(1, unknown.code());
+            assertTrue(unknown.err().contains("node 'node-9' unknown to plugin-registry-service"), unknown.err());
+            assertEquals(java.util.List.of("GET /v1/nodes", "GET /v1/nodes/node-2", "GET /v1/nodes/node-9"),
+                    registry.requests);
+        }
+        assertEquals("in 12 s", Operator.relative(java.time.Instant.parse("2026-11-24T21:00:42Z"),
+                java.time.Instant.parse("2026-11-24T21:00:30Z")));
+        assertEquals("3 s ago", Operator.relative(java.time.Instant.parse("2026-11-24T21:00:27Z"),
+                java.time.Instant.parse("2026-11-24T21:00:30Z")));
+        assertEquals("now", Operator.relative(java.time.Instant.parse("2026-11-24T21:00:30.400Z"),
+                java.time.Instant.parse("2026-11-24T21:00:30Z")));
+    }
+
+    /**
+     * {@code volume detach fv node-1} posts {@code detach?node=node-1} and prints claim-service's answer claim by
+     * claim (detaching / waiting with the time left); with {@code --force} it posts {@code force=true} and its
+     * output, like the help text, says "only if the node is powered off", with who forced it as answered.
+     * Canned answers (a unit test of the rendering; the REST side is claim-service's).
+     */
+    @Test
+    void volumeDetachPrintsTheServicesAnswerAndForceSaysOnlyIfPoweredOff() throws Exception {
+        String live = """
+                {"volume":"default/fv","action":"unmounting on node-1; claims are freed once node-1 reports the unmount",
+                 "claims":[{"allocationId":"a1","state":"detaching","reason":"unmount sent to node-1"},
+                           {"allocationId":"a2","state":"waiting","reason":"waiting for node-1's lease to lapse",
+                            "secondsLeft":41}]}""";
+        String forced = """
+                {"volume":"default/fv","action":"freed","forcedBy":"anonymous",
+                 "allocations":["a1","a2"]}""";
+        try (CannedServer claims = new CannedServer(Map.of("/v1/volumes/default/fv/detach", Map.entry(202, live)))) {
+            Run r = run("volume", "detach", "fv", "node-1", "--claims-url", claims.url());
+            assertEquals(0, r.code(), r.err());
+            String[] lines = r.out().lines().toArray(String[]::new);
+            assertEquals(4, lines.length, "the answer, a header and a row per claim: " + r.out());
+            assertEquals("volume default/fv on node node-1: unmounting on node-1; claims are freed once node-1 reports"
+                    + " the unmount", lines[0]);
+            assertTrue(lines[1].matches("ALLOCATION\\s+STATE\\s+DETAIL\\s*"), lines[1]);
+            assertTrue(lines[2].matches("a1\\s+detaching\\s+unmount sent to node-1\\s*"), lines[2]);
+            assertTrue(lines[3].matches("a2\\s+waiting\\s+waiting for node-1's lease to lapse, 41 s left\\s*"), lines[3]);
+            assertFalse(r.out().contains("powered off"), r.out());
+            assertEquals(java.util.List.of("POST /v1/volumes/default/fv/detach?node=node-1"), claims.requests);
+        }
+        try (CannedServer claims = new CannedServer(Map.of("/v1/volumes/default/fv/detach", Map.entry(200, forced)))) {
+            Run r = run("volume", "detach", "fv", "node-1", "--force", "--claims-url", claims.url());
+            assertEquals(0, r.code(), r.err());
+            assertTrue(r.out().lines().findFirst().orElseThrow().startsWith("forced: ")
+                    && r.out().contains("only if the node is powered off"), r.out());
+            assertTrue(r.out().contains("volume default/fv on node node-1: freed (forced by anonymous)"), r.out());
+            assertTrue(r.out().contains("claims: a1, a2"), r.out());
+            assertEquals(java.util.List.of("POST /v1/volumes/default/fv/detach?node=node-1&force=true"), claims.requests);
+        }
+        String help = run("help").out();
+        assertTrue(help.contains("volume detach <id> <node> [--force]"), help);
+        assertTrue(help.replaceAll("\\s+", " ").contains("--force frees them at once: only if the node is powered off"),
+                help);
     }
 }
