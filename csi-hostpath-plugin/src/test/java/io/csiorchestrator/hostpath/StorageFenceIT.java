@@ -220,6 +220,46 @@ class StorageFenceIT {
                 + " confirm it in time"), unconfirmed.getStatus().getDescription());
     }
 
+    /**
+     * A fence set while the node's plugin is down (n4, killed with SIGKILL; its mounts stay) is not confirmed
+     * (UNAVAILABLE) and leaves n4's target writable; the restarted plugin makes it read-only before it serves
+     * (checked as soon as the restart returned, before any call), and a retried ControllerUnpublishVolume is OK.
+     */
+    @Test
+    void aPluginRestartedWhileFencedEnforcesTheFenceBeforeItServes() throws IOException {
+        Path shared = dir.resolve("shared");
+        HostpathPluginProcess.Builder n4Plugin = HostpathPluginProcess.builder(dir.resolve("n4.sock"), "n4",
+                dir.resolve("n4-state")).args("--known-node-ids", "n1,n2", "--shared-dir", shared.toString(),
+                "--fence-on-controller-unpublish", "--fence-ack-timeout", "2s");
+        HostpathPluginProcess n4 = n4Plugin.start();
+        ManagedChannel channel4 = channel(n4);
+        try {
+            String id = createVolume("fence-restart");
+            Path staging4 = dir.resolve("n4-stage-restart");
+            Path target4 = dir.resolve("n4-target-restart");
+            publishOn(channel4, "n4", id, staging4, target4);
+            n4.kill();
+            ControllerUnpublishVolumeRequest unpublish = ControllerUnpublishVolumeRequest.newBuilder()
+                    .setVolumeId(id).setNodeId("n4").build();
+
+            StatusRuntimeException unconfirmed = assertThrows(StatusRuntimeException.class,
+                    () -> controller(channel2).controllerUnpublishVolume(unpublish));
+            assertEquals(Status.Code.UNAVAILABLE, unconfirmed.getStatus().getCode());
+            assertFalse(mount(target4).readOnly(), "nobody enforced it while n4's plugin was down");
+
+            n4 = n4Plugin.start();
+            assertTrue(mount(staging4).readOnly(), "read-only once restarted: " + mount(staging4));
+            assertTrue(mount(target4).readOnly(), "read-only once restarted: " + mount(target4));
+            channel4.shutdownNow();
+            channel4 = channel(n4);
+            controller(channel2).controllerUnpublishVolume(unpublish);
+            assertThrows(FileSystemException.class, () -> Files.writeString(target4.resolve("late.txt"), "x"));
+        } finally {
+            channel4.shutdownNow();
+            n4.stop();
+        }
+    }
+
     // ---------------------------------------------------------------- helpers
 
     private static String createVolume(String name) {
