@@ -32,7 +32,6 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
-import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -189,7 +188,7 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void controllerUnpublishVolume(ControllerUnpublishVolumeRequest request,
                                           StreamObserver<ControllerUnpublishVolumeResponse> observer) {
         GrpcCalls.answer(observer, () -> {
-            Instant fenceDeadline = fenceDeadline();
+            long fenceDeadline = fenceDeadlineNanos();
             requireControllerPublish();
             String volumeId = RequestChecks.requireId("volume_id", request.getVolumeId());
             Map<String, Long> fenceRequests = state.locked(holder -> {
@@ -329,18 +328,18 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
         }
     }
 
-    /** How long a fencing ControllerUnpublishVolume waits: --fence-ack-timeout, ending before the call's deadline. */
-    private Instant fenceDeadline() {
-        Instant deadline = Instant.now().plus(options.fenceAckTimeout());
+    /**
+     * When a fencing ControllerUnpublishVolume stops waiting ({@link System#nanoTime()}): after --fence-ack-timeout,
+     * and 250 ms before the call's own deadline.
+     */
+    private long fenceDeadlineNanos() {
+        long wait = options.fenceAckTimeout().toNanos();
         io.grpc.Deadline callDeadline = io.grpc.Context.current().getDeadline();
         if (callDeadline != null) {
-            Instant beforeCall = Instant.now().plusMillis(
-                    callDeadline.timeRemaining(java.util.concurrent.TimeUnit.MILLISECONDS) - 250);
-            if (beforeCall.isBefore(deadline)) {
-                deadline = beforeCall;
-            }
+            wait = Math.min(wait, callDeadline.timeRemaining(java.util.concurrent.TimeUnit.NANOSECONDS)
+                    - java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(250));
         }
-        return deadline;
+        return System.nanoTime() + wait;
     }
 
     private void requireControllerPublish() {

@@ -96,9 +96,10 @@ final class FenceKeeper implements AutoCloseable {
     /**
      * Waits (outside the state lock) until each node's plugin answered its request: OK when every one
      * enforced it; FAILED_PRECONDITION when one could not make every mount read-only; UNAVAILABLE when one
-     * did not answer in time (its plugin not running, say). Neither failure is a fence.
+     * did not answer by {@code deadlineNanos} ({@link System#nanoTime()}; its plugin not running, say). Neither
+     * failure is a fence.
      */
-    void awaitEnforced(String volumeId, Map<String, Long> requests, Instant deadline) {
+    void awaitEnforced(String volumeId, Map<String, Long> requests, long deadlineNanos) {
         if (requests.containsKey(options.nodeId())) {
             enforceOwn();
         }
@@ -124,7 +125,7 @@ final class FenceKeeper implements AutoCloseable {
             if (waiting.isEmpty()) {
                 return;
             }
-            if (!Instant.now().isBefore(deadline)) {
+            if (System.nanoTime() - deadlineNanos >= 0) {
                 throw io.grpc.Status.UNAVAILABLE.withDescription("the fence of volume " + volumeId + " from node(s) "
                         + waiting + " is recorded, but their plugin did not confirm it in time (is it running?);"
                         + " their mounts of the volume may still be writable").asRuntimeException();
