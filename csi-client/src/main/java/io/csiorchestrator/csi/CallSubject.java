@@ -22,7 +22,8 @@ public record CallSubject(String volumeId, String nodeId, String name, String st
     /** Reads the subject from the top-level fields of any CSI request. */
     public static CallSubject of(MessageOrBuilder request) {
         return new CallSubject(
-                stringField(request, "volume_id"),
+                stringField(request, "volume_id").isEmpty() ? stringField(request, "source_volume_id")
+                        : stringField(request, "volume_id"),
                 stringField(request, "node_id"),
                 stringField(request, "name"),
                 stringField(request, "staging_target_path"),

@@ -62,6 +62,12 @@ public final class CsiErrors {
                         + "; unpublish every target before unstaging";
                 case DELETE_VOLUME -> volume + " is still in use (published, or it has snapshots)";
                 case PROBE -> "the CSI plugin reports itself unhealthy";
+                case NODE_EXPAND_VOLUME -> volume + " cannot be expanded on " + node
+                        + " in its present state (the controller has not expanded it yet, or it is not staged"
+                        + " or published there); not retried";
+                case CONTROLLER_EXPAND_VOLUME -> volume + " cannot be expanded in its present state"
+                        + " (e.g. the plugin cannot expand it while it is published)";
+                case CREATE_VOLUME -> "the source snapshot or volume of " + volume + " is not ready to be copied";
                 default -> "a precondition of " + rpc + " for " + volume + " does not hold";
             };
             case NOT_FOUND -> switch (rpc) {
@@ -79,8 +85,9 @@ public final class CsiErrors {
                 case NODE_PUBLISH_VOLUME -> volume + " is already published"
                         + (subject.targetPath().isEmpty() ? "" : " at " + subject.targetPath())
                         + " with capabilities or read-only setting incompatible with this request";
-                case CREATE_VOLUME -> volume + " already exists with a size or capabilities"
+                case CREATE_VOLUME -> volume + " already exists with a size, capabilities or content source"
                         + " incompatible with this request";
+                case CREATE_SNAPSHOT -> "a snapshot of that name already exists for a volume other than " + volume;
                 default -> rpc + " for " + volume + " conflicts with an existing, incompatible one";
             };
             case INVALID_ARGUMENT -> "the CSI plugin rejected " + rpc + " for " + volume + " as invalid";

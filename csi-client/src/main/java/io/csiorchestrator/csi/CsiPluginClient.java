@@ -1,6 +1,16 @@
 package io.csiorchestrator.csi;
 
 import com.google.protobuf.MessageOrBuilder;
+import io.csiorchestrator.csi.v1.CreateSnapshotRequest;
+import io.csiorchestrator.csi.v1.CreateSnapshotResponse;
+import io.csiorchestrator.csi.v1.DeleteSnapshotRequest;
+import io.csiorchestrator.csi.v1.DeleteSnapshotResponse;
+import io.csiorchestrator.csi.v1.ListSnapshotsRequest;
+import io.csiorchestrator.csi.v1.ListSnapshotsResponse;
+import io.csiorchestrator.csi.v1.ControllerExpandVolumeRequest;
+import io.csiorchestrator.csi.v1.ControllerExpandVolumeResponse;
+import io.csiorchestrator.csi.v1.NodeExpandVolumeRequest;
+import io.csiorchestrator.csi.v1.NodeExpandVolumeResponse;
 import io.csiorchestrator.csi.v1.ControllerGetCapabilitiesRequest;
 import io.csiorchestrator.csi.v1.ControllerGetCapabilitiesResponse;
 import io.csiorchestrator.csi.v1.ControllerPublishVolumeRequest;
@@ -208,6 +218,29 @@ public final class CsiPluginClient implements AutoCloseable {
     public Uni<NodeUnpublishVolumeResponse> nodeUnpublish(NodeUnpublishVolumeRequest request) {
         return call(CsiRpc.NODE_UNPUBLISH_VOLUME, request, () -> deadline(node).nodeUnpublishVolume(request),
                 NodeUnpublishVolumeResponse::getDefaultInstance);
+    }
+
+    public Uni<CreateSnapshotResponse> createSnapshot(CreateSnapshotRequest request) {
+        return call(CsiRpc.CREATE_SNAPSHOT, request, () -> deadline(controller).createSnapshot(request), null);
+    }
+
+    /** DeleteSnapshot; the plugin answers OK for a snapshot that is already gone (CSI). */
+    public Uni<DeleteSnapshotResponse> deleteSnapshot(DeleteSnapshotRequest request) {
+        return call(CsiRpc.DELETE_SNAPSHOT, request, () -> deadline(controller).deleteSnapshot(request), null);
+    }
+
+    public Uni<ListSnapshotsResponse> listSnapshots(ListSnapshotsRequest request) {
+        return call(CsiRpc.LIST_SNAPSHOTS, request, () -> deadline(controller).listSnapshots(request), null);
+    }
+
+    public Uni<ControllerExpandVolumeResponse> controllerExpandVolume(ControllerExpandVolumeRequest request) {
+        return call(CsiRpc.CONTROLLER_EXPAND_VOLUME, request,
+                () -> deadline(controller).controllerExpandVolume(request), null);
+    }
+
+    /** NodeExpandVolume; its FAILED_PRECONDITION is never retried ({@link CsiRetryPolicy#neverRetried}). */
+    public Uni<NodeExpandVolumeResponse> nodeExpandVolume(NodeExpandVolumeRequest request) {
+        return call(CsiRpc.NODE_EXPAND_VOLUME, request, () -> deadline(node).nodeExpandVolume(request), null);
     }
 
     public Uni<NodeGetVolumeStatsResponse> nodeGetVolumeStats(NodeGetVolumeStatsRequest request) {

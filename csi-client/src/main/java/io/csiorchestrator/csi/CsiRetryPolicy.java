@@ -16,7 +16,8 @@ import java.util.function.IntFunction;
  * long to wait between attempts. The defaults follow the CSI rules for the orchestrator side:
  * UNAVAILABLE, RESOURCE_EXHAUSTED, a per-attempt DEADLINE_EXCEEDED and ABORTED are retried with
  * exponential backoff from 100 ms, 3 attempts, 2 minutes per attempt; UNIMPLEMENTED and every
- * other code fail at once.
+ * other code fail at once. Whatever the codes, a few (call, code) pairs are never retried because
+ * the CSI spec forbids it ({@link #neverRetried}): FAILED_PRECONDITION from NodeExpandVolume.
  *
  * @param maxAttempts       attempts in all, at least 1
  * @param initialBackoff    the wait after the first failed attempt
@@ -105,6 +106,20 @@ public record CsiRetryPolicy(
         return Duration.ofMillis(Math.round(millis));
     }
 
+    /**
+     * Whether the CSI spec forbids retrying {@code rpc} after {@code code}, whatever the policy's codes:
+     * NodeExpandVolume's FAILED_PRECONDITION ("the CO MUST NOT retry": the volume is in a state, e.g. not
+     * expanded by the controller yet, that a retry of the same call cannot change).
+     */
+    public static boolean neverRetried(CsiRpc rpc, Status.Code code) {
+        return rpc == CsiRpc.NODE_EXPAND_VOLUME && code == Status.Code.FAILED_PRECONDITION;
+    }
+
+    /** {@link #nextDelay(int, Status.Code)} for a failure of {@code rpc}, honouring {@link #neverRetried}. */
+    public Optional<Duration> nextDelay(CsiRpc rpc, int attempt, Status.Code code) {
+        return neverRetried(rpc, code) ? Optional.empty() : nextDelay(attempt, code);
+    }
+
     /** The wait before the next attempt after attempt {@code attempt} failed with {@code code}, or empty to stop. */
     public Optional<Duration> nextDelay(int attempt, Status.Code code) {
         if (code == Status.Code.OK || !isRetryable(code) || attempt >= maxAttempts) {
@@ -129,12 +144,12 @@ public record CsiRetryPolicy(
                         .onItemOrFailure().invoke((item, failure) -> {
                             Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
                             Status.Code code = failure == null ? Status.Code.OK : codeOf(failure);
-                            listener.onAttempt(new CsiAttempt(rpc, number, code, nextDelay(number, code), elapsed));
+                            listener.onAttempt(new CsiAttempt(rpc, number, code, nextDelay(rpc, number, code), elapsed));
                         });
             });
             return oneAttempt.onFailure().retry().when(failures -> failures
                     .onItem().transformToUniAndConcatenate(failure -> {
-                        Optional<Duration> delay = nextDelay(attempts.get(), codeOf(failure));
+                        Optional<Duration> delay = nextDelay(rpc, attempts.get(), codeOf(failure));
                         if (delay.isEmpty()) {
                             return Uni.createFrom().failure(failure);
                         }

@@ -15,6 +15,10 @@ public enum CsiRpc {
     VALIDATE_VOLUME_CAPABILITIES("ValidateVolumeCapabilities", Service.CONTROLLER),
     LIST_VOLUMES("ListVolumes", Service.CONTROLLER),
     CONTROLLER_GET_CAPABILITIES("ControllerGetCapabilities", Service.CONTROLLER),
+    CREATE_SNAPSHOT("CreateSnapshot", Service.CONTROLLER),
+    DELETE_SNAPSHOT("DeleteSnapshot", Service.CONTROLLER),
+    LIST_SNAPSHOTS("ListSnapshots", Service.CONTROLLER),
+    CONTROLLER_EXPAND_VOLUME("ControllerExpandVolume", Service.CONTROLLER),
 
     NODE_STAGE_VOLUME("NodeStageVolume", Service.NODE),
     NODE_UNSTAGE_VOLUME("NodeUnstageVolume", Service.NODE),
@@ -22,7 +26,8 @@ public enum CsiRpc {
     NODE_UNPUBLISH_VOLUME("NodeUnpublishVolume", Service.NODE),
     NODE_GET_VOLUME_STATS("NodeGetVolumeStats", Service.NODE),
     NODE_GET_CAPABILITIES("NodeGetCapabilities", Service.NODE),
-    NODE_GET_INFO("NodeGetInfo", Service.NODE);
+    NODE_GET_INFO("NodeGetInfo", Service.NODE),
+    NODE_EXPAND_VOLUME("NodeExpandVolume", Service.NODE);
 
     /** The CSI gRPC services. */
     public enum Service { IDENTITY, CONTROLLER, NODE }

@@ -140,4 +140,31 @@ class CsiRedactorTest {
         assertTrue(scrubbed.contains("vol-1"), scrubbed);
         assertTrue(scrubbed.startsWith("mount -o ***"), scrubbed);
     }
+
+    /**
+     * The lifecycle requests (CreateSnapshot, DeleteSnapshot, ListSnapshots, ControllerExpandVolume,
+     * NodeExpandVolume) carry secrets, and NodeExpandVolume/ControllerExpandVolume a capability with mount
+     * flags: their safe text holds neither the secret values nor the flags, and keeps the ids.
+     */
+    @Test
+    void lifecycleRequestsLoseTheirSecretsAndMountFlagsAndKeepTheirIds() {
+        List<com.google.protobuf.MessageOrBuilder> requests = List.of(
+                io.csiorchestrator.csi.v1.CreateSnapshotRequest.newBuilder().setName("snap-name")
+                        .setSourceVolumeId("vol-src").putSecrets("password", SECRET).build(),
+                io.csiorchestrator.csi.v1.DeleteSnapshotRequest.newBuilder().setSnapshotId("snap-id")
+                        .putSecrets("password", SECRET).build(),
+                io.csiorchestrator.csi.v1.ListSnapshotsRequest.newBuilder().setSnapshotId("snap-id")
+                        .putSecrets("password", SECRET).build(),
+                io.csiorchestrator.csi.v1.ControllerExpandVolumeRequest.newBuilder().setVolumeId("vol-x")
+                        .putSecrets("password", SECRET).setVolumeCapability(capabilityWithFlags()).build(),
+                io.csiorchestrator.csi.v1.NodeExpandVolumeRequest.newBuilder().setVolumeId("vol-x")
+                        .setVolumePath("/target/vol-x").putSecrets("password", SECRET)
+                        .setVolumeCapability(capabilityWithFlags()).build());
+        for (com.google.protobuf.MessageOrBuilder request : requests) {
+            String safe = CsiRedactor.toSafeString(request);
+            assertFalse(safe.contains(SECRET), safe);
+            assertFalse(safe.contains("canary-flag"), safe);
+            assertTrue(safe.contains("snap-id") || safe.contains("vol-src") || safe.contains("vol-x"), safe);
+        }
+    }
 }

@@ -221,4 +221,30 @@ class CsiRetryPolicyTest {
         assertEquals(1, attempts.size());
         assertEquals(Status.Code.UNKNOWN, attempts.get(0).outcome());
     }
+
+    /**
+     * FAILED_PRECONDITION from NodeExpandVolume is never retried, even under a policy whose codes include
+     * FAILED_PRECONDITION (the CSI spec: the CO MUST NOT retry it): one attempt, reported with no next
+     * delay. The same policy retries NodeStageVolume's FAILED_PRECONDITION (3 attempts), and
+     * NodeExpandVolume's ABORTED is retried like any call's.
+     */
+    @Test
+    void nodeExpandVolumeFailedPreconditionIsNeverRetriedWhateverThePolicysCodes() {
+        CsiRetryPolicy policy = CsiRetryPolicy.defaults().withBackoff(Duration.ofMillis(1), Duration.ofMillis(5))
+                .withRetryableCodes(Set.of(Status.Code.FAILED_PRECONDITION, Status.Code.ABORTED));
+        assertEquals(1, attemptsUntilFailure(policy, CsiRpc.NODE_EXPAND_VOLUME, Status.FAILED_PRECONDITION));
+        assertEquals(3, attemptsUntilFailure(policy, CsiRpc.NODE_STAGE_VOLUME, Status.FAILED_PRECONDITION));
+        assertEquals(3, attemptsUntilFailure(policy, CsiRpc.NODE_EXPAND_VOLUME, Status.ABORTED));
+        assertEquals(Optional.empty(), policy.nextDelay(CsiRpc.NODE_EXPAND_VOLUME, 1, Status.Code.FAILED_PRECONDITION));
+        assertTrue(CsiRetryPolicy.neverRetried(CsiRpc.NODE_EXPAND_VOLUME, Status.Code.FAILED_PRECONDITION));
+        assertFalse(CsiRetryPolicy.neverRetried(CsiRpc.CONTROLLER_EXPAND_VOLUME, Status.Code.ABORTED));
+    }
+
+    private static int attemptsUntilFailure(CsiRetryPolicy policy, CsiRpc rpc, Status status) {
+        List<CsiAttempt> attempts = new CopyOnWriteArrayList<>();
+        assertThrows(RuntimeException.class, () -> policy.<String>run(rpc,
+                n -> Uni.createFrom().failure(status.asRuntimeException()), attempts::add).await().atMost(WAIT));
+        assertTrue(attempts.get(attempts.size() - 1).delayBeforeNext().isEmpty(), "the last attempt has no next delay");
+        return attempts.size();
+    }
 }

@@ -1,5 +1,13 @@
 package io.csiorchestrator.hostpath;
 
+import io.csiorchestrator.csi.v1.CreateSnapshotRequest;
+import io.csiorchestrator.csi.v1.CreateSnapshotResponse;
+import io.csiorchestrator.csi.v1.DeleteSnapshotRequest;
+import io.csiorchestrator.csi.v1.DeleteSnapshotResponse;
+import io.csiorchestrator.csi.v1.ListSnapshotsRequest;
+import io.csiorchestrator.csi.v1.ListSnapshotsResponse;
+import io.csiorchestrator.csi.v1.ControllerExpandVolumeRequest;
+import io.csiorchestrator.csi.v1.ControllerExpandVolumeResponse;
 import io.csiorchestrator.csi.v1.ControllerGetCapabilitiesRequest;
 import io.csiorchestrator.csi.v1.ControllerGetCapabilitiesResponse;
 import io.csiorchestrator.csi.v1.ControllerGrpc;
@@ -56,6 +64,7 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
     private final VolumeDirectories directories;
     private final Supplier<MountTable> mountTable;
     private final FenceKeeper fences;
+    private final VolumeLifecycle lifecycle;
 
     ControllerService(PluginOptions options, PluginStateHolder state, VolumeDirectories directories,
                       Supplier<MountTable> mountTable, FenceKeeper fences) {
@@ -64,6 +73,7 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
         this.directories = directories;
         this.mountTable = mountTable;
         this.fences = fences;
+        this.lifecycle = new VolumeLifecycle(options, directories);
     }
 
     @Override
@@ -71,10 +81,7 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
         GrpcCalls.answer(observer, () -> state.locked(holder -> {
             String name = RequestChecks.requireName(request.getName());
             RequestChecks.requireCapabilities("volume_capabilities", request.getVolumeCapabilitiesList());
-            if (request.hasVolumeContentSource()) {
-                throw CsiStatus.invalidArgument("volume_content_source is not supported: the plugin neither clones"
-                        + " nor snapshots");
-            }
+            String sourceKey = VolumeLifecycle.sourceKey(request);
             long required = request.getCapacityRange().getRequiredBytes();
             long limit = request.getCapacityRange().getLimitBytes();
             if (required < 0 || limit < 0 || (limit > 0 && required > limit)) {
@@ -96,16 +103,31 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
                     throw CsiStatus.alreadyExists("volume " + name + " exists as " + volume.id()
                             + " with capacity " + volume.capacityBytes() + " or parameters incompatible with this request");
                 }
-                return CreateVolumeResponse.newBuilder().setVolume(toVolume(volume)).build();
+                String recorded = lifecycle.recordedSource(volume.id());
+                if (!java.util.Objects.equals(recorded, sourceKey)) {
+                    throw CsiStatus.alreadyExists("volume " + name + " exists as " + volume.id() + " created from "
+                            + (recorded == null ? "no content source" : recorded) + ", not from "
+                            + (sourceKey == null ? "no content source" : sourceKey));
+                }
+                return createResponse(request, volume);
+            }
+            // a clone or restore: the source must exist, and the new volume holds at least its size
+            VolumeLifecycle.Source source = sourceKey == null ? null : lifecycle.resolve(sourceKey, current);
+            if (source != null && source.sizeBytes() > capacity) {
+                if (limit > 0 && source.sizeBytes() > limit) {
+                    throw CsiStatus.outOfRange("the content source " + sourceKey + " has " + source.sizeBytes()
+                            + " bytes, more than limit_bytes " + limit);
+                }
+                capacity = source.sizeBytes();
             }
             VolumeRecord volume = new VolumeRecord(volumeIdOf(name), name, capacity, request.getParametersMap());
             try {
-                directories.create(volume.id());
-            } catch (IOException e) {
+                lifecycle.populate(volume.id(), source);
+            } catch (IOException | java.io.UncheckedIOException e) {
                 throw CsiStatus.internal("cannot create the directory of volume " + volume.id() + ": " + e.getMessage());
             }
             holder.commit(current.withVolume(volume));
-            return CreateVolumeResponse.newBuilder().setVolume(toVolume(volume)).build();
+            return createResponse(request, volume);
         }));
     }
 
@@ -287,13 +309,38 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
     }
 
     @Override
+    public void createSnapshot(CreateSnapshotRequest request, StreamObserver<CreateSnapshotResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> lifecycle.createSnapshot(request, holder.current())));
+    }
+
+    @Override
+    public void deleteSnapshot(DeleteSnapshotRequest request, StreamObserver<DeleteSnapshotResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> lifecycle.deleteSnapshot(request)));
+    }
+
+    @Override
+    public void listSnapshots(ListSnapshotsRequest request, StreamObserver<ListSnapshotsResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> lifecycle.listSnapshots(request)));
+    }
+
+    @Override
+    public void controllerExpandVolume(ControllerExpandVolumeRequest request,
+                                       StreamObserver<ControllerExpandVolumeResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> lifecycle.controllerExpand(request, holder)));
+    }
+
+    @Override
     public void controllerGetCapabilities(ControllerGetCapabilitiesRequest request,
                                           StreamObserver<ControllerGetCapabilitiesResponse> observer) {
         GrpcCalls.answer(observer, () -> {
             ControllerGetCapabilitiesResponse.Builder response = ControllerGetCapabilitiesResponse.newBuilder()
                     .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.CREATE_DELETE_VOLUME))
                     .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.LIST_VOLUMES))
-                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.LIST_VOLUMES_PUBLISHED_NODES));
+                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.LIST_VOLUMES_PUBLISHED_NODES))
+                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.CREATE_DELETE_SNAPSHOT))
+                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.LIST_SNAPSHOTS))
+                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.CLONE_VOLUME))
+                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.EXPAND_VOLUME));
             if (options.controllerPublish()) {
                 response.addCapabilities(rpc(ControllerServiceCapability.RPC.Type.PUBLISH_UNPUBLISH_VOLUME))
                         .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.PUBLISH_READONLY));
@@ -310,6 +357,14 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 missing from the JDK", e);
         }
+    }
+
+    private CreateVolumeResponse createResponse(CreateVolumeRequest request, VolumeRecord volume) {
+        Volume.Builder answer = toVolume(volume).toBuilder();
+        if (request.hasVolumeContentSource()) {
+            answer.setContentSource(request.getVolumeContentSource());
+        }
+        return CreateVolumeResponse.newBuilder().setVolume(answer).build();
     }
 
     private Volume toVolume(VolumeRecord volume) {

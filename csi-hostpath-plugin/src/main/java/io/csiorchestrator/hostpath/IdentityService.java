@@ -40,6 +40,8 @@ final class IdentityService extends IdentityGrpc.IdentityImplBase {
         GrpcCalls.answer(observer, () -> GetPluginCapabilitiesResponse.newBuilder()
                 .addCapabilities(service(PluginCapability.Service.Type.CONTROLLER_SERVICE))
                 .addCapabilities(service(PluginCapability.Service.Type.VOLUME_ACCESSIBILITY_CONSTRAINTS))
+                .addCapabilities(PluginCapability.newBuilder().setVolumeExpansion(PluginCapability.VolumeExpansion
+                        .newBuilder().setType(PluginCapability.VolumeExpansion.Type.ONLINE)))
                 .build());
     }
 

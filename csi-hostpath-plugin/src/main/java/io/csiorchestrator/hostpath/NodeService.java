@@ -2,6 +2,8 @@ package io.csiorchestrator.hostpath;
 
 import io.csiorchestrator.csi.v1.NodeGetCapabilitiesRequest;
 import io.csiorchestrator.csi.v1.NodeGetCapabilitiesResponse;
+import io.csiorchestrator.csi.v1.NodeExpandVolumeRequest;
+import io.csiorchestrator.csi.v1.NodeExpandVolumeResponse;
 import io.csiorchestrator.csi.v1.NodeGetInfoRequest;
 import io.csiorchestrator.csi.v1.NodeGetInfoResponse;
 import io.csiorchestrator.csi.v1.NodeGetVolumeStatsRequest;
@@ -54,6 +56,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
     private final Supplier<MountTable> mountTable;
     private final Mounter mounter;
     private final FenceKeeper fences;
+    private final VolumeLifecycle lifecycle;
 
     NodeService(PluginOptions options, PluginStateHolder state, VolumeDirectories directories, Supplier<MountTable> mountTable,
                 Mounter mounter, FenceKeeper fences) {
@@ -63,6 +66,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
         this.mountTable = mountTable;
         this.mounter = mounter;
         this.fences = fences;
+        this.lifecycle = new VolumeLifecycle(options, directories);
     }
 
     @Override
@@ -232,20 +236,21 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                     .filter(Files::isDirectory)
                     .orElseThrow(() -> CsiStatus.notFound("volume " + volumeId + " is not published or staged at "
                             + usable.map(Path::toString).orElse("that path (not an absolute path)")));
-            try {
-                FileStore store = Files.getFileStore(volumePath);
-                long total = store.getTotalSpace();
-                long available = store.getUsableSpace();
-                return NodeGetVolumeStatsResponse.newBuilder()
-                        .addUsage(VolumeUsage.newBuilder().setUnit(VolumeUsage.Unit.BYTES).setTotal(total)
-                                .setAvailable(available).setUsed(Math.max(0, total - store.getUnallocatedSpace())))
-                        .setVolumeCondition(directories.condition(volumeId))
-                        .build();
-            } catch (IOException e) {
-                throw CsiStatus.internal("cannot read the file system statistics of " + volumePath + ": "
-                        + e.getMessage());
-            }
+            // the volume's capacity as this node's "file system" knows it (VolumeLifecycle), against the
+            // bytes its directory holds: reported, and abnormal past the capacity, but not enforced
+            long total = lifecycle.fileSystemBytes(current.volume(volumeId).orElseThrow());
+            long used = lifecycle.usedBytes(volumeId);
+            return NodeGetVolumeStatsResponse.newBuilder()
+                    .addUsage(VolumeUsage.newBuilder().setUnit(VolumeUsage.Unit.BYTES).setTotal(total)
+                            .setAvailable(Math.max(0, total - used)).setUsed(used))
+                    .setVolumeCondition(VolumeLifecycle.condition(directories.condition(volumeId), volumeId, used, total))
+                    .build();
         }));
+    }
+
+    @Override
+    public void nodeExpandVolume(NodeExpandVolumeRequest request, StreamObserver<NodeExpandVolumeResponse> observer) {
+        GrpcCalls.answer(observer, () -> state.locked(holder -> lifecycle.nodeExpand(request, holder.current())));
     }
 
     @Override
@@ -254,7 +259,8 @@ final class NodeService extends NodeGrpc.NodeImplBase {
         GrpcCalls.answer(observer, () -> {
             NodeGetCapabilitiesResponse.Builder response = NodeGetCapabilitiesResponse.newBuilder()
                     .addCapabilities(rpc(NodeServiceCapability.RPC.Type.GET_VOLUME_STATS))
-                    .addCapabilities(rpc(NodeServiceCapability.RPC.Type.VOLUME_CONDITION));
+                    .addCapabilities(rpc(NodeServiceCapability.RPC.Type.VOLUME_CONDITION))
+                    .addCapabilities(rpc(NodeServiceCapability.RPC.Type.EXPAND_VOLUME));
             if (options.stageUnstage()) {
                 response.addCapabilities(rpc(NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME));
             }

@@ -55,8 +55,12 @@ final class VolumeDirectories {
 
     /** Deletes a volume's directory and everything in it, without following symbolic links. */
     void delete(String volumeId) throws IOException {
-        Path directory = of(volumeId);
-        if (!Files.exists(directory)) {
+        deleteTree(of(volumeId));
+    }
+
+    /** Deletes a directory and everything in it, without following symbolic links; nothing when absent. */
+    static void deleteTree(Path directory) throws IOException {
+        if (!Files.exists(directory, LinkOption.NOFOLLOW_LINKS)) {
             return;
         }
         Files.walkFileTree(directory, new SimpleFileVisitor<>() {

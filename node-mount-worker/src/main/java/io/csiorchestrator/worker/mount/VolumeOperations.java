@@ -11,6 +11,7 @@ import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.worker.state.MountRecordStore;
 import io.csiorchestrator.worker.state.PublishState;
 import io.csiorchestrator.worker.state.StageState;
+import io.csiorchestrator.worker.state.UnsafePathException;
 import io.csiorchestrator.worker.state.Usage;
 import io.csiorchestrator.worker.state.VolumeKey;
 import io.csiorchestrator.worker.state.VolumeRecord;
@@ -50,6 +51,8 @@ public final class VolumeOperations {
     public static final String INVALID_COMMAND = "INVALID_COMMAND";
     public static final String SECRETS_UNREADABLE = "SECRETS_UNREADABLE";
     public static final String WORKER_IO_ERROR = "WORKER_IO_ERROR";
+    /** A staging or target path with a planted symbolic link ({@link UnsafePathException}); never retried. */
+    public static final String UNSAFE_PATH = "UNSAFE_PATH";
 
     private static final Logger LOG = Logger.getLogger(VolumeOperations.class.getName());
 
@@ -145,6 +148,10 @@ public final class VolumeOperations {
             }
         } catch (IllegalArgumentException e) {
             done = failed(command, INVALID_COMMAND, e.getMessage(), null, null);
+        } catch (UnsafePathException e) {
+            LOG.warning("node " + nodeId + " refused command " + command.commandId() + " for volume " + key
+                    + ": " + e.getMessage());
+            done = failed(command, UNSAFE_PATH, e.getMessage(), null, null);
         } catch (IOException | UncheckedIOException e) {
             done = failed(command, WORKER_IO_ERROR, "node " + nodeId + " could not update its local state for volume "
                     + key + ": " + e.getMessage(), null, null);
@@ -197,13 +204,18 @@ public final class VolumeOperations {
                     + " on node " + nodeId + " with read-only=" + previous.get().readOnly()
                     + "; unmount it before mounting it with read-only=" + command.readOnly(), null, null);
         }
+        // 0. a planted link in the staging or target path: refused before anything is recorded, created or mounted
+        boolean staged = plugin.requiresStaging();
+        if (staged) {
+            paths.requireNoLinks(staging);
+        }
+        paths.requireNoLinks(target);
         // 1. take the usage reference before anything else, durably
         Usage usage = new Usage(alloc, target.toString(), command.readOnly(), command.accessMode(),
                 command.attachmentMode(), command.fsType(), command.volumeContext(), command.publishContext(),
                 command.sealed(), previous.map(Usage::state).filter(s -> s == PublishState.PUBLISHED)
                 .orElse(PublishState.PUBLISHING), command.commandId());
         record = record.withUsage(usage);
-        boolean staged = plugin.requiresStaging();
         if (staged && record.stage() != StageState.STAGED) {
             record = record.withStage(StageState.STAGING);
         }
@@ -221,6 +233,7 @@ public final class VolumeOperations {
             // 3. stage once per volume on this node
             if (staged && record.stage() != StageState.STAGED) {
                 if (!mountTable.get().isMountPoint(staging)) {
+                    paths.requireNoLinks(staging);
                     plugin.stage(request);
                 }
                 record = save(records.get(key).withStage(StageState.STAGED));
@@ -229,6 +242,7 @@ public final class VolumeOperations {
             MountTable table = mountTable.get();
             Optional<MountInfo> mounted = table.mountAt(target);
             if (mounted.isEmpty() || mounted.get().readOnly() != command.readOnly()) {
+                paths.requireNoLinks(target);
                 publishAttempted = true;
                 plugin.publish(request);
             }
@@ -256,7 +270,7 @@ public final class VolumeOperations {
         record = save(record.withUsage(usage.withState(PublishState.UNPUBLISHING)));
         try {
             if (unpublishNeeded) {
-                plugin.unpublish(record.externalVolumeId(), target);
+                plugin.unpublish(record.externalVolumeId(), paths.requireNoLinks(target));
             }
             removeEmptyTarget(target, alloc);
             record = save(record.withoutUsage(alloc));
@@ -285,6 +299,7 @@ public final class VolumeOperations {
                     + " stays published for allocation " + alloc + " until it is back", null, null);
         }
         NodeVolumePlugin plugin = found.get();
+        paths.requireNoLinks(target);
         try {
             if (record != null && inUse) {
                 record = save(record.withUsage(record.usage(alloc).get().withState(PublishState.UNPUBLISHING)));
@@ -308,10 +323,10 @@ public final class VolumeOperations {
         if (!record.unstageAllowed()) {
             return;
         }
-        Path staging = Path.of(record.stagingPath());
+        Path staging = paths.requireNoLinks(Path.of(record.stagingPath()));
         record = save(record.withStage(StageState.UNSTAGING));
         if (plugin.requiresStaging() || mountTable.get().isMountPoint(staging)) {
-            plugin.unstage(record.externalVolumeId(), staging);
+            plugin.unstage(record.externalVolumeId(), paths.requireNoLinks(staging));
         }
         save(records.get(key).withStage(StageState.UNSTAGED));
         removeEmptyDirectory(staging);
@@ -494,7 +509,7 @@ public final class VolumeOperations {
             for (Usage usage : List.copyOf(record.users())) {
                 if (usage.state() == PublishState.UNPUBLISHING) {
                     try {
-                        plugin.unpublish(record.externalVolumeId(), Path.of(usage.targetPath()));
+                        plugin.unpublish(record.externalVolumeId(), paths.requireNoLinks(Path.of(usage.targetPath())));
                         removeEmptyTarget(Path.of(usage.targetPath()), usage.allocationId());
                         record = save(records.get(key).withoutUsage(usage.allocationId()));
                         released++;
@@ -531,10 +546,10 @@ public final class VolumeOperations {
                     try {
                         for (Usage usage : wanted) {
                             save(records.get(key).withUsage(usage.withState(PublishState.PUBLISHING)));
-                            plugin.unpublish(record.externalVolumeId(), Path.of(usage.targetPath()));
+                            plugin.unpublish(record.externalVolumeId(), paths.requireNoLinks(Path.of(usage.targetPath())));
                         }
                         record = save(records.get(key).withStage(StageState.STAGING));
-                        plugin.unstage(record.externalVolumeId(), staging);
+                        plugin.unstage(record.externalVolumeId(), paths.requireNoLinks(staging));
                     } catch (PluginCallFailure f) {
                         errors.add("unmount of the corrupted staging: " + f.getMessage());
                         return reported(records.get(key),
@@ -583,9 +598,10 @@ public final class VolumeOperations {
                         // unmount first, through the plugin that made the mount; recorded as uncertain before
                         usage = usage.withState(PublishState.PUBLISHING);
                         save(records.get(key).withUsage(usage));
-                        plugin.unpublish(record.externalVolumeId(), target);
+                        plugin.unpublish(record.externalVolumeId(), paths.requireNoLinks(target));
                     }
                     paths.ensureTargetParent(target);
+                    paths.requireNoLinks(target);
                     plugin.publish(request(record, usage, open(record, usage.sealed()), staging, target));
                     record = save(records.get(key).withUsage(usage.withState(PublishState.PUBLISHED)));
                     published++;

@@ -17,6 +17,7 @@ public final class PosixDirs {
     public static final int OWNER_ONLY = 0700;
     private static final int S_IFMT = 0170000;
     private static final int S_IFDIR = 0040000;
+    private static final int S_IFLNK = 0120000;
     private static final int EEXIST = 17;
 
     private final POSIX posix;
@@ -50,6 +51,10 @@ public final class PosixDirs {
         FileStat st = posix.allocateStat();
         if (posix.lstat(path, st) != 0) {
             throw new IOException("cannot stat " + path + ": errno " + posix.errno());
+        }
+        if ((st.mode() & S_IFMT) == S_IFLNK) {
+            throw new UnsafePathException(dir, "refusing path " + path + ": it is a symbolic link (to "
+                    + posix.readlink(path) + "), never followed");
         }
         if ((st.mode() & S_IFMT) != S_IFDIR) {
             throw new IOException(path + " exists and is not a directory (or is a symbolic link)");

@@ -4,7 +4,9 @@ import io.csiorchestrator.events.PathSafeId;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Objects;
 
 /**
@@ -22,6 +24,13 @@ import java.util.Objects;
  * Every id is checked with {@link PathSafeId} and every resolved path is checked to stay under
  * the root, so a hostile id can never name a path outside it. Directories are created with mode
  * 0700 by {@link PosixDirs}.
+ *
+ * <p>The worker never makes a symbolic link under its root, so a link there was planted: a mount,
+ * mkdir or chmod through it would act outside the root as root (the Kubernetes subpath escape,
+ * CVE-2017-1002101). {@link #requireNoLinks} refuses such a path before any plugin call, component
+ * by component with {@code lstat} (no link is followed), and then checks that the real path of the
+ * part that exists still lies under the real path of the root. The root itself is configuration: it
+ * may lie below links (e.g. {@code /var/run}), nothing below it may be one.
  */
 public final class WorkerPaths {
 
@@ -94,6 +103,64 @@ public final class WorkerPaths {
     /** Creates the parent of the target path (the CO's part; the plugin creates the target). */
     public void ensureTargetParent(Path targetPath) throws IOException {
         ensureDirectory(requireUnderRoot(targetPath).getParent());
+    }
+
+    /**
+     * Refuses {@code path} when a component of it below the root is a symbolic link, or a component
+     * other than the last is not a directory, or its existing part resolves outside the root. A
+     * missing tail is fine (the plugin or {@link #ensureDirectory} creates it); an existing last
+     * component may be a directory or a regular file (a block volume's target). Checked again right
+     * before each plugin call that takes the path; the root is 0700 and owned by root, so only root
+     * can race the check.
+     *
+     * @throws UnsafePathException naming {@code path} and the offending component
+     */
+    public Path requireNoLinks(Path path) throws IOException {
+        Path target = requireUnderRoot(path);
+        Path current = root;
+        Path relative = root.relativize(target);
+        int count = relative.getNameCount();
+        for (int i = 0; i < count; i++) {
+            current = current.resolve(relative.getName(i));
+            BasicFileAttributes attrs;
+            try {
+                attrs = Files.readAttributes(current, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+            } catch (NoSuchFileException e) {
+                break;
+            }
+            if (attrs.isSymbolicLink()) {
+                throw new UnsafePathException(target, "refusing path " + target + ": " + current
+                        + " is a symbolic link (to " + linkTarget(current) + "); the worker makes no links under its root "
+                        + root + ", so this one was planted and is never followed");
+            }
+            boolean last = i == count - 1;
+            if (!attrs.isDirectory() && !(last && attrs.isRegularFile())) {
+                throw new UnsafePathException(target, "refusing path " + target + ": " + current
+                        + " is not a directory");
+            }
+        }
+        if (!Files.isDirectory(root)) {
+            return target;
+        }
+        Path existing = current;
+        while (!Files.exists(existing, LinkOption.NOFOLLOW_LINKS)) {
+            existing = existing.getParent();
+        }
+        Path real = existing.toRealPath();
+        Path realRoot = root.toRealPath();
+        if (!real.startsWith(realRoot)) {
+            throw new UnsafePathException(target, "refusing path " + target + ": " + existing + " resolves to " + real
+                    + ", outside the worker's root " + realRoot);
+        }
+        return target;
+    }
+
+    private static String linkTarget(Path link) {
+        try {
+            return Files.readSymbolicLink(link).toString();
+        } catch (IOException e) {
+            return "an unreadable target";
+        }
     }
 
     /** {@code path} normalized, when it lies strictly under the root; otherwise an exception. */

@@ -583,6 +583,70 @@ class NodeMountWorkerTest {
     }
 
     /**
+     * Issue 20 item 7 (the Kubernetes subpath escape, CVE-2017-1002101): a symbolic link planted under the
+     * worker's root that points to a directory outside it, in turn AS the publish target, AS the staging
+     * path and AS the allocation directory (a component of the target path), makes the mount fail with
+     * {@code UNSAFE_PATH} and a message naming the refused path and the link. In each case the plugin gets
+     * no NodeStageVolume or NodePublishVolume call, the outside directory is not a mount point, keeps its
+     * mode 0755 and its single file, and the volume's record holds no usage. With the link at the target
+     * removed, the same mount of that volume succeeds: the refusal was the link's doing.
+     */
+    @Test
+    void aSymlinkPlantedUnderTheRootPointingOutsideIsRefusedBeforeAnyMountAndNothingOutsideChanges() throws Exception {
+        Path outside = Files.createDirectory(WorkerRootResource.root.resolve("outside-" + UUID.randomUUID()));
+        Files.writeString(outside.resolve("keep.txt"), "outside the worker's root");
+        new io.csiorchestrator.worker.state.PosixDirs().chmod(outside, 0755);
+
+        String extTarget = createVolume("sl-target-vol");
+        Path target = paths().targetPath("alloc-sl1", NS, "sl-target");
+        Files.createDirectories(target.getParent());
+        Files.createSymbolicLink(target, outside);
+        assertRefusedAndOutsideUntouched(mount("sl-target", extTarget, "alloc-sl1", false), target, target, outside);
+
+        String extStaging = createVolume("sl-staging-vol");
+        Path staging = paths().stagingPath(NS, "sl-staging");
+        Files.createDirectories(staging.getParent());
+        Files.createSymbolicLink(staging, outside);
+        assertRefusedAndOutsideUntouched(mount("sl-staging", extStaging, "alloc-sl2", false), staging, staging, outside);
+
+        String extParent = createVolume("sl-parent-vol");
+        Path allocDir = paths().allocationDir("alloc-sl3");
+        Files.createDirectories(allocDir.getParent());
+        Files.createSymbolicLink(allocDir, outside);
+        assertRefusedAndOutsideUntouched(mount("sl-parent", extParent, "alloc-sl3", false),
+                paths().targetPath("alloc-sl3", NS, "sl-parent"), allocDir, outside);
+
+        Files.delete(target);
+        MountDone done = run(mount("sl-target", extTarget, "alloc-sl1", false));
+        assertTrue(done.succeeded(), done.toString());
+        assertTrue(mounted(target));
+        assertTrue(run(unmount("sl-target", extTarget, "alloc-sl1")).succeeded());
+        Files.delete(staging);
+        Files.delete(allocDir);
+    }
+
+    private void assertRefusedAndOutsideUntouched(NodeCommand command, Path refused, Path link, Path outside)
+            throws Exception {
+        long stages = plugin.calls("NodeStageVolume");
+        long publishes = plugin.calls("NodePublishVolume");
+        MountDone done = run(command);
+        assertFalse(done.succeeded(), done.toString());
+        assertEquals("UNSAFE_PATH", done.errorCode(), done.toString());
+        assertTrue(done.errorMessage().contains(refused.toString()), done.errorMessage());
+        assertTrue(done.errorMessage().contains(link + " is a symbolic link"), done.errorMessage());
+        assertEquals(stages, plugin.calls("NodeStageVolume"), "no stage through the link");
+        assertEquals(publishes, plugin.calls("NodePublishVolume"), "no publish through the link");
+        assertFalse(MountTable.readSelf().isMountPoint(outside), "nothing mounted outside the root");
+        assertEquals(0755, new io.csiorchestrator.worker.state.PosixDirs().mode(outside), "outside not chmodded");
+        try (java.util.stream.Stream<Path> files = Files.list(outside)) {
+            assertEquals(List.of(outside.resolve("keep.txt")), files.toList(), "nothing created outside the root");
+        }
+        assertTrue(Files.isSymbolicLink(link), "the planted link is left for the operator to see");
+        assertTrue(worker.operations().record(new VolumeKey(NS, command.volumeId()))
+                .map(r -> r.usages().isEmpty()).orElse(true), "no usage recorded");
+    }
+
+    /**
      * Every kind of {@link HostileRecords} (bad CloudEvents headers, values that are not a command) sent
      * to this node's partition of node-commands, keyed with this node, then a valid command on the same
      * partition: the command is answered on mount-done within {@link #WAIT}, and every hostile record is

@@ -73,4 +73,39 @@ class WorkerPathsTest {
         assertThrows(java.io.IOException.class, () -> p.ensureDirectory(p.stagingPath("ns", "v")));
         assertFalse(Files.exists(outside.resolve("v")));
     }
+
+    /**
+     * {@link WorkerPaths#requireNoLinks}: a link as the last component or as a directory on the way is refused
+     * with {@link UnsafePathException} naming the asked path and the link; a regular file on the way is refused;
+     * a path whose tail does not exist yet and an existing real directory pass.
+     */
+    @Test
+    void requireNoLinksRefusesALinkAnywhereBelowTheRootAndAcceptsAMissingTail() throws Exception {
+        WorkerPaths p = paths();
+        Path outside = Files.createDirectory(temp.resolve("outside"));
+        Path target = p.targetPath("a1", "ns", "v");
+        Files.createDirectories(target.getParent());
+        assertEquals(target, p.requireNoLinks(target), "a missing last component is fine");
+        Files.createDirectory(target);
+        assertEquals(target, p.requireNoLinks(target), "a real directory is fine");
+        Files.delete(target);
+
+        Files.createSymbolicLink(target, outside);
+        UnsafePathException last = assertThrows(UnsafePathException.class, () -> p.requireNoLinks(target));
+        assertTrue(last.getMessage().contains(target + " is a symbolic link (to " + outside + ")"), last.getMessage());
+        assertEquals(target, last.path());
+
+        Path other = p.targetPath("a2", "ns", "v");
+        Files.createDirectories(p.root().resolve("per-alloc"));
+        Files.createSymbolicLink(p.allocationDir("a2"), outside);
+        UnsafePathException middle = assertThrows(UnsafePathException.class, () -> p.requireNoLinks(other));
+        assertTrue(middle.getMessage().startsWith("refusing path " + other + ": " + p.allocationDir("a2")
+                + " is a symbolic link"), middle.getMessage());
+
+        Path third = p.targetPath("a3", "ns", "v");
+        Files.writeString(p.allocationDir("a3"), "a file where a directory belongs");
+        UnsafePathException file = assertThrows(UnsafePathException.class, () -> p.requireNoLinks(third));
+        assertTrue(file.getMessage().contains(p.allocationDir("a3") + " is not a directory"), file.getMessage());
+        assertFalse(Files.exists(outside.resolve("ns")), "nothing was created through a link");
+    }
 }
