@@ -15,8 +15,9 @@ import org.jboss.logging.Logger;
 
 /**
  * The status page's own Kafka consumer (channel {@code status-feed}): claim-status, node-events and plugin-status,
- * from the end of each topic, in a consumer group of its own per instance (no {@code group.id}: a random one), so
- * every claim-service instance shows every event. A record that breaks the contract is skipped here (the topic's
+ * from the end of each topic, in a consumer group of its own per instance and start
+ * ({@code claim-service-status-feed-<quarkus.uuid>}), so every claim-service instance shows every event and the
+ * service's real consumers keep every partition of their group. A record that breaks the contract is skipped here (the topic's
  * real consumers dead-letter it); nothing is written anywhere.
  */
 @ApplicationScoped
