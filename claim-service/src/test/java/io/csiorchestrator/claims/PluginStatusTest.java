@@ -126,4 +126,47 @@ class PluginStatusTest {
         String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
         ClaimFlowTest.awaitSchedulable("ns1", vol);
     }
+
+    /**
+     * The status page is served by the service itself, its assets naming no other host (no CDN); {@code /v1/status/plugins}
+     * lists a plugin as plugin-status reported it, instance by instance; and the page's live feed, read from Kafka by
+     * the service's own consumer, carries the plugin-status change both in {@code /v1/status/feed} and on the
+     * server-sent event stream {@code /v1/status/events} (an instance turned unhealthy: nodes 0/1 healthy).
+     */
+    @Test
+    void theStatusPageIsServedAndItsFeedFollowsPluginStatusOverServerSentEvents() throws Exception {
+        String index = given().get("/status/").then().statusCode(200).extract().asString();
+        assertTrue(index.contains("<script src=\"status.js\">") && index.contains("status.css"), index);
+        for (String asset : List.of("/status/", "/status/status.js", "/status/status.css")) {
+            String text = given().get(asset).then().statusCode(200).extract().asString();
+            assertTrue(!text.contains("http://") && !text.contains("https://"), asset + " names another host");
+        }
+        String plugin = ClaimFlowTest.unique("plug");
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.net.URI events = java.net.URI.create(io.restassured.RestAssured.baseURI + ":" + io.restassured.RestAssured.port
+                + "/v1/status/events");
+        var stream = http.sendAsync(java.net.http.HttpRequest.newBuilder(events).header("Accept", "text/event-stream").build(),
+                java.net.http.HttpResponse.BodyHandlers.ofLines());
+        var response = stream.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(200, response.statusCode());
+        Thread reader = new Thread(() -> response.body().forEach(lines::add), "sse-reader");
+        reader.setDaemon(true);
+        reader.start();
+        try {
+            bus.pluginNode(plugin, "node-a", true);
+            Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/status/plugins").then().statusCode(200)
+                    .body("find { it.pluginId == '" + plugin + "' }.nodes[0].nodeId", equalTo("node-a"))
+                    .body("find { it.pluginId == '" + plugin + "' }.nodes[0].healthy", equalTo(true)));
+            bus.pluginNode(plugin, "node-a", false);
+            Awaitility.await().atMost(Bus.WAIT).until(() -> lines.stream().anyMatch(l -> l.startsWith("data:")
+                    && l.contains("\"plugin\":\"" + plugin + "\"") && l.contains("nodes 0/1 healthy")));
+            given().get("/v1/status/feed").then().statusCode(200)
+                    .body("findAll { it.plugin == '" + plugin + "' }.text", org.hamcrest.Matchers.hasItem(
+                            containsString("nodes 0/1 healthy")));
+        } finally {
+            response.body().close();
+            reader.interrupt();
+        }
+    }
 }

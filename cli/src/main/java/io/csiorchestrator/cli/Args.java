@@ -15,19 +15,23 @@ public final class Args {
 
     /** Options that take no value. */
     static final Set<String> FLAGS = Set.of("json", "force", "keep", "help", "no-build", "verbose", "json-logs", "fresh",
-            "free-ports", "short", "sweep", "sequential");
+            "free-ports", "short", "sweep", "sequential", "w", "watch");
 
     private final List<String> positionals;
     private final Map<String, String> options;
+    /** Every value of each option given more than once, in order ({@link #options(String)}). */
+    private final Map<String, List<String>> repeated;
 
-    private Args(List<String> positionals, Map<String, String> options) {
+    private Args(List<String> positionals, Map<String, String> options, Map<String, List<String>> repeated) {
         this.positionals = positionals;
         this.options = options;
+        this.repeated = repeated;
     }
 
     public static Args parse(String... argv) {
         List<String> positionals = new ArrayList<>();
         Map<String, String> options = new LinkedHashMap<>();
+        Map<String, List<String>> repeated = new LinkedHashMap<>();
         for (int i = 0; i < argv.length; i++) {
             String arg = argv[i];
             if (arg.equals("--")) {
@@ -60,12 +64,13 @@ public final class Args {
                         value = argv[++i];
                     }
                     options.put(name, value);
+                    repeated.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
                 }
             } else {
                 positionals.add(arg);
             }
         }
-        return new Args(List.copyOf(positionals), options);
+        return new Args(List.copyOf(positionals), options, repeated);
     }
 
     public List<String> positionals() {
@@ -85,6 +90,11 @@ public final class Args {
 
     public Optional<String> option(String name) {
         return Optional.ofNullable(options.get(name));
+    }
+
+    /** Every value of an option that may be given more than once ({@code --mount-flag a --mount-flag b}), in order. */
+    public List<String> options(String name) {
+        return List.copyOf(repeated.getOrDefault(name, List.of()));
     }
 
     public String required(String name) {

@@ -98,6 +98,19 @@ public final class ClaimClient {
                 accessMode, attachmentMode, mode == ClaimMode.READ, null, null, null, Instant.now());
     }
 
+    /** A claim whose mount flags (replacing the volume's) travel sealed with {@code sealer}, as the contract requires. */
+    public static ClaimRequested claim(String namespace, String volumeId, String allocationId, String nodeId,
+                                       ClaimMode mode, AccessMode accessMode, AttachmentMode attachmentMode,
+                                       List<String> mountFlags, io.csiorchestrator.events.SecretSealer sealer) {
+        ClaimRequested plain = claim(namespace, volumeId, allocationId, nodeId, mode, accessMode, attachmentMode);
+        if (mountFlags.isEmpty()) {
+            return plain;
+        }
+        return new ClaimRequested(plain.requestId(), namespace, volumeId, allocationId, nodeId, mode, accessMode,
+                attachmentMode, plain.readOnly(), null, ClaimRequested.sealFlags(sealer, namespace, volumeId, mountFlags),
+                null, plain.requestedAt());
+    }
+
     public static ClaimRequested release(String namespace, String volumeId, String allocationId) {
         return new ClaimRequested("csi-cli-" + UUID.randomUUID(), namespace, volumeId, allocationId, null,
                 ClaimMode.RELEASE, null, null, false, null, null, null, Instant.now());

@@ -45,6 +45,12 @@ public final class Cluster {
     public static final List<String> DATABASES = List.of("claims", "plugin_registry");
     /** Topic prefix of the local system, so its topics stand apart on a shared broker. */
     public static final String TOPIC_PREFIX = "csi.";
+    /**
+     * A durable system's sealing keyring ({@code ./csi up}: {@code <work dir>/secrets.keyring}, mode 0600), created at
+     * its first start and kept with the rest of its state, so what was sealed survives {@code down} + {@code up} and
+     * {@code ./csi volume claim --mount-flag} can seal with it ({@link Keyrings}).
+     */
+    public static final String KEYRING_FILE = "secrets.keyring";
     public static final List<String> NODES = List.of("node-1", "node-2");
     /** The process that serves simulated nodes ({@code ./csi up --simulated-nodes N}), module node-simulator. */
     public static final String SIMULATOR = "node-simulator";
@@ -87,7 +93,7 @@ public final class Cluster {
     private final boolean detached;
     private final List<Proc> procs = Collections.synchronizedList(new ArrayList<>());
     private final Map<String, Launch> launches = new java.util.concurrent.ConcurrentHashMap<>();
-    private final String keyring;
+    private String keyring;
     private Properties infra;
     private boolean jsonLogs;
     private boolean durable;
@@ -105,7 +111,8 @@ public final class Cluster {
         this.detached = detached;
         byte[] key = new byte[32];
         new SecureRandom().nextBytes(key);
-        // Sealing key of this run: handed to the services in their environment only, never written or printed.
+        // Sealing key of this run: handed to the services in their environment only, never printed; a durable system
+        // (up) keeps its own in KEYRING_FILE instead (prepare()).
         this.keyring = "local-" + System.currentTimeMillis() + ":" + Base64.getEncoder().encodeToString(key);
     }
 
@@ -173,6 +180,24 @@ public final class Cluster {
         return workDir;
     }
 
+    /** The keyring the services seal with ({@code keyId:base64}): for a test that seals as a scheduler would. */
+    String sealingKeyring() {
+        return keyring;
+    }
+
+    /** The keyring in {@code file}, or {@code fresh} written there first (owner-only) when there is none. */
+    static String keptKeyring(Path file, String fresh) throws IOException {
+        if (Files.isRegularFile(file)) {
+            return Files.readString(file).trim();
+        }
+        Files.createDirectories(file.getParent());
+        Files.deleteIfExists(file);
+        Files.createFile(file, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+        Files.writeString(file, fresh + "\n");
+        return fresh;
+    }
+
     public Path logs() {
         return workDir.resolve("logs");
     }
@@ -232,6 +257,9 @@ public final class Cluster {
 
     public void prepare() throws IOException {
         Files.createDirectories(logs());
+        if (durable) {
+            keyring = keptKeyring(workDir.resolve(KEYRING_FILE), keyring);
+        }
         if (simulatedNodes > 0) {
             Files.createDirectories(simulatedNodesDir());
             return;
@@ -665,6 +693,7 @@ public final class Cluster {
     public void writeEndpoints() throws IOException {
         Properties props = new Properties();
         props.setProperty("claims.url", claimsUrl());
+        props.setProperty("status.url", claimsUrl() + "/status/");
         props.setProperty("registry.url", registryUrl());
         props.setProperty("kafka.bootstrap.servers", kafkaBootstrap());
         props.setProperty("csi.topics.prefix", TOPIC_PREFIX);

@@ -49,7 +49,8 @@ public final class Main {
             Volumes, plugins and nodes (claim-service and plugin-registry-service REST, Kafka):
               volume create <name> [--plugin hostpath]      CSI CreateVolume on each node's plugin of `up` (prints externalId)
               volume register <file.json>                   register the volume(s) in the file (claim-service POST /v1/volumes)
-              volume status [id]                            all volumes, or one with its claims
+              volume status [id] [-w [--interval 1s]]       all volumes, or one with its claims; -w follows: printed
+                                                            again whenever it changes (Ctrl-C ends it, or --for 5m)
               volume deregister <id> [-force]               remove (force: release every claim first)
               volume detach <id> <node> [--force]           unmount the volume on <node> first: its claims are freed
                                                             once the node reports the unmount (a node whose lease
@@ -58,11 +59,20 @@ public final class Main {
                                                             --force frees them at once: only if the node is
                                                             powered off (a running node may still write)
               volume claim <id> --alloc A --node N --mode read|write [--access-mode M] [--attachment-mode M]
+                           [--mount-flag F ...] [--keyring FILE]
+                                                            mount flags (repeat the option) replace the volume's; they
+                                                            travel sealed with the keyring claim-service uses: --keyring
+                                                            FILE, else env CSI_SECRETS_KEYRING, else `up`'s own
+                                                            (.csi/up/secrets.keyring); a wait prints progress every 5 s
               volume release <id> --alloc A                 publish claim-requested, wait for claim-status
               plugin status [id]                            plugins, or one with its instances per node
               node status [node]                            each node's lease (plugin-registry-service GET /v1/nodes):
                                                             epoch, state (valid, lapsed, fenced), last renewal,
                                                             expiry (the registry's estimate), fenced epoch
+              events [-json] [--for D]                      tail claim-status and node-events from now: a line per
+                                                            event (-json: one JSON object per line) until Ctrl-C or D
+
+            The status page: <claim-service URL>/status/ (`up` prints it): volumes, claims, plugins and a live feed.
 
             Options: -json (machine output), --namespace NS (default "default"), --timeout SECONDS,
               --claims-url URL (env CSI_CLAIMS_URL), --registry-url URL (env CSI_REGISTRY_URL),
@@ -109,6 +119,8 @@ public final class Main {
                         "json", "converge-limit")).atMost(1), home(args), out).run();
                 case "bench" -> new Bench(args.only(Bench.OPTIONS).atMost(1),
                         Endpoints.resolve(args, System.getenv(), home(args)), out).run();
+                case "events" -> Follow.events(Endpoints.resolve(args.only(Set.of("for")).atMost(0), System.getenv(),
+                        home(args)), args.flag("json"), Follow.deadline(args), out);
                 case "volume", "plugin", "node" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)
                         .run(command);
                 default -> throw new Args.UsageException("unknown command '" + command + "'");

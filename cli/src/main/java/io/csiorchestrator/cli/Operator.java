@@ -9,6 +9,8 @@ import io.csiorchestrator.events.ClaimMode;
 import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.PathSafeId;
+import io.csiorchestrator.events.SecretKeyring;
+import io.csiorchestrator.events.SecretSealer;
 import io.csiorchestrator.events.WireValue;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -33,14 +35,23 @@ final class Operator {
         }
     }
 
+    /** How often a claim or release still waiting for its answer says so, with the time elapsed. */
+    static final Duration PROGRESS_EVERY = Duration.ofSeconds(5);
+
     private final Args args;
     private final Endpoints endpoints;
     private final PrintStream out;
     private final PrintStream err;
     private final boolean json;
     private final String namespace;
+    private final java.util.Map<String, String> env;
 
     Operator(Args args, Endpoints endpoints, PrintStream out, PrintStream err) {
+        this(args, endpoints, out, err, System.getenv());
+    }
+
+    Operator(Args args, Endpoints endpoints, PrintStream out, PrintStream err, java.util.Map<String, String> env) {
+        this.env = env;
         this.args = args;
         this.endpoints = endpoints;
         this.out = out;
@@ -68,14 +79,26 @@ final class Operator {
         return switch (verb) {
             case "create" -> create(args.only(Set.of("plugin", "work-dir")).atMost(2).positional(1, "volume name"));
             case "register" -> register(args.only(Set.of()).atMost(2).positional(1, "volume file"));
-            case "status" -> volumeStatus(args.only(Set.of()).atMost(2).positionalOpt(1).orElse(null));
+            case "status" -> {
+                String id = args.only(Set.of("w", "watch", "for", "interval")).atMost(2).positionalOpt(1).orElse(null);
+                if (args.flag("w") || args.flag("watch")) {
+                    Duration every = Follow.parseDuration(args.option("interval").orElse("1s"));
+                    yield Follow.watch(() -> {
+                        java.io.ByteArrayOutputStream buffer = new java.io.ByteArrayOutputStream();
+                        new Operator(args, endpoints, new PrintStream(buffer, true, StandardCharsets.UTF_8), err, env)
+                                .volumeStatus(id);
+                        return buffer.toString(StandardCharsets.UTF_8);
+                    }, every, Follow.deadline(args), out);
+                }
+                yield volumeStatus(id);
+            }
             case "deregister" -> deregister(args.only(Set.of("force")).atMost(2).positional(1, "volume id"));
             case "detach" -> {
                 args.only(Set.of("force")).atMost(3);
                 yield detach(args.positional(1, "volume id"), args.positional(2, "node id"), args.flag("force"));
             }
             case "claim" -> claim(args.only(Set.of("alloc", "node", "mode", "access-mode", "attachment-mode",
-                    "timeout", "read-only")).atMost(2).positional(1, "volume id"));
+                    "timeout", "read-only", "mount-flag", "keyring", "work-dir")).atMost(2).positional(1, "volume id"));
             case "release" -> release(args.only(Set.of("alloc", "timeout")).atMost(2).positional(1, "volume id"));
             default -> throw new Args.UsageException("unknown command 'volume " + verb + "'");
         };
@@ -396,7 +419,19 @@ final class Operator {
             attachmentMode = args.option("attachment-mode").isPresent() ? parse(AttachmentMode.class, "attachment-mode")
                     : WireValue.parse(AttachmentMode.class, v.path("attachmentMode").asText());
         }
-        ClaimRequested request = ClaimClient.claim(namespace, id, alloc, node, mode, accessMode, attachmentMode);
+        List<String> flags = args.options("mount-flag");
+        ClaimRequested request;
+        if (flags.isEmpty()) {
+            request = ClaimClient.claim(namespace, id, alloc, node, mode, accessMode, attachmentMode);
+        } else {
+            SecretKeyring keyring = Keyrings.resolve(args.option("keyring"), env, Up.workDir(args, Main.home(args)));
+            try {
+                request = ClaimClient.claim(namespace, id, alloc, node, mode, accessMode, attachmentMode, flags,
+                        new SecretSealer(keyring));
+            } catch (IllegalArgumentException e) {
+                throw new Args.UsageException("--mount-flag: " + e.getMessage());
+            }
+        }
         return await(request, ClaimState.READY);
     }
 
@@ -415,11 +450,30 @@ final class Operator {
             err.println("published claim-requested " + request.requestId() + " (" + request.mode().wire() + " "
                     + namespace + "/" + request.volumeId() + " for " + request.allocationId() + "), waiting for claim-status");
         }
-        ClaimClient.Outcome outcome = client.request(request, timeout, s -> {
-            if (!json) {
-                err.printf("  %-9s %s%n", s.state().wire(), s.reason() == null ? "" : s.reason());
-            }
+        // Progress on a long wait: every PROGRESS_EVERY without an answer, the time so far and the last state seen.
+        String[] lastState = {"none yet"};
+        java.util.concurrent.ScheduledExecutorService ticker = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "csi-progress");
+            t.setDaemon(true);
+            return t;
         });
+        if (!json) {
+            ticker.scheduleAtFixedRate(() -> err.println("  ... " + Steps.seconds((System.nanoTime() - start) / 1_000_000)
+                    + " elapsed, waiting for claim-status (last: " + lastState[0] + ")"), PROGRESS_EVERY.toMillis(),
+                    PROGRESS_EVERY.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        }
+        ClaimClient.Outcome outcome;
+        try {
+            outcome = client.request(request, timeout, s -> {
+                lastState[0] = s.state().wire();
+                if (!json) {
+                    err.printf("  %-9s %s  (%s)%n", s.state().wire(), s.reason() == null ? "" : s.reason(),
+                            Steps.seconds((System.nanoTime() - start) / 1_000_000));
+                }
+            });
+        } finally {
+            ticker.shutdownNow();
+        }
         long ms = (System.nanoTime() - start) / 1_000_000;
         if (json) {
             ObjectNode node = Http.MAPPER.createObjectNode();

@@ -108,6 +108,7 @@ final class Up {
         }
         out.println();
         out.println("claim-service            " + cluster.claimsUrl() + "   (REST /v1/volumes)");
+        out.println("status page              " + cluster.claimsUrl() + "/status/   (volumes, claims, plugins, live events)");
         out.println("plugin-registry-service  " + cluster.registryUrl() + "   (REST /v1/plugins)");
         out.println("kafka bootstrap          " + cluster.kafkaBootstrap());
         if (simulated > 0) {
@@ -126,6 +127,8 @@ final class Up {
         out.println("kafka log                " + cluster.kafkaDir() + "   (./csi restart kafka)");
         out.println("postgresql data          " + cluster.postgresDir().resolve("data") + "   (server pid "
                 + cluster.postmasterPid().map(String::valueOf).orElse("?") + "; ./csi restart postgres)");
+        out.println("sealing keyring          " + work.resolve(Cluster.KEYRING_FILE)
+                + "   (owner-only; ./csi volume claim --mount-flag seals with it)");
         out.println("logs                     " + cluster.logs());
         out.println("stop with                ./csi down");
         return 0;

@@ -23,6 +23,16 @@ class ArgsTest {
         assertFalse(args.flag("force"));
     }
 
+    /** An option given more than once keeps every value in order (--mount-flag); -w is a flag, not an option. */
+    @Test
+    void repeatedOptionsKeepEveryValueAndWIsAFlag() {
+        Args args = Args.parse("claim", "v", "--mount-flag", "noatime", "--mount-flag=nodiratime", "-w", "x");
+        assertEquals(List.of("noatime", "nodiratime"), args.options("mount-flag"));
+        assertEquals(List.of(), args.options("keyring"));
+        assertTrue(args.flag("w"));
+        assertEquals(List.of("claim", "v", "x"), args.positionals());
+    }
+
     @Test
     void flagsTakeNoValue() {
         Args args = Args.parse("deregister", "v", "-force", "x");

@@ -1,0 +1,74 @@
+package io.csiorchestrator.claims.status;
+
+import io.csiorchestrator.claims.store.PluginEntity;
+import io.csiorchestrator.claims.store.VolumeConditionEntity;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.PluginStatus;
+import io.quarkus.hibernate.reactive.panache.Panache;
+import io.smallrye.mutiny.Multi;
+import io.smallrye.mutiny.Uni;
+import jakarta.inject.Inject;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.MediaType;
+import java.util.List;
+import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.tags.Tag;
+import org.jboss.resteasy.reactive.RestStreamElementType;
+
+/**
+ * What the status page ({@code /status/}, static assets of this service) reads besides {@code /v1/volumes}: the
+ * plugins as plugin-status last reported them, and the live feed (recent entries, and a server-sent event stream).
+ */
+@Path("/v1/status")
+@Tag(name = "status", description = "The status page's data: plugins and the live event feed")
+public class StatusResource {
+
+    @Inject
+    LiveFeed feed;
+
+    @GET
+    @Path("/plugins")
+    @Produces(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Plugins", description = "Every plugin as plugin-registry-service last reported it on "
+            + "plugin-status: healthy/expected controllers and nodes, each instance's node, health and last heartbeat.")
+    public Uni<List<PluginStatus>> plugins() {
+        return Panache.withSession(() -> PluginEntity.<PluginEntity>list("order by pluginId"))
+                .map(rows -> rows.stream().map(r -> EventCodec.decode(PluginStatus.class, r.statusJson)).toList());
+    }
+
+    /** A volume's CSI condition on one node, as in {@code GET /v1/volumes/{namespace}/{id}}. */
+    public record Condition(String volume, String nodeId, String condition, String message, java.time.Instant since) {
+    }
+
+    @GET
+    @Path("/conditions")
+    @Produces(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Volume conditions", description = "Every volume's CSI condition on each node where a "
+            + "worker reported one (abnormal or normal), for the status page's volume list.")
+    public Uni<List<Condition>> conditions() {
+        return Panache.withSession(() -> VolumeConditionEntity.<VolumeConditionEntity>list("order by volumeKey, nodeId"))
+                .map(rows -> rows.stream().map(c -> new Condition(c.volumeKey, c.nodeId, c.abnormal ? "abnormal" : "normal",
+                        c.message, c.since)).toList());
+    }
+
+    @GET
+    @Path("/feed")
+    @Produces(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Recent events", description = "The last claim-status, node-events and plugin-status "
+            + "events this instance read (at most " + LiveFeed.CAPACITY + "), oldest first.")
+    public List<FeedEntry> recent() {
+        return feed.recent();
+    }
+
+    @GET
+    @Path("/events")
+    @Produces(MediaType.SERVER_SENT_EVENTS)
+    @RestStreamElementType(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Live events", description = "Server-sent events: one JSON feed entry per claim-status, "
+            + "node-events or plugin-status event as this instance reads it from Kafka.")
+    public Multi<FeedEntry> events() {
+        return feed.stream();
+    }
+}
