@@ -292,7 +292,7 @@ final class Bench {
                 "externalId", externalId, "pluginId", Cluster.PLUGIN_ID,
                 "accessMode", AccessMode.MULTI_NODE_SINGLE_WRITER.wire(),
                 "attachmentMode", AttachmentMode.FILE_SYSTEM.wire());
-        Http claims = new Http("claim-service", endpoints.claimsUrl());
+        Http claims = new Http("claim-service", endpoints.claimsUrl(), endpoints.token());
         Http.Response r = claims.post("/v1/volumes", Http.MAPPER.writeValueAsString(body));
         if (r.status() != 201) {
             throw new Operator.Failure("claim-service refused the volume (HTTP " + r.status() + "): " + r.raw());
@@ -306,7 +306,7 @@ final class Bench {
 
     private void deregister(String namespace, String volume) {
         try {
-            new Http("claim-service", endpoints.claimsUrl()).delete("/v1/volumes/" + namespace + "/" + volume);
+            new Http("claim-service", endpoints.claimsUrl(), endpoints.token()).delete("/v1/volumes/" + namespace + "/" + volume);
         } catch (RuntimeException e) {
             out.println("note: could not deregister " + namespace + "/" + volume + ": " + e.getMessage());
         }

@@ -239,7 +239,7 @@ final class Chaos {
             }
         });
         step("plugin hostpath healthy on both nodes", () -> {
-            Http registry = new Http("plugin-registry-service", cluster.registryUrl());
+            Http registry = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
             Wait.until("plugin hostpath with 2 healthy nodes and a healthy controller", Demo.START_TIMEOUT, null, () -> {
                 Http.Response r = registry.get("/v1/plugins/" + Cluster.PLUGIN_ID);
                 return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() >= Cluster.NODES.size()
@@ -263,7 +263,7 @@ final class Chaos {
                         "attachmentMode", AttachmentMode.FILE_SYSTEM.wire()));
                 volumes.add(new Vol(id, mode));
             }
-            Http claims = new Http("claim-service", cluster.claimsUrl());
+            Http claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
             Http.Response r = claims.post("/v1/volumes", Http.MAPPER.writeValueAsString(bodies));
             Demo.check(r.status() == 201, "POST /v1/volumes answered " + r.status() + ": " + r.raw());
             Wait.until("every volume schedulable", Duration.ofSeconds(120), null, () -> {
@@ -627,7 +627,7 @@ final class Chaos {
                 out.println("csi chaos: " + pending.size() + " request(s) still unanswered");
             }
         }
-        Http claims = new Http("claim-service", cluster.claimsUrl());
+        Http claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
         List<String> lost = new ArrayList<>();
         List<String[]> toRelease = new ArrayList<>();
         synchronized (lock) {

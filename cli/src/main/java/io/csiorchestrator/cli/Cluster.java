@@ -24,6 +24,7 @@ import java.util.function.Supplier;
 
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
+import io.csiorchestrator.localinfra.AccessTokens;
 import io.csiorchestrator.localinfra.KafkaMain;
 import io.csiorchestrator.localinfra.Kraft;
 import io.csiorchestrator.localinfra.PostgresMain;
@@ -103,6 +104,13 @@ public final class Cluster {
     private String pluginDelay = "1ms";
 
     private final Map<String, String> extraEnv = new java.util.LinkedHashMap<>();
+
+    /** The admin token {@code up} writes in its work dir (0600); every CLI command finds it there. */
+    public static final String ADMIN_TOKEN = "admin.token";
+    /** The services' token keys under the work dir: signing.pem (0600), jwks.json, revoked-tokens. */
+    public static final String SECURITY_DIR = "security";
+    static final Duration ADMIN_TOKEN_TTL = Duration.ofDays(30);
+    private String adminToken;
 
     public Cluster(Path home, Path workDir, Ports ports, boolean detached) {
         this.home = home.toAbsolutePath().normalize();
@@ -370,8 +378,41 @@ public final class Cluster {
         return props;
     }
 
+    /** The key set's directory ({@code <work>/security}). */
+    public Path securityDir() {
+        return workDir.resolve(SECURITY_DIR);
+    }
+
+    /**
+     * The admin token of this work dir, made on first use: the key set under {@link #securityDir()} is made once
+     * and kept from one {@code up} to the next, and a fresh admin token (30 days, every namespace) is signed with
+     * it and written to {@code <work>/admin.token} (0600).
+     */
+    public synchronized String adminToken() {
+        if (adminToken == null) {
+            try {
+                AccessTokens.SigningKey key = AccessTokens.ensureKeySet(securityDir());
+                adminToken = AccessTokens.issue(key, AccessTokens.Claims.of("csi-up-admin", java.util.Set.of("admin"),
+                        List.of(AccessTokens.ALL_NAMESPACES), ADMIN_TOKEN_TTL));
+                Files.createDirectories(workDir);
+                AccessTokens.writePrivate(workDir.resolve(ADMIN_TOKEN), adminToken + "\n");
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot make the token keys under " + securityDir(), e);
+            }
+        }
+        return adminToken;
+    }
+
+    /** The services' token settings: the key set to verify with, the revoked token ids. */
+    private List<String> tokenVerification() {
+        adminToken();
+        return List.of("-Dmp.jwt.verify.publickey.location=" + securityDir().resolve("jwks.json"),
+                "-Dcsi.security.revoked-tokens-file=" + securityDir().resolve("revoked-tokens"));
+    }
+
     public Proc startRegistry() throws IOException {
         List<String> cmd = java("plugin-registry-service", 384);
+        cmd.addAll(tokenVerification());
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + ports.registry(),
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
@@ -393,6 +434,7 @@ public final class Cluster {
      */
     public Proc startClaims(String name, int port) throws IOException {
         List<String> cmd = java(name, 384);
+        cmd.addAll(tokenVerification());
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + port,
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
@@ -469,7 +511,7 @@ public final class Cluster {
 
     /** Waits (bounded) until plugin-registry-service counts {@code nodes} healthy node instances of {@code pluginId}. */
     public void awaitPluginRegistered(String pluginId, int nodes, Proc watched, Duration timeout) {
-        Http http = new Http("plugin-registry-service", registryUrl());
+        Http http = new Http("plugin-registry-service", registryUrl(), adminToken());
         Wait.until("plugin-registry-service listing " + nodes + " healthy nodes of plugin " + pluginId,
                 timeout, watched, () -> {
                     try {

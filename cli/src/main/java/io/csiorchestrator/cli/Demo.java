@@ -170,7 +170,7 @@ public final class Demo {
     }
 
     private String awaitPluginHealthy() {
-        Http registry = new Http("plugin-registry-service", cluster.registryUrl());
+        Http registry = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
         JsonNode plugin = Wait.until("plugin hostpath with 2 healthy nodes and a healthy controller",
                 START_TIMEOUT, null, () -> {
                     Http.Response r = registry.get("/v1/plugins/" + Cluster.PLUGIN_ID);
@@ -201,14 +201,14 @@ public final class Demo {
                 "id", VOLUME, "namespace", NAMESPACE, "name", VOLUME, "externalId", externalId,
                 "pluginId", Cluster.PLUGIN_ID, "accessMode", AccessMode.MULTI_NODE_SINGLE_WRITER.wire(),
                 "attachmentMode", AttachmentMode.FILE_SYSTEM.wire());
-        Http claims = new Http("claim-service", cluster.claimsUrl());
+        Http claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
         Http.Response r = claims.post("/v1/volumes", Http.MAPPER.writeValueAsString(volume));
         check(r.status() == 201, "POST /v1/volumes answered " + r.status() + ": " + r.raw());
         return NAMESPACE + "/" + VOLUME;
     }
 
     private String awaitSchedulable() {
-        Http claims = new Http("claim-service", cluster.claimsUrl());
+        Http claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
         Wait.until("volume " + VOLUME + " schedulable", Duration.ofSeconds(60), null, () -> {
             Http.Response r = claims.get("/v1/volumes/" + NAMESPACE + "/" + VOLUME);
             return r.ok() && r.body() != null && r.body().path("schedulable").asBoolean()

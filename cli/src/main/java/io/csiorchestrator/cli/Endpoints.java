@@ -5,6 +5,7 @@ import java.io.Reader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 
@@ -13,10 +14,10 @@ import java.util.Set;
  * {@code csi up} writes ({@code .csi/up/endpoints.properties}, or {@code <work-dir>/endpoints.properties}
  * with {@code --work-dir}), else the services' default ports.
  */
-public record Endpoints(String claimsUrl, String registryUrl, String kafkaBootstrap, String topicPrefix) {
+public record Endpoints(String claimsUrl, String registryUrl, String kafkaBootstrap, String topicPrefix, String token) {
 
     static final Set<String> OPTIONS = Set.of("claims-url", "registry-url", "kafka", "topic-prefix", "namespace",
-            "home");
+            "home", "token-file", "work-dir");
 
     public static final String FILE = "endpoints.properties";
 
@@ -35,7 +36,34 @@ public record Endpoints(String claimsUrl, String registryUrl, String kafkaBootst
                 pick(args, "claims-url", env, "CSI_CLAIMS_URL", up, "claims.url", "http://localhost:8081"),
                 pick(args, "registry-url", env, "CSI_REGISTRY_URL", up, "registry.url", "http://localhost:8082"),
                 pick(args, "kafka", env, "CSI_KAFKA_BOOTSTRAP", up, "kafka.bootstrap.servers", "localhost:9092"),
-                pick(args, "topic-prefix", env, "CSI_TOPICS_PREFIX", up, "csi.topics.prefix", ""));
+                pick(args, "topic-prefix", env, "CSI_TOPICS_PREFIX", up, "csi.topics.prefix", ""),
+                token(args, env, Up.workDir(args, home)));
+    }
+
+    /**
+     * The bearer token the services want: the file {@code --token-file} names, else {@code CSI_TOKEN}, else the
+     * admin token {@code csi up} wrote in its work dir ({@code admin.token}); null when there is none (the
+     * services then answer 401).
+     */
+    static String token(Args args, Map<String, String> env, Path workDir) {
+        Optional<String> file = args.option("token-file");
+        if (file.isPresent()) {
+            return readToken(Path.of(file.get()), "--token-file");
+        }
+        String fromEnv = env.get("CSI_TOKEN");
+        if (fromEnv != null && !fromEnv.isBlank()) {
+            return fromEnv.strip();
+        }
+        Path admin = workDir.resolve(Cluster.ADMIN_TOKEN);
+        return Files.isRegularFile(admin) ? readToken(admin, "the admin token") : null;
+    }
+
+    private static String readToken(Path file, String what) {
+        try {
+            return Files.readString(file).strip();
+        } catch (IOException e) {
+            throw new Args.UsageException("cannot read " + what + " " + file + ": " + e.getMessage());
+        }
     }
 
     private static String pick(Args args, String option, Map<String, String> env, String envName, Properties up,

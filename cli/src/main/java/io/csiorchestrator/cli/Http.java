@@ -42,10 +42,18 @@ public final class Http {
     private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(3)).build();
     private final String service;
     private final String base;
+    private final String token;
 
+    /** Without credentials: for the open endpoints (health). */
     public Http(String service, String base) {
+        this(service, base, null);
+    }
+
+    /** Every request carries {@code token} as {@code Authorization: Bearer} (never logged or printed). */
+    public Http(String service, String base, String token) {
         this.service = service;
         this.base = base;
+        this.token = token;
     }
 
     public String base() {
@@ -70,7 +78,11 @@ public final class Http {
     }
 
     private Response send(HttpRequest.Builder request) {
-        HttpRequest built = request.timeout(Duration.ofSeconds(30)).header("Accept", "application/json").build();
+        request.timeout(Duration.ofSeconds(30)).header("Accept", "application/json");
+        if (token != null) {
+            request.header("Authorization", "Bearer " + token);
+        }
+        HttpRequest built = request.build();
         try {
             HttpResponse<String> response = client.send(built, HttpResponse.BodyHandlers.ofString());
             JsonNode body = null;

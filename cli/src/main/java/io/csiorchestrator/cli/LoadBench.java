@@ -258,7 +258,7 @@ final class LoadBench {
 
     /** The nodes with a healthy node instance of the plugin, from plugin-registry-service. */
     private List<String> nodes() {
-        Http registry = new Http("plugin-registry-service", endpoints.registryUrl());
+        Http registry = new Http("plugin-registry-service", endpoints.registryUrl(), endpoints.token());
         Http.Response r = registry.get("/v1/plugins/" + pluginId);
         if (!r.ok() || r.body() == null) {
             throw new Operator.Failure("plugin-registry-service does not know plugin " + pluginId + " (HTTP "
@@ -302,7 +302,7 @@ final class LoadBench {
     }
 
     private List<String> prepareVolumes(List<String> nodes) throws Exception {
-        Http claims = new Http("claim-service", endpoints.claimsUrl());
+        Http claims = new Http("claim-service", endpoints.claimsUrl(), endpoints.token());
         List<String> ids = new ArrayList<>();
         List<String> missing = new ArrayList<>();
         for (int i = 0; i < volumes; i++) {
@@ -355,7 +355,7 @@ final class LoadBench {
      * drain), so this run's claims are not rejected for them; waits (bounded) until claim-service shows none.
      */
     private void releaseLeftovers(List<String> ids) throws Exception {
-        Http claims = new Http("claim-service", endpoints.claimsUrl());
+        Http claims = new Http("claim-service", endpoints.claimsUrl(), endpoints.token());
         Map<String, List<String>> held = new LinkedHashMap<>();
         for (String id : ids) {
             Http.Response r = claims.get("/v1/volumes/" + namespace + "/" + id);

@@ -74,10 +74,20 @@ public final class Main {
 
             The status page: <claim-service URL>/status/ (`up` prints it): volumes, claims, plugins and a live feed.
 
+            Tokens (README "Security"; signed with the key `up` made under <work-dir>/security):
+              token init                   make the key set and an admin token in the work dir (no system started)
+              token issue --role R[,R] [--namespace N[,N]] [--ttl 8h] [--subject S]
+                                           print a bearer token (roles volume-read, volume-write, volume-mount,
+                                           volume-detach, plugin-read, admin; namespaces default *)
+              token revoke <token id>      refuse that token from now on (no restart)
+              token roll-key [--retire]    sign with a new key, keep the old one accepted; --retire drops old keys
+
             Options: -json (machine output), --namespace NS (default "default"), --timeout SECONDS,
               --claims-url URL (env CSI_CLAIMS_URL), --registry-url URL (env CSI_REGISTRY_URL),
               --kafka HOST:PORT (env CSI_KAFKA_BOOTSTRAP), --topic-prefix P (env CSI_TOPICS_PREFIX);
               defaults: what `./csi up` wrote in .csi/up/endpoints.properties, else localhost:8081/8082/9092.
+              Credentials: --token-file F, else env CSI_TOKEN, else the admin token `./csi up` wrote
+              (.csi/up/admin.token, or <work-dir>/admin.token).
             """;
 
     private Main() {
@@ -119,6 +129,7 @@ public final class Main {
                         "json", "converge-limit")).atMost(1), home(args), out).run();
                 case "bench" -> new Bench(args.only(Bench.OPTIONS).atMost(1),
                         Endpoints.resolve(args, System.getenv(), home(args)), out).run();
+                case "token" -> new TokenCommand(args.only(TokenCommand.OPTIONS), home(args), out, err).run();
                 case "events" -> Follow.events(Endpoints.resolve(args.only(Set.of("for")).atMost(0), System.getenv(),
                         home(args)), args.flag("json"), Follow.deadline(args), out);
                 case "volume", "plugin", "node" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)

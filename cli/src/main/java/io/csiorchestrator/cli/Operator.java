@@ -105,11 +105,11 @@ final class Operator {
     }
 
     private Http claims() {
-        return new Http("claim-service", endpoints.claimsUrl());
+        return new Http("claim-service", endpoints.claimsUrl(), endpoints.token());
     }
 
     private Http registry() {
-        return new Http("plugin-registry-service", endpoints.registryUrl());
+        return new Http("plugin-registry-service", endpoints.registryUrl(), endpoints.token());
     }
 
     // ------------------------------------------------------------------ volumes

@@ -54,8 +54,8 @@ class AntiEntropyIT {
         cluster.awaitReady(claimService, cluster.claimsUrl(), START);
         cluster.startPlugin(NODE);
         cluster.awaitReady(cluster.startWorker(NODE), cluster.workerUrl(NODE), START);
-        claims = new Http("claim-service", cluster.claimsUrl());
-        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl());
+        claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
+        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
         Wait.until("plugin hostpath healthy on " + NODE, START, null, () -> {
             Http.Response r = registryApi.get("/v1/plugins/" + Cluster.PLUGIN_ID);
             return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() >= 1
@@ -93,7 +93,7 @@ class AntiEntropyIT {
 
     private double repairs(String kind) throws Exception {
         String text = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
-                java.net.URI.create(cluster.claimsUrl() + "/q/metrics")).build(),
+                java.net.URI.create(cluster.claimsUrl() + "/q/metrics")).header("Authorization", "Bearer " + cluster.adminToken()).build(),
                 java.net.http.HttpResponse.BodyHandlers.ofString()).body();
         return text.lines().filter(l -> l.startsWith("csi_claims_repairs_total{") && l.contains("kind=\"" + kind + "\""))
                 .mapToDouble(l -> Double.parseDouble(l.substring(l.indexOf("} ") + 2).split(" ")[0])).sum();

@@ -48,9 +48,9 @@ class ControllerPublicationIT {
         cluster.awaitReady(claimService, cluster.claimsUrl(), START);
         cluster.startPlugin(NODE);
         cluster.awaitReady(cluster.startWorker(NODE), cluster.workerUrl(NODE), START);
-        claims = new Http("claim-service", cluster.claimsUrl());
+        claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
         client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
-        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl());
+        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
         Wait.until("plugin hostpath healthy on " + NODE, START, null, () -> {
             Http.Response r = registryApi.get("/v1/plugins/" + Cluster.PLUGIN_ID);
             return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() >= 1

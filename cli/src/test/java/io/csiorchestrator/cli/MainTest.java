@@ -71,6 +71,81 @@ class MainTest {
         }
     }
 
+    /**
+     * Credentials: {@code --token-file} wins over {@code CSI_TOKEN}, which wins over the admin token {@code up}
+     * wrote in its work dir ({@code --work-dir} or .csi/up); none at all is null.
+     */
+    @Test
+    void tokenComesFromTheFlagThenEnvThenTheWorkDirsAdminToken(@TempDir Path home) throws Exception {
+        assertEquals(null, Endpoints.resolve(Args.parse(), Map.of(), home).token());
+        Path up = Files.createDirectories(home.resolve(".csi/up"));
+        Files.writeString(up.resolve(Cluster.ADMIN_TOKEN), "from-up\n");
+        assertEquals("from-up", Endpoints.resolve(Args.parse(), Map.of(), home).token());
+        Path other = Files.createDirectories(home.resolve("other"));
+        Files.writeString(other.resolve(Cluster.ADMIN_TOKEN), "from-other-work-dir");
+        assertEquals("from-other-work-dir", Endpoints.resolve(Args.parse("--work-dir", other.toString()), Map.of(), home).token());
+        assertEquals("from-env", Endpoints.resolve(Args.parse(), Map.of("CSI_TOKEN", "from-env"), home).token());
+        Path file = home.resolve("my.token");
+        Files.writeString(file, "  from-file\n");
+        assertEquals("from-file", Endpoints.resolve(Args.parse("--token-file", file.toString()),
+                Map.of("CSI_TOKEN", "from-env"), home).token());
+    }
+
+    /**
+     * {@code token issue} prints one RS256 token signed by the work dir's key (checked against the key set's
+     * public key) with the roles, namespaces and lifetime asked for; an unknown role is a usage error. An operator
+     * command then sends the work dir's admin token as {@code Authorization: Bearer} (seen by a JDK HTTP server).
+     */
+    @Test
+    void tokenIssueSignsWithTheWorkDirKeyAndCommandsSendTheAdminToken(@TempDir Path home) throws Exception {
+        Path work = home.resolve(".csi/up");
+        var key = io.csiorchestrator.localinfra.AccessTokens.ensureKeySet(work.resolve(Cluster.SECURITY_DIR));
+        Run r = run("token", "issue", "--role", "volume-read,volume-detach", "--namespace", "team-a", "--ttl", "2h",
+                "--home", home.toString());
+        assertEquals(0, r.code(), r.err());
+        String token = r.out().strip();
+        String[] parts = token.split("\\.");
+        assertEquals(3, parts.length, token);
+        java.security.Signature verify = java.security.Signature.getInstance("SHA256withRSA");
+        verify.initVerify(key.publicKey());
+        verify.update((parts[0] + "." + parts[1]).getBytes(StandardCharsets.US_ASCII));
+        assertTrue(verify.verify(java.util.Base64.getUrlDecoder().decode(parts[2])), "signed by the work dir's key");
+        var claims = Http.MAPPER.readTree(java.util.Base64.getUrlDecoder().decode(parts[1]));
+        assertEquals("csi-orchestrator", claims.path("iss").asText());
+        assertEquals(java.util.List.of("volume-detach", "volume-read"),
+                java.util.stream.StreamSupport.stream(claims.path("groups").spliterator(), false).map(n -> n.asText()).toList());
+        assertEquals("team-a", claims.path("namespaces").path(0).asText());
+        assertEquals(7200, claims.path("exp").asLong() - claims.path("iat").asLong());
+        assertTrue(r.err().contains("token id " + claims.path("jti").asText()), r.err());
+
+        Run bad = run("token", "issue", "--role", "root", "--home", home.toString());
+        assertEquals(2, bad.code(), bad.err());
+        assertTrue(bad.err().contains("unknown role 'root'"), bad.err());
+
+        Files.writeString(work.resolve(Cluster.ADMIN_TOKEN), token + "\n");
+        java.util.concurrent.atomic.AtomicReference<String> seen = new java.util.concurrent.atomic.AtomicReference<>();
+        com.sun.net.httpserver.HttpServer server = com.sun.net.httpserver.HttpServer.create(
+                new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+        server.createContext("/v1/volumes", exchange -> {
+            seen.set(exchange.getRequestHeaders().getFirst("Authorization"));
+            byte[] body = "[]".getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "application/json");
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        server.start();
+        try {
+            Run status = run("volume", "status", "--home", home.toString(),
+                    "--claims-url", "http://127.0.0.1:" + server.getAddress().getPort());
+            assertEquals(0, status.code(), status.err());
+            assertEquals("Bearer " + token, seen.get());
+            assertTrue(!status.out().contains(parts[2]) && !status.err().contains(parts[2]), "the token is never printed");
+        } finally {
+            server.stop(0);
+        }
+    }
+
     @Test
     void usageErrorsExitTwo() {
         assertEquals(2, run("volume", "claim", "v", "--node", "n", "--mode", "write").code());

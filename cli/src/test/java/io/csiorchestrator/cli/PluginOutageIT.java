@@ -74,8 +74,8 @@ class PluginOutageIT {
         for (int i = 0; i < workers.size(); i++) {
             cluster.awaitReady(workers.get(i), cluster.workerUrl(Cluster.NODES.get(i)), START);
         }
-        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl());
-        Http claimsApi = new Http("claim-service", cluster.claimsUrl());
+        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
+        Http claimsApi = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
         Http node1 = new Http("node-mount-worker-node-1", cluster.workerUrl("node-1"));
         awaitPlugin(registryApi, p -> p.path("nodesHealthy").asInt() == 2);
         List<Path> sockets = Cluster.NODES.stream().map(cluster::pluginSocket).toList();

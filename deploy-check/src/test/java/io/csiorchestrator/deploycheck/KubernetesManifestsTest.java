@@ -217,6 +217,23 @@ class KubernetesManifestsTest {
         assertEquals(Set.of("claim-service", "node-mount-worker"), seen, "who gets the keyring");
     }
 
+    /**
+     * Both REST services verify tokens with the key set of Secret csi-jwt-keys (jwks.json), mounted read-only where
+     * CSI_JWT_PUBLIC_KEYS points, never a literal key (README "Security").
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"claim-service", "plugin-registry-service"})
+    void restTokenKeysComeFromTheSecretFile(String name) {
+        Map<String, Object> spec = map(named(kubernetesObjects(), "Deployment", name), "spec", "template", "spec");
+        Map<String, Object> container = byName(maps(spec, "containers"), name, "containers");
+        String location = string(env(container, "CSI_JWT_PUBLIC_KEYS"), "value");
+        assertEquals("/etc/csi/jwt/jwks.json", location, name);
+        Map<String, Object> mount = mountAt(container, "/etc/csi/jwt");
+        assertTrue(isTrue(mount.get("readOnly")), name + " mounts the keys read-only");
+        Map<String, Object> volume = byName(maps(spec, "volumes"), mount.get("name").toString(), "volumes");
+        assertEquals("csi-jwt-keys", string(volume, "secret", "secretName"), name);
+    }
+
     private static Map<String, Object> kafkaTopic(String topicName) {
         List<Map<String, Object>> found = ofKind(kubernetesObjects(), "KafkaTopic").stream()
                 .filter(t -> topicName.equals(string(t, "spec", "topicName")))

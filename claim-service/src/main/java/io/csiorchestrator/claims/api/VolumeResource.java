@@ -20,7 +20,9 @@ import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.events.Violation;
 import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
+import jakarta.annotation.security.RolesAllowed;
 import jakarta.inject.Inject;
+import org.eclipse.microprofile.jwt.JsonWebToken;
 import org.eclipse.microprofile.openapi.annotations.Operation;
 import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
 import org.eclipse.microprofile.openapi.annotations.media.Content;
@@ -49,7 +51,9 @@ import java.util.stream.Collectors;
 
 /**
  * Volumes: register, list, read (secrets and mount flags redacted), delete, and the operator's
- * detach escape hatch.
+ * detach escape hatch. Every call needs a bearer token (README "Security"): its roles pick the operations
+ * ({@code @RolesAllowed}; a forced delete needs {@code admin}), its {@code namespaces} claim the namespaces of
+ * the path and of every volume in the body ({@link NamespaceGrant}; 403 otherwise).
  */
 @Path("/v1/volumes")
 @Tag(name = "volumes", description = "Volume registration and operator actions")
@@ -66,6 +70,8 @@ public class VolumeResource {
     Secrets secrets;
     @Inject
     OpenTelemetry openTelemetry;
+    @Inject
+    JsonWebToken token;
 
     /** A 400/404/409 body: what is wrong, field by field. */
     @JsonInclude(JsonInclude.Include.NON_NULL)
@@ -127,6 +133,7 @@ public class VolumeResource {
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
     @APIResponse(responseCode = "409", description = "A volume with this namespace and id is already registered",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
+    @RolesAllowed({"volume-write", "admin"})
     public Uni<Response> register(String text) {
         JsonNode body;
         try {
@@ -135,6 +142,10 @@ public class VolumeResource {
             return Uni.createFrom().item(notJson(e));
         }
         VolumeRequestParser.Parsed parsed = VolumeRequestParser.parse(body);
+        Response refused = refusedNamespaces(parsed.volumes().stream().map(VolumeSpec::namespace).toList());
+        if (refused != null) {
+            return Uni.createFrom().item(refused);
+        }
         if (!parsed.problems().isEmpty()) {
             return Uni.createFrom().item(errors(Response.Status.BAD_REQUEST, "invalid volume registration", parsed.problems()));
         }
@@ -158,13 +169,28 @@ public class VolumeResource {
     @Operation(summary = "List volumes", description = "Stubs of every volume, or of one namespace's.")
     @APIResponse(responseCode = "200", description = "The volumes",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.ARRAY, implementation = VolumeStub.class)))
-    public Uni<List<VolumeStub>> list(@QueryParam("namespace") String namespace) {
+    @APIResponse(responseCode = "403", description = "The token may not read this namespace",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
+    @RolesAllowed({"volume-read", "admin"})
+    public Uni<Response> list(@QueryParam("namespace") String namespace) {
+        NamespaceGrant grant = grant();
+        if (namespace != null) {
+            Response refused = refusedNamespaces(List.of(namespace));
+            if (refused != null) {
+                return Uni.createFrom().item(refused);
+            }
+        }
+        return listVisible(namespace, grant).map(stubs -> Response.ok(stubs).build());
+    }
+
+    /** The stubs of {@code namespace} (every namespace when null) that {@code grant} allows. */
+    private Uni<List<VolumeStub>> listVisible(String namespace, NamespaceGrant grant) {
         return Panache.withSession(() -> (namespace == null
                 ? VolumeEntity.<VolumeEntity>list("order by volumeKey")
                 : VolumeEntity.<VolumeEntity>list("namespace = ?1 order by volumeKey", namespace))
                 .chain(volumes -> ClaimEntity.<ClaimEntity>list("past = false")
                         .chain(active -> plugins.facts(volumes.stream().map(v -> v.pluginId).collect(Collectors.toSet()))
-                                .map(facts -> volumes.stream().map(v -> stub(v,
+                                .map(facts -> volumes.stream().filter(v -> grant.allows(v.namespace)).map(v -> stub(v,
                                         active.stream().filter(c -> c.volumeKey.equals(v.volumeKey)).toList(),
                                         facts.get(v.pluginId))).toList()))));
     }
@@ -176,7 +202,12 @@ public class VolumeResource {
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeDetail.class)))
     @APIResponse(responseCode = "404", description = "No such volume",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
+    @RolesAllowed({"volume-read", "admin"})
     public Uni<Response> get(@PathParam("namespace") String namespace, @PathParam("id") String id) {
+        Response refused = refusedNamespaces(List.of(namespace));
+        if (refused != null) {
+            return Uni.createFrom().item(refused);
+        }
         return Panache.withSession(() -> VolumeEntity.<VolumeEntity>findById(VolumeEntity.key(namespace, id)).chain(v -> {
             if (v == null) {
                 return Uni.createFrom().item(notFound(namespace, id));
@@ -199,8 +230,17 @@ public class VolumeResource {
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
     @APIResponse(responseCode = "409", description = "The volume is claimed (the claims are listed); release them or use force=true",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
+    @RolesAllowed({"volume-write", "admin"})
     public Uni<Response> delete(@PathParam("namespace") String namespace, @PathParam("id") String id,
                                 @QueryParam("force") boolean force) {
+        Response refused = refusedNamespaces(List.of(namespace));
+        if (refused != null) {
+            return Uni.createFrom().item(refused);
+        }
+        if (force && !token.getGroups().contains("admin")) {
+            return Uni.createFrom().item(errors(Response.Status.FORBIDDEN, "forbidden",
+                    List.of(new Violation("force", "true", "a forced delete needs role admin"))));
+        }
         Tx tx = Tx.causedBy(openTelemetry, Context.current());
         return claims.inTransaction(tx, () -> claims.lockVolume(VolumeEntity.key(namespace, id)).chain(v -> {
             if (v == null) {
@@ -239,8 +279,13 @@ public class VolumeResource {
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
     @APIResponse(responseCode = "404", description = "No such volume",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
+    @RolesAllowed({"volume-detach", "admin"})
     public Uni<Response> detach(@PathParam("namespace") String namespace, @PathParam("id") String id,
                                 @QueryParam("node") String node) {
+        Response refused = refusedNamespaces(List.of(namespace));
+        if (refused != null) {
+            return Uni.createFrom().item(refused);
+        }
         var problem = PathSafeId.problem(node);
         if (problem.isPresent()) {
             return Uni.createFrom().item(errors(Response.Status.BAD_REQUEST, "invalid detach",
@@ -262,6 +307,31 @@ public class VolumeResource {
                         onNode.stream().map(c -> c.allocationId).toList())).build());
             });
         }));
+    }
+
+    private NamespaceGrant grant() {
+        Object claim = token.getClaim("namespaces");
+        List<String> names = new ArrayList<>();
+        if (claim instanceof jakarta.json.JsonArray array) {
+            array.forEach(value -> names.add(value instanceof jakarta.json.JsonString s ? s.getString() : value.toString()));
+        } else if (claim instanceof jakarta.json.JsonString s) {
+            names.add(s.getString());
+        } else if (claim instanceof java.util.Collection<?> values) {
+            values.forEach(value -> names.add(String.valueOf(value)));
+        } else if (claim instanceof String s) {
+            names.add(s);
+        }
+        return NamespaceGrant.of(names);
+    }
+
+    /** 403 naming the namespaces of {@code wanted} the token may not touch, or null when it may touch them all. */
+    private Response refusedNamespaces(List<String> wanted) {
+        List<String> refused = grant().refused(wanted);
+        if (refused.isEmpty()) {
+            return null;
+        }
+        return errors(Response.Status.FORBIDDEN, "forbidden", refused.stream()
+                .map(ns -> new Violation("namespace", Violation.quote(ns), "the token may not use this namespace")).toList());
     }
 
     /** A body that is not JSON: where it breaks, never what it says (it may hold secrets). */

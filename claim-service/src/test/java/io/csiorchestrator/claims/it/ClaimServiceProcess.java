@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.net.URI;
+import io.csiorchestrator.testkit.TestTokens;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -54,6 +55,14 @@ final class ClaimServiceProcess {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dquarkus.http.port=" + port));
         properties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
+        // the tests' key set (TestTokens): every request below carries an admin token signed with its primary key
+        Path jwks = logDir.resolve("test-jwks.json");
+        try (var in = ClaimServiceProcess.class.getClassLoader().getResourceAsStream(TestTokens.JWKS_RESOURCE)) {
+            Files.write(jwks, in.readAllBytes());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        cmd.add("-Dmp.jwt.verify.publickey.location=" + jwks.toAbsolutePath());
         cmd.add("-jar");
         cmd.add(jar.toAbsolutePath().toString());
         Path log = logDir.resolve(name + ".log");
@@ -151,7 +160,7 @@ final class ClaimServiceProcess {
 
     private static HttpResponse<String> send(HttpRequest.Builder request) {
         try {
-            return HTTP.send(request.timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+            return HTTP.send(request.timeout(Duration.ofSeconds(10)).header("Authorization", TestTokens.adminBearer()).build(), HttpResponse.BodyHandlers.ofString());
         } catch (IOException e) {
             return null;
         } catch (InterruptedException e) {

@@ -204,7 +204,8 @@ class SimulatedNodesIT {
         Properties e = endpoints();
         List<String> args = new ArrayList<>(List.of(command));
         args.addAll(List.of("--claims-url", e.getProperty("claims.url"), "--registry-url", e.getProperty("registry.url"),
-                "--kafka", e.getProperty("kafka.bootstrap.servers"), "--topic-prefix", e.getProperty("csi.topics.prefix")));
+                "--kafka", e.getProperty("kafka.bootstrap.servers"), "--topic-prefix", e.getProperty("csi.topics.prefix"),
+                "--token-file", work.resolve("admin.token").toString()));
         return args.toArray(String[]::new);
     }
 

@@ -75,6 +75,33 @@ class UpStateIT {
     }
 
     /**
+     * {@code up} is secure by default and as easy as before: it leaves an admin token and the signing key that only
+     * their owner reads (0600, in a 0700 directory); claim-service and plugin-registry-service answer 401 to a call
+     * without a token, and the operator commands, which find the work dir's token by themselves, are answered.
+     */
+    @Test
+    @Order(0)
+    void upWritesTheAdminTokenAndKeysForTheOwnerOnlyAndTheServicesWantAToken() throws Exception {
+        assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(work.resolve(Cluster.ADMIN_TOKEN))));
+        assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(work.resolve(Cluster.SECURITY_DIR).resolve("signing.pem"))));
+        assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(work.resolve(Cluster.SECURITY_DIR))));
+        Properties e = endpoints();
+        var http = java.net.http.HttpClient.newHttpClient();
+        for (String url : List.of(e.getProperty("claims.url") + "/v1/volumes", e.getProperty("registry.url") + "/v1/plugins")) {
+            int status = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
+            assertEquals(401, status, url + " without a token");
+        }
+        Run volumes = csi("volume", "status", "--work-dir", work.toString());
+        assertEquals(0, volumes.code(), volumes.toString());
+        Run plugins = csi("plugin", "status", "--work-dir", work.toString());
+        assertEquals(0, plugins.code(), plugins.toString());
+    }
+
+    /**
      * A claim answered ready is kept by a PostgreSQL server killed with SIGKILL (the postmaster and every one of
      * its processes) the moment the answer arrived: after {@code ./csi restart postgres} claim-service reports
      * the claim ready (its transition was committed durably before the answer was published).
@@ -296,7 +323,8 @@ class UpStateIT {
             Properties e = endpoints();
             List<String> args = new ArrayList<>(List.of(command));
             args.addAll(List.of("--claims-url", e.getProperty("claims.url"), "--registry-url", e.getProperty("registry.url"),
-                    "--kafka", e.getProperty("kafka.bootstrap.servers"), "--topic-prefix", e.getProperty("csi.topics.prefix")));
+                    "--kafka", e.getProperty("kafka.bootstrap.servers"), "--topic-prefix", e.getProperty("csi.topics.prefix"),
+                "--token-file", work.resolve("admin.token").toString()));
             return args.toArray(String[]::new);
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);

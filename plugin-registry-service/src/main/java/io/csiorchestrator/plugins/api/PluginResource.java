@@ -5,6 +5,7 @@ import io.csiorchestrator.events.Violation;
 import io.csiorchestrator.plugins.store.PluginInstanceRow;
 import io.csiorchestrator.plugins.store.PluginStore;
 import io.smallrye.mutiny.Uni;
+import jakarta.annotation.security.RolesAllowed;
 import jakarta.inject.Inject;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
@@ -21,8 +22,12 @@ import org.eclipse.microprofile.openapi.annotations.responses.APIResponse;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 import org.hibernate.reactive.mutiny.Mutiny;
 
-/** The registry over HTTP: every plugin with its counts, and one plugin with every instance. */
+/**
+ * The registry over HTTP: every plugin with its counts, and one plugin with every instance. A bearer token with
+ * role {@code plugin-read} or {@code admin} reads them (README "Security").
+ */
 @Path("/v1/plugins")
+@RolesAllowed({"plugin-read", "admin"})
 @Produces(MediaType.APPLICATION_JSON)
 @Tag(name = "plugins", description = "CSI plugins, their instances per node and their health")
 public class PluginResource {
