@@ -122,14 +122,14 @@ public final class FenceCheck {
                         + now.get(run.newNode());
             } else if (!both && overlapFrom >= 0) {
                 out.add(new ChaosCheck.Violation(f, "two-writers-sampled", "volume " + run.volume()
-                        + " writable on two nodes in the mount table from " + overlapFrom + " to " + s.at() + " ("
+                        + " writable on two nodes in the mount table from " + t(overlapFrom) + " to " + t(s.at()) + " ("
                         + (s.at() - overlapFrom) + " ms): " + overlapDetail));
                 overlapFrom = -1;
             }
         }
         if (overlapFrom >= 0) {
             out.add(new ChaosCheck.Violation(f, "two-writers-sampled", "volume " + run.volume()
-                    + " writable on two nodes in the mount table from " + overlapFrom + " to the end of the run: "
+                    + " writable on two nodes in the mount table from " + t(overlapFrom) + " to the end of the run: "
                     + overlapDetail));
         }
 
@@ -147,7 +147,7 @@ public final class FenceCheck {
                 if (!mounted.getOrDefault(run.oldNode(), Set.of()).isEmpty()
                         && !mounted.getOrDefault(run.newNode(), Set.of()).isEmpty()) {
                     out.add(new ChaosCheck.Violation(f, "writable-publish-overlap", "volume " + run.volume()
-                            + ": " + e.node() + " mounted " + e.alloc() + " at " + e.at() + " while " + mounted
+                            + ": " + e.node() + " mounted " + e.alloc() + " at " + t(e.at()) + " while " + mounted
                             + " (node events)"));
                 }
             } else if (e.kind() == NodeEventKind.UNMOUNT) {
@@ -170,7 +170,7 @@ public final class FenceCheck {
             if (e.success() && e.kind() == NodeEventKind.MOUNT && e.node().equals(run.oldNode())
                     && run.volume().equals(e.volume()) && e.at() >= run.healAt()) {
                 out.add(new ChaosCheck.Violation(f, "stale-node-acted", run.oldNode() + " mounted " + e.alloc()
-                        + " of " + run.volume() + " at " + e.at() + ", after the heal at " + run.healAt()
+                        + " of " + run.volume() + " at " + t(e.at()) + ", after the heal at " + t(run.healAt())
                         + ": no claim for it was made after the fault"));
             }
         }
@@ -183,17 +183,21 @@ public final class FenceCheck {
             if (s.at() >= run.healAt() && !s.writable().isEmpty()
                     && !new LinkedHashSet<>(before).containsAll(s.writable())) {
                 out.add(new ChaosCheck.Violation(f, "stale-node-acted", run.oldNode() + " mounted " + s.writable()
-                        + " at " + s.at() + ", after the heal at " + run.healAt() + " (mount table)"));
+                        + " at " + t(s.at()) + ", after the heal at " + t(run.healAt()) + " (mount table)"));
             }
             before = s.writable();
             last = s.writable();
         }
         if (!last.isEmpty()) {
             out.add(new ChaosCheck.Violation(f, "stale-mount-after-heal", run.oldNode() + " still has " + last
-                    + " of " + run.volume() + " mounted at " + run.watchedUntil() + ", "
+                    + " of " + run.volume() + " mounted at " + t(run.watchedUntil()) + ", "
                     + (run.watchedUntil() - run.healAt()) + " ms after the heal"));
         }
         return out;
+    }
+
+    private static String t(long epochMillis) {
+        return java.time.Instant.ofEpochMilli(epochMillis).toString();
     }
 
     /**
@@ -215,7 +219,7 @@ public final class FenceCheck {
         }
         if (run.freedAt() >= 0 && !run.mountedWhenFreed().isEmpty()) {
             out.add(new ChaosCheck.Violation(run.fault(), "freed-while-mounted", "claim-service freed the claim of "
-                    + run.volume() + " on the live " + run.node() + " at " + run.freedAt() + " ("
+                    + run.volume() + " on the live " + run.node() + " at " + t(run.freedAt()) + " ("
                     + (run.freedAt() - run.detachAt()) + " ms after the detach) while " + run.mountedWhenFreed()
                     + " was still mounted there"));
         }

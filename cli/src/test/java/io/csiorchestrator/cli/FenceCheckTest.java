@@ -93,7 +93,7 @@ class FenceCheckTest {
         event("node-1", NodeEventKind.UNMOUNT, "a1", 41_000);
         List<Violation> violations = check(30_100);
         assertEquals(List.of("two-writers-sampled", "writable-publish-overlap"), kinds(violations));
-        assertTrue(violations.get(0).detail().contains("from 30050 to 41000 (10950 ms)"), violations.get(0).detail());
+        assertTrue(violations.get(0).detail().contains("from 1970-01-01T00:00:30.050Z to 1970-01-01T00:00:41Z (10950 ms)"), violations.get(0).detail());
     }
 
     /** The overlap is found in the mount table alone, when no node event says so (e.g. events lost or late). */
