@@ -89,7 +89,9 @@ public final class FenceCheck {
     }
 
     /**
-     * One failover run: a writer on {@code oldNode}, the fault at {@code faultStart}, the scheduler's release, a claim
+     * One failover run: a writer on {@code oldNode}, the fault at {@code faultStart} (where the liveness bound counts
+     * from: the cut or SIGSTOP; with a claim-service restart in the fault, its being ready again, since it treats
+     * every lease as just granted then), the scheduler's release, a claim
      * on {@code newNode} retried until it was answered ready at {@code newReadyAt} (-1: never), the heal (or SIGCONT)
      * at {@code healAt}, then watched until {@code watchedUntil}.
      *

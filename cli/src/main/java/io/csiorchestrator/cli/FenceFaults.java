@@ -48,6 +48,8 @@ final class FenceFaults {
     static final long SAMPLE_MILLIS = 50;
     /** How long a writer's claim may take to get ready before a run (not a fault) is given up. */
     static final Duration SETUP_WAIT = Duration.ofSeconds(120);
+    /** The release of the writer's allocation comes this long after the fault (a part of the fault's definition). */
+    static final Duration RELEASE_AFTER = Duration.ofSeconds(2);
 
     /** What the suite offers a fence run: its producer, its reader's answers and node events. */
     interface Feed {
@@ -76,6 +78,8 @@ final class FenceFaults {
     private final AtomicBoolean sampling = new AtomicBoolean();
     private Thread sampler;
     private long sequence;
+    /** When the liveness bound starts counting: the fault, or claim-service's restart (it treats leases as new). */
+    private long boundFrom;
 
     FenceFaults(Cluster cluster, PrintStream out, FenceCheck.Timers timers, Feed feed, String namespace) {
         this.cluster = cluster;
@@ -203,11 +207,16 @@ final class FenceFaults {
         awaitMounted(OLD_NODE, vol, true, Duration.ofSeconds(30));
 
         long faultStart = System.currentTimeMillis();
+        boundFrom = faultStart;
         String what = startFault(fault);
         long bound = timers.boundMillis();
-        feed.send(ClaimClient.release(namespace, vol, writer)); // the scheduler gives up on the allocation
+        // The scheduler gives up on the allocation RELEASE_AFTER the fault: past a Kafka fetch that was in flight at the
+        // cut (the broker answers a long poll within fetch.max.wait.ms, 500 ms), which with packets to the node still
+        // let through (partition-node-1-out) would hand node-1 the unmount and hide the failover this fault is about.
+        pauseUntil(faultStart + RELEASE_AFTER.toMillis());
+        feed.send(ClaimClient.release(namespace, vol, writer));
         String newAlloc = "fw" + (++sequence);
-        Optional<ChaosCheck.Answer> newReady = claimUntilReady(vol, newAlloc, NEW_NODE, faultStart + bound
+        Optional<ChaosCheck.Answer> newReady = claimUntilReady(vol, newAlloc, NEW_NODE, boundFrom + bound
                 + Duration.ofSeconds(10).toMillis());
         if (fault.equals("freeze-worker-node-1")) {
             // frozen for longer than the lease: past the worker's own expiry and the registry's lapse
@@ -233,12 +242,14 @@ final class FenceFaults {
         long watchedUntil = System.currentTimeMillis();
         newReady.ifPresent(a -> releaseQuietly(vol, newAlloc));
 
-        FenceCheck.FenceRun run = new FenceCheck.FenceRun(fault, vol, OLD_NODE, NEW_NODE, faultStart,
+        FenceCheck.FenceRun run = new FenceCheck.FenceRun(fault, vol, OLD_NODE, NEW_NODE, boundFrom,
                 newReady.map(ChaosCheck.Answer::at).orElse(-1L), healAt, watchedUntil, bound, samplesOf(vol),
                 feed.nodeEvents(vol));
         List<ChaosCheck.Violation> violations = FenceCheck.check(run);
         String story = what + "; released " + writer + ", " + NEW_NODE + "'s claim "
-                + newReady.map(a -> "ready " + (a.at() - faultStart) + " ms after the fault").orElse("never ready")
+                + newReady.map(a -> "ready " + (a.at() - faultStart) + " ms after the fault"
+                        + (boundFrom != faultStart ? ", " + (a.at() - boundFrom) + " ms after claim-service's restart" : ""))
+                        .orElse("never ready")
                 + " (" + timers + "); " + healed;
         return new Outcome(faultStart, healAt, story, violations);
     }
@@ -251,6 +262,8 @@ final class FenceFaults {
                     long pid = cluster.kill9("claim-service");
                     Cluster.Proc p = cluster.restart("claim-service");
                     cluster.awaitReady(p, cluster.claimsUrl(), Demo.START_TIMEOUT);
+                    // after its restart claim-service treats every lease as just granted: the bound counts from here
+                    boundFrom = System.currentTimeMillis();
                     return "cut " + OLD_NODE + " off both ways (" + namespace() + "), kill -9 claim-service (pid "
                             + pid + "), restarted (pid " + p.handle().pid() + ")";
                 }
