@@ -4,6 +4,7 @@ import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.ClaimMode;
 import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.ClaimStatus;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.MalformedEventException;
@@ -56,7 +57,8 @@ final class Chaos {
     /** Every fault, in the order they run. */
     static final List<String> FAULTS = List.of("claims-kill", "claims-failover", "registry-kill",
             "worker-kill-node-1", "worker-kill-node-2", "plugin-kill-node-1", "plugin-kill-node-2", "kafka-restart",
-            "postgres-kill", "postgres-outage");
+            "postgres-kill", "postgres-outage", "partition-node-1", "partition-node-1-in", "partition-node-1-out",
+            "freeze-worker-node-1", "partition-node-1-claims-restart", "detach-live-node-2");
     /** The faults of {@code --short} (the verify build's ChaosIT). */
     static final List<String> SHORT_FAULTS = List.of("claims-failover", "worker-kill-node-1", "plugin-kill-node-2",
             "postgres-kill");
@@ -90,6 +92,10 @@ final class Chaos {
     private final Set<String> uncertain = new LinkedHashSet<>();
     private long sequence;
     private int replicaPort;
+    /** Issue 19's fencing faults ({@link FenceFaults}) and the violations their runs found. */
+    private FenceFaults fence;
+    private final List<ChaosCheck.Violation> fenceViolations = new ArrayList<>();
+    private io.csiorchestrator.localinfra.NetNamespace nodeNamespace;
 
     /** A volume of the run and what the scheduler knows of it. */
     static final class Vol {
@@ -125,8 +131,14 @@ final class Chaos {
         }
         Path work = args.option("work-dir").map(Path::of).orElse(home.resolve(".csi").resolve("chaos-"
                 + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").format(ZonedDateTime.now(ZoneOffset.UTC))));
-        cluster = new Cluster(home, work, Cluster.Ports.free(), false).durable(true);
+        Map<String, String> env = env(args.option("env").orElse(null));
+        cluster = new Cluster(home, work, Cluster.Ports.free(), false).durable(true).environment(env);
         topics = new TopicCatalog(Cluster.TOPIC_PREFIX);
+        Map<String, String> services = new HashMap<>(System.getenv());
+        services.putAll(env);
+        FenceCheck.Timers timers = FenceCheck.Timers.of(services,
+                Duration.ofSeconds(Long.parseLong(args.option("fence-slack").orElse("30"))));
+        fence = new FenceFaults(cluster, out, timers, feed(), NAMESPACE);
         Thread hook = new Thread(this::teardown, "csi-chaos-teardown");
         Runtime.getRuntime().addShutdownHook(hook);
         out.println("csi chaos: faults " + faults + ", " + volumeCount + " volumes, " + rate + " requests/s; work dir "
@@ -134,12 +146,22 @@ final class Chaos {
         ChaosCheck.Report report;
         List<ChaosCheck.Fault> done = new ArrayList<>();
         try {
+            if (FenceFaults.needsNamespace(faults)) {
+                nodeNamespace = io.csiorchestrator.localinfra.NetNamespace.create();
+                cluster.isolate(FenceFaults.OLD_NODE, nodeNamespace);
+                out.println("csi chaos: " + FenceFaults.OLD_NODE + "'s worker and plugin run in " + nodeNamespace);
+            }
+            if (faults.stream().anyMatch(FenceFaults::isFenceFault)) {
+                out.println("csi chaos: fencing timers: " + timers);
+            }
             start();
-            createVolumes(volumeCount);
+            createVolumes(volumeCount, fence.volumesOf(faults));
+            fence.startSampling(fence.volumesOf(faults));
             Thread reader = new Thread(this::read, "csi-chaos-reader");
             reader.setDaemon(true);
             reader.start();
             try (KafkaProducer<String, byte[]> producer = producer()) {
+                fenceProducer = producer;
                 sending.set(true);
                 Thread scheduler = new Thread(() -> schedule(producer, rate), "csi-chaos-scheduler");
                 scheduler.setDaemon(true);
@@ -157,8 +179,8 @@ final class Chaos {
                 reading.set(false);
                 reader.join(TimeUnit.SECONDS.toMillis(10));
                 synchronized (lock) {
-                    report = ChaosCheck.check(List.copyOf(requests), List.copyOf(answers), List.copyOf(nodeEvents),
-                            done, end, limit);
+                    report = withFenceViolations(ChaosCheck.check(List.copyOf(requests), List.copyOf(answers),
+                            List.copyOf(nodeEvents), done, end, limit), fenceViolations);
                 }
             }
         } finally {
@@ -199,6 +221,70 @@ final class Chaos {
         }
         return Optional.of(args.positional(0, "the file after --json"));
     }
+
+    /** {@code --env K=V,K=V}: environment for every process of the system (e.g. shorter CSI_FENCING_* timers). */
+    static Map<String, String> env(String option) {
+        Map<String, String> env = new LinkedHashMap<>();
+        if (option == null || option.isBlank()) {
+            return env;
+        }
+        for (String pair : option.split(",")) {
+            String[] kv = pair.split("=", 2);
+            if (kv.length != 2 || !kv[0].matches("[A-Z_][A-Z0-9_]*")) {
+                throw new Args.UsageException("--env takes NAME=VALUE,NAME=VALUE: '" + pair + "'");
+            }
+            env.put(kv[0], kv[1]);
+        }
+        return env;
+    }
+
+    /** The report with the fencing runs' violations added to their faults' rows. */
+    static ChaosCheck.Report withFenceViolations(ChaosCheck.Report report, List<ChaosCheck.Violation> extra) {
+        if (extra.isEmpty()) {
+            return report;
+        }
+        List<ChaosCheck.Row> rows = new ArrayList<>();
+        for (ChaosCheck.Row row : report.rows()) {
+            List<ChaosCheck.Violation> mine = new ArrayList<>(row.violations());
+            extra.stream().filter(v -> v.fault().equals(row.fault())).forEach(mine::add);
+            rows.add(new ChaosCheck.Row(row.fault(), row.requests(), row.answers(), row.failed(), row.slowestMillis(),
+                    row.convergeMillis(), List.copyOf(mine)));
+        }
+        List<ChaosCheck.Violation> all = new ArrayList<>(report.violations());
+        all.addAll(extra);
+        return new ChaosCheck.Report(rows, List.copyOf(all));
+    }
+
+    /** What a fencing run uses of the suite: its producer, and what its reader read. */
+    private FenceFaults.Feed feed() {
+        return new FenceFaults.Feed() {
+            @Override
+            public long send(ClaimRequested request) throws Exception {
+                KafkaProducer<String, byte[]> p = fenceProducer;
+                return p.send(ClaimClient.record(topics, request, ClaimClient.newTraceparent()))
+                        .get(150, TimeUnit.SECONDS).timestamp();
+            }
+
+            @Override
+            public Optional<ChaosCheck.Answer> finalAnswer(ClaimRequested request) {
+                Set<ClaimState> finals = request.mode() == ClaimMode.RELEASE ? ChaosCheck.RELEASE_FINAL
+                        : ChaosCheck.CLAIM_FINAL;
+                synchronized (lock) {
+                    return answers.stream().filter(a -> a.requestId().equals(request.requestId())
+                            && finals.contains(a.state())).findFirst();
+                }
+            }
+
+            @Override
+            public List<ChaosCheck.NodeEv> nodeEvents(String volume) {
+                synchronized (lock) {
+                    return nodeEvents.stream().filter(e -> volume.equals(e.volume())).toList();
+                }
+            }
+        };
+    }
+
+    private volatile KafkaProducer<String, byte[]> fenceProducer;
 
     static List<String> faults(String option, boolean shortRun) {
         if (option == null) {
@@ -248,8 +334,8 @@ final class Chaos {
         });
     }
 
-    private void createVolumes(int count) throws IOException {
-        step("create and register " + count + " volumes", () -> {
+    private void createVolumes(int count, List<String> fenceVolumes) throws IOException {
+        step("create and register " + (count + fenceVolumes.size()) + " volumes", () -> {
             List<Path> sockets = Cluster.NODES.stream().map(cluster::pluginSocket).toList();
             List<Map<String, Object>> bodies = new ArrayList<>();
             AccessMode[] modes = {AccessMode.MULTI_NODE_SINGLE_WRITER, AccessMode.SINGLE_NODE_WRITER,
@@ -263,6 +349,13 @@ final class Chaos {
                         "attachmentMode", AttachmentMode.FILE_SYSTEM.wire()));
                 volumes.add(new Vol(id, mode));
             }
+            for (String id : fenceVolumes) {
+                // a fencing fault's own single-node-writer volume, outside the scheduler's load
+                String externalId = PluginVolumes.create(id, sockets);
+                bodies.add(Map.of("id", id, "namespace", NAMESPACE, "name", id, "externalId", externalId,
+                        "pluginId", Cluster.PLUGIN_ID, "accessMode", AccessMode.SINGLE_NODE_WRITER.wire(),
+                        "attachmentMode", AttachmentMode.FILE_SYSTEM.wire()));
+            }
             Http claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
             Http.Response r = claims.post("/v1/volumes", Http.MAPPER.writeValueAsString(bodies));
             Demo.check(r.status() == 201, "POST /v1/volumes answered " + r.status() + ": " + r.raw());
@@ -275,7 +368,7 @@ final class Chaos {
                 for (JsonNode v : list.body()) {
                     schedulable += v.path("schedulable").asBoolean() ? 1 : 0;
                 }
-                return schedulable == count ? Optional.of(true) : Optional.empty();
+                return schedulable == count + fenceVolumes.size() ? Optional.of(true) : Optional.empty();
             });
         });
     }
@@ -284,6 +377,17 @@ final class Chaos {
         if (cluster == null) {
             return;
         }
+        if (fence != null) {
+            fence.stopSampling();
+        }
+        // a worker left stopped by an aborted freeze would ignore SIGTERM until the SIGKILL
+        cluster.proc("node-mount-worker-" + FenceFaults.OLD_NODE).filter(p -> p.handle().isAlive()).ifPresent(p -> {
+            try {
+                new ProcessBuilder("kill", "-CONT", Long.toString(p.handle().pid())).start().waitFor(10, TimeUnit.SECONDS);
+            } catch (Exception ignored) {
+                // gone
+            }
+        });
         List<String> killed = cluster.stopAll(Duration.ofSeconds(30));
         List<String> unmounted = Mounts.unmountAllUnder(cluster.workDir());
         if (!killed.isEmpty()) {
@@ -291,6 +395,9 @@ final class Chaos {
         }
         if (!unmounted.isEmpty()) {
             out.println("csi chaos: teardown unmounted " + unmounted);
+        }
+        if (nodeNamespace != null) {
+            nodeNamespace.close();
         }
     }
 
@@ -328,8 +435,21 @@ final class Chaos {
         }
         pause(Duration.ofSeconds(3));
         long start = System.currentTimeMillis();
-        String what = act(name);
-        long end = System.currentTimeMillis();
+        String what;
+        long end;
+        if (FenceFaults.isFenceFault(name)) {
+            FenceFaults.Outcome outcome = fence.run(name);
+            start = outcome.start();
+            end = outcome.end();
+            what = outcome.what();
+            synchronized (lock) {
+                fenceViolations.addAll(outcome.violations());
+            }
+            outcome.violations().forEach(v -> out.println("csi chaos: " + v));
+        } else {
+            what = act(name);
+            end = System.currentTimeMillis();
+        }
         long deadline = end + limit + TimeUnit.SECONDS.toMillis(30);
         long converged = -1;
         while (System.currentTimeMillis() < deadline) {

@@ -104,6 +104,8 @@ public final class Cluster {
     private String pluginDelay = "1ms";
 
     private final Map<String, String> extraEnv = new java.util.LinkedHashMap<>();
+    /** Nodes whose worker and plugin run in a network namespace of their own ({@link #isolate}). */
+    private final Map<String, io.csiorchestrator.localinfra.NetNamespace> isolated = new LinkedHashMap<>();
 
     /** The admin token {@code up} writes in its work dir (0600); every CLI command finds it there. */
     public static final String ADMIN_TOKEN = "admin.token";
@@ -131,6 +133,34 @@ public final class Cluster {
     public Cluster environment(Map<String, String> env) {
         extraEnv.putAll(env);
         return this;
+    }
+
+    /**
+     * {@code node}'s worker and hostpath plugin run inside {@code ns} (issue 19's partition faults): started with
+     * {@code nsenter --net}, the worker reaches Kafka only through a second listener Kafka binds to and advertises at
+     * {@link io.csiorchestrator.localinfra.NetNamespace#hostAddress()} (call before {@link #startInfra()}), and
+     * serves HTTP at the namespace's address ({@link #workerUrl}). The mount namespace is the host's: its bind
+     * mounts are in this process's mount table as the other node's are.
+     */
+    public Cluster isolate(String node, io.csiorchestrator.localinfra.NetNamespace ns) {
+        isolated.put(node, ns);
+        return this;
+    }
+
+    /** The namespace {@code node} runs in, if {@link #isolate isolated}. */
+    public Optional<io.csiorchestrator.localinfra.NetNamespace> namespace(String node) {
+        return Optional.ofNullable(isolated.get(node));
+    }
+
+    /** Kafka's listener name for an isolated node: {@code NODE_1} for node-1. */
+    static String listenerName(String node) {
+        return node.toUpperCase(java.util.Locale.ROOT).replaceAll("[^A-Z0-9]", "_");
+    }
+
+    /** Where {@code node}'s worker finds Kafka: its own listener when isolated, else the loopback one. */
+    public String kafkaBootstrap(String node) {
+        return isolated.containsKey(node) ? infra.getProperty("kafka.listener." + listenerName(node))
+                : kafkaBootstrap();
     }
 
     /** The services log JSON lines (QUARKUS_LOG_CONSOLE_JSON_ENABLED=true), as a log shipper wants them. */
@@ -223,7 +253,8 @@ public final class Cluster {
     }
 
     public String workerUrl(String node) {
-        return "http://127.0.0.1:" + ports.workers().get(node);
+        io.csiorchestrator.localinfra.NetNamespace ns = isolated.get(node);
+        return "http://" + (ns == null ? "127.0.0.1" : ns.nodeAddress()) + ":" + ports.workers().get(node);
     }
 
     public String kafkaBootstrap() {
@@ -319,7 +350,12 @@ public final class Cluster {
 
     /** Starts the Kafka process (its own log {@code logs/kafka.log}); {@link #awaitInfra} waits for it. */
     public Proc startKafka() throws IOException {
-        return startInfraProcess(KAFKA, KafkaMain.class, kafkaDir(), List.of());
+        List<String> listeners = new ArrayList<>();
+        isolated.forEach((node, ns) -> {
+            listeners.add("--listener");
+            listeners.add(listenerName(node) + "=" + ns.hostAddress());
+        });
+        return startInfraProcess(KAFKA, KafkaMain.class, kafkaDir(), listeners);
     }
 
     /** Starts the PostgreSQL process (its own log {@code logs/postgres.log}); {@link #awaitInfra} waits for it. */
@@ -368,6 +404,11 @@ public final class Cluster {
     private static Properties infraProperties(Properties kafka, Properties postgres) {
         Properties props = new Properties();
         props.setProperty("kafka.bootstrap.servers", kafka.getProperty("bootstrap.servers"));
+        for (String key : kafka.stringPropertyNames()) {
+            if (key.startsWith("listener.")) {
+                props.setProperty("kafka." + key, kafka.getProperty(key));
+            }
+        }
         String port = postgres.getProperty("port");
         props.setProperty("postgres.port", port);
         props.setProperty("postgres.username", postgres.getProperty("username"));
@@ -458,7 +499,7 @@ public final class Cluster {
                 // Volumes and controller publications in one place for both nodes' plugins: a ControllerPublish
                 // answered by node-1's plugin is known to node-2's NodeStage.
                 "--shared-dir", hostpathShared().toString()));
-        Proc proc = start("hostpath-" + node, cmd, Map.of());
+        Proc proc = start("hostpath-" + node, inside(node, cmd), Map.of());
         Path socket = pluginSocket(node);
         Wait.forFile("hostpath plugin socket " + socket, socket, Duration.ofSeconds(60), proc);
         return proc;
@@ -468,7 +509,7 @@ public final class Cluster {
         List<String> cmd = java("node-mount-worker-" + node, 384);
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + ports.workers().get(node),
-                "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
+                "-Dkafka.bootstrap.servers=" + kafkaBootstrap(node),
                 "-Dcsi.topics.prefix=" + TOPIC_PREFIX,
                 "-Dcsi.worker.node-id=" + node,
                 "-Dcsi.worker.root=" + workerRoot(node),
@@ -476,7 +517,13 @@ public final class Cluster {
                 "-Dcsi.worker.probe-interval=1s",
                 "-Dcsi.worker.heartbeat-interval=10s",
                 "-jar", serviceJar("node-mount-worker").toString()));
-        return start("node-mount-worker-" + node, cmd, Map.of("CSI_SECRETS_KEYRING", keyring));
+        return start("node-mount-worker-" + node, inside(node, cmd), Map.of("CSI_SECRETS_KEYRING", keyring));
+    }
+
+    /** {@code cmd} as is, or run inside {@code node}'s network namespace when it is isolated. */
+    private List<String> inside(String node, List<String> cmd) {
+        io.csiorchestrator.localinfra.NetNamespace ns = isolated.get(node);
+        return ns == null ? cmd : new ArrayList<>(ns.command(cmd));
     }
 
     /**

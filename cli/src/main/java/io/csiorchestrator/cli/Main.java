@@ -36,7 +36,12 @@ public final class Main {
                                            outage); checks the invariants, prints a table per fault, exit 1 on any
                                            violation. Faults: claims-kill, claims-failover, registry-kill,
                                            worker-kill-node-1/-2, plugin-kill-node-1/-2, kafka-restart, postgres-kill,
-                                           postgres-outage (--outage S seconds, default 130); --short: 4 of them
+                                           postgres-outage (--outage S seconds, default 130); --short: 4 of them.
+                                           Fencing (issue 19; node-1 in a network namespace of its own):
+                                           partition-node-1, -in, -out, freeze-worker-node-1,
+                                           partition-node-1-claims-restart, detach-live-node-2;
+                                           --env K=V,.. (e.g. CSI_FENCING_LEASE_TTL=6s) for every process,
+                                           --fence-slack S (default 30) added to the failover bound
               bench --rate R --duration D [--volumes V] [--hold H] [--json F] [--work-dir D]
                                            open-loop load on the `up` system: claim → ready and release → released
                                            percentiles (from each request's due time), outcomes, CPU ms per operation
@@ -126,7 +131,7 @@ public final class Main {
                 case "down" -> Up.down(args.only(Set.of("work-dir")).atMost(0), home(args), out, err);
                 case "restart" -> Up.restart(args.only(Set.of("work-dir")).atMost(1), home(args), out, err);
                 case "chaos" -> new Chaos(args.only(Set.of("work-dir", "short", "faults", "rate", "volumes", "outage",
-                        "json", "converge-limit")).atMost(1), home(args), out).run();
+                        "json", "converge-limit", "env", "fence-slack")).atMost(1), home(args), out).run();
                 case "bench" -> new Bench(args.only(Bench.OPTIONS).atMost(1),
                         Endpoints.resolve(args, System.getenv(), home(args)), out).run();
                 case "token" -> new TokenCommand(args.only(TokenCommand.OPTIONS), home(args), out, err).run();

@@ -24,6 +24,11 @@ import kafka.server.KafkaRaftServer;
  * process loses nothing, a power cut may lose the last seconds. {@code --ephemeral}: the directory is deleted on
  * a clean stop (the demo). Writes {@code <dir>/ready.properties} ({@code bootstrap.servers}) once the broker
  * answers; SIGTERM stops it cleanly.
+ *
+ * <p>{@code --listener NAME=ADDRESS} (repeatable): one more PLAINTEXT listener bound to and advertised at
+ * {@code ADDRESS} on a free port kept like the others ({@code listener.NAME.port}); its {@code host:port} is in
+ * {@code ready.properties} as {@code listener.NAME}. {@code ./csi chaos} uses it for a node in a network namespace
+ * of its own ({@link NetNamespace}): the address is the host end of its veth, the only way in from there.
  */
 public final class KafkaMain {
 
@@ -33,7 +38,7 @@ public final class KafkaMain {
     }
 
     public static void main(String[] argv) throws Exception {
-        StateDir.Args args = StateDir.Args.parse(argv, "KafkaMain <dir> [--ephemeral]");
+        StateDir.Args args = StateDir.Args.parse(argv, "KafkaMain <dir> [--ephemeral] [--listener NAME=ADDRESS]...");
         StateDir state = new StateDir(args.dir());
         state.clearReady();
         QuietLogging.kafka();
@@ -45,10 +50,32 @@ public final class KafkaMain {
             kept.setProperty("cluster.id", Uuid.randomUuid().toString());
             state.writePorts(kept);
         }
+        java.util.Map<String, String> extra = new java.util.LinkedHashMap<>();
+        for (String listener : args.all("listener")) {
+            String[] parts = listener.split("=", 2);
+            if (parts.length != 2 || !parts[0].matches("[A-Z][A-Z0-9_]*") || parts[0].equals("PLAINTEXT")
+                    || parts[0].equals("CONTROLLER")) {
+                throw new IllegalArgumentException("--listener NAME=ADDRESS (NAME upper case, not PLAINTEXT or "
+                        + "CONTROLLER): " + listener);
+            }
+            String key = "listener." + parts[0] + ".port";
+            if (kept.getProperty(key) == null) {
+                kept.setProperty(key, String.valueOf(Kraft.freePorts(1)[0]));
+                state.writePorts(kept);
+            }
+            extra.put(parts[0], parts[1] + ":" + kept.getProperty(key));
+        }
         int brokerPort = Integer.parseInt(kept.getProperty("broker.port"));
         int controllerPort = Integer.parseInt(kept.getProperty("controller.port"));
         Path logDir = state.path().resolve("log");
         Properties props = Kraft.brokerProperties(logDir, brokerPort, controllerPort);
+        for (java.util.Map.Entry<String, String> listener : extra.entrySet()) {
+            String spec = listener.getKey() + "://" + listener.getValue();
+            props.put("listeners", props.getProperty("listeners") + "," + spec);
+            props.put("advertised.listeners", props.getProperty("advertised.listeners") + "," + spec);
+            props.put("listener.security.protocol.map", props.getProperty("listener.security.protocol.map") + ","
+                    + listener.getKey() + ":PLAINTEXT");
+        }
         Path propsFile = state.path().resolve("server.properties");
         try (OutputStream out = Files.newOutputStream(propsFile)) {
             props.store(out, "csi-orchestrator local Kafka (KafkaMain)");
@@ -75,6 +102,7 @@ public final class KafkaMain {
         Kraft.awaitReady(bootstrap, STARTUP_TIMEOUT);
         Properties ready = new Properties();
         ready.setProperty("bootstrap.servers", bootstrap);
+        extra.forEach((name, address) -> ready.setProperty("listener." + name, address));
         ready.setProperty("pid", String.valueOf(ProcessHandle.current().pid()));
         state.writeReady(ready);
         System.out.println("kafka: serving at " + bootstrap + ", log in " + logDir
