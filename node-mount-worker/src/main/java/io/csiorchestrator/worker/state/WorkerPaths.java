@@ -2,6 +2,7 @@ package io.csiorchestrator.worker.state;
 
 import io.csiorchestrator.events.PathSafeId;
 import java.io.IOException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
@@ -117,7 +118,11 @@ public final class WorkerPaths {
      */
     public Path requireNoLinks(Path path) throws IOException {
         Path target = requireUnderRoot(path);
+        if (!Files.isDirectory(root)) {
+            return target;
+        }
         Path current = root;
+        Path checked = root;
         Path relative = root.relativize(target);
         int count = relative.getNameCount();
         for (int i = 0; i < count; i++) {
@@ -126,6 +131,10 @@ public final class WorkerPaths {
             try {
                 attrs = Files.readAttributes(current, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
             } catch (NoSuchFileException e) {
+                break;
+            } catch (FileSystemException e) {
+                // lstat of a link never fails this way: this is a mount point whose file system is gone
+                // (ENOTCONN of a dead FUSE daemon), which the heal unmounts; nothing below it can be seen
                 break;
             }
             if (attrs.isSymbolicLink()) {
@@ -138,18 +147,12 @@ public final class WorkerPaths {
                 throw new UnsafePathException(target, "refusing path " + target + ": " + current
                         + " is not a directory");
             }
+            checked = current;
         }
-        if (!Files.isDirectory(root)) {
-            return target;
-        }
-        Path existing = current;
-        while (!Files.exists(existing, LinkOption.NOFOLLOW_LINKS)) {
-            existing = existing.getParent();
-        }
-        Path real = existing.toRealPath();
+        Path real = checked.toRealPath();
         Path realRoot = root.toRealPath();
         if (!real.startsWith(realRoot)) {
-            throw new UnsafePathException(target, "refusing path " + target + ": " + existing + " resolves to " + real
+            throw new UnsafePathException(target, "refusing path " + target + ": " + checked + " resolves to " + real
                     + ", outside the worker's root " + realRoot);
         }
         return target;
