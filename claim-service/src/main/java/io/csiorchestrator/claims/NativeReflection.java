@@ -22,6 +22,9 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         VolumeResource.VolumeDetail.class,
         VolumeResource.ConditionView.class,
         VolumeResource.Released.class,
+        // The status page's data (StatusResource: JSON and server-sent events).
+        io.csiorchestrator.claims.status.FeedEntry.class,
+        io.csiorchestrator.claims.status.StatusResource.Condition.class,
         // Kafka instantiates the channel's value deserializer by its configured class name.
         ClaimRequestedDeserializer.class,
 })

@@ -11,10 +11,11 @@ import java.lang.reflect.Type;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** Every record the REST API (de)serializes, and every claim-service record inside them, is registered for reflection. */
+/** Every record the REST API (de)serializes (volumes and the status page), and every claim-service record inside them, is registered for reflection. */
 class NativeReflectionTest {
 
     @Test
@@ -25,11 +26,14 @@ class NativeReflectionTest {
 
         Set<Class<?>> needed = new LinkedHashSet<>();
         Deque<Class<?>> todo = new ArrayDeque<>();
-        for (Class<?> nested : VolumeResource.class.getDeclaredClasses()) {
-            if (nested.isRecord()) {
-                todo.add(nested);
+        for (Class<?> resource : List.of(VolumeResource.class, io.csiorchestrator.claims.status.StatusResource.class)) {
+            for (Class<?> nested : resource.getDeclaredClasses()) {
+                if (nested.isRecord()) {
+                    todo.add(nested);
+                }
             }
         }
+        todo.add(io.csiorchestrator.claims.status.FeedEntry.class);
         while (!todo.isEmpty()) {
             Class<?> c = todo.poll();
             if (!c.getName().startsWith("io.csiorchestrator.claims.") || !needed.add(c)) {

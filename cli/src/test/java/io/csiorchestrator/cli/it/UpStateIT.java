@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.csiorchestrator.cli.Cluster;
+import io.csiorchestrator.cli.Http;
 import io.csiorchestrator.cli.Main;
 import io.csiorchestrator.cli.Mounts;
 import io.csiorchestrator.cli.Wait;
@@ -163,11 +164,26 @@ class UpStateIT {
         long statusRecords = endOffsets(Cluster.TOPIC_PREFIX + "claim-status");
         assertTrue(statusRecords > 0, "no claim-status record before the restart");
 
+        String keyring = Files.readString(work.resolve(Cluster.KEYRING_FILE));
+
         Run down = csi("down", "--work-dir", work.toString());
         assertEquals(0, down.code(), down.toString());
         Run up = csi("up", "--work-dir", work.toString(), "--free-ports");
         assertEquals(0, up.code(), up.toString());
         assertTrue(up.out().contains("keeping the state in " + work), up.out());
+        assertEquals(keyring, Files.readString(work.resolve(Cluster.KEYRING_FILE)), "up keeps its sealing keyring");
+        // up prints the status page's address, and the page is there.
+        String page = up.out().lines().filter(l -> l.startsWith("status page ")).findFirst()
+                .map(l -> l.substring("status page ".length()).trim().split("\\s+")[0]).orElseThrow(() ->
+                        new AssertionError("no status page line in\n" + up.out()));
+        assertEquals(endpoints().getProperty("claims.url") + "/status/", page);
+        Http.Response served = new Http("status page", page).get("");
+        assertTrue(served.status() == 200 && served.raw().contains("csi-orchestrator status"), served.raw());
+        // A claim with a mount flag sealed with up's own keyring (found through --work-dir) is accepted after the restart.
+        Run flagged = csi(withEndpoints("volume", "claim", "restart-kept", "--alloc", "alloc-flags", "--node", "node-1",
+                "--mode", "read", "--mount-flag", "noatime", "--work-dir", work.toString(),
+                "--timeout", String.valueOf(ANSWER.toSeconds())));
+        assertEquals(0, flagged.code(), flagged.toString());
 
         assertEquals("ready", awaitClaim("restart-kept", "alloc-kept").path("state").asText().toLowerCase());
         assertTrue(endOffsets(Cluster.TOPIC_PREFIX + "claim-status") >= statusRecords,
