@@ -146,7 +146,9 @@ class PluginStatusTest {
         List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
         java.net.URI events = java.net.URI.create(io.restassured.RestAssured.baseURI + ":" + io.restassured.RestAssured.port
                 + "/v1/status/events");
-        var stream = http.sendAsync(java.net.http.HttpRequest.newBuilder(events).header("Accept", "text/event-stream").build(),
+        var stream = http.sendAsync(java.net.http.HttpRequest.newBuilder(events).header("Accept", "text/event-stream")
+                        // as the page's EventSource sends it: the token in cookie csi_token (it cannot set headers)
+                        .header("Cookie", "csi_token=" + io.csiorchestrator.testkit.TestTokens.admin()).build(),
                 java.net.http.HttpResponse.BodyHandlers.ofLines());
         var response = stream.get(30, java.util.concurrent.TimeUnit.SECONDS);
         assertEquals(200, response.statusCode());

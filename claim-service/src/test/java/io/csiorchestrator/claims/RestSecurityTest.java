@@ -55,6 +55,9 @@ class RestSecurityTest {
                     Set.of("admin"), 404),
             new Call("POST /v1/volumes/{ns}/{id}/detach", r -> r.post("/v1/volumes/default/sec-missing/detach?node=node-1"),
                     Set.of("volume-detach", "admin"), 404),
+            new Call("GET /v1/status/plugins", r -> r.get("/v1/status/plugins"), Set.of("plugin-read", "admin"), 200),
+            new Call("GET /v1/status/conditions", r -> r.get("/v1/status/conditions"), Set.of("volume-read", "admin"), 200),
+            new Call("GET /v1/status/feed", r -> r.get("/v1/status/feed"), Set.of("volume-read", "admin"), 200),
             new Call("GET /q/metrics", r -> r.get("/q/metrics"), ANY, 200),
             new Call("GET /q/openapi", r -> r.get("/q/openapi"), ANY, 200));
 
@@ -224,5 +227,34 @@ class RestSecurityTest {
 
     private static Path revokedFile() {
         return Path.of(ConfigProvider.getConfig().getValue("csi.security.revoked-tokens-file", String.class));
+    }
+
+    /**
+     * The status page: its static files (no data) load without a token; its data does not. The feed and the
+     * conditions span every namespace, so a token for one namespace gets 403 there; the server-sent event stream
+     * takes the token from cookie {@code csi_token} (a browser's EventSource cannot set headers) and refuses a
+     * request without one.
+     */
+    @Test
+    void statusPageFilesAreOpenItsDataNeedsATokenForEveryNamespace() throws Exception {
+        for (String asset : List.of("/status/", "/status/status.js", "/status/status.css")) {
+            given().get(asset).then().statusCode(200);
+        }
+        String teamA = "Bearer " + TestTokens.withRoles(Set.of("volume-read"), List.of("team-a"));
+        given().header("Authorization", teamA).get("/v1/status/feed").then().statusCode(403);
+        given().header("Authorization", teamA).get("/v1/status/conditions").then().statusCode(403);
+        given().header("Authorization", "Bearer " + TestTokens.withRoles(Set.of("volume-read"), List.of("*")))
+                .get("/v1/status/feed").then().statusCode(200);
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        java.net.URI events = java.net.URI.create(io.restassured.RestAssured.baseURI + ":" + io.restassured.RestAssured.port
+                + "/v1/status/events");
+        var refused = http.send(java.net.http.HttpRequest.newBuilder(events).header("Accept", "text/event-stream").build(),
+                java.net.http.HttpResponse.BodyHandlers.discarding());
+        assertEquals(401, refused.statusCode());
+        var accepted = http.sendAsync(java.net.http.HttpRequest.newBuilder(events).header("Accept", "text/event-stream")
+                .header("Cookie", "csi_token=" + TestTokens.admin()).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofLines()).get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(200, accepted.statusCode());
+        accepted.body().close();
     }
 }

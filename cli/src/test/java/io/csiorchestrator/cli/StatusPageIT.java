@@ -108,8 +108,8 @@ class StatusPageIT {
         for (int i = 0; i < workers.size(); i++) {
             cluster.awaitReady(workers.get(i), cluster.workerUrl(Cluster.NODES.get(i)), START);
         }
-        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl());
-        Http claimsApi = new Http("claim-service", cluster.claimsUrl());
+        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
+        Http claimsApi = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
         Wait.until("plugin hostpath healthy on both nodes", CLAIM, null, () -> {
             Http.Response r = registryApi.get("/v1/plugins/" + Cluster.PLUGIN_ID);
             return r.ok() && r.body().path("nodesHealthy").asInt() == 2 ? Optional.of(true) : Optional.empty();
@@ -127,6 +127,9 @@ class StatusPageIT {
         browser.manage().window().setSize(new Dimension(1400, 1000));
         browser.get(cluster.claimsUrl() + "/status/#volume=" + NS + "/" + VOLUME);
         JavascriptExecutor js = (JavascriptExecutor) browser;
+        // The page's files load without a token; its data needs one: typed into its token form, as an operator does.
+        browser.findElement(org.openqa.selenium.By.id("token")).sendKeys(cluster.adminToken());
+        browser.findElement(org.openqa.selenium.By.id("token-form")).submit();
         waitFor("the live stream connected", () -> "live".equals(text("#live")));
         waitFor("volume " + VOLUME + " listed", () -> present("#volumes tr[data-volume='" + NS + "/" + VOLUME + "']"));
         waitFor("plugin hostpath on node-1 shown healthy", () -> "healthy".equals(instanceHealth("node-1")));
@@ -135,8 +138,11 @@ class StatusPageIT {
         // The CLI's followers, running through the whole test: events (-json) and volume status -w.
         Path keyringFile = work.resolve("test.keyring");
         Files.writeString(keyringFile, cluster.sealingKeyring());
+        Path tokenFile = work.resolve("test.token");
+        Files.writeString(tokenFile, cluster.adminToken());
         String[] endpoints = {"--claims-url", cluster.claimsUrl(), "--registry-url", cluster.registryUrl(),
-                "--kafka", cluster.kafkaBootstrap(), "--topic-prefix", Cluster.TOPIC_PREFIX};
+                "--kafka", cluster.kafkaBootstrap(), "--topic-prefix", Cluster.TOPIC_PREFIX,
+                "--token-file", tokenFile.toString()};
         Captured events = Captured.run(cat(new String[] {"events", "-json", "--for", "600s"}, endpoints));
         Captured watch = Captured.run(cat(new String[] {"volume", "status", VOLUME, "-w", "--for", "600s"}, endpoints));
         waitFor("volume status -w printed the volume", () -> watch.out().contains("pluginId"));

@@ -310,18 +310,7 @@ public class VolumeResource {
     }
 
     private NamespaceGrant grant() {
-        Object claim = token.getClaim("namespaces");
-        List<String> names = new ArrayList<>();
-        if (claim instanceof jakarta.json.JsonArray array) {
-            array.forEach(value -> names.add(value instanceof jakarta.json.JsonString s ? s.getString() : value.toString()));
-        } else if (claim instanceof jakarta.json.JsonString s) {
-            names.add(s.getString());
-        } else if (claim instanceof java.util.Collection<?> values) {
-            values.forEach(value -> names.add(String.valueOf(value)));
-        } else if (claim instanceof String s) {
-            names.add(s);
-        }
-        return NamespaceGrant.of(names);
+        return TokenGrants.namespaces(token);
     }
 
     /** 403 naming the namespaces of {@code wanted} the token may not touch, or null when it may touch them all. */

@@ -1,5 +1,6 @@
 package io.csiorchestrator.claims.status;
 
+import io.csiorchestrator.claims.api.TokenGrants;
 import io.csiorchestrator.claims.store.PluginEntity;
 import io.csiorchestrator.claims.store.VolumeConditionEntity;
 import io.csiorchestrator.events.EventCodec;
@@ -7,12 +8,15 @@ import io.csiorchestrator.events.PluginStatus;
 import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
+import jakarta.annotation.security.RolesAllowed;
 import jakarta.inject.Inject;
+import jakarta.ws.rs.ForbiddenException;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.MediaType;
 import java.util.List;
+import org.eclipse.microprofile.jwt.JsonWebToken;
 import org.eclipse.microprofile.openapi.annotations.Operation;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 import org.jboss.resteasy.reactive.RestStreamElementType;
@@ -28,8 +32,23 @@ public class StatusResource {
     @Inject
     LiveFeed feed;
 
+    @Inject
+    JsonWebToken token;
+
+    /**
+     * The conditions and the feed span every namespace, so they need a token for all of them ({@code "*"}), like
+     * listing every volume would; a token for some namespaces gets 403 here (it still reads its volumes).
+     */
+    private void requireAllNamespaces() {
+        if (!TokenGrants.namespaces(token).all()) {
+            throw new ForbiddenException("the status feed and conditions span every namespace: they need a token "
+                    + "whose namespaces claim is \"*\"");
+        }
+    }
+
     @GET
     @Path("/plugins")
+    @RolesAllowed({"plugin-read", "admin"})
     @Produces(MediaType.APPLICATION_JSON)
     @Operation(summary = "Plugins", description = "Every plugin as plugin-registry-service last reported it on "
             + "plugin-status: healthy/expected controllers and nodes, each instance's node, health and last heartbeat.")
@@ -44,10 +63,12 @@ public class StatusResource {
 
     @GET
     @Path("/conditions")
+    @RolesAllowed({"volume-read", "admin"})
     @Produces(MediaType.APPLICATION_JSON)
     @Operation(summary = "Volume conditions", description = "Every volume's CSI condition on each node where a "
             + "worker reported one (abnormal or normal), for the status page's volume list.")
     public Uni<List<Condition>> conditions() {
+        requireAllNamespaces();
         return Panache.withSession(() -> VolumeConditionEntity.<VolumeConditionEntity>list("order by volumeKey, nodeId"))
                 .map(rows -> rows.stream().map(c -> new Condition(c.volumeKey, c.nodeId, c.abnormal ? "abnormal" : "normal",
                         c.message, c.since)).toList());
@@ -55,20 +76,24 @@ public class StatusResource {
 
     @GET
     @Path("/feed")
+    @RolesAllowed({"volume-read", "admin"})
     @Produces(MediaType.APPLICATION_JSON)
     @Operation(summary = "Recent events", description = "The last claim-status, node-events and plugin-status "
             + "events this instance read (at most " + LiveFeed.CAPACITY + "), oldest first.")
     public List<FeedEntry> recent() {
+        requireAllNamespaces();
         return feed.recent();
     }
 
     @GET
     @Path("/events")
+    @RolesAllowed({"volume-read", "admin"})
     @Produces(MediaType.SERVER_SENT_EVENTS)
     @RestStreamElementType(MediaType.APPLICATION_JSON)
     @Operation(summary = "Live events", description = "Server-sent events: one JSON feed entry per claim-status, "
             + "node-events or plugin-status event as this instance reads it from Kafka.")
     public Multi<FeedEntry> events() {
+        requireAllNamespaces();
         return feed.stream();
     }
 }
