@@ -458,8 +458,8 @@ final class Operator {
             return t;
         });
         if (!json) {
-            ticker.scheduleAtFixedRate(() -> err.println("  ... " + Steps.seconds((System.nanoTime() - start) / 1_000_000)
-                    + " elapsed, waiting for claim-status (last: " + lastState[0] + ")"), PROGRESS_EVERY.toMillis(),
+            ticker.scheduleAtFixedRate(() -> err.println("  ... still waiting for claim-status after "
+                    + elapsed(start) + " (last: " + lastState[0] + ")"), PROGRESS_EVERY.toMillis(),
                     PROGRESS_EVERY.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
         }
         ClaimClient.Outcome outcome;
@@ -467,8 +467,7 @@ final class Operator {
             outcome = client.request(request, timeout, s -> {
                 lastState[0] = s.state().wire();
                 if (!json) {
-                    err.printf("  %-9s %s  (%s)%n", s.state().wire(), s.reason() == null ? "" : s.reason(),
-                            Steps.seconds((System.nanoTime() - start) / 1_000_000));
+                    err.printf("  %-9s at %-7s %s%n", s.state().wire(), elapsed(start), s.reason() == null ? "" : s.reason());
                 }
             });
         } finally {
@@ -494,6 +493,11 @@ final class Operator {
             err.println("error: " + outcome.describe());
         }
         return outcome.is(wanted) ? 0 : 1;
+    }
+
+    /** The time since {@code start} (nanoTime), e.g. {@code 12.3 s}. */
+    static String elapsed(long start) {
+        return String.format(java.util.Locale.ROOT, "%.1f s", (System.nanoTime() - start) / 1e9);
     }
 
     // ------------------------------------------------------------------ plugins

@@ -66,8 +66,9 @@ class StatusPageIT {
     /**
      * With the page open once (a marker set in its window survives to the end, so it was never reloaded): a write
      * claim made during the test by {@code ./csi volume claim --mount-flag noatime --mount-flag nodiratime --keyring F}
-     * ends ready, and both flags reached node-1's hostpath plugin (its stage/publish records keep the digest of exactly
-     * those flags); the page shows the claim {@code ready} in the volume's claims, one writer, and the ready
+     * ends ready (each claim-status it printed on the way with the time elapsed), and both flags reached node-1's
+     * hostpath plugin (its stage/publish records keep the digest of exactly those flags); the page shows
+     * the claim {@code ready} in the volume's claims, one writer, and the ready
      * claim-status in its live feed; released, the claim leaves the claims and is listed under past claims as
      * {@code released}; node-1's hostpath plugin killed (SIGKILL), its instance row turns {@code unhealthy} while
      * node-2's stays {@code healthy}. Neither the volume's secret value nor a mount flag is anywhere in the page.
@@ -153,6 +154,9 @@ class StatusPageIT {
                 keyringFile.toString()}, endpoints));
         assertEquals(0, claim.code(), claim.out() + claim.err());
         assertTrue(claim.out().startsWith("ready in "), claim.out());
+        // Each claim-status on the way is printed with the time elapsed since the request.
+        assertTrue(claim.err().lines().anyMatch(l -> l.matches("\\s+accepted\\s+at \\d+\\.\\d s.*"))
+                && claim.err().lines().anyMatch(l -> l.matches("\\s+ready\\s+at \\d+\\.\\d s.*")), claim.err());
         // The flags came through to node-1's plugin: its NodeStage/NodePublish records keep their digest.
         String digest = flagsDigest(List.of("noatime", "nodiratime"));
         try (var files = Files.walk(cluster.workDir().resolve("node-1").resolve("hostpath-state"))) {
