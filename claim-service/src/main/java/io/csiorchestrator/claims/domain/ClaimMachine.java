@@ -31,8 +31,9 @@ import java.util.Set;
  * a command that got no answer in time) are retried with exponential backoff up to a limit;
  * everything else is fatal. NOT_FOUND from a teardown step means it is already done. A teardown step
  * that keeps failing is not declared done (the volume may still be attached): the claim stays held,
- * retried at the capped backoff, until the node is assumed detached (gone past the timeout) or an
- * operator detaches it.
+ * retried at the capped backoff, until the node is assumed detached (its lease lapsed at the claim's epoch and the
+ * fence wait passed: {@link LeaseBook}) or an operator detaches it; meanwhile a release says why it waits
+ * ({@link #fenceWait}).
  *
  * <p>A node step (mount, unmount) whose plugin instance is away waits for it ({@link #waitForPlugin}: no command in
  * flight, no attempt used), is sent again when it is back ({@link #pluginBack}) and given up past the grace
@@ -347,6 +348,19 @@ public final class ClaimMachine {
             return new Transition(released.withControllerPublished().to(Phase.CONTROLLER_UNPUBLISHING), effects);
         }
         return afterNodeDetached(released, effects, why);
+    }
+
+    /**
+     * The claim's node is unreachable (its lease lapsed, or its unmount keeps failing) and it may not yet be assumed
+     * detached: another node may write only once the node's lease surely lapsed and it fenced (issue 19). Nothing is
+     * sent; a release being torn down says why it waits in a RELEASING status ({@code reason}, e.g. "waiting for
+     * node-1's lease to lapse: 41 s left"). The caller announces each kind of wait once.
+     */
+    public Transition fenceWait(Snapshot s, String reason) {
+        if (s.phase() == null || s.phase().past() || !s.releaseRequested() || s.rollingBack()) {
+            return new Transition(s, List.of());
+        }
+        return new Transition(s, List.of(new EmitStatus(ClaimState.RELEASING, reason)));
     }
 
     /**

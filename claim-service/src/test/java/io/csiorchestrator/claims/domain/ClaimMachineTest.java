@@ -408,4 +408,24 @@ class ClaimMachineTest {
         Snapshot mounting = new Snapshot(Phase.MOUNTING, 1, true, true, false, false);
         assertEquals(new Transition(mounting, List.of()), machine.controllerPublishDeferred(mounting, "x"));
     }
+
+    /**
+     * A release whose node is unreachable and not yet surely fenced waits: the wait is said in a RELEASING status and
+     * nothing is sent, the claim keeps its phase (it is not freed); a claim that is not being released, or is rolled
+     * back, or is past, says nothing.
+     */
+    @Test
+    void aReleaseWaitingForTheFenceSaysWhyAndSendsNothing() {
+        Snapshot unmounting = machine.release(machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next()).next();
+        Transition t = machine.fenceWait(unmounting, "waiting for node-1's lease to lapse: 41 s left");
+        assertEquals(unmounting, t.next());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "waiting for node-1's lease to lapse: 41 s left")), t.effects());
+        Snapshot ready = machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next();
+        assertEquals(new Transition(ready, List.of()), machine.fenceWait(ready, "x"));
+        Snapshot rollingBack = machine.failed(machine.start(Snapshot.fresh(false)).next(), "INTERNAL", "x").next();
+        assertEquals(new Transition(rollingBack, List.of()), machine.fenceWait(rollingBack, "x"));
+        Snapshot freed = machine.succeeded(unmounting, null).next();
+        assertEquals(Phase.FREED, freed.phase());
+        assertEquals(new Transition(freed, List.of()), machine.fenceWait(freed, "x"));
+    }
 }
