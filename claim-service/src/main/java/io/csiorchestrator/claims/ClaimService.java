@@ -507,6 +507,43 @@ public class ClaimService {
                 });
     }
 
+    /**
+     * A FENCED node event (issue 19): {@code nodeId} fenced itself at lease epoch {@code epoch} and removed the mounts
+     * {@code removed} ({@code namespace/volumeId/allocationId}). Each write claim among them on that node mounted under
+     * an epoch at or below {@code epoch} (or before leases) ends ({@link ClaimMachine#fenced}); readers are untouched
+     * (the node fences write mounts only). Each volume in its own transaction, re-read under its lock.
+     */
+    public Uni<Void> onNodeFenced(String nodeId, long epoch, java.util.Collection<String> removed) {
+        Uni<Void> chain = Uni.createFrom().voidItem();
+        for (String mount : removed) {
+            String[] parts = mount.split("/");
+            if (parts.length != 3) {
+                continue;
+            }
+            String volumeKey = VolumeEntity.key(parts[0], parts[1]);
+            String allocationId = parts[2];
+            chain = chain.chain(() -> inTransaction(() -> lockVolume(volumeKey).chain(volume -> volume == null
+                    ? Uni.createFrom().voidItem()
+                    : ClaimEntity.<ClaimEntity>find("volumeKey = ?1 and allocationId = ?2 and nodeId = ?3 and past = false",
+                            volumeKey, allocationId, nodeId).firstResult().chain(claim -> {
+                        if (claim == null || !ClaimMode.WRITE.wire().equals(claim.mode)
+                                || (claim.leaseEpoch != null && claim.leaseEpoch > epoch)) {
+                            return Uni.createFrom().voidItem();
+                        }
+                        claim.tx = Tx.untraced();
+                        String reason = nodeId + " fenced at epoch " + epoch + ": mount removed";
+                        LOG.warnf("claim %s (volume %s): %s", claim.claimId, volumeKey, reason);
+                        if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
+                            claim.commandId = null;
+                            claim.commandDeadline = null;
+                            claim.retryAt = null;
+                        }
+                        return apply(volume, claim, machine().fenced(snapshot(claim), reason));
+                    }))));
+        }
+        return chain;
+    }
+
     private Uni<Void> detach(VolumeEntity volume, ClaimEntity claim, String why) {
         LOG.warnf("claim %s: %s", claim.claimId, why);
         if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {

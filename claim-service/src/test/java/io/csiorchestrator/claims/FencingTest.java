@@ -227,4 +227,70 @@ class FencingTest {
         ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
         assertEquals(null, released.reason());
     }
+
+    /**
+     * A FENCED node event (the worker, back from a lapse, reports the write mounts it removed at epoch 1) ends that
+     * node's write claim of the volume FAILED with "node fenced at epoch 1: mount removed"; the reader on the same node
+     * (not listed: readers are not fenced) stays ready. The event carries the worker's old epoch while the registry has
+     * granted epoch 2 already: a fenced report is not refused as stale.
+     */
+    @Test
+    void aFencedNodeEventEndsTheFencedWriteClaimAndLeavesTheReader() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_SINGLE_WRITER);
+        bus.plugin(plugin, false, List.of(), List.of(node));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-w", node, ClaimMode.WRITE, AccessMode.MULTI_NODE_SINGLE_WRITER);
+        bus.send(w);
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+        ClaimRequested r = Bus.claim("ns1", vol, "alloc-r", node, ClaimMode.READ, AccessMode.MULTI_NODE_SINGLE_WRITER);
+        bus.send(r);
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(r.requestId(), ClaimState.READY);
+
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        bus.lease(node, 2, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 2, "valid");
+        bus.send(new io.csiorchestrator.events.NodeEvent(node, null, io.csiorchestrator.events.NodeEventKind.FENCED,
+                "Fenced at lease epoch 1", null, null, null, null, true, null,
+                java.util.Map.of("epoch", "1", "fencedBy", "worker", "unmounted", "ns1/" + vol + "/alloc-w"),
+                java.time.Instant.now(), 1L));
+        ClaimStatus failed = bus.awaitStatus(w.requestId(), ClaimState.FAILED);
+        assertEquals(node + " fenced at epoch 1: mount removed", failed.reason());
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then().statusCode(200)
+                .body("claims", hasSize(1)).body("claims[0].allocationId", equalTo("alloc-r"))
+                .body("claims[0].state", equalTo("ready")));
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> c.kind() == NodeCommandKind.UNMOUNT),
+                "no unmount sent for a mount the node removed itself");
+    }
+
+    /**
+     * A mount the worker refuses as "stale lease epoch 1 < 2" (its lease was renewed at a new epoch that claim-service
+     * had not seen when it sent the mount) is sent again, carrying the new epoch once node-leases brought it.
+     */
+    @Test
+    void aMountRefusedForAStaleEpochIsSentAgainWithTheNewEpoch() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String vol = volumeOn(node)[1];
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        NodeCommand first = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(1L, first.leaseEpoch());
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        bus.lease(node, 2, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 2, "valid");
+        bus.send(new io.csiorchestrator.events.MountDone(first.commandId(), node, NodeCommandKind.MOUNT, "ns1", vol, "alloc-1",
+                false, "STALE_LEASE_EPOCH", "stale lease epoch 1 < 2", java.util.Map.of(), null, null,
+                java.time.Instant.now()).withFencing(2L, first.claimGeneration()));
+        NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(2L, again.leaseEpoch());
+        bus.succeedAt(again, 2);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+    }
 }

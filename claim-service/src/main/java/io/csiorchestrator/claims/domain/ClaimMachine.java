@@ -57,6 +57,13 @@ public final class ClaimMachine {
     /** The gRPC codes after which the same call is retried with backoff. */
     public static final Set<String> RETRYABLE = Set.of("UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED");
 
+    /**
+     * The worker's lease refusals (issue 19), retried like {@link #RETRYABLE}: STALE_LEASE_EPOCH (the command carried an
+     * older epoch than the worker's: sent again, with the node's newest epoch once node-leases brought it) and
+     * NO_VALID_LEASE (the node holds no valid lease right now: it takes no mount until it is granted one).
+     */
+    public static final Set<String> LEASE_REFUSALS = Set.of("STALE_LEASE_EPOCH", "NO_VALID_LEASE");
+
     /** Retry and backoff settings. */
     public record Policy(int maxPublishAttempts, Duration baseBackoff, Duration maxBackoff) {
         public static final Policy DEFAULT = new Policy(3, Duration.ofSeconds(1), Duration.ofMinutes(1));
@@ -256,7 +263,7 @@ public final class ClaimMachine {
         if (s.phase() == Phase.READY || s.phase().past()) {
             return new Transition(s, List.of());
         }
-        boolean retryable = RETRYABLE.contains(code);
+        boolean retryable = RETRYABLE.contains(code) || LEASE_REFUSALS.contains(code);
         if (teardown) {
             // The volume may still be attached: never declared done; retried at growing intervals.
             return new Transition(s.retrying(), List.of(new RetryLater(kindOf(s.phase()), policy.backoff(s.attempt()), what)));
@@ -361,6 +368,26 @@ public final class ClaimMachine {
             return new Transition(s, List.of());
         }
         return new Transition(s, List.of(new EmitStatus(ClaimState.RELEASING, reason)));
+    }
+
+    /**
+     * The claim's node reported it fenced itself (issue 19: a FENCED node event listing this claim's mount as removed):
+     * the node side is gone. A claim not being released ends FAILED with {@code reason} ("node-1 fenced at epoch 3:
+     * mount removed"); a release ends RELEASED with it as the note; either way the controller-unpublish follows when
+     * owed. A claim still controller-publishing, waiting, unpublishing or past changes nothing (no mount to remove).
+     */
+    public Transition fenced(Snapshot s, String reason) {
+        if (s.phase() == null || s.phase().past() || s.phase() == Phase.PLUGIN_WAIT
+                || s.phase() == Phase.CONTROLLER_PUBLISHING || s.phase() == Phase.CONTROLLER_UNPUBLISHING) {
+            return new Transition(s, List.of());
+        }
+        List<Effect> effects = new ArrayList<>();
+        Snapshot next = s;
+        if (!s.releaseRequested() && !s.rollingBack()) {
+            effects.add(new EmitStatus(ClaimState.FAILED, reason));
+            next = s.withRollback();
+        }
+        return afterNodeDetached(next, effects, reason);
     }
 
     /**

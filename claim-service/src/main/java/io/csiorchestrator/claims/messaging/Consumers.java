@@ -154,6 +154,11 @@ public class Consumers {
         return handled(() -> {
             CloudEventHeaders.requireValid(record.headers(), EventType.NODE_EVENT);
             NodeEvent event = EventCodec.decode(NodeEvent.class, record.value());
+            if (event.kind() == NodeEventKind.FENCED) {
+                // About an ended epoch by nature (sent once the worker is back, maybe after its next grant): judged by
+                // details.epoch against each claim's mount epoch, not refused as stale.
+                return onFenced(event);
+            }
             refuseStale("node-events", event.nodeId(), event.leaseEpoch());
             if (event.kind() != NodeEventKind.VOLUME_CONDITION) {
                 return Uni.createFrom().voidItem();
@@ -206,6 +211,34 @@ public class Consumers {
             }
             return Uni.createFrom().voidItem();
         });
+    }
+
+    /**
+     * A FENCED node event: its write claims whose mounts it lists as removed ({@code unmounted}, {@code lazilyDetached})
+     * end ({@link ClaimService#onNodeFenced}). One without a numeric {@code details.epoch} is dead-lettered.
+     */
+    private Uni<Void> onFenced(NodeEvent event) {
+        long epoch;
+        try {
+            epoch = Long.parseLong(event.details().getOrDefault("epoch", ""));
+        } catch (NumberFormatException e) {
+            throw MalformedEventException.single(EventType.NODE_EVENT.displayName(), "details.epoch",
+                    event.details().get("epoch"), "a fenced event names the lease epoch it fenced at (a number)");
+        }
+        List<String> removed = new java.util.ArrayList<>();
+        for (String key : List.of("unmounted", "lazilyDetached")) {
+            String list = event.details().get(key);
+            if (list != null && !list.isBlank()) {
+                for (String m : list.split(",")) {
+                    if (!m.isBlank()) {
+                        removed.add(m.trim());
+                    }
+                }
+            }
+        }
+        LOG.infof("node-events: %s fenced at epoch %d (by %s); mounts removed: %s", event.nodeId(), epoch,
+                event.details().get("fencedBy"), removed);
+        return retried(() -> claims.onNodeFenced(event.nodeId(), epoch, removed), "node-events fenced " + event.nodeId());
     }
 
     /**
