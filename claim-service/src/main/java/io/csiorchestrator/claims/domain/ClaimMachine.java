@@ -333,8 +333,9 @@ public final class ClaimMachine {
     }
 
     /**
-     * The claiming node is gone (or silent) past the timeout, or an operator detached it: the node
-     * side is assumed detached (Nomad 13301), the controller side still gets its unpublish.
+     * The claiming node's lease lapsed and the fence wait passed ({@link LeaseBook}), or an operator forced a detach:
+     * the node side is assumed detached (Nomad 13301, made safe by the lease), the controller side still gets its
+     * unpublish.
      */
     public Transition nodeDetached(Snapshot s, String why) {
         if (s.phase().past()) {
