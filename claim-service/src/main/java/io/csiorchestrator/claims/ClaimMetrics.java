@@ -26,6 +26,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@code csi.claim.consumer.retries} {failure}: handling a record failed and is tried again
  *       ({@code transient}: the database away, retried for as long as it lasts; {@code other}: within
  *       the retry budget, then dead-lettered).</li>
+ *   <li>{@code csi.claims.stale.epoch} {topic} (Prometheus {@code csi_claims_stale_epoch_total}): mount-done and
+ *       node-events records of a lease epoch older than their node's newest, ignored and dead-lettered (issue 19).</li>
  * </ul>
  */
 @ApplicationScoped
@@ -38,6 +40,7 @@ public class ClaimMetrics {
     public static final String OUTBOX_PUBLISH = "csi.outbox.publish";
     public static final String CONSUMER_RETRIES = "csi.claim.consumer.retries";
     public static final String REPAIRS = "csi.claims.repairs";
+    public static final String STALE_EPOCH = "csi.claims.stale.epoch";
     public static final String REPAIRS_DEFERRED = "csi.claims.repairs.deferred";
 
     /** Histogram buckets for every latency timer here: 5 ms .. 60 s. */
@@ -97,6 +100,11 @@ public class ClaimMetrics {
     }
 
     /** A claim rule decision: {@code decision} accepted / rejected, {@code reason} a reason code. */
+    public void staleEpoch(String topic) {
+        Counter.builder(STALE_EPOCH).description("Records of a lease epoch older than their node's newest, ignored and dead-lettered")
+                .tags("topic", topic).register(registry).increment();
+    }
+
     public void decision(String decision, String reason) {
         Counter.builder(DECISIONS).description("Claim decisions by decision and reason code")
                 .tags("decision", decision, "reason", reason).register(registry).increment();

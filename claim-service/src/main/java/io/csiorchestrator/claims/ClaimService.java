@@ -8,6 +8,8 @@ import io.csiorchestrator.claims.domain.ClaimRules;
 import io.csiorchestrator.claims.domain.ClaimRules.HeldClaim;
 import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
 import io.csiorchestrator.claims.domain.ClaimRules.VolumeFacts;
+import io.csiorchestrator.claims.domain.Failover;
+import io.csiorchestrator.claims.domain.LeaseBook;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.outbox.OutboxRelay;
 import io.csiorchestrator.claims.store.ClaimEntity;
@@ -66,6 +68,8 @@ public class ClaimService {
     ClaimSettings settings;
     @Inject
     ClaimMetrics metrics;
+    @Inject
+    Fencing fencing;
 
     ClaimMachine machine() {
         return new ClaimMachine(settings.policy());
@@ -201,6 +205,11 @@ public class ClaimService {
                 tx.afterCommit(() -> metrics.decision("accepted", "new-claim"));
             }
             ClaimEntity claim = newClaim(request, flags.flags(), volume, plugin);
+            if (request.mode() == ClaimMode.WRITE) {
+                // The fencing token of this write claim: the volume's write generation, bumped per grant.
+                volume.writeGeneration++;
+                claim.claimGeneration = volume.writeGeneration;
+            }
             claim.requestedAt = requestedAt;
             claim.tx = tx;
             if (claims.isEmpty()) {
@@ -448,20 +457,101 @@ public class ClaimService {
         });
     }
 
-    /** The node of a claim is gone or the operator detached it: the node side is assumed detached. */
-    public Uni<Void> nodeDetached(String claimId, String why) {
+    /**
+     * The claim's node may be unreachable (its lease ended, or the release's unmount keeps failing): the node side is
+     * assumed detached only when the lease book says the node surely lapsed and fenced ({@link LeaseBook#verdict});
+     * otherwise a release says once per kind of wait why it waits (claim-status RELEASING with the reason).
+     */
+    public Uni<Void> fenceCheck(String claimId) {
         return onLockedClaim(claimId, (volume, claim) -> {
-            if (claim.past) {
+            Phase phase = Phase.valueOf(claim.phase);
+            if (claim.past || phase == Phase.PLUGIN_WAIT || phase == Phase.CONTROLLER_UNPUBLISHING) {
                 return Uni.createFrom().voidItem();
             }
-            LOG.warnf("claim %s: %s", claim.claimId, why);
-            if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
-                claim.commandId = null;
-                claim.commandDeadline = null;
-                claim.retryAt = null;
+            LeaseBook.Verdict verdict = fencing.book().verdict(claim.nodeId, claim.leaseEpoch == null ? 0 : claim.leaseEpoch,
+                    fencing.timers(), fencing.now());
+            boolean manual = !Failover.effective(volume.failover).freedByLapse();
+            if (verdict instanceof LeaseBook.Verdict.Fenced fenced && !manual) {
+                return detach(volume, claim, fenced.reason());
             }
-            return apply(volume, claim, machine().nodeDetached(snapshot(claim), why));
+            String kind = manual ? "manual"
+                    : verdict instanceof LeaseBook.Verdict.Wait w ? (w.lapsed() ? "lapsed" : "lease-valid") : "no-lease";
+            if (manual) {
+                verdict = new LeaseBook.Verdict.NoLease("volume " + volume.volumeKey + " has failover manual: waiting for "
+                        + claim.nodeId + " to report the unmount, or an operator's forced detach");
+            }
+            if (kind.equals(claim.fenceWait)) {
+                return Uni.createFrom().voidItem();
+            }
+            claim.fenceWait = kind;
+            LOG.infof("claim %s (volume %s, node %s): %s", claim.claimId, claim.volumeKey, claim.nodeId, verdict.reason());
+            return apply(volume, claim, machine().fenceWait(snapshot(claim), verdict.reason()));
         });
+    }
+
+    /**
+     * node-leases said {@code nodeId}'s lease ended: each of its claims is checked at once ({@link #fenceCheck}), so a
+     * release says without delay that it now waits for the node's fence; the reconciler checks again until it is due.
+     */
+    public Uni<Void> fenceCheckNode(String nodeId) {
+        return Panache.withSession(() -> Panache.getSession().chain(s -> s.createNativeQuery(
+                        "SELECT claim_id FROM claims WHERE NOT past AND node_id = :n AND phase IN ('CONTROLLER_PUBLISHING',"
+                                + " 'MOUNTING', 'READY', 'UNMOUNTING') ORDER BY created_at", String.class)
+                .setParameter("n", nodeId).getResultList()))
+                .chain(ids -> {
+                    Uni<Void> chain = Uni.createFrom().voidItem();
+                    for (String id : ids) {
+                        chain = chain.chain(() -> fenceCheck(id));
+                    }
+                    return chain;
+                });
+    }
+
+    /**
+     * A FENCED node event (issue 19): {@code nodeId} fenced itself at lease epoch {@code epoch} and removed the mounts
+     * {@code removed} ({@code namespace/volumeId/allocationId}). Each write claim among them on that node mounted under
+     * an epoch at or below {@code epoch} (or before leases) ends ({@link ClaimMachine#fenced}); readers are untouched
+     * (the node fences write mounts only). Each volume in its own transaction, re-read under its lock.
+     */
+    public Uni<Void> onNodeFenced(String nodeId, long epoch, java.util.Collection<String> removed) {
+        Uni<Void> chain = Uni.createFrom().voidItem();
+        for (String mount : removed) {
+            String[] parts = mount.split("/");
+            if (parts.length != 3) {
+                continue;
+            }
+            String volumeKey = VolumeEntity.key(parts[0], parts[1]);
+            String allocationId = parts[2];
+            chain = chain.chain(() -> inTransaction(() -> lockVolume(volumeKey).chain(volume -> volume == null
+                    ? Uni.createFrom().voidItem()
+                    : ClaimEntity.<ClaimEntity>find("volumeKey = ?1 and allocationId = ?2 and nodeId = ?3 and past = false",
+                            volumeKey, allocationId, nodeId).firstResult().chain(claim -> {
+                        if (claim == null || !ClaimMode.WRITE.wire().equals(claim.mode)
+                                || (claim.leaseEpoch != null && claim.leaseEpoch > epoch)) {
+                            return Uni.createFrom().voidItem();
+                        }
+                        claim.tx = Tx.untraced();
+                        String reason = nodeId + " fenced at epoch " + epoch + ": mount removed";
+                        LOG.warnf("claim %s (volume %s): %s", claim.claimId, volumeKey, reason);
+                        if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
+                            claim.commandId = null;
+                            claim.commandDeadline = null;
+                            claim.retryAt = null;
+                        }
+                        return apply(volume, claim, machine().fenced(snapshot(claim), reason));
+                    }))));
+        }
+        return chain;
+    }
+
+    private Uni<Void> detach(VolumeEntity volume, ClaimEntity claim, String why) {
+        LOG.warnf("claim %s: %s", claim.claimId, why);
+        if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
+            claim.commandId = null;
+            claim.commandDeadline = null;
+            claim.retryAt = null;
+        }
+        return apply(volume, claim, machine().nodeDetached(snapshot(claim), why));
     }
 
     /** Releases a claim (force delete). Call inside {@code tx}'s transaction with the volume locked. */
@@ -473,6 +563,25 @@ public class ClaimService {
         // A claim being rolled back is torn down already; a forced delete adds no release answer to it.
         Snapshot s = snapshot(claim);
         return apply(volume, claim, claim.rollingBack ? new Transition(s, List.of()) : machine().release(s));
+    }
+
+    /**
+     * Operator detach (not forced) of a claim: a node whose lease lapsed and whose fence wait passed is assumed
+     * detached at once; any other node (its lease valid, lapsing, or unknown) is sent the unmount as for a release, and
+     * the claim is freed when the node reports it unmounted or its lease lapses and the wait passes (issue 19 item 6).
+     * Call inside {@code tx}'s transaction with the volume locked.
+     */
+    public Uni<Void> operatorDetachLocked(VolumeEntity volume, ClaimEntity claim, Tx tx) {
+        claim.tx = tx;
+        LeaseBook.Verdict verdict = fencing.book().verdict(claim.nodeId, claim.leaseEpoch == null ? 0 : claim.leaseEpoch,
+                fencing.timers(), fencing.now());
+        if (verdict instanceof LeaseBook.Verdict.Fenced fenced && Failover.effective(volume.failover).freedByLapse()) {
+            return detachLocked(volume, claim, "operator detached node " + claim.nodeId + " from volume " + volume.volumeKey
+                    + ": " + fenced.reason(), tx);
+        }
+        LOG.infof("claim %s: operator detach of node %s: unmount sent, freed when it reports it unmounted (%s)",
+                claim.claimId, claim.nodeId, verdict.reason());
+        return releaseLocked(volume, claim, tx);
     }
 
     /** Operator detach of a claim on a node. Call inside {@code tx}'s transaction with the volume locked. */
@@ -630,6 +739,10 @@ public class ClaimService {
                 claim.controllerNodeId = target;
             }
             claim.pluginWaitSince = null;
+            if (kind == NodeCommandKind.MOUNT) {
+                // The fencing token: a lapse of an older epoch than the mount's is no fence of it.
+                claim.leaseEpoch = fencing.book().epoch(claim.nodeId);
+            }
             claim.commandId = claim.claimId + "." + kind.wire() + "." + claim.attempt + "." + UUID.randomUUID().toString().substring(0, 8);
             claim.commandNodeId = target;
             claim.commandDeadline = now.plus(settings.commandTimeout());
@@ -647,7 +760,11 @@ public class ClaimService {
                     mountSide ? null : claim.externalNodeId,
                     publishing ? Json.map(volume.contextJson) : null,
                     kind == NodeCommandKind.MOUNT ? Json.map(claim.publishContextJson) : null,
-                    kind == NodeCommandKind.UNMOUNT ? null : secrets.fromJson(claim.sealedJson), now);
+                    kind == NodeCommandKind.UNMOUNT ? null : secrets.fromJson(claim.sealedJson), now)
+                    // Fencing tokens (issue 19): the target node's newest known lease epoch, the claim's generation.
+                    .withFencing(fencing.book().epoch(target), claim.claimGeneration,
+                            kind == NodeCommandKind.MOUNT ? Failover.effective(volume.failover).fencesMount(
+                                    AccessMode.fromWire(claim.accessMode), ClaimMode.fromWire(claim.mode), claim.readOnly) : null);
             return outbox.add(command, claim.tx);
         });
     }

@@ -18,8 +18,10 @@ import org.jboss.logging.Logger;
  * <ul>
  *   <li>failed steps whose backoff is over are sent again;</li>
  *   <li>commands without an answer past {@code csi.claims.command-timeout} count as DEADLINE_EXCEEDED;</li>
- *   <li>claims on a node whose plugin instance is missing or unhealthy for longer than
- *       {@code csi.claims.node-gone-timeout} are assumed detached from that node (Nomad 13301);</li>
+ *   <li>claims on a node whose lease ended (LAPSED or FENCED), and releases whose unmount keeps failing or got no
+ *       answer, are checked against the lease book ({@link ClaimService#fenceCheck}): assumed detached from the node
+ *       only once its lease surely lapsed at the claim's epoch and the fence wait passed (issue 19; never by a plain
+ *       timeout: the old "node gone past {@code node-gone-timeout}" path is gone), else the release says why it waits;</li>
  *   <li>past claims and answered request ids older than {@code csi.claims.past-claims-retention} are purged.</li>
  * </ul>
  * Only the leader instance ({@link Leadership}) ticks; the others skip their ticks until they lead.
@@ -35,6 +37,8 @@ public class Reconciler {
     ClaimSettings settings;
     @Inject
     Leadership leadership;
+    @Inject
+    Fencing fencing;
 
     @Scheduled(every = "${csi.claims.reconcile-interval:5s}", delayed = "${csi.claims.reconcile-interval:5s}",
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
@@ -55,13 +59,29 @@ public class Reconciler {
                 .chain(() -> ids("SELECT claim_id FROM claims WHERE NOT past AND command_id IS NOT NULL AND command_deadline < :now"
                         + " ORDER BY command_deadline LIMIT :n", now, batch))
                 .chain(ids -> each(ids, claims::commandTimedOut))
-                .chain(() -> ids("SELECT c.claim_id FROM claims c JOIN volumes v ON v.volume_key = c.volume_key"
-                        + " JOIN plugin_nodes pn ON pn.plugin_id = v.plugin_id AND pn.node_id = c.node_id"
-                        + " WHERE NOT c.past AND c.phase IN ('CONTROLLER_PUBLISHING', 'MOUNTING', 'READY', 'UNMOUNTING')"
-                        + " AND pn.unhealthy_since < :now LIMIT :n", now.minus(settings.nodeGoneTimeout()), batch))
-                .chain(ids -> each(ids, id -> claims.nodeDetached(id, "node's plugin instance missing or unhealthy for longer than "
-                        + settings.nodeGoneTimeout() + ": assumed detached")))
+                .chain(() -> fenceCandidates(batch))
+                .chain(ids -> each(ids, claims::fenceCheck))
                 .chain(this::purge);
+    }
+
+    /**
+     * Claims the lease book may free or a release waits on: every claim on a node whose lease ended, and every
+     * release whose unmount failed or got no answer in time (being retried: attempt > 1).
+     */
+    private Uni<List<String>> fenceCandidates(int batch) {
+        List<String> ended = fencing.book().endedNodes();
+        String onEnded = ended.isEmpty() ? "" : "(c.node_id IN (:nodes) AND c.phase IN ('CONTROLLER_PUBLISHING', 'MOUNTING', 'READY',"
+                + " 'UNMOUNTING')) OR ";
+        String sql = "SELECT c.claim_id FROM claims c WHERE NOT c.past AND (" + onEnded
+                + "(c.phase = 'UNMOUNTING' AND c.release_requested AND NOT c.rolling_back AND c.attempt > 1"
+                + " AND c.plugin_wait_since IS NULL)) ORDER BY c.updated_at LIMIT :n";
+        return Panache.withSession(() -> Panache.getSession().chain(s -> {
+            var q = s.createNativeQuery(sql, String.class).setParameter("n", batch);
+            if (!ended.isEmpty()) {
+                q.setParameter("nodes", ended);
+            }
+            return q.getResultList();
+        }));
     }
 
     private Uni<Void> purge() {

@@ -102,6 +102,13 @@ public final class Bus implements AutoCloseable {
                 Instant.now()));
     }
 
+    /** The registry's word on {@code node}'s lease (node-leases, compacted, key = node id). */
+    public void lease(String node, long epoch, io.csiorchestrator.events.NodeLeaseState state) {
+        send(new io.csiorchestrator.events.NodeLease(node, epoch, state,
+                state == io.csiorchestrator.events.NodeLeaseState.VALID ? "lease-req-" + UUID.randomUUID() : null,
+                2000L, 500L, Instant.now()));
+    }
+
     public static ClaimRequested claim(String namespace, String volumeId, String alloc, String node, ClaimMode mode,
                                        AccessMode accessMode) {
         return new ClaimRequested(UUID.randomUUID().toString(), namespace, volumeId, alloc, node, mode, accessMode,
@@ -121,6 +128,22 @@ public final class Bus implements AutoCloseable {
         }, WAIT);
         CloudEventHeaders.requireValid(record.headers(), io.csiorchestrator.events.EventType.CLAIM_STATUS);
         return EventCodec.decode(ClaimStatus.class, record.value());
+    }
+
+    /** The answer in {@code state} whose reason passes {@code reason}. */
+    public ClaimStatus awaitStatus(String requestId, ClaimState state, java.util.function.Predicate<String> reason) {
+        ConsumerRecord<String, String> record = kafka.awaitRecord(topic(Topic.CLAIM_STATUS), r -> {
+            ClaimStatus s = EventCodec.decode(ClaimStatus.class, r.value());
+            return s.requestId().equals(requestId) && s.state() == state && s.reason() != null && reason.test(s.reason());
+        }, WAIT);
+        return EventCodec.decode(ClaimStatus.class, record.value());
+    }
+
+    /** Once claim-service's replica knows {@code node}'s lease at {@code epoch} in {@code state}. */
+    public static void awaitLease(String node, long epoch, String state) {
+        org.awaitility.Awaitility.await().atMost(WAIT).untilAsserted(() -> given().get("/v1/node-leases/" + node).then()
+                .statusCode(200).body("epoch", org.hamcrest.Matchers.equalTo((int) epoch))
+                .body("state", org.hamcrest.Matchers.equalTo(state)));
     }
 
     /** The answers to one request id so far (read to the topic's end). */
@@ -160,6 +183,13 @@ public final class Bus implements AutoCloseable {
 
     public void succeed(NodeCommand c) {
         succeed(c, c.kind() == NodeCommandKind.MOUNT ? "/var/lib/csi/" + c.volumeId() + "/" + c.allocationId() : null, Map.of());
+    }
+
+    /** A successful answer carrying the worker's lease epoch (and the command's generation, echoed). */
+    public void succeedAt(NodeCommand c, long leaseEpoch) {
+        send(new MountDone(c.commandId(), c.nodeId(), c.kind(), c.namespace(), c.volumeId(), c.allocationId(), true, null,
+                null, Map.of(), c.kind() == NodeCommandKind.MOUNT ? "/var/lib/csi/" + c.volumeId() + "/" + c.allocationId() : null,
+                null, Instant.now()).withFencing(leaseEpoch, c.claimGeneration()));
     }
 
     public void fail(NodeCommand c, String code, String message) {

@@ -42,9 +42,17 @@ class ClaimErrorPathsTest {
         bus.close();
     }
 
-    /** The reason the reconciler gives when a node's plugin instance is gone past the timeout. */
-    private String nodeGone() {
-        return "node's plugin instance missing or unhealthy for longer than " + settings.nodeGoneTimeout() + ": assumed detached";
+    /** The reason given when {@code node}'s lease epoch 1 lapsed and the fence wait passed (issue 19). */
+    private static String nodeGone(String node) {
+        return node + "'s lease epoch 1 lapsed and the fence wait passed: assumed detached";
+    }
+
+    /** A node of this test's own (the lease book is the application's) with a valid lease at epoch 1. */
+    private String leasedNode() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, io.csiorchestrator.events.NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        return node;
     }
 
     /** A registered single-node-writer volume of a fresh plugin, schedulable; returns {plugin, volume}. */
@@ -74,23 +82,25 @@ class ClaimErrorPathsTest {
     }
 
     /**
-     * Node gone while CONTROLLER_PUBLISHING (ClaimMachine.nodeDetached): the claim announces RELEASING with the
-     * node-gone reason, sends a controller-unpublish to the controller with the node's external id (the publish may
+     * Node gone while CONTROLLER_PUBLISHING (its lease lapsed and the fence wait passed; ClaimMachine.nodeDetached):
+     * the claim announces RELEASING with the lapse reason, sends a controller-unpublish to the controller with the node's external id (the publish may
      * have reached it) and, once that is done, is released; nothing is ever sent to mount.
      */
     @Test
     void aNodeGoneWhileControllerPublishingIsControllerUnpublishedThenReleased() {
-        String[] pv = volume(true, List.of("ctrl-1"), List.of("node-a"));
+        String node = leasedNode();
+        String[] pv = volume(true, List.of("ctrl-1"), List.of(node));
         String plugin = pv[0];
         String vol = pv[1];
-        ClaimRequested w = write(vol, "alloc-1");
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w);
         bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH); // never answered
-        bus.plugin(plugin, true, List.of("ctrl-1"), List.of()); // node-a's instance disappears
-        assertEquals(nodeGone(), bus.awaitStatus(w.requestId(), ClaimState.RELEASING).reason());
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of()); // the node's instance disappears
+        bus.lease(node, 1, io.csiorchestrator.events.NodeLeaseState.LAPSED);
+        assertEquals(nodeGone(node), bus.awaitStatus(w.requestId(), ClaimState.RELEASING).reason());
         NodeCommand unpublish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
         assertEquals("ctrl-1", unpublish.nodeId());
-        assertEquals("ext-node-a", unpublish.externalNodeId());
+        assertEquals("ext-" + node, unpublish.externalNodeId());
         bus.succeed(unpublish);
         bus.awaitStatus(w.requestId(), ClaimState.RELEASED);
         awaitPastClaim(vol, "freed");
@@ -99,33 +109,38 @@ class ClaimErrorPathsTest {
     }
 
     /**
-     * Node gone while MOUNTING: the node side is assumed detached, so the claim is released with the node-gone reason
+     * Node gone while MOUNTING (its lease lapsed and the fence wait passed): the node side is assumed detached, so
+     * the claim is released with the lapse reason
      * and no unmount is sent to the gone node.
      */
     @Test
     void aNodeGoneWhileMountingIsReleasedWithoutAnUnmount() {
-        String[] pv = volume(false, List.of(), List.of("node-a"));
+        String node = leasedNode();
+        String[] pv = volume(false, List.of(), List.of(node));
         String vol = pv[1];
-        ClaimRequested w = write(vol, "alloc-1");
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w);
         bus.awaitCommand(vol, NodeCommandKind.MOUNT); // never answered
         bus.plugin(pv[0], false, List.of(), List.of());
-        assertEquals(nodeGone(), bus.awaitStatus(w.requestId(), ClaimState.RELEASING).reason());
-        assertEquals(nodeGone(), bus.awaitStatus(w.requestId(), ClaimState.RELEASED).reason());
+        bus.lease(node, 1, io.csiorchestrator.events.NodeLeaseState.LAPSED);
+        assertEquals(nodeGone(node), bus.awaitStatus(w.requestId(), ClaimState.RELEASING).reason());
+        assertEquals(nodeGone(node), bus.awaitStatus(w.requestId(), ClaimState.RELEASED).reason());
         awaitPastClaim(vol, "freed");
         assertEquals(List.of(ClaimState.ACCEPTED, ClaimState.RELEASING, ClaimState.RELEASED), states(w.requestId()));
         assertEquals(List.of(NodeCommandKind.MOUNT), kinds(vol), "no unmount to a gone node");
     }
 
     /**
-     * Node gone while UNMOUNTING (a release waiting on an unmount that never comes): the release is answered RELEASED
-     * with the node-gone reason without the unmount's answer, and no second unmount is sent.
+     * Node gone while UNMOUNTING (a release waiting on an unmount that never comes, then its lease lapsed and the fence
+     * wait passed): the release is answered RELEASED with the lapse reason without the unmount's answer, and no second
+     * unmount is sent.
      */
     @Test
     void aNodeGoneWhileUnmountingEndsTheReleaseWithoutTheUnmountsAnswer() {
-        String[] pv = volume(false, List.of(), List.of("node-a"));
+        String node = leasedNode();
+        String[] pv = volume(false, List.of(), List.of(node));
         String vol = pv[1];
-        ClaimRequested w = write(vol, "alloc-1");
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w);
         bus.succeed(bus.awaitCommand(vol, NodeCommandKind.MOUNT));
         bus.awaitStatus(w.requestId(), ClaimState.READY);
@@ -133,9 +148,14 @@ class ClaimErrorPathsTest {
         bus.send(release);
         bus.awaitCommand(vol, NodeCommandKind.UNMOUNT); // never answered
         bus.plugin(pv[0], false, List.of(), List.of());
-        assertEquals(nodeGone(), bus.awaitStatus(release.requestId(), ClaimState.RELEASED).reason());
+        bus.lease(node, 1, io.csiorchestrator.events.NodeLeaseState.LAPSED);
+        assertEquals(nodeGone(node), bus.awaitStatus(release.requestId(), ClaimState.RELEASED).reason());
         awaitPastClaim(vol, "freed");
-        assertEquals(List.of(ClaimState.RELEASING, ClaimState.RELEASED), states(release.requestId()));
+        // RELEASING, then the fence wait said (a status of its own), then RELEASED.
+        List<ClaimState> states = states(release.requestId());
+        assertEquals(ClaimState.RELEASING, states.get(0));
+        assertEquals(ClaimState.RELEASED, states.get(states.size() - 1));
+        assertEquals(1, states.stream().filter(x -> x == ClaimState.RELEASED).count());
         assertEquals(List.of(NodeCommandKind.MOUNT, NodeCommandKind.UNMOUNT), kinds(vol));
     }
 

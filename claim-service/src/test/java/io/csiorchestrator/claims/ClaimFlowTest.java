@@ -211,25 +211,32 @@ class ClaimFlowTest {
         assertTrue(why.contains("mode"), why);
     }
 
+    /**
+     * A READY claim on a node whose plugin instance disappears is kept while the node's lease is valid (no plain
+     * timeout frees it); once the lease lapsed and the fence wait passed it is assumed detached, with that reason.
+     */
     @Test
-    void aNodeGonePastTheTimeoutIsAssumedDetached() {
+    void aClaimOnANodeWhoseLeaseLapsedIsAssumedDetachedAfterTheFenceWait() {
+        String node = unique("node");
+        bus.lease(node, 1, io.csiorchestrator.events.NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
         String plugin = unique("plug");
         String vol = Bus.registerVolume("ns1", unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, false, List.of(), List.of("node-a"));
+        bus.plugin(plugin, false, List.of(), List.of(node));
         awaitSchedulable("ns1", vol);
-        ClaimRequested w1 = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        ClaimRequested w1 = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w1);
         bus.succeed(bus.awaitCommand(vol, NodeCommandKind.MOUNT));
         bus.awaitStatus(w1.requestId(), ClaimState.READY);
-        bus.plugin(plugin, false, List.of(), List.of()); // node-a's instance disappears
+        bus.plugin(plugin, false, List.of(), List.of()); // the node's instance disappears
+        bus.lease(node, 1, io.csiorchestrator.events.NodeLeaseState.LAPSED);
         ClaimStatus released = bus.awaitStatus(w1.requestId(), ClaimState.RELEASED);
-        assertEquals("node's plugin instance missing or unhealthy for longer than " + settings.nodeGoneTimeout() + ": assumed detached",
-                released.reason());
+        assertEquals(node + "'s lease epoch 1 lapsed and the fence wait passed: assumed detached", released.reason());
         given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims", hasSize(0));
     }
 
     @Test
-    void forceDeleteReleasesTheClaimsFirstAndDetachIsTheEscapeHatch() {
+    void forceDeleteReleasesTheClaimsFirstAndDetachUnmountsOnTheLiveNodeFirst() {
         String vol = bus.schedulableVolume("ns1", "vol", AccessMode.MULTI_NODE_MULTI_WRITER, "node-a", "node-b");
         ClaimRequested a = Bus.claim("ns1", vol, "alloc-a", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
         ClaimRequested b = Bus.claim("ns1", vol, "alloc-b", "node-b", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
@@ -241,9 +248,12 @@ class ClaimFlowTest {
         bus.awaitStatus(b.requestId(), ClaimState.READY);
 
         given().delete("/v1/volumes/ns1/" + vol).then().statusCode(409).body("problems", hasSize(2));
-        // The operator detaches node-b: its claim is released without waiting for the node.
+        // The operator detaches node-b: the node is sent its unmount first; the claim is released once it reports it.
         given().post("/v1/volumes/ns1/" + vol + "/detach?node=node-b").then().statusCode(202)
                 .body("allocations", equalTo(List.of("alloc-b")));
+        NodeCommand detachUnmount = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertEquals("node-b", detachUnmount.nodeId());
+        bus.succeed(detachUnmount);
         bus.awaitStatus(b.requestId(), ClaimState.RELEASED);
         given().post("/v1/volumes/ns1/" + vol + "/detach?node=../x").then().statusCode(400);
 
@@ -254,9 +264,9 @@ class ClaimFlowTest {
         bus.awaitStatus(a.requestId(), ClaimState.RELEASED);
         org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
                 given().get("/v1/volumes/ns1/" + vol).then().statusCode(404));
-        // The escape hatch does not wait for the detached node: nothing was ever sent to node-b after its mount.
-        assertEquals(List.of(NodeCommandKind.MOUNT), bus.commands(vol).stream().filter(c -> "node-b".equals(c.nodeId()))
-                .map(NodeCommand::kind).toList(), "commands to the detached node-b");
+        // The detach of a live node (issue 19 item 6) unmounted there: node-b got its mount and the detach's unmount.
+        assertEquals(List.of(NodeCommandKind.MOUNT, NodeCommandKind.UNMOUNT), bus.commands(vol).stream()
+                .filter(c -> "node-b".equals(c.nodeId())).map(NodeCommand::kind).toList(), "commands to the detached node-b");
     }
 
     @Test

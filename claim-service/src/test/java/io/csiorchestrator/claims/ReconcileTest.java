@@ -38,24 +38,28 @@ class ReconcileTest {
 
     @Test
     void aGoneNodesControllerUnpublishThatKeepsFailingIsAbandonedWithAnEvent() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, io.csiorchestrator.events.NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
         String plugin = ClaimFlowTest.unique("plug");
         String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, true, List.of("ctrl-1"), List.of("node-a"));
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of(node));
         ClaimFlowTest.awaitSchedulable("ns1", vol);
-        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w);
         bus.succeed(bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH), null, java.util.Map.of());
         bus.succeed(bus.awaitCommand(vol, NodeCommandKind.MOUNT));
         bus.awaitStatus(w.requestId(), ClaimState.READY);
 
-        bus.plugin(plugin, true, List.of("ctrl-1"), List.of()); // node-a vanishes from the plugin
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of()); // the node vanishes from the plugin
+        bus.lease(node, 1, io.csiorchestrator.events.NodeLeaseState.LAPSED); // and its lease lapses
         bus.awaitStatus(w.requestId(), ClaimState.RELEASING);
         // The node side is assumed detached; the controller side is still unpublished, with the node's external id.
         NodeCommand unpublish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
-        assertEquals("ext-node-a", unpublish.externalNodeId());
+        assertEquals("ext-" + node, unpublish.externalNodeId());
         assertTrue(bus.commands(vol).stream().noneMatch(c -> c.kind() == NodeCommandKind.UNMOUNT), "no unmount to a gone node");
         for (int attempt = 1; attempt <= 3; attempt++) {
-            bus.fail(unpublish, "INTERNAL", "the storage API does not know instance ext-node-a");
+            bus.fail(unpublish, "INTERNAL", "the storage API does not know instance ext-" + node);
             if (attempt < 3) {
                 unpublish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
             }

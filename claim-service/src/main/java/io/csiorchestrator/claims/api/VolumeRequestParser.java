@@ -1,6 +1,7 @@
 package io.csiorchestrator.claims.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.csiorchestrator.claims.domain.Failover;
 import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.MountOptions;
@@ -24,13 +25,13 @@ import java.util.Set;
 public final class VolumeRequestParser {
 
     static final Set<String> FIELDS = Set.of("id", "namespace", "name", "externalId", "pluginId", "accessMode",
-            "attachmentMode", "mountOptions", "parameters", "context", "secrets", "topology");
+            "attachmentMode", "mountOptions", "parameters", "context", "secrets", "topology", "failover");
 
     /** One valid volume definition. */
     public record VolumeSpec(String namespace, String id, String name, String externalId, String pluginId,
                              AccessMode accessMode, AttachmentMode attachmentMode, String fsType, List<String> mountFlags,
                              Map<String, String> parameters, Map<String, String> context, Map<String, String> secrets,
-                             Map<String, String> topology) {
+                             Map<String, String> topology, Failover failover) {
         @Override
         public String toString() {
             return "VolumeSpec[" + namespace + "/" + id + ", secrets=" + secrets.keySet() + " (redacted), mountFlags=[redacted x"
@@ -155,11 +156,21 @@ public final class VolumeRequestParser {
         Map<String, String> context = map(node, "context", at, v, false);
         Map<String, String> secrets = map(node, "secrets", at, v, true);
         Map<String, String> topology = map(node, "topology", at, v, false);
+        Failover failover = null;
+        String failoverText = text(node, "failover", at, v, 16, false);
+        if (failoverText != null) {
+            try {
+                failover = Failover.fromWire(failoverText);
+            } catch (IllegalArgumentException e) {
+                v.add(at + "failover", failoverText, "must be fence (the default: another node may write once this one's"
+                        + " lease lapsed and it fenced) or manual (only after its unmount or an operator's forced detach)");
+            }
+        }
         if (v.list().size() > before) {
             return null;
         }
         return new VolumeSpec(namespace, id, name == null ? id : name, externalId, pluginId, accessMode, attachmentMode,
-                fsType, flags, parameters, context, secrets, topology);
+                fsType, flags, parameters, context, secrets, topology, failover);
     }
 
     private static String id(JsonNode node, String field, String at, Violations v, boolean required) {

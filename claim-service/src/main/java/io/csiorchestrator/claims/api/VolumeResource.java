@@ -87,7 +87,7 @@ public class VolumeResource {
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record VolumeStub(String namespace, String id, String name, String pluginId, String accessMode,
                              String attachmentMode, String claimedAccessMode, int currentReaders, int currentWriters,
-                             boolean schedulable, String health, boolean deleting) {
+                             boolean schedulable, String health, boolean deleting, String failover) {
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
@@ -115,7 +115,7 @@ public class VolumeResource {
                                MountOptionsView mountOptions, Map<String, String> parameters, Map<String, String> context,
                                Map<String, String> secrets, Map<String, String> topology, boolean schedulable, String health,
                                boolean deleting, List<ClaimView> claims, List<ClaimView> pastClaims,
-                               List<ConditionView> conditions) {
+                               List<ConditionView> conditions, String failover) {
     }
 
     public record Released(String volume, String action, List<String> allocations) {
@@ -124,7 +124,9 @@ public class VolumeResource {
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Register volumes", description = "One volume object, a list, or {\"volumes\": [...]}. Secrets and "
-            + "mount flags are sealed at rest and never returned.")
+            + "mount flags are sealed at rest and never returned. Optional failover: fence (default) or manual (issue 19:"
+            + " a manual volume's writer node is never fenced by a lease lapse; another node gets it only after that node's"
+            + " unmount or an operator's forced detach).")
     @RequestBody(required = true, content = @Content(mediaType = MediaType.APPLICATION_JSON,
             schema = @Schema(type = SchemaType.OBJECT, description = "a volume, a list of volumes, or {\"volumes\": [...]}")))
     @APIResponse(responseCode = "201", description = "Registered (namespace/id of each)",
@@ -271,9 +273,13 @@ public class VolumeResource {
 
     @POST
     @Path("/{namespace}/{id}/detach")
-    @Operation(summary = "Detach a node", description = "Every claim of the volume on the node is assumed detached from "
-            + "it (controller-unpublish still sent when owed).")
-    @APIResponse(responseCode = "202", description = "Detached",
+    @Operation(summary = "Detach a node", description = "Without force: the node's claims of the volume are released like"
+            + " an allocation's release: the node is sent its unmounts and the claims are freed only when it reports them"
+            + " unmounted, or once its lease lapsed and the fence wait passed (issue 19); a node whose lease already lapsed"
+            + " past the fence wait is assumed detached at once. With force=true: every claim of the volume on the node is"
+            + " assumed detached at once (controller-unpublish still sent when owed) - only if the node is powered off; the"
+            + " claim-status reason records who forced it.")
+    @APIResponse(responseCode = "202", description = "Detaching (or, forced, detached)",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Released.class)))
     @APIResponse(responseCode = "400", description = "Invalid node id",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
@@ -281,16 +287,25 @@ public class VolumeResource {
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = Errors.class)))
     @RolesAllowed({"volume-detach", "admin"})
     public Uni<Response> detach(@PathParam("namespace") String namespace, @PathParam("id") String id,
-                                @QueryParam("node") String node) {
+                                @QueryParam("node") String node, @QueryParam("force") boolean force,
+                                @jakarta.ws.rs.core.Context jakarta.ws.rs.core.SecurityContext security) {
         Response refused = refusedNamespaces(List.of(namespace));
         if (refused != null) {
             return Uni.createFrom().item(refused);
+        }
+        if (force && (security == null || !security.isUserInRole("admin"))) {
+            // a forced detach may make two writers if the node is in fact alive: admin only (issue 20's roles)
+            return Uni.createFrom().item(errors(Response.Status.FORBIDDEN, "forbidden", List.of(new Violation("force",
+                    "true", "a forced detach needs the admin role (only if the node is powered off)"))));
         }
         var problem = PathSafeId.problem(node);
         if (problem.isPresent()) {
             return Uni.createFrom().item(errors(Response.Status.BAD_REQUEST, "invalid detach",
                     List.of(new Violation("node", Violation.quote(node), problem.get()))));
         }
+        String principal = security == null || security.getUserPrincipal() == null
+                || security.getUserPrincipal().getName() == null || security.getUserPrincipal().getName().isBlank()
+                ? "anonymous" : security.getUserPrincipal().getName();
         Tx tx = Tx.causedBy(openTelemetry, Context.current());
         return claims.inTransaction(tx, () -> claims.lockVolume(VolumeEntity.key(namespace, id)).chain(v -> {
             if (v == null) {
@@ -298,12 +313,17 @@ public class VolumeResource {
             }
             return ClaimService.activeClaims(v.volumeKey).chain(active -> {
                 List<ClaimEntity> onNode = active.stream().filter(c -> c.nodeId.equals(node)).toList();
+                String forced = "detach of node " + node + " from volume " + v.volumeKey + " forced by " + principal
+                        + ", only if the node is powered off: the node is assumed detached";
                 Uni<Void> chain = Uni.createFrom().voidItem();
                 for (ClaimEntity c : onNode) {
-                    chain = chain.chain(() -> claims.detachLocked(v, c, "operator detached node " + node
-                            + " from volume " + v.volumeKey + ": the node is assumed detached", tx));
+                    chain = chain.chain(() -> force ? claims.detachLocked(v, c, forced, tx)
+                            : claims.operatorDetachLocked(v, c, tx));
                 }
-                return chain.map(x -> Response.accepted(new Released(v.volumeKey, "detached node " + node,
+                String action = force ? "forced detach of node " + node + " by " + principal + " (only if the node is powered off)"
+                        : "detaching node " + node + ": unmounts sent; the claims are freed when the node reports them"
+                        + " unmounted, or once its lease lapsed and the fence wait passed";
+                return chain.map(x -> Response.accepted(new Released(v.volumeKey, action,
                         onNode.stream().map(c -> c.allocationId).toList())).build());
             });
         }));
@@ -342,6 +362,7 @@ public class VolumeResource {
         v.pluginId = spec.pluginId();
         v.accessMode = spec.accessMode().wire();
         v.attachmentMode = spec.attachmentMode().wire();
+        v.failover = spec.failover() == null ? null : spec.failover().wire();
         v.fsType = spec.fsType();
         v.mountFlagCount = spec.mountFlags().size();
         v.parametersJson = Json.write(spec.parameters());
@@ -359,7 +380,8 @@ public class VolumeResource {
         int writers = active.size() - readers;
         String unhealthy = ClaimRules.unschedulableReason(ClaimService.facts(v, List.of()), plugin, null);
         return new VolumeStub(v.namespace, v.id, v.name, v.pluginId, v.accessMode, v.attachmentMode, v.claimedAccessMode,
-                readers, writers, unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting);
+                readers, writers, unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting,
+                io.csiorchestrator.claims.domain.Failover.effective(v.failover).wire());
     }
 
     private static VolumeDetail detail(VolumeEntity v, List<ClaimEntity> all, PluginFacts plugin,
@@ -382,7 +404,7 @@ public class VolumeResource {
                 v.claimedAccessMode, new MountOptionsView(v.fsType, Collections.nCopies(v.mountFlagCount, REDACTED)),
                 Json.map(v.parametersJson), Json.map(v.contextJson), redactedSecrets, Json.map(v.topologyJson),
                 unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting, current, past,
-                conditionViews(all, conditions));
+                conditionViews(all, conditions), io.csiorchestrator.claims.domain.Failover.effective(v.failover).wire());
     }
 
     /** The conditions reported from nodes where the volume is claimed now (a node it left reports no more). */

@@ -31,8 +31,9 @@ import java.util.Set;
  * a command that got no answer in time) are retried with exponential backoff up to a limit;
  * everything else is fatal. NOT_FOUND from a teardown step means it is already done. A teardown step
  * that keeps failing is not declared done (the volume may still be attached): the claim stays held,
- * retried at the capped backoff, until the node is assumed detached (gone past the timeout) or an
- * operator detaches it.
+ * retried at the capped backoff, until the node is assumed detached (its lease lapsed at the claim's epoch and the
+ * fence wait passed: {@link LeaseBook}) or an operator detaches it; meanwhile a release says why it waits
+ * ({@link #fenceWait}).
  *
  * <p>A node step (mount, unmount) whose plugin instance is away waits for it ({@link #waitForPlugin}: no command in
  * flight, no attempt used), is sent again when it is back ({@link #pluginBack}) and given up past the grace
@@ -55,6 +56,13 @@ public final class ClaimMachine {
 
     /** The gRPC codes after which the same call is retried with backoff. */
     public static final Set<String> RETRYABLE = Set.of("UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED");
+
+    /**
+     * The worker's lease refusals (issue 19), retried like {@link #RETRYABLE}: STALE_LEASE_EPOCH (the command carried an
+     * older epoch than the worker's: sent again, with the node's newest epoch once node-leases brought it) and
+     * NO_VALID_LEASE (the node holds no valid lease right now: it takes no mount until it is granted one).
+     */
+    public static final Set<String> LEASE_REFUSALS = Set.of("STALE_LEASE_EPOCH", "NO_VALID_LEASE");
 
     /** Retry and backoff settings. */
     public record Policy(int maxPublishAttempts, Duration baseBackoff, Duration maxBackoff) {
@@ -255,7 +263,7 @@ public final class ClaimMachine {
         if (s.phase() == Phase.READY || s.phase().past()) {
             return new Transition(s, List.of());
         }
-        boolean retryable = RETRYABLE.contains(code);
+        boolean retryable = RETRYABLE.contains(code) || LEASE_REFUSALS.contains(code);
         if (teardown) {
             // The volume may still be attached: never declared done; retried at growing intervals.
             return new Transition(s.retrying(), List.of(new RetryLater(kindOf(s.phase()), policy.backoff(s.attempt()), what)));
@@ -325,8 +333,9 @@ public final class ClaimMachine {
     }
 
     /**
-     * The claiming node is gone (or silent) past the timeout, or an operator detached it: the node
-     * side is assumed detached (Nomad 13301), the controller side still gets its unpublish.
+     * The claiming node's lease lapsed and the fence wait passed ({@link LeaseBook}), or an operator forced a detach:
+     * the node side is assumed detached (Nomad 13301, made safe by the lease), the controller side still gets its
+     * unpublish.
      */
     public Transition nodeDetached(Snapshot s, String why) {
         if (s.phase().past()) {
@@ -347,6 +356,39 @@ public final class ClaimMachine {
             return new Transition(released.withControllerPublished().to(Phase.CONTROLLER_UNPUBLISHING), effects);
         }
         return afterNodeDetached(released, effects, why);
+    }
+
+    /**
+     * The claim's node is unreachable (its lease lapsed, or its unmount keeps failing) and it may not yet be assumed
+     * detached: another node may write only once the node's lease surely lapsed and it fenced (issue 19). Nothing is
+     * sent; a release being torn down says why it waits in a RELEASING status ({@code reason}, e.g. "waiting for
+     * node-1's lease to lapse: 41 s left"). The caller announces each kind of wait once.
+     */
+    public Transition fenceWait(Snapshot s, String reason) {
+        if (s.phase() == null || s.phase().past() || !s.releaseRequested() || s.rollingBack()) {
+            return new Transition(s, List.of());
+        }
+        return new Transition(s, List.of(new EmitStatus(ClaimState.RELEASING, reason)));
+    }
+
+    /**
+     * The claim's node reported it fenced itself (issue 19: a FENCED node event listing this claim's mount as removed):
+     * the node side is gone. A claim not being released ends FAILED with {@code reason} ("node-1 fenced at epoch 3:
+     * mount removed"); a release ends RELEASED with it as the note; either way the controller-unpublish follows when
+     * owed. A claim still controller-publishing, waiting, unpublishing or past changes nothing (no mount to remove).
+     */
+    public Transition fenced(Snapshot s, String reason) {
+        if (s.phase() == null || s.phase().past() || s.phase() == Phase.PLUGIN_WAIT
+                || s.phase() == Phase.CONTROLLER_PUBLISHING || s.phase() == Phase.CONTROLLER_UNPUBLISHING) {
+            return new Transition(s, List.of());
+        }
+        List<Effect> effects = new ArrayList<>();
+        Snapshot next = s;
+        if (!s.releaseRequested() && !s.rollingBack()) {
+            effects.add(new EmitStatus(ClaimState.FAILED, reason));
+            next = s.withRollback();
+        }
+        return afterNodeDetached(next, effects, reason);
     }
 
     /**

@@ -19,6 +19,9 @@ import java.util.List;
 import org.apache.kafka.common.header.Header;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeLease;
+import io.csiorchestrator.claims.Fencing;
+import io.csiorchestrator.claims.domain.LeaseBook;
 import io.csiorchestrator.events.NodeStateReported;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
@@ -58,6 +61,8 @@ public class Consumers {
     OpenTelemetry openTelemetry;
     @Inject
     AntiEntropyRepairs antiEntropy;
+    @Inject
+    Fencing fencing;
 
     @Incoming("claim-requested")
     public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
@@ -93,6 +98,7 @@ public class Consumers {
             Tx tx = Tx.causedBy(openTelemetry, trace);
             CloudEventHeaders.requireValid(record.headers(), EventType.MOUNT_DONE);
             MountDone done = EventCodec.decode(MountDone.class, record.value());
+            refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
             return retried(() -> claims.onMountDone(done, tx), "mount-done " + done.commandId());
         });
     }
@@ -148,6 +154,12 @@ public class Consumers {
         return handled(() -> {
             CloudEventHeaders.requireValid(record.headers(), EventType.NODE_EVENT);
             NodeEvent event = EventCodec.decode(NodeEvent.class, record.value());
+            if (event.kind() == NodeEventKind.FENCED) {
+                // About an ended epoch by nature (sent once the worker is back, maybe after its next grant): judged by
+                // details.epoch against each claim's mount epoch, not refused as stale.
+                return onFenced(event);
+            }
+            refuseStale("node-events", event.nodeId(), event.leaseEpoch());
             if (event.kind() != NodeEventKind.VOLUME_CONDITION) {
                 return Uni.createFrom().voidItem();
             }
@@ -167,6 +179,87 @@ public class Consumers {
             }
             return retried(() -> claims.onVolumeCondition(event), "node-events volume-condition " + event.volumeId());
         });
+    }
+
+    /**
+     * node-leases, read by every replica from the start of the compacted topic (a group of its own per process, no
+     * offsets committed): each lease goes into this replica's {@link io.csiorchestrator.claims.domain.LeaseBook},
+     * received now (after a restart every lease counts as just granted). A record whose key is not its node id is
+     * dead-lettered; one of an older epoch than the node's newest changes nothing.
+     */
+    @Incoming("node-leases")
+    public Uni<Void> onNodeLease(ConsumerRecord<String, String> record) {
+        return handled(() -> {
+            CloudEventHeaders.requireValid(record.headers(), EventType.NODE_LEASE);
+            NodeLease lease = EventCodec.decode(NodeLease.class, record.value());
+            if (!lease.nodeId().equals(record.key())) {
+                throw MalformedEventException.single("node-leases", "nodeId", lease.nodeId(),
+                        "does not match the record key '" + record.key() + "'");
+            }
+            LeaseBook.State state = switch (lease.state()) {
+                case VALID -> LeaseBook.State.VALID;
+                case LAPSED -> LeaseBook.State.LAPSED;
+                case FENCED -> LeaseBook.State.FENCED;
+            };
+            LeaseBook.Applied applied = fencing.book().receive(lease.nodeId(), lease.epoch(), state, fencing.now());
+            if (applied == LeaseBook.Applied.STALE) {
+                LOG.debugf("node-leases: %s epoch %d %s is older than the newest known; ignored", lease.nodeId(),
+                        lease.epoch(), lease.state().wire());
+            } else if (state != LeaseBook.State.VALID) {
+                LOG.infof("node-leases: %s's lease epoch %d %s", lease.nodeId(), lease.epoch(), lease.state().wire());
+                return retried(() -> claims.fenceCheckNode(lease.nodeId()), "node-leases " + lease.nodeId());
+            }
+            return Uni.createFrom().voidItem();
+        });
+    }
+
+    /**
+     * A FENCED node event: its write claims whose mounts it lists as removed ({@code unmounted}, {@code lazilyDetached})
+     * end ({@link ClaimService#onNodeFenced}). One without a numeric {@code details.epoch} is dead-lettered.
+     */
+    private Uni<Void> onFenced(NodeEvent event) {
+        long epoch;
+        try {
+            epoch = Long.parseLong(event.details().getOrDefault("epoch", ""));
+        } catch (NumberFormatException e) {
+            throw MalformedEventException.single(EventType.NODE_EVENT.displayName(), "details.epoch",
+                    event.details().get("epoch"), "a fenced event names the lease epoch it fenced at (a number)");
+        }
+        List<String> removed = new java.util.ArrayList<>();
+        for (String key : List.of("unmounted", "lazilyDetached")) {
+            String list = event.details().get(key);
+            if (list != null && !list.isBlank()) {
+                for (String m : list.split(",")) {
+                    if (!m.isBlank()) {
+                        removed.add(m.trim());
+                    }
+                }
+            }
+        }
+        LOG.infof("node-events: %s fenced at epoch %d (by %s); mounts removed: %s", event.nodeId(), epoch,
+                event.details().get("fencedBy"), removed);
+        return retried(() -> claims.onNodeFenced(event.nodeId(), epoch, removed), "node-events fenced " + event.nodeId());
+    }
+
+    /**
+     * A mount-done or node event of a lease epoch older than its node's newest is ignored (issue 19 fencing tokens: a
+     * node back from a partition cannot overwrite newer state): counted and dead-lettered with the reason.
+     */
+    private void refuseStale(String topic, String nodeId, Long epoch) {
+        if (fencing.book().stale(nodeId, epoch)) {
+            Long newest = fencing.book().epoch(nodeId);
+            metrics.staleEpoch(topic);
+            String reason = "stale lease epoch " + epoch + " < " + newest + " for " + nodeId;
+            LOG.warnf("%s ignored: %s", topic, reason);
+            throw new StaleEpochException(reason);
+        }
+    }
+
+    /** A record of a stale lease epoch: dead-lettered at once with the reason, never retried. */
+    static final class StaleEpochException extends RuntimeException {
+        StaleEpochException(String reason) {
+            super(reason, null, false, false);
+        }
     }
 
     /**
@@ -196,7 +289,7 @@ public class Consumers {
      * the database being away began at least {@code budget} ago (it is dead-lettered with the failure).
      */
     private boolean tryAgain(Throwable t, long[] otherSince, Duration budget, String what) {
-        if (t instanceof MalformedEventException) {
+        if (t instanceof MalformedEventException || t instanceof StaleEpochException) {
             return false;
         }
         if (TransientFailures.isTransient(t)) {

@@ -63,6 +63,15 @@ public class ClaimEntity extends PanacheEntityBase {
     /** Since when the claim (or its current node step) waits for its node's plugin instance; null when not waiting. */
     @Column(name = "plugin_wait_since")
     public Instant pluginWaitSince;
+    /** The node's lease epoch when the mount was sent (the fencing token); null when no lease was known. */
+    @Column(name = "lease_epoch")
+    public Long leaseEpoch;
+    /** The volume's write generation when this write claim was granted (the claim's fencing token). */
+    @Column(name = "claim_generation")
+    public Long claimGeneration;
+    /** The fence wait a release announced last ('lease-valid', 'lapsed', 'no-lease', 'manual'); each is announced once. */
+    @Column(name = "fence_wait")
+    public String fenceWait;
     @Column(name = "external_node_id")
     public String externalNodeId;
     @Column(name = "controller_node_id")

@@ -44,6 +44,11 @@ public class VolumeEntity extends PanacheEntityBase {
     @Column(name = "claimed_access_mode")
     public String claimedAccessMode;
     public boolean deleting;
+    /** Bumped each time a write claim of the volume is granted (the claims' fencing tokens). */
+    @Column(name = "write_generation")
+    public long writeGeneration;
+    /** 'fence' or 'manual' ({@code domain.Failover}); null = the default, fence. */
+    public String failover;
     @Version
     public long version;
     @Column(name = "created_at")

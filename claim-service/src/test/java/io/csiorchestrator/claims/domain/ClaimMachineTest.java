@@ -408,4 +408,69 @@ class ClaimMachineTest {
         Snapshot mounting = new Snapshot(Phase.MOUNTING, 1, true, true, false, false);
         assertEquals(new Transition(mounting, List.of()), machine.controllerPublishDeferred(mounting, "x"));
     }
+
+    /**
+     * A release whose node is unreachable and not yet surely fenced waits: the wait is said in a RELEASING status and
+     * nothing is sent, the claim keeps its phase (it is not freed); a claim that is not being released, or is rolled
+     * back, or is past, says nothing.
+     */
+    @Test
+    void aReleaseWaitingForTheFenceSaysWhyAndSendsNothing() {
+        Snapshot unmounting = machine.release(machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next()).next();
+        Transition t = machine.fenceWait(unmounting, "waiting for node-1's lease to lapse: 41 s left");
+        assertEquals(unmounting, t.next());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "waiting for node-1's lease to lapse: 41 s left")), t.effects());
+        Snapshot ready = machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next();
+        assertEquals(new Transition(ready, List.of()), machine.fenceWait(ready, "x"));
+        Snapshot rollingBack = machine.failed(machine.start(Snapshot.fresh(false)).next(), "INTERNAL", "x").next();
+        assertEquals(new Transition(rollingBack, List.of()), machine.fenceWait(rollingBack, "x"));
+        Snapshot freed = machine.succeeded(unmounting, null).next();
+        assertEquals(Phase.FREED, freed.phase());
+        assertEquals(new Transition(freed, List.of()), machine.fenceWait(freed, "x"));
+    }
+
+    /**
+     * The node reported it fenced itself and removed the claim's mount: a READY claim fails with the reason (the
+     * controller side still unpublished when owed, ending FAILED); a release ends RELEASED with the reason as its note;
+     * a claim with nothing mounted yet (controller-publishing) or past changes nothing.
+     */
+    @Test
+    void aFencedMountEndsTheClaimWithoutAnUnmount() {
+        String why = "node-1 fenced at epoch 3: mount removed";
+        Snapshot ready = machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next();
+        Transition t = machine.fenced(ready, why);
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.FAILED, why)), t.effects());
+
+        Snapshot readyWithController = machine.succeeded(machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next(),
+                "/h").next();
+        t = machine.fenced(readyWithController, why);
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertTrue(t.next().rollingBack());
+        assertEquals(List.of(new EmitStatus(ClaimState.FAILED, why), new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)),
+                t.effects());
+        assertEquals(Phase.FAILED, machine.succeeded(t.next(), null).next().phase());
+
+        Snapshot releasing = machine.release(ready).next();
+        t = machine.fenced(releasing, why);
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, why)), t.effects());
+
+        Snapshot publishing = machine.start(Snapshot.fresh(true)).next();
+        assertEquals(new Transition(publishing, List.of()), machine.fenced(publishing, why));
+        Snapshot freed = machine.succeeded(releasing, null).next();
+        assertEquals(new Transition(freed, List.of()), machine.fenced(freed, why));
+    }
+
+    /** The worker's lease refusals of a mount are retried with backoff like UNAVAILABLE, then given up and rolled back. */
+    @Test
+    void aMountRefusedForItsLeaseIsRetriedLikeUnavailable() {
+        for (String code : ClaimMachine.LEASE_REFUSALS) {
+            Snapshot mounting = machine.start(Snapshot.fresh(false)).next();
+            Transition t = machine.failed(mounting, code, "stale lease epoch 1 < 2");
+            assertEquals(List.of(new RetryLater(NodeCommandKind.MOUNT, Duration.ofSeconds(1),
+                    "mount failed: " + code + ": stale lease epoch 1 < 2")), t.effects(), code);
+            assertEquals(2, t.next().attempt());
+        }
+    }
 }

@@ -1,0 +1,296 @@
+package io.csiorchestrator.claims;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.hasSize;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.ClaimStatus;
+import io.csiorchestrator.events.DeadLetters;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.NodeLeaseState;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.quarkus.test.junit.QuarkusTest;
+import jakarta.inject.Inject;
+import java.util.List;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Fencing (issue 19) through the real broker and PostgreSQL: the test stands in for the plugin registry (it publishes
+ * the node's leases on node-leases and its plugin's status) and for the worker (it answers node commands). Each test
+ * uses a node of its own, since the lease book is the application's. Timers: the test profile's (floor 4.1 s, 2 s
+ * after a lapse).
+ */
+@QuarkusTest
+class FencingTest {
+
+    final Bus bus = new Bus();
+
+    @Inject
+    FencingSettings fencing;
+
+    @AfterEach
+    void close() {
+        bus.close();
+    }
+
+    /** A single-node-writer volume of a fresh node-only plugin with a healthy instance on {@code node}; {plugin, volume}. */
+    private String[] volumeOn(String node) {
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        bus.plugin(plugin, false, List.of(), List.of(node));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        return new String[] {plugin, vol};
+    }
+
+    /**
+     * A release on a node whose lease is valid, with no unmount answered (every unmount fails, and the node's plugin
+     * instance is gone longer than the old node-gone-timeout and the lease floor), is never freed; once the registry
+     * says the lease lapsed, the release first says it waits for the node's fence and only then is RELEASED as assumed
+     * detached. Also: the mount carried the node's lease epoch, the claim's generation and fenceOnLapse.
+     */
+    @Test
+    void aReleaseOnANodeWithAValidLeaseIsNeverFreedWithoutItsAnswerAndIsFreedAfterTheLapseAndTheFenceWait() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String[] pv = volumeOn(node);
+        String vol = pv[1];
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(1L, mount.leaseEpoch());
+        assertTrue(mount.claimGeneration() != null && mount.claimGeneration() >= 1, "claimGeneration " + mount.claimGeneration());
+        assertEquals(Boolean.TRUE, mount.fenceOnLapse());
+        bus.succeedAt(mount, 1);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        NodeCommand unmount = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertEquals(1L, unmount.leaseEpoch());
+        bus.plugin(pv[0], false, List.of(), List.of()); // the node's plugin instance disappears
+        bus.fail(unmount, "INTERNAL", "device busy");
+        ClaimStatus waiting = bus.awaitStatus(release.requestId(), ClaimState.RELEASING,
+                r -> r.startsWith("waiting for " + node + "'s lease to lapse: "));
+        assertTrue(waiting.reason().endsWith(" s left"), waiting.reason());
+        // Six more unmounts, each failed: past the floor since the VALID lease and past node-gone-timeout, and still held.
+        for (int i = 0; i < 6; i++) {
+            bus.fail(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT), "INTERNAL", "device busy");
+        }
+        bus.awaitCommand(vol, NodeCommandKind.UNMOUNT); // the reconciler went round again after the last failure
+        assertTrue(bus.statuses(release.requestId()).stream().noneMatch(s -> s.state() == ClaimState.RELEASED),
+                "released while the node's lease was valid: " + bus.statuses(release.requestId()));
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims", hasSize(1))
+                .body("claims[0].state", equalTo("unmounting"));
+
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        ClaimStatus fenceWait = bus.awaitStatus(release.requestId(), ClaimState.RELEASING,
+                r -> r.startsWith(node + " lease lapsed, waiting for its fence: "));
+        ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        assertEquals(node + "'s lease epoch 1 lapsed and the fence wait passed: assumed detached", released.reason());
+        List<ClaimStatus> order = bus.statuses(release.requestId());
+        assertTrue(order.indexOf(fenceWait) < order.indexOf(released), "fence wait said before RELEASED: " + order);
+        assertTrue(order.indexOf(waiting) < order.indexOf(fenceWait), order.toString());
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims", hasSize(0));
+    }
+
+    /**
+     * A mount-done of a lease epoch older than the node's newest is ignored: dead-lettered with the reason and
+     * counted; the claim stays mounting until an answer of the current epoch comes.
+     */
+    @Test
+    void aMountDoneOfAStaleLeaseEpochIsDeadLetteredAndCounted() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        bus.lease(node, 2, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 2, "valid");
+        String vol = volumeOn(node)[1];
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(2L, mount.leaseEpoch());
+        bus.succeedAt(mount, 1);
+        ConsumerRecord<String, String> dead = bus.kafka.awaitRecord(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter",
+                r -> r.value() != null && r.value().contains(mount.commandId()), Bus.WAIT);
+        assertEquals("stale lease epoch 1 < 2 for " + node, KafkaTestClient.header(dead, DeadLetters.REASON));
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims[0].state", equalTo("mounting"));
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> {
+            String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+            assertTrue(metrics.lines().anyMatch(l -> l.startsWith("csi_claims_stale_epoch_total{")
+                    && l.contains("topic=\"mount-done\"")), "no csi_claims_stale_epoch_total{topic=\"mount-done\"}");
+        });
+        bus.succeedAt(mount, 2);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+    }
+
+    /**
+     * The operator's detach of a node whose lease is valid sends the unmount there and frees the claim only once the
+     * node reports it (RELEASING and the unmount come before RELEASED); a second volume's forced detach on the same
+     * live node frees its claim at once without any unmount, with "forced by anonymous, only if the node is powered
+     * off" in the response and the claim-status reason (the audit).
+     */
+    @Test
+    void anOperatorsDetachOfALiveNodeUnmountsThereFirstAndAForcedOneIsAudited() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String vol = volumeOn(node)[1];
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+        given().post("/v1/volumes/ns1/" + vol + "/detach?node=" + node).then().statusCode(202)
+                .body("allocations", equalTo(List.of("alloc-1")))
+                .body("action", org.hamcrest.Matchers.startsWith("detaching node " + node + ": unmounts sent"));
+        NodeCommand unmount = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertEquals(node, unmount.nodeId());
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims", hasSize(1));
+        assertTrue(bus.statuses(w.requestId()).stream().noneMatch(s -> s.state() == ClaimState.RELEASED),
+                "freed before the node reported the unmount");
+        bus.succeedAt(unmount, 1);
+        bus.awaitStatus(w.requestId(), ClaimState.RELEASED);
+        List<ClaimState> states = bus.statuses(w.requestId()).stream().map(ClaimStatus::state).toList();
+        assertEquals(List.of(ClaimState.ACCEPTED, ClaimState.READY, ClaimState.RELEASING, ClaimState.RELEASED), states);
+
+        String vol2 = volumeOn(node)[1];
+        ClaimRequested w2 = Bus.claim("ns1", vol2, "alloc-2", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w2);
+        bus.succeedAt(bus.awaitCommand(vol2, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(w2.requestId(), ClaimState.READY);
+        given().post("/v1/volumes/ns1/" + vol2 + "/detach?node=" + node + "&force=true").then().statusCode(202)
+                .body("action", equalTo("forced detach of node " + node + " by anonymous (only if the node is powered off)"));
+        ClaimStatus released = bus.awaitStatus(w2.requestId(), ClaimState.RELEASED);
+        assertEquals("detach of node " + node + " from volume ns1/" + vol2 + " forced by anonymous, only if the node is"
+                + " powered off: the node is assumed detached", released.reason());
+        assertEquals(List.of(NodeCommandKind.MOUNT), bus.commands(vol2).stream().map(NodeCommand::kind).toList(),
+                "a forced detach sends nothing to the node");
+    }
+
+    /**
+     * A volume registered with failover "manual" (issue 19 item 7): its mount is not fenced on a lapse (no
+     * fenceOnLapse), and its release on a node whose lease lapsed is never freed by the lapse: it says it waits for the
+     * node's unmount or an operator's forced detach, stays held through failed unmounts past the fence wait, and is
+     * released only when the node reports the unmount. An unknown failover value is refused with the field named.
+     */
+    @Test
+    void aManualFailoverVolumeIsNeverFreedByALapse() {
+        io.restassured.RestAssured.given().contentType(io.restassured.http.ContentType.JSON)
+                .body(java.util.Map.of("id", ClaimFlowTest.unique("vol"), "pluginId", "p", "externalId", "e",
+                        "accessMode", "single-node-writer", "attachmentMode", "file-system", "failover", "auto"))
+                .post("/v1/volumes").then().statusCode(400).body("problems[0].field", equalTo("failover"));
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = ClaimFlowTest.unique("vol");
+        io.restassured.RestAssured.given().contentType(io.restassured.http.ContentType.JSON)
+                .body(java.util.Map.of("id", vol, "namespace", "ns1", "externalId", "ext-" + vol, "pluginId", plugin,
+                        "accessMode", "single-node-writer", "attachmentMode", "file-system", "failover", "manual"))
+                .post("/v1/volumes").then().statusCode(201);
+        bus.plugin(plugin, false, List.of(), List.of(node));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("failover", equalTo("manual"));
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(false, mount.fencesOnLapse(), "a manual volume's mount is not fenced on a lapse");
+        bus.succeedAt(mount, 1);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        NodeCommand unmount = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASING, r -> r.equals("volume ns1/" + vol
+                + " has failover manual: waiting for " + node + " to report the unmount, or an operator's forced detach"));
+        // Past the fence wait (2 s after the lapse in this profile): seven failed unmounts later it is still held.
+        bus.fail(unmount, "INTERNAL", "device busy");
+        for (int i = 0; i < 6; i++) {
+            bus.fail(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT), "INTERNAL", "device busy");
+        }
+        NodeCommand last = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertTrue(bus.statuses(release.requestId()).stream().noneMatch(s -> s.state() == ClaimState.RELEASED),
+                "a manual volume was freed by the lapse: " + bus.statuses(release.requestId()));
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims", hasSize(1));
+        bus.succeed(last);
+        ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        assertEquals(null, released.reason());
+    }
+
+    /**
+     * A FENCED node event (the worker, back from a lapse, reports the write mounts it removed at epoch 1) ends that
+     * node's write claim of the volume FAILED with "node fenced at epoch 1: mount removed"; the reader on the same node
+     * (not listed: readers are not fenced) stays ready. The event carries the worker's old epoch while the registry has
+     * granted epoch 2 already: a fenced report is not refused as stale.
+     */
+    @Test
+    void aFencedNodeEventEndsTheFencedWriteClaimAndLeavesTheReader() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_SINGLE_WRITER);
+        bus.plugin(plugin, false, List.of(), List.of(node));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-w", node, ClaimMode.WRITE, AccessMode.MULTI_NODE_SINGLE_WRITER);
+        bus.send(w);
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+        ClaimRequested r = Bus.claim("ns1", vol, "alloc-r", node, ClaimMode.READ, AccessMode.MULTI_NODE_SINGLE_WRITER);
+        bus.send(r);
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(r.requestId(), ClaimState.READY);
+
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        bus.lease(node, 2, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 2, "valid");
+        bus.send(new io.csiorchestrator.events.NodeEvent(node, null, io.csiorchestrator.events.NodeEventKind.FENCED,
+                "Fenced at lease epoch 1", null, null, null, null, true, null,
+                java.util.Map.of("epoch", "1", "fencedBy", "worker", "unmounted", "ns1/" + vol + "/alloc-w"),
+                java.time.Instant.now(), 1L));
+        ClaimStatus failed = bus.awaitStatus(w.requestId(), ClaimState.FAILED);
+        assertEquals(node + " fenced at epoch 1: mount removed", failed.reason());
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then().statusCode(200)
+                .body("claims", hasSize(1)).body("claims[0].allocationId", equalTo("alloc-r"))
+                .body("claims[0].state", equalTo("ready")));
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> c.kind() == NodeCommandKind.UNMOUNT),
+                "no unmount sent for a mount the node removed itself");
+    }
+
+    /**
+     * A mount the worker refuses as "stale lease epoch 1 < 2" (its lease was renewed at a new epoch that claim-service
+     * had not seen when it sent the mount) is sent again, carrying the new epoch once node-leases brought it.
+     */
+    @Test
+    void aMountRefusedForAStaleEpochIsSentAgainWithTheNewEpoch() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String vol = volumeOn(node)[1];
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        NodeCommand first = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(1L, first.leaseEpoch());
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        bus.lease(node, 2, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 2, "valid");
+        bus.send(new io.csiorchestrator.events.MountDone(first.commandId(), node, NodeCommandKind.MOUNT, "ns1", vol, "alloc-1",
+                false, "STALE_LEASE_EPOCH", "stale lease epoch 1 < 2", java.util.Map.of(), null, null,
+                java.time.Instant.now()).withFencing(2L, first.claimGeneration()));
+        NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(2L, again.leaseEpoch());
+        bus.succeedAt(again, 2);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+    }
+}
