@@ -138,7 +138,7 @@ class FencingTest {
     /**
      * The operator's detach of a node whose lease is valid sends the unmount there and frees the claim only once the
      * node reports it (RELEASING and the unmount come before RELEASED); a second volume's forced detach on the same
-     * live node frees its claim at once without any unmount, with "forced by anonymous, only if the node is powered
+     * live node frees its claim at once without any unmount, with "forced by the caller (the test token's subject "test"), only if the node is powered
      * off" in the response and the claim-status reason (the audit).
      */
     @Test
@@ -170,9 +170,9 @@ class FencingTest {
         bus.succeedAt(bus.awaitCommand(vol2, NodeCommandKind.MOUNT), 1);
         bus.awaitStatus(w2.requestId(), ClaimState.READY);
         given().post("/v1/volumes/ns1/" + vol2 + "/detach?node=" + node + "&force=true").then().statusCode(202)
-                .body("action", equalTo("forced detach of node " + node + " by anonymous (only if the node is powered off)"));
+                .body("action", equalTo("forced detach of node " + node + " by test (only if the node is powered off)"));
         ClaimStatus released = bus.awaitStatus(w2.requestId(), ClaimState.RELEASED);
-        assertEquals("detach of node " + node + " from volume ns1/" + vol2 + " forced by anonymous, only if the node is"
+        assertEquals("detach of node " + node + " from volume ns1/" + vol2 + " forced by test, only if the node is"
                 + " powered off: the node is assumed detached", released.reason());
         assertEquals(List.of(NodeCommandKind.MOUNT), bus.commands(vol2).stream().map(NodeCommand::kind).toList(),
                 "a forced detach sends nothing to the node");
