@@ -24,3 +24,5 @@ topic plugin-health   6
 topic plugin-status   3 --config cleanup.policy=compact
 topic node-events     6
 topic node-state      6 --config cleanup.policy=compact
+topic node-lease-requests 6
+topic node-leases     6 --config cleanup.policy=compact

@@ -12,7 +12,9 @@ public enum EventType {
     PLUGIN_HEALTH("io.csiorchestrator.plugin.health.v1", Topic.PLUGIN_HEALTH, PluginHealth.class),
     PLUGIN_STATUS("io.csiorchestrator.plugin.status.v1", Topic.PLUGIN_STATUS, PluginStatus.class),
     NODE_EVENT("io.csiorchestrator.node.event.v1", Topic.NODE_EVENTS, NodeEvent.class),
-    NODE_STATE("io.csiorchestrator.node.state-reported.v1", Topic.NODE_STATE, NodeStateReported.class);
+    NODE_STATE("io.csiorchestrator.node.state-reported.v1", Topic.NODE_STATE, NodeStateReported.class),
+    NODE_LEASE_REQUESTED("io.csiorchestrator.node.lease-requested.v1", Topic.NODE_LEASE_REQUESTS, NodeLeaseRequested.class),
+    NODE_LEASE("io.csiorchestrator.node.lease.v1", Topic.NODE_LEASES, NodeLease.class);
 
     private final String cloudEventType;
     private final Topic topic;

@@ -15,6 +15,8 @@ import java.util.Map;
  * @param publishContext what a controller publish returned
  * @param hostPath       for a mount: the path on the host where the volume is mounted
  * @param stagingPath    for a mount: the volume's staging path on this node, when staged
+ * @param leaseEpoch     the worker's lease epoch when it answered; null from a worker that predates leases
+ * @param claimGeneration the command's claimGeneration, echoed
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record MountDone(
@@ -30,10 +32,26 @@ public record MountDone(
         Map<String, String> publishContext,
         String hostPath,
         String stagingPath,
-        Instant completedAt) implements ContractEvent {
+        Instant completedAt,
+        Long leaseEpoch,
+        Long claimGeneration) implements ContractEvent {
 
     public MountDone {
         publishContext = Copies.map(publishContext);
+    }
+
+    /** A result without fencing token (leaseEpoch and claimGeneration absent). */
+    public MountDone(String commandId, String nodeId, NodeCommandKind kind, String namespace, String volumeId,
+                     String allocationId, Boolean success, String errorCode, String errorMessage,
+                     Map<String, String> publishContext, String hostPath, String stagingPath, Instant completedAt) {
+        this(commandId, nodeId, kind, namespace, volumeId, allocationId, success, errorCode, errorMessage,
+                publishContext, hostPath, stagingPath, completedAt, null, null);
+    }
+
+    /** This result with the worker's lease epoch and the command's claim generation. */
+    public MountDone withFencing(Long leaseEpoch, Long claimGeneration) {
+        return new MountDone(commandId, nodeId, kind, namespace, volumeId, allocationId, success, errorCode,
+                errorMessage, publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration);
     }
 
     @Override
@@ -67,5 +85,11 @@ public record MountDone(
         v.optionalText("hostPath", hostPath, 4096);
         v.optionalText("stagingPath", stagingPath, 4096);
         v.required("completedAt", completedAt);
+        if (leaseEpoch != null && leaseEpoch < 1) {
+            v.add("leaseEpoch", leaseEpoch, "must be at least 1");
+        }
+        if (claimGeneration != null && claimGeneration < 0) {
+            v.add("claimGeneration", claimGeneration, "must not be negative");
+        }
     }
 }

@@ -22,6 +22,12 @@ import java.util.Map;
  * @param volumeContext    the volume's context for the plugin
  * @param publishContext   what the controller publish returned, for the node's stage/publish
  * @param sealed           secrets and mount flags, encrypted; optional
+ * @param leaseEpoch       the node's lease epoch the sender knew when it issued the command (the fencing token); the
+ *                         worker refuses a command of an older epoch than its own; null from a sender that predates
+ *                         leases
+ * @param claimGeneration  the volume's write generation of the claim this command serves (echoed in mount-done)
+ * @param fenceOnLapse     for a mount: true = the worker unmounts it when its lease lapses (a write mount of a volume
+ *                         whose failover is "fence"); absent means false
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record NodeCommand(
@@ -41,12 +47,39 @@ public record NodeCommand(
         Map<String, String> volumeContext,
         Map<String, String> publishContext,
         SealedSecrets sealed,
-        Instant issuedAt) implements ContractEvent {
+        Instant issuedAt,
+        Long leaseEpoch,
+        Long claimGeneration,
+        Boolean fenceOnLapse) implements ContractEvent {
 
     public NodeCommand {
         readOnly = readOnly != null && readOnly;
         volumeContext = Copies.map(volumeContext);
         publishContext = Copies.map(publishContext);
+        fenceOnLapse = Boolean.TRUE.equals(fenceOnLapse) ? Boolean.TRUE : null;
+    }
+
+    /** A command without fencing token (leaseEpoch, claimGeneration, fenceOnLapse absent). */
+    public NodeCommand(String commandId, String nodeId, NodeCommandKind kind, String namespace, String volumeId,
+                       String pluginId, String externalVolumeId, String allocationId, AccessMode accessMode,
+                       AttachmentMode attachmentMode, Boolean readOnly, String fsType, String externalNodeId,
+                       Map<String, String> volumeContext, Map<String, String> publishContext, SealedSecrets sealed,
+                       Instant issuedAt) {
+        this(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId, accessMode,
+                attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed, issuedAt,
+                null, null, null);
+    }
+
+    /** This command with the given fencing token and fence-on-lapse flag. */
+    public NodeCommand withFencing(Long leaseEpoch, Long claimGeneration, Boolean fenceOnLapse) {
+        return new NodeCommand(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId,
+                accessMode, attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed,
+                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse);
+    }
+
+    /** Whether the worker must unmount this mount when its lease lapses. */
+    public boolean fencesOnLapse() {
+        return Boolean.TRUE.equals(fenceOnLapse);
     }
 
     @Override
@@ -91,5 +124,11 @@ public record NodeCommand(
             sealed.checkFields("sealed", v);
         }
         v.required("issuedAt", issuedAt);
+        if (leaseEpoch != null && leaseEpoch < 1) {
+            v.add("leaseEpoch", leaseEpoch, "must be at least 1");
+        }
+        if (claimGeneration != null && claimGeneration < 0) {
+            v.add("claimGeneration", claimGeneration, "must not be negative");
+        }
     }
 }

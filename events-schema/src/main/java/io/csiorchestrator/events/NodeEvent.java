@@ -14,6 +14,7 @@ import java.util.Map;
  * @param success   for actions: whether it worked
  * @param error     for failed actions: the operator message
  * @param details   extra key/values (never secrets)
+ * @param leaseEpoch the sending worker's lease epoch; null from a sender that predates leases or holds none
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record NodeEvent(
@@ -28,13 +29,28 @@ public record NodeEvent(
         Boolean success,
         String error,
         Map<String, String> details,
-        Instant occurredAt) implements ContractEvent {
+        Instant occurredAt,
+        Long leaseEpoch) implements ContractEvent {
 
     public static final String SUBSYSTEM_CSI = "CSI";
 
     public NodeEvent {
         subsystem = subsystem == null ? SUBSYSTEM_CSI : subsystem;
         details = Copies.map(details);
+    }
+
+    /** An event without lease epoch. */
+    public NodeEvent(String nodeId, String subsystem, NodeEventKind kind, String message, String pluginId,
+                     String namespace, String volumeId, String allocationId, Boolean success, String error,
+                     Map<String, String> details, Instant occurredAt) {
+        this(nodeId, subsystem, kind, message, pluginId, namespace, volumeId, allocationId, success, error, details,
+                occurredAt, null);
+    }
+
+    /** This event with the sender's lease epoch. */
+    public NodeEvent withLeaseEpoch(Long epoch) {
+        return new NodeEvent(nodeId, subsystem, kind, message, pluginId, namespace, volumeId, allocationId, success,
+                error, details, occurredAt, epoch);
     }
 
     @Override
@@ -60,5 +76,8 @@ public record NodeEvent(
         v.optionalText("error", error, 8192);
         v.stringMap("details", details, 64);
         v.required("occurredAt", occurredAt);
+        if (leaseEpoch != null && leaseEpoch < 1) {
+            v.add("leaseEpoch", leaseEpoch, "must be at least 1");
+        }
     }
 }

@@ -21,7 +21,16 @@ public enum NodeEventKind implements WireValue {
      * details {@code condition} ({@code abnormal} or {@code normal}) and {@code message} (the
      * plugin's); the event's time is when the worker saw the change.
      */
-    VOLUME_CONDITION("volume-condition");
+    VOLUME_CONDITION("volume-condition"),
+    /**
+     * The worker fenced itself (its lease was not renewed in time) or its guard process did: details {@code epoch},
+     * {@code fencedBy} ({@code worker} or {@code guard}), {@code unmounted}, {@code lazilyDetached} (busy, detached
+     * with MNT_DETACH) and {@code failed} (comma-separated {@code namespace/volumeId/allocationId}). Sent when the
+     * worker reaches Kafka again, and at its start while its record says it fenced.
+     */
+    FENCED("fenced"),
+    /** The fenced worker got a new lease epoch ({@code details.epoch}) and takes commands again. */
+    UNFENCED("unfenced");
 
     private final String wire;
 

@@ -13,19 +13,31 @@ import java.util.List;
  * @param sequence increases with every report of one worker process (from 1 at its start)
  * @param takenAt  when the worker began reading its record (before the mount table): state older than this is in it
  * @param volumes  every volume the node holds something of (a staging, a publication, a controller publication)
+ * @param leaseEpoch the worker's lease epoch when it took the report; null from a worker that predates leases
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record NodeStateReported(
         String nodeId,
         Long sequence,
         Instant takenAt,
-        List<VolumeState> volumes) implements ContractEvent {
+        List<VolumeState> volumes,
+        Long leaseEpoch) implements ContractEvent {
 
     /** At most this many volumes in one report. */
     public static final int MAX_VOLUMES = 10_000;
 
     public NodeStateReported {
         volumes = Copies.list(volumes);
+    }
+
+    /** A report without lease epoch. */
+    public NodeStateReported(String nodeId, Long sequence, Instant takenAt, List<VolumeState> volumes) {
+        this(nodeId, sequence, takenAt, volumes, null);
+    }
+
+    /** This report with the worker's lease epoch. */
+    public NodeStateReported withLeaseEpoch(Long epoch) {
+        return new NodeStateReported(nodeId, sequence, takenAt, volumes, epoch);
     }
 
     /**
@@ -74,6 +86,9 @@ public record NodeStateReported(
             v.add("sequence", sequence, "must be at least 1");
         }
         v.required("takenAt", takenAt);
+        if (leaseEpoch != null && leaseEpoch < 1) {
+            v.add("leaseEpoch", leaseEpoch, "must be at least 1");
+        }
         if (volumes.size() > MAX_VOLUMES) {
             v.add("volumes", volumes.size() + " entries", "must have at most " + MAX_VOLUMES + " entries");
             return;

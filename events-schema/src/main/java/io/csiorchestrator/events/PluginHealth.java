@@ -23,6 +23,9 @@ import java.util.List;
  * @param deregistered           true on the last report of an instance the worker removed (its socket
  *                               stayed unreachable past the worker's grace): the instance is gone, not
  *                               just unhealthy; always with {@code healthy=false}. Absent means false.
+ * @param leaseEpoch             the worker's lease epoch; plugin-registry-service ignores (and dead-letters) a
+ *                               heartbeat of an epoch older than the node's current one; null from a worker that
+ *                               predates leases
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record PluginHealth(
@@ -39,7 +42,8 @@ public record PluginHealth(
         NodeInfo nodeInfo,
         Boolean heartbeat,
         Instant observedAt,
-        Boolean deregistered) implements ContractEvent {
+        Boolean deregistered,
+        Long leaseEpoch) implements ContractEvent {
 
     /** The controller capability that makes a controller publish necessary before node staging. */
     public static final String PUBLISH_UNPUBLISH_VOLUME = "PUBLISH_UNPUBLISH_VOLUME";
@@ -52,19 +56,35 @@ public record PluginHealth(
         deregistered = Boolean.TRUE.equals(deregistered) ? Boolean.TRUE : null;
     }
 
+    /** A report without lease epoch. */
+    public PluginHealth(String pluginId, String nodeId, PluginType type, Boolean healthy, String healthDescription,
+                        String providerName, String providerVersion, List<String> pluginCapabilities,
+                        List<String> controllerCapabilities, List<String> nodeCapabilities, NodeInfo nodeInfo,
+                        Boolean heartbeat, Instant observedAt, Boolean deregistered) {
+        this(pluginId, nodeId, type, healthy, healthDescription, providerName, providerVersion, pluginCapabilities,
+                controllerCapabilities, nodeCapabilities, nodeInfo, heartbeat, observedAt, deregistered, null);
+    }
+
     /** A report of an instance that stays registered (no {@code deregistered} flag). */
     public PluginHealth(String pluginId, String nodeId, PluginType type, Boolean healthy, String healthDescription,
                         String providerName, String providerVersion, List<String> pluginCapabilities,
                         List<String> controllerCapabilities, List<String> nodeCapabilities, NodeInfo nodeInfo,
                         Boolean heartbeat, Instant observedAt) {
         this(pluginId, nodeId, type, healthy, healthDescription, providerName, providerVersion, pluginCapabilities,
-                controllerCapabilities, nodeCapabilities, nodeInfo, heartbeat, observedAt, null);
+                controllerCapabilities, nodeCapabilities, nodeInfo, heartbeat, observedAt, null, null);
+    }
+
+    /** This report with the worker's lease epoch. */
+    public PluginHealth withLeaseEpoch(Long epoch) {
+        return new PluginHealth(pluginId, nodeId, type, healthy, healthDescription, providerName, providerVersion,
+                pluginCapabilities, controllerCapabilities, nodeCapabilities, nodeInfo, heartbeat, observedAt,
+                deregistered, epoch);
     }
 
     /** This report, unhealthy, as the last one of an instance its worker removed. */
     public PluginHealth asDeregistered() {
         return new PluginHealth(pluginId, nodeId, type, false, healthDescription, providerName, providerVersion,
-                pluginCapabilities, controllerCapabilities, nodeCapabilities, nodeInfo, false, observedAt, true);
+                pluginCapabilities, controllerCapabilities, nodeCapabilities, nodeInfo, false, observedAt, true, leaseEpoch);
     }
 
     /** Whether this is the last report of an instance its worker removed. */
@@ -119,6 +139,9 @@ public record PluginHealth(
             nodeInfo.checkFields("nodeInfo", v);
         }
         v.required("observedAt", observedAt);
+        if (leaseEpoch != null && leaseEpoch < 1) {
+            v.add("leaseEpoch", leaseEpoch, "must be at least 1");
+        }
         if (reportsDeregistered() && Boolean.TRUE.equals(healthy)) {
             v.add("deregistered", true, "a deregistered instance cannot report healthy=true");
         }

@@ -12,7 +12,11 @@ public enum Topic {
     PLUGIN_HEALTH("plugin-health", 6, false, "plugin id/node id"),
     PLUGIN_STATUS("plugin-status", 3, true, "plugin id"),
     NODE_EVENTS("node-events", 6, false, "node id"),
-    NODE_STATE("node-state", 6, true, "node id");
+    NODE_STATE("node-state", 6, true, "node id"),
+    /** A worker asks for or renews its node's lease (issue 19). */
+    NODE_LEASE_REQUESTS("node-lease-requests", 6, false, "node id"),
+    /** plugin-registry-service's grants, lapses and fences of node leases; the newest per node is its lease. */
+    NODE_LEASES("node-leases", 6, true, "node id");
 
     /** Suffix of the dead-letter topic that takes a topic's malformed records. */
     public static final String DEAD_LETTER_SUFFIX = "-dead-letter";

@@ -51,5 +51,7 @@ class EventRoundTripTest {
         assertEquals("hostpath/node-1", SampleEvents.pluginHealth().recordKey());
         assertEquals("hostpath", SampleEvents.pluginStatus().recordKey());
         assertEquals("node-1", SampleEvents.nodeEvent().recordKey());
+        assertEquals("node-1", SampleEvents.nodeLeaseRequested().recordKey());
+        assertEquals("node-1", SampleEvents.nodeLease().recordKey());
     }
 }

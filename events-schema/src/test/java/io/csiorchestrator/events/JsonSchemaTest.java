@@ -38,8 +38,8 @@ class JsonSchemaTest {
     }
 
     @Test
-    void thereIsOneSchemaForEachOfTheEightTopics() {
-        assertEquals(8, Topic.values().length);
+    void thereIsOneSchemaForEachOfTheTenTopics() {
+        assertEquals(10, Topic.values().length);
         for (Topic topic : Topic.values()) {
             assertNotNull(EventType.class.getResource("/schemas/" + topic.baseName() + ".schema.json"), topic.baseName());
         }
@@ -79,7 +79,8 @@ class JsonSchemaTest {
             ObjectNode wrongType = sampleJson(type);
             String timestamp = wrongType.has("occurredAt") ? "occurredAt" : wrongType.has("issuedAt") ? "issuedAt"
                     : wrongType.has("completedAt") ? "completedAt" : wrongType.has("observedAt") ? "observedAt"
-                    : wrongType.has("updatedAt") ? "updatedAt" : wrongType.has("takenAt") ? "takenAt" : "requestedAt";
+                    : wrongType.has("updatedAt") ? "updatedAt" : wrongType.has("takenAt") ? "takenAt"
+                    : wrongType.has("sentAt") ? "sentAt" : wrongType.has("at") ? "at" : "requestedAt";
             wrongType.put(timestamp, 42);
             assertFalse(schema.validate(wrongType).isEmpty(), type + " accepted a number as " + timestamp);
         }

@@ -28,12 +28,13 @@ final class SampleEvents {
         return new NodeCommand("cmd-1", "node-1", NodeCommandKind.MOUNT, "default", "vol-1", "hostpath",
                 "ext-vol-1", "alloc-1", AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, "ext4",
                 "ext-node-1", Map.of("ctx", "v"), Map.of("device", "/dev/x"),
-                new SealedSecrets("k1", SealedSecrets.AES_256_GCM, "AAAAAAAAAAAAAAAA", "c2VjcmV0"), T);
+                new SealedSecrets("k1", SealedSecrets.AES_256_GCM, "AAAAAAAAAAAAAAAA", "c2VjcmV0"), T)
+                .withFencing(3L, 7L, true);
     }
 
     static MountDone mountDone() {
         return new MountDone("cmd-1", "node-1", NodeCommandKind.MOUNT, "default", "vol-1", "alloc-1", true, null, null,
-                Map.of(), "/var/lib/csi/per-alloc/alloc-1/vol-1", "/var/lib/csi/staging/vol-1", T);
+                Map.of(), "/var/lib/csi/per-alloc/alloc-1/vol-1", "/var/lib/csi/staging/vol-1", T).withFencing(3L, 7L);
     }
 
     static MountDone mountFailed() {
@@ -45,7 +46,7 @@ final class SampleEvents {
         return new PluginHealth("hostpath", "node-1", PluginType.MONOLITH, true, "probe ok",
                 "hostpath.csi.csiorchestrator.io", "0.1.0", List.of("CONTROLLER_SERVICE"),
                 List.of("CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"), List.of("STAGE_UNSTAGE_VOLUME"),
-                new NodeInfo("ext-node-1", 16L, Map.of("zone", "a")), false, T);
+                new NodeInfo("ext-node-1", 16L, Map.of("zone", "a")), false, T).withLeaseEpoch(3L);
     }
 
     static PluginStatus pluginStatus() {
@@ -58,14 +59,22 @@ final class SampleEvents {
 
     static NodeEvent nodeEvent() {
         return new NodeEvent("node-1", NodeEvent.SUBSYSTEM_CSI, NodeEventKind.MOUNT, "Mount volume", "hostpath",
-                "default", "vol-1", "alloc-1", true, null, Map.of("hostPath", "/x"), T);
+                "default", "vol-1", "alloc-1", true, null, Map.of("hostPath", "/x"), T).withLeaseEpoch(3L);
     }
 
     static NodeStateReported nodeState() {
         return new NodeStateReported("node-1", 7L, T, List.of(new NodeStateReported.VolumeState("default", "vol-1",
                 "hostpath", "ext-vol-1", ReportedMount.MOUNTED,
                 List.of(new NodeStateReported.Publication("alloc-1", AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM,
-                        false, ReportedMount.MISSING, "cmd-1")), List.of("ext-node-1"))));
+                        false, ReportedMount.MISSING, "cmd-1")), List.of("ext-node-1"))), 3L);
+    }
+
+    static NodeLeaseRequested nodeLeaseRequested() {
+        return new NodeLeaseRequested("lease-req-1", "node-1", 3L, T);
+    }
+
+    static NodeLease nodeLease() {
+        return new NodeLease("node-1", 3L, NodeLeaseState.VALID, "lease-req-1", 30_000L, 10_000L, T);
     }
 
     /** One sample per event type, in contract order. */
@@ -78,6 +87,8 @@ final class SampleEvents {
                 EventType.PLUGIN_HEALTH, pluginHealth(),
                 EventType.PLUGIN_STATUS, pluginStatus(),
                 EventType.NODE_EVENT, nodeEvent(),
-                EventType.NODE_STATE, nodeState());
+                EventType.NODE_STATE, nodeState(),
+                EventType.NODE_LEASE_REQUESTED, nodeLeaseRequested(),
+                EventType.NODE_LEASE, nodeLease());
     }
 }

@@ -15,14 +15,16 @@ class TopicCatalogTest {
         assertEquals("prod.node-commands", catalog.name(Topic.NODE_COMMANDS));
         assertEquals("prod.claim-requested-dead-letter", catalog.deadLetterName(Topic.CLAIM_REQUESTED));
         assertEquals(List.of("prod.claim-requested", "prod.claim-status", "prod.node-commands", "prod.mount-done",
-                "prod.plugin-health", "prod.plugin-status", "prod.node-events", "prod.node-state"), List.copyOf(catalog.all().keySet()));
+                "prod.plugin-health", "prod.plugin-status", "prod.node-events", "prod.node-state",
+                "prod.node-lease-requests", "prod.node-leases"), List.copyOf(catalog.all().keySet()));
     }
 
     @Test
-    void onlyPluginStatusAndNodeStateAreCompacted() {
-        // both are latest-value-per-key topics: a plugin's status, a node's actual state
+    void onlyPluginStatusNodeStateAndNodeLeasesAreCompacted() {
+        // all three are latest-value-per-key topics: a plugin's status, a node's actual state, a node's lease
         for (Topic topic : Topic.values()) {
-            assertEquals(topic == Topic.PLUGIN_STATUS || topic == Topic.NODE_STATE, topic.compacted(), topic.baseName());
+            assertEquals(topic == Topic.PLUGIN_STATUS || topic == Topic.NODE_STATE || topic == Topic.NODE_LEASES,
+                    topic.compacted(), topic.baseName());
             assertTrue(topic.defaultPartitions() > 0);
         }
     }
