@@ -114,8 +114,8 @@ public final class LeaseBook {
     public void load(List<Stored> rows, long nowNanos) {
         for (Stored row : rows) {
             Entry e = entries.computeIfAbsent(row.nodeId(), Entry::new);
-            if (row.epoch() < e.epoch) {
-                continue;
+            if (row.epoch() < e.epoch || (row.epoch() == e.epoch && e.state != null && e.state != NodeLeaseState.VALID)) {
+                continue; // never back to an older epoch, nor an ended epoch back to valid (its end not yet written)
             }
             e.epoch = row.epoch();
             e.state = row.state();

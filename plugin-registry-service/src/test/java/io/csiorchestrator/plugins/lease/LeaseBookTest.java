@@ -83,6 +83,17 @@ class LeaseBookTest {
         assertEquals(5, book.request("node-1", 0, T0 + 33 * S, NOW).epoch());
     }
 
+    /** A reload (rebalance) never makes an epoch this book ended valid again, even if the end was not written. */
+    @Test
+    void aReloadDoesNotReviveAnEndedEpoch() {
+        LeaseBook book = book();
+        book.request("node-1", 0, T0, NOW);
+        book.lapses(T0 + 40 * S, n -> true);
+        book.load(List.of(new LeaseBook.Stored("node-1", 1, NodeLeaseState.VALID, NOW, 0)), T0 + 41 * S);
+        assertEquals(NodeLeaseState.LAPSED, book.get("node-1").orElseThrow().state());
+        assertEquals(2, book.request("node-1", 1, T0 + 42 * S, NOW).epoch());
+    }
+
     @Test
     void aFencedEpochIsNeverRenewedAndAHeldEpochAboveTheBooksIsOvertaken() {
         LeaseBook book = book();
