@@ -163,6 +163,31 @@ class NodeLeaseFlowTest {
         assertTrue(metrics.contains("csi_registry_stale_epoch_total"), "stale counter");
     }
 
+    /** A worker's FENCED node event fences its epoch: published as fenced, shown by REST, the next grant is epoch 2. */
+    @Test
+    void aFencedReportFencesTheEpochAndTheNextGrantIsHigher() {
+        String node = "fenced-node-" + UUID.randomUUID().toString().substring(0, 8);
+        String r1 = request(node, 0);
+        assertEquals(1, awaitLease(node, l -> r1.equals(l.requestId())).epoch());
+
+        kafka.createTopic(topics().name(Topic.NODE_EVENTS), 6, Map.of());
+        io.csiorchestrator.events.NodeEvent fencedEvent = new io.csiorchestrator.events.NodeEvent(node, null,
+                io.csiorchestrator.events.NodeEventKind.FENCED, "Fenced: lease not renewed", null, null, null, null,
+                true, null, Map.of("epoch", "1", "fencedBy", "worker", "unmounted", "default/vol-1/a1"), Instant.now())
+                .withLeaseEpoch(1L);
+        kafka.send(topics().name(Topic.NODE_EVENTS), node, EventCodec.encodeToString(fencedEvent),
+                headers(EventType.NODE_EVENT));
+        NodeLease fenced = awaitLease(node, l -> l.state() == NodeLeaseState.FENCED);
+        assertEquals(1, fenced.epoch());
+        JsonPath lease = given().get("/v1/nodes/" + node).then().statusCode(200).extract().jsonPath();
+        assertEquals("fenced", lease.getString("lease.state"));
+        assertEquals(1, lease.getInt("lease.fencedEpoch"));
+        assertEquals("fenced", row(node).getString("state"));
+
+        String r2 = request(node, 1);
+        assertEquals(2, awaitLease(node, l -> r2.equals(l.requestId())).epoch(), "a fenced epoch is never renewed");
+    }
+
     @Test
     void aMalformedLeaseRequestIsDeadLetteredWithItsReason() {
         String key = "bad-" + UUID.randomUUID();

@@ -121,6 +121,8 @@ public class LeaseAuthority {
         c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
         c.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
         c.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "1000");
+        // node-events may be created after this consumer subscribed (by claim-service or the first worker)
+        c.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "5000");
         consumer = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer());
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
@@ -155,18 +157,23 @@ public class LeaseAuthority {
 
     private void run() {
         String requests = topics.name(Topic.NODE_LEASE_REQUESTS);
+        String nodeEvents = topics.name(Topic.NODE_EVENTS);
         try {
-            consumer.subscribe(List.of(requests), new ConsumerRebalanceListener() {
+            // node-events too (same key, node id): a worker's FENCED report fences its epoch here
+            consumer.subscribe(List.of(requests, nodeEvents), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
-                    revoked.forEach(tp -> owned.remove(tp.partition()));
+                    revoked.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> owned.remove(tp.partition()));
                 }
 
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
                     partitions = Math.max(1, consumer.partitionsFor(requests).size());
                     Set<Integer> fresh = new HashSet<>();
-                    assigned.forEach(tp -> fresh.add(tp.partition()));
+                    assigned.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> fresh.add(tp.partition()));
+                    if (fresh.isEmpty()) {
+                        return;
+                    }
                     try {
                         load(fresh);
                     } catch (RuntimeException e) {
@@ -180,7 +187,11 @@ public class LeaseAuthority {
             });
             while (running) {
                 for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
-                    handle(record);
+                    if (record.topic().equals(nodeEvents)) {
+                        handleNodeEvent(record);
+                    } else {
+                        handle(record);
+                    }
                 }
                 sweep();
             }
@@ -253,6 +264,41 @@ public class LeaseAuthority {
         }
     }
 
+    /**
+     * A worker's FENCED node event (details {@code epoch}) fences that epoch; anything else on node-events is not this
+     * service's business (claim-service reads and dead-letters them).
+     */
+    private void handleNodeEvent(ConsumerRecord<String, String> record) {
+        if (record.value() == null) {
+            return;
+        }
+        io.csiorchestrator.events.NodeEvent event;
+        try {
+            CloudEventHeaders.requireValid(record.headers(), EventType.NODE_EVENT);
+            event = EventCodec.decode(io.csiorchestrator.events.NodeEvent.class, record.value());
+        } catch (RuntimeException e) {
+            LOG.debugf("ignoring node-events record %s-%d@%d: %s", record.topic(), record.partition(), record.offset(),
+                    e.getMessage());
+            return;
+        }
+        if (event.kind() != io.csiorchestrator.events.NodeEventKind.FENCED) {
+            return;
+        }
+        String epochText = event.details().get("epoch");
+        long epoch;
+        try {
+            epoch = Long.parseLong(epochText);
+        } catch (NumberFormatException e) {
+            LOG.warnf("FENCED node event of node %s without a valid details.epoch %s: ignored", event.nodeId(), epochText);
+            return;
+        }
+        try {
+            fenced(event.nodeId(), epoch);
+        } catch (RuntimeException e) {
+            LOG.warnf("could not record node %s fenced at epoch %d: %s", event.nodeId(), epoch, e.toString());
+        }
+    }
+
     private void sweep() {
         List<LeaseBook.View> lapsed;
         synchronized (this) {
@@ -273,16 +319,16 @@ public class LeaseAuthority {
         }
     }
 
-    /**
-     * Marks epoch {@code epoch} of {@code nodeId} fenced (its worker reported FENCED); the next grant is epoch + 1.
-     * Called by the node-events reader where there is one.
-     */
+    /** Marks epoch {@code epoch} of {@code nodeId} fenced (its worker reported FENCED); the next grant is epoch + 1. */
     public void fenced(String nodeId, long epoch) {
         boolean changed;
         synchronized (this) {
             changed = book.fenced(nodeId, epoch);
         }
         if (changed) {
+            gauge(nodeId);
+            LOG.warnf("node %s reported it fenced itself at lease epoch %d; the next grant is epoch %d", nodeId, epoch,
+                    epoch + 1);
             write(nodeId, epoch, NodeLeaseState.FENCED, epoch);
             publish(new NodeLease(nodeId, epoch, NodeLeaseState.FENCED, null, ttl.toMillis(), budget.toMillis(),
                     Instant.now()));
