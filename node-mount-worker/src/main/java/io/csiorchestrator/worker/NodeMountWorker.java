@@ -93,13 +93,18 @@ public class NodeMountWorker {
     private final java.util.Set<VolumeKey> conditionsQueued = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final VolumeConditions conditions = new VolumeConditions();
     private volatile boolean started;
+    private final java.time.Duration leaseTtl;
+    private io.csiorchestrator.worker.lease.LeaseGate lease;
+    private io.csiorchestrator.worker.lease.LeaseClient leaseClient;
 
     public NodeMountWorker(WorkerConfig config,
                            @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092") String bootstrapServers,
                            @ConfigProperty(name = TopicCatalog.PREFIX_PROPERTY, defaultValue = "") Optional<String> prefix,
                            @ConfigProperty(name = "csi.secrets.keyring") Optional<String> keyring,
                            @ConfigProperty(name = "csi.secrets.active-key") Optional<String> activeKey,
+                           @ConfigProperty(name = "csi.fencing.lease-ttl", defaultValue = "30s") java.time.Duration leaseTtl,
                            MeterRegistry meters, OpenTelemetry openTelemetry, Tracer tracer) {
+        this.leaseTtl = leaseTtl;
         this.telemetry = new Telemetry(new WorkerMetrics(meters), new WorkerTracing(openTelemetry, tracer));
         this.config = config;
         this.bootstrapServers = bootstrapServers;
@@ -123,7 +128,15 @@ public class NodeMountWorker {
         // node events not yet acknowledged by Kafka survive a restart in <root>/events
         publisher = new KafkaEventPublisher(bootstrapServers, topics, SOURCE, config.eventQueueCapacity(),
                 telemetry.tracing(), EventSpool.open(paths));
+        lease = config.fencingEnabled() ? io.csiorchestrator.worker.lease.LeaseGate.enabled(nodeId, System::nanoTime)
+                : io.csiorchestrator.worker.lease.LeaseGate.disabled(nodeId);
+        publisher.stampLeaseEpoch(lease::epochOrNull);
         publisher.start();
+        if (lease.isEnabled()) {
+            leaseClient = new io.csiorchestrator.worker.lease.LeaseClient(bootstrapServers, topics, nodeId, SOURCE, lease,
+                    leaseTtl, (change, granted) -> { });
+            leaseClient.start();
+        }
         registry = new PluginRegistry();
         scheduler = Executors.newScheduledThreadPool(2, daemon("csi-worker-scheduler"));
         probeExecutor = Executors.newCachedThreadPool(daemon("csi-plugin-probe"));
@@ -149,7 +162,7 @@ public class NodeMountWorker {
         watcher.start();
         consumer = new CommandConsumer(bootstrapServers, config.consumerGroup().orElse("node-mount-worker-" + nodeId),
                 topics.name(Topic.NODE_COMMANDS), topics.deadLetterName(Topic.NODE_COMMANDS), nodeId, serializer,
-                new CommandHandler(operations, clock), publisher, telemetry);
+                new CommandHandler(operations, clock, lease), publisher, telemetry);
         consumer.start();
         // anti-entropy: the actual state once now and then on a timer (never two at once: one scheduled task)
         stateReport = scheduler.scheduleWithFixedDelay(() -> reportState(nodeId), 0,
@@ -165,6 +178,11 @@ public class NodeMountWorker {
         registerGauges();
         started = true;
         LOG.infof("node-mount-worker of node %s started: root %s, plugins %s", nodeId, paths.root(), config.pluginsDir());
+    }
+
+    /** The node's lease (a disabled gate while {@code csi.worker.fencing.enabled} is false); null before start. */
+    public io.csiorchestrator.worker.lease.LeaseGate lease() {
+        return lease;
     }
 
     /** Gauges read from the worker's current parts (registered once; a restart keeps them). */
@@ -358,6 +376,10 @@ public class NodeMountWorker {
     }
 
     public synchronized void stop() {
+        if (leaseClient != null) {
+            leaseClient.close();
+            leaseClient = null;
+        }
         if (!started) {
             return;
         }

@@ -92,4 +92,13 @@ public interface WorkerConfig {
     /** Events kept in memory while Kafka is unreachable. */
     @WithDefault("10000")
     int eventQueueCapacity();
+
+    /**
+     * Node leases (issue 19): request and renew the node's lease from plugin-registry-service, refuse mounts without a
+     * valid lease and commands of an older lease epoch, stamp the epoch on every event, and be ready only with a valid
+     * lease. Off by default until the self-fence and the guard process land (README "Fencing").
+     */
+    @io.smallrye.config.WithName("fencing.enabled")
+    @WithDefault("false")
+    boolean fencingEnabled();
 }

@@ -27,6 +27,12 @@ public class WorkerReadiness implements HealthCheck {
         HealthCheckResponseBuilder builder = HealthCheckResponse.named("node-mount-worker");
         boolean up = worker.started() && !worker.restoring();
         builder.withData("restoring", worker.restoring());
+        if (worker.lease() != null && worker.lease().isEnabled()) {
+            // issue 19: no valid lease, no mounts: not ready (so ./csi up waits for the first grant)
+            String noLease = worker.lease().invalidReason();
+            builder.withData("lease", noLease == null ? "valid (epoch " + worker.lease().epochOrNull() + ")" : noLease);
+            up = up && noLease == null;
+        }
         if (worker.plugins() != null) {
             for (PluginSupervisor s : worker.plugins().all()) {
                 boolean healthy = s.healthy();

@@ -1,5 +1,6 @@
 package io.csiorchestrator.simulator;
 
+import io.csiorchestrator.events.NodeLeaseRequested;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.worker.kafka.CommandConsumer;
@@ -17,6 +18,7 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -41,7 +43,7 @@ public final class NodeFleet implements AutoCloseable {
     /** Everything the nodes share. */
     public record Settings(String bootstrapServers, TopicCatalog topics, Path root, List<String> nodeIds,
                            String pluginId, Duration pluginDelay, boolean controllerPublish,
-                           Duration heartbeatInterval, int concurrency, SecretOpener secrets) {
+                           Duration heartbeatInterval, int concurrency, Duration leaseTtl, SecretOpener secrets) {
     }
 
     private record Running(SimulatedNode node, KafkaEventPublisher publisher, CommandConsumer consumer,
@@ -90,6 +92,18 @@ public final class NodeFleet implements AutoCloseable {
                 r.node().heartbeat();
             }
         }, every, every, TimeUnit.MILLISECONDS);
+        if (!settings.leaseTtl().isZero()) {
+            // issue 19: every node holds its lease (requests only: held epoch 0 renews a valid lease, and after a
+            // lapse gets the next epoch); ttl/6, as the worker renews. The simulated nodes refuse no command.
+            long renew = Math.max(1, settings.leaseTtl().toMillis() / 6);
+            heartbeats.scheduleAtFixedRate(() -> {
+                for (Running r : nodes) {
+                    String nodeId = r.node().nodeId();
+                    r.publisher().publish(new NodeLeaseRequested(UUID.randomUUID().toString(), nodeId, 0,
+                            clock.instant()), io.opentelemetry.context.Context.root());
+                }
+            }, 0, renew, TimeUnit.MILLISECONDS);
+        }
         LOG.infof("%d simulated nodes started (plugin %s, %d us per plugin call, root %s)", nodes.size(),
                 settings.pluginId(), settings.pluginDelay().toNanos() / 1000, settings.root());
     }

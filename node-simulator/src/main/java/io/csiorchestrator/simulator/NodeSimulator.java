@@ -25,6 +25,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import org.jboss.logging.Logger;
@@ -50,6 +51,9 @@ public final class NodeSimulator {
               --plugin-delay D            time each plugin call takes, e.g. 1ms, 0, 20ms, 1s (default 1ms)
               --controller-publish        advertise PUBLISH_UNPUBLISH_VOLUME (claims then need a controller publish)
               --heartbeat-interval D      plugin-health heartbeat (default 30s, the worker's)
+              --lease-ttl D               request every node's lease every D/6 from plugin-registry-service, so claims
+                                          on the nodes keep working with fencing (default env CSI_FENCING_LEASE_TTL
+                                          or 30s; 0 = no lease requests)
               --concurrency N             volumes operated on at the same time per node (default 4, the worker's)
               --http-port N               health and metrics (default 8083; 0 for a free port)
             Secrets: CSI_SECRETS_KEYRING / CSI_SECRETS_ACTIVE_KEY in the environment, as for the worker.
@@ -60,7 +64,7 @@ public final class NodeSimulator {
     /** The command line, checked. */
     record Options(int nodes, Path root, String nodePrefix, String kafka, String topicPrefix, String pluginId,
                    Duration pluginDelay, boolean controllerPublish, Duration heartbeatInterval, int concurrency,
-                   int httpPort) {
+                   int httpPort, Duration leaseTtl) {
 
         List<String> nodeIds() {
             List<String> ids = new ArrayList<>();
@@ -89,7 +93,7 @@ public final class NodeSimulator {
         NodeFleet fleet = new NodeFleet(new NodeFleet.Settings(options.kafka(), new TopicCatalog(options.topicPrefix()),
                 options.root().toAbsolutePath().normalize(), options.nodeIds(), options.pluginId(),
                 options.pluginDelay(), options.controllerPublish(), options.heartbeatInterval(), options.concurrency(),
-                SecretOpener.fromKeyring(System.getenv("CSI_SECRETS_KEYRING"), System.getenv("CSI_SECRETS_ACTIVE_KEY"))),
+                options.leaseTtl(), SecretOpener.fromKeyring(System.getenv("CSI_SECRETS_KEYRING"), System.getenv("CSI_SECRETS_ACTIVE_KEY"))),
                 telemetry);
         HttpServer http = HttpServer.create(new InetSocketAddress("0.0.0.0", options.httpPort()), 50);
         http.createContext("/q/health/live", ex -> answer(ex, 200, "application/json", "{\"status\":\"UP\"}"));
@@ -156,7 +160,7 @@ public final class NodeSimulator {
                 throw new IllegalArgumentException("--" + name + " needs a value");
             }
             if (!Set.of("nodes", "root", "node-prefix", "kafka", "topic-prefix", "plugin-id", "plugin-delay",
-                    "controller-publish", "heartbeat-interval", "concurrency", "http-port").contains(name)) {
+                    "controller-publish", "heartbeat-interval", "concurrency", "http-port", "lease-ttl").contains(name)) {
                 throw new IllegalArgumentException("unknown option --" + name);
             }
             opts.put(name, value);
@@ -171,7 +175,9 @@ public final class NodeSimulator {
                 duration("plugin-delay", opts.getOrDefault("plugin-delay", "1ms")),
                 Boolean.parseBoolean(opts.getOrDefault("controller-publish", "false")),
                 duration("heartbeat-interval", opts.getOrDefault("heartbeat-interval", "30s")),
-                number(opts, "concurrency", 1, 256, 4), number(opts, "http-port", 0, 65535, 8083));
+                number(opts, "concurrency", 1, 256, 4), number(opts, "http-port", 0, 65535, 8083),
+                duration("lease-ttl", opts.getOrDefault("lease-ttl",
+                        Optional.ofNullable(System.getenv("CSI_FENCING_LEASE_TTL")).orElse("30s"))));
         if (options.heartbeatInterval().isZero()) {
             throw new IllegalArgumentException("--heartbeat-interval must be positive");
         }

@@ -18,6 +18,8 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         PluginViews.NodeInfo.class,
         PluginViews.ApiError.class,
         PluginViews.Problem.class,
+        io.csiorchestrator.plugins.api.NodeResource.NodeView.class,
+        io.csiorchestrator.plugins.api.NodeResource.LeaseView.class,
         JsonStringList.class,
         JsonStringMap.class,
         java.util.TreeMap.class,

@@ -38,6 +38,7 @@ class NativeReflectionTest {
     void everyRestShapeAndEveryRecordReachableFromOneIsRegistered() {
         Set<Class<?>> reachable = new HashSet<>();
         Deque<Class<?>> todo = new ArrayDeque<>(Arrays.asList(PluginViews.class.getDeclaredClasses()));
+        todo.addAll(Arrays.asList(io.csiorchestrator.plugins.api.NodeResource.class.getDeclaredClasses()));
         while (!todo.isEmpty()) {
             Class<?> type = todo.pop();
             if (!type.getName().startsWith("io.csiorchestrator.") || !reachable.add(type)) {

@@ -31,6 +31,8 @@ class RestSecurityTest {
     static final List<Call> CALLS = List.of(
             new Call("GET /v1/plugins", r -> r.get("/v1/plugins"), Set.of("plugin-read", "admin"), 200),
             new Call("GET /v1/plugins/{id}", r -> r.get("/v1/plugins/sec-missing"), Set.of("plugin-read", "admin"), 404),
+            new Call("GET /v1/nodes", r -> r.get("/v1/nodes"), Set.of("plugin-read", "admin"), 200),
+            new Call("GET /v1/nodes/{id}", r -> r.get("/v1/nodes/sec-missing"), Set.of("plugin-read", "admin"), 404),
             new Call("GET /q/metrics", r -> r.get("/q/metrics"), ROLES, 200),
             new Call("GET /q/openapi", r -> r.get("/q/openapi"), ROLES, 200));
 

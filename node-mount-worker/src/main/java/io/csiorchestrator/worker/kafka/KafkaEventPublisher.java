@@ -115,6 +115,30 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
         }
     }
 
+    private volatile java.util.function.Supplier<Long> leaseEpoch = () -> null;
+
+    /** Every node event, plugin-health report and node-state report sent from now on carries this lease epoch. */
+    public void stampLeaseEpoch(java.util.function.Supplier<Long> epoch) {
+        this.leaseEpoch = epoch;
+    }
+
+    private ContractEvent stamped(ContractEvent event) {
+        Long epoch = leaseEpoch.get();
+        if (epoch == null) {
+            return event;
+        }
+        if (event instanceof io.csiorchestrator.events.NodeEvent e && e.leaseEpoch() == null) {
+            return e.withLeaseEpoch(epoch);
+        }
+        if (event instanceof io.csiorchestrator.events.PluginHealth h && h.leaseEpoch() == null) {
+            return h.withLeaseEpoch(epoch);
+        }
+        if (event instanceof io.csiorchestrator.events.NodeStateReported r && r.leaseEpoch() == null) {
+            return r.withLeaseEpoch(epoch);
+        }
+        return event;
+    }
+
     public void start() {
         thread = new Thread(this::run, "csi-event-publisher");
         thread.setDaemon(true);
@@ -136,6 +160,7 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
      * context of its {@code <topic> publish} span. The future completes when the broker acknowledged it.
      */
     public CompletableFuture<Void> send(ContractEvent event, Context cause) {
+        event = stamped(event);
         String topic = topics.name(event.eventType().topic());
         ProducerRecord<String, byte[]> record = new ProducerRecord<>(topic, event.recordKey(), EventCodec.encode(event));
         CloudEventHeaders.create(event.eventType(), source).writeTo(record.headers());

@@ -35,4 +35,11 @@ public interface RegistryConfig {
      */
     @WithDefault("true")
     boolean migrateAtStart();
+
+    /**
+     * Whether this instance is the node authority: answers {@code node-lease-requests} and declares lapses (issue 19;
+     * read by {@code LeaseAuthority} as {@code csi.registry.leases}).
+     */
+    @WithDefault("true")
+    boolean leases();
 }

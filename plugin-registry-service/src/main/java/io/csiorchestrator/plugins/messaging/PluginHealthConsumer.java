@@ -44,6 +44,8 @@ public class PluginHealthConsumer {
     RegistryMetrics metrics;
     @Inject
     RegistryConfig config;
+    @Inject
+    io.csiorchestrator.plugins.lease.LeaseAuthority leases;
 
     @Incoming("plugin-health")
     public Uni<Void> consume(ConsumerRecord<String, String> record) {
@@ -61,6 +63,13 @@ public class PluginHealthConsumer {
                     record.offset(), e.getMessage());
             metrics.report(RegistryMetrics.MALFORMED);
             return Uni.createFrom().failure(e);
+        }
+        java.util.Optional<String> stale = leases.staleReport(report.nodeId(), report.leaseEpoch());
+        if (stale.isPresent()) {
+            // a node back from a partition must not overwrite the state of its newer epoch (issue 19 item 5)
+            LOG.warnf("dead-lettering %s record %s-%d@%d: %s", EVENT, record.topic(), record.partition(), record.offset(),
+                    stale.get());
+            return Uni.createFrom().failure(new StaleEpochException(stale.get()));
         }
         Instant eventTime = eventTime(record);
         // The trace of this record (SmallRye's "<topic> process" span, child of the producer's traceparent):

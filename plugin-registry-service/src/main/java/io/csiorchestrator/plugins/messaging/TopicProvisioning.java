@@ -25,7 +25,8 @@ import org.jboss.logging.Logger;
 
 /**
  * Creates the topics this service reads and writes when they are missing, before the channels
- * start: {@code plugin-health}, its dead-letter topic and {@code plugin-status}, which must be
+ * start: {@code plugin-health}, its dead-letter topic and {@code plugin-status}, and the node lease topics
+ * {@code node-lease-requests} (with its dead-letter topic) and {@code node-leases}; the compacted ones must be
  * log-compacted (a topic auto-created by a producer would not be). Existing topics are left as they
  * are. Switch off with {@code csi.topics.provision=false} where topics are managed elsewhere.
  */
@@ -52,6 +53,10 @@ public class TopicProvisioning {
         wanted.add(topic(topics.name(Topic.PLUGIN_HEALTH), Topic.PLUGIN_HEALTH, false));
         wanted.add(topic(topics.deadLetterName(Topic.PLUGIN_HEALTH), Topic.PLUGIN_HEALTH, false));
         wanted.add(topic(topics.name(Topic.PLUGIN_STATUS), Topic.PLUGIN_STATUS, Topic.PLUGIN_STATUS.compacted()));
+        // node leases (issue 19): this service answers the requests and publishes the (compacted) leases
+        wanted.add(topic(topics.name(Topic.NODE_LEASE_REQUESTS), Topic.NODE_LEASE_REQUESTS, false));
+        wanted.add(topic(topics.deadLetterName(Topic.NODE_LEASE_REQUESTS), Topic.NODE_LEASE_REQUESTS, false));
+        wanted.add(topic(topics.name(Topic.NODE_LEASES), Topic.NODE_LEASES, Topic.NODE_LEASES.compacted()));
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG, "plugin-registry-service-provisioning");

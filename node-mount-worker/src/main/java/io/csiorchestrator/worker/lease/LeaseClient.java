@@ -1,0 +1,196 @@
+package io.csiorchestrator.worker.lease;
+
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.NodeLease;
+import io.csiorchestrator.events.NodeLeaseRequested;
+import io.csiorchestrator.events.NodePartitioner;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.TopicCatalog;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.function.BiConsumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.jboss.logging.Logger;
+
+/**
+ * The worker's lease I/O (issue 19): one thread that sends {@code NodeLeaseRequested} at start and every renew
+ * interval (the granted ttl / 6; before a grant, the configured ttl / 6) and reads this node's partition of
+ * {@code node-leases} (from its end: an older grant answers no request of this process) into the {@link LeaseGate}.
+ * The request's send time is taken before it is handed to the producer, so the local expiry never runs late. Kafka
+ * being away only means no grants: the lease lapses locally, which is the point.
+ */
+public final class LeaseClient implements AutoCloseable {
+
+    private static final Logger LOG = Logger.getLogger(LeaseClient.class);
+
+    private final String bootstrapServers;
+    private final TopicCatalog topics;
+    private final String nodeId;
+    private final String source;
+    private final LeaseGate gate;
+    private final long defaultTtlNanos;
+    private final BiConsumer<LeaseKeeper.Change, NodeLease> onChange;
+    private volatile boolean running;
+    private Thread thread;
+    private KafkaConsumer<String, String> consumer;
+
+    /** @param onChange called on the lease thread when an epoch begins or ends (not on renewals) */
+    public LeaseClient(String bootstrapServers, TopicCatalog topics, String nodeId, String source, LeaseGate gate,
+                       Duration defaultTtl, BiConsumer<LeaseKeeper.Change, NodeLease> onChange) {
+        this.bootstrapServers = bootstrapServers;
+        this.topics = topics;
+        this.nodeId = nodeId;
+        this.source = source;
+        this.gate = gate;
+        this.defaultTtlNanos = defaultTtl.toNanos();
+        this.onChange = onChange;
+    }
+
+    public void start() {
+        Properties c = new Properties();
+        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        c.put(ConsumerConfig.CLIENT_ID_CONFIG, "node-mount-worker-lease-" + nodeId);
+        consumer = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer());
+        running = true;
+        thread = new Thread(this::run, "csi-node-lease");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private void run() {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "1000");
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "3000");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "5000");
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, "node-mount-worker-lease-" + nodeId);
+        String leases = topics.name(Topic.NODE_LEASES);
+        String requests = topics.name(Topic.NODE_LEASE_REQUESTS);
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+            boolean assigned = false;
+            long nextRequest = System.nanoTime();
+            while (running) {
+                if (!assigned) {
+                    assigned = assign(leases);
+                }
+                long now = System.nanoTime();
+                if (now - nextRequest >= 0) {
+                    send(producer, requests);
+                    nextRequest = now + Math.max(1_000_000L, gate.renewIntervalNanos(defaultTtlNanos));
+                }
+                if (!assigned) {
+                    sleepUntil(Math.min(nextRequest, System.nanoTime() + 200_000_000L));
+                    continue;
+                }
+                long waitMs = Math.max(1, Math.min(200, (nextRequest - System.nanoTime()) / 1_000_000L));
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(waitMs))) {
+                    if (!nodeId.equals(record.key()) || record.value() == null) {
+                        continue;
+                    }
+                    NodeLease lease;
+                    try {
+                        CloudEventHeaders.requireValid(record.headers(), EventType.NODE_LEASE);
+                        lease = EventCodec.decode(NodeLease.class, record.value());
+                    } catch (RuntimeException e) {
+                        LOG.warnf("ignoring a malformed node-leases record %s-%d@%d: %s", record.topic(),
+                                record.partition(), record.offset(), e.getMessage());
+                        continue;
+                    }
+                    LeaseKeeper.Change change = gate.onLease(lease);
+                    if (change == LeaseKeeper.Change.NEW_EPOCH || change == LeaseKeeper.Change.ENDED) {
+                        LOG.infof("node %s lease epoch %d: %s", nodeId, lease.epoch(),
+                                change == LeaseKeeper.Change.NEW_EPOCH ? "granted" : lease.state().wire());
+                    }
+                    if (change == LeaseKeeper.Change.NEW_EPOCH || change == LeaseKeeper.Change.ENDED) {
+                        onChange.accept(change, lease);
+                    }
+                }
+            }
+        } catch (WakeupException e) {
+            if (running) {
+                LOG.error("node lease thread woken up while running", e);
+            }
+        } catch (RuntimeException e) {
+            LOG.error("node lease thread stopped: the lease lapses", e);
+        } finally {
+            consumer.close(Duration.ofSeconds(2));
+        }
+    }
+
+    private boolean assign(String leases) {
+        try {
+            List<PartitionInfo> partitions = consumer.partitionsFor(leases, Duration.ofSeconds(2));
+            if (partitions == null || partitions.isEmpty()) {
+                return false;
+            }
+            TopicPartition mine = new TopicPartition(leases, NodePartitioner.partitionFor(nodeId, partitions.size()));
+            consumer.assign(List.of(mine));
+            consumer.seekToEnd(List.of(mine));
+            consumer.position(mine, Duration.ofSeconds(5)); // fix the end now: grants to requests sent after this
+            return true;
+        } catch (WakeupException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            LOG.debugf("could not assign node-leases yet: %s", e.toString());
+            return false;
+        }
+    }
+
+    private void send(KafkaProducer<String, String> producer, String requests) {
+        String id = UUID.randomUUID().toString();
+        long held = gate.heldEpochForRequest();
+        gate.requestSent(id);
+        ProducerRecord<String, String> record = new ProducerRecord<>(requests, nodeId,
+                EventCodec.encodeToString(new NodeLeaseRequested(id, nodeId, held, Instant.now())));
+        CloudEventHeaders.create(EventType.NODE_LEASE_REQUESTED, source).writeTo(record.headers());
+        try {
+            producer.send(record, (meta, failure) -> {
+                if (failure != null) {
+                    LOG.debugf("lease request %s not sent: %s", id, failure.toString());
+                }
+            });
+        } catch (RuntimeException e) {
+            LOG.debugf("lease request %s not sent: %s", id, e.toString());
+        }
+    }
+
+    private static void sleepUntil(long deadlineNanos) {
+        long left = deadlineNanos - System.nanoTime();
+        if (left > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(left);
+        }
+    }
+
+    @Override
+    public void close() {
+        running = false;
+        if (consumer != null) {
+            consumer.wakeup();
+        }
+        if (thread != null) {
+            try {
+                thread.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

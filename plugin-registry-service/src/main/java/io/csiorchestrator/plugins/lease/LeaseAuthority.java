@@ -1,0 +1,427 @@
+package io.csiorchestrator.plugins.lease;
+
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.DeadLetters;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.NodeLease;
+import io.csiorchestrator.events.NodeLeaseRequested;
+import io.csiorchestrator.events.NodeLeaseState;
+import io.csiorchestrator.events.NodePartitioner;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.TopicCatalog;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import io.vertx.mutiny.sqlclient.Pool;
+import io.vertx.mutiny.sqlclient.Row;
+import io.vertx.mutiny.sqlclient.Tuple;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.jboss.logging.Logger;
+
+/**
+ * The node authority (issue 19): answers {@code node-lease-requests} with {@code node-leases}, declares lapses,
+ * persists epochs in {@code node_leases}. One thread with a plain Kafka consumer (group
+ * {@code plugin-registry-service-leases}) and producer, so requests, lapses and rebalances of this instance never
+ * run at once; the rules are {@link LeaseBook}'s. A node's lapse is declared only by the instance owning its
+ * request partition; on taking a partition over (start, rebalance) it reloads the persisted leases and counts them as
+ * granted then. A new epoch is written to PostgreSQL before its grant is published; a request that cannot be
+ * answered (database or broker away) is answered by the worker's next request.
+ */
+@ApplicationScoped
+public class LeaseAuthority {
+
+    private static final Logger LOG = Logger.getLogger(LeaseAuthority.class);
+    static final String SOURCE = "/plugin-registry-service";
+    public static final String GROUP = "plugin-registry-service-leases";
+    /** Stale-epoch reports (plugin-health heartbeats) ignored and dead-lettered. */
+    public static final String STALE_EPOCH = "csi.registry.stale.epoch";
+
+    @Inject
+    Pool pool;
+    @Inject
+    TopicCatalog topics;
+    @Inject
+    MeterRegistry meters;
+
+    @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092")
+    String bootstrapServers;
+    @ConfigProperty(name = "csi.fencing.lease-ttl", defaultValue = "30s")
+    Duration ttl;
+    @ConfigProperty(name = "csi.fencing.clock-drift", defaultValue = "0.05")
+    double clockDrift;
+    @ConfigProperty(name = "csi.fencing.budget", defaultValue = "10s")
+    Duration budget;
+    @ConfigProperty(name = "csi.registry.leases", defaultValue = "true")
+    boolean enabled;
+
+    private LeaseBook book;
+    private final Set<Integer> owned = ConcurrentHashMap.newKeySet();
+    private final Map<String, Boolean> gauged = new ConcurrentHashMap<>();
+    private volatile int partitions = 6;
+    private volatile boolean running;
+    private Thread thread;
+    private KafkaConsumer<String, String> consumer;
+    private KafkaProducer<String, String> producer;
+    private Counter stale;
+
+    void start(@Observes StartupEvent ignored) {
+        if (budget.compareTo(ttl) >= 0) {
+            throw new IllegalStateException("csi.fencing.budget " + budget + " must be below csi.fencing.lease-ttl " + ttl);
+        }
+        book = new LeaseBook(LeaseBook.lapseAfterNanos(ttl, clockDrift));
+        stale = Counter.builder(STALE_EPOCH).description("plugin-health reports of a stale lease epoch, dead-lettered")
+                .register(meters);
+        if (!enabled) {
+            return;
+        }
+        try {
+            load(null);
+        } catch (RuntimeException e) {
+            LOG.warn("could not load the node leases at start; they are loaded when this instance gets its partitions", e);
+        }
+        Properties c = new Properties();
+        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        c.put(ConsumerConfig.GROUP_ID_CONFIG, GROUP);
+        c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
+        c.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
+        c.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "1000");
+        // node-events may be created after this consumer subscribed (by claim-service or the first worker)
+        c.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "5000");
+        consumer = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer());
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "10000");
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
+        producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer());
+        running = true;
+        thread = new Thread(this::run, "node-lease-authority");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    void stop(@Observes ShutdownEvent ignored) {
+        running = false;
+        if (consumer != null) {
+            consumer.wakeup();
+        }
+        if (thread != null) {
+            try {
+                thread.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (producer != null) {
+            producer.close(Duration.ofSeconds(5));
+        }
+    }
+
+    private void run() {
+        String requests = topics.name(Topic.NODE_LEASE_REQUESTS);
+        String nodeEvents = topics.name(Topic.NODE_EVENTS);
+        try {
+            // node-events too (same key, node id): a worker's FENCED report fences its epoch here
+            consumer.subscribe(List.of(requests, nodeEvents), new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
+                    revoked.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> owned.remove(tp.partition()));
+                }
+
+                @Override
+                public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
+                    partitions = Math.max(1, consumer.partitionsFor(requests).size());
+                    Set<Integer> fresh = new HashSet<>();
+                    assigned.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> fresh.add(tp.partition()));
+                    if (fresh.isEmpty()) {
+                        return;
+                    }
+                    try {
+                        load(fresh);
+                    } catch (RuntimeException e) {
+                        LOG.warn("could not reload the node leases of partitions " + fresh
+                                + "; their nodes' lapses wait for the next assignment", e);
+                        return;
+                    }
+                    owned.addAll(fresh);
+                    LOG.infof("owning node lease partitions %s", owned);
+                }
+            });
+            while (running) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                    if (record.topic().equals(nodeEvents)) {
+                        handleNodeEvent(record);
+                    } else {
+                        handle(record);
+                    }
+                }
+                sweep();
+            }
+        } catch (WakeupException e) {
+            if (running) {
+                LOG.error("node lease authority woken up while running", e);
+            }
+        } catch (RuntimeException e) {
+            LOG.error("node lease authority stopped", e);
+        } finally {
+            consumer.close(Duration.ofSeconds(5));
+        }
+    }
+
+    /** Loads the persisted leases (of the nodes of {@code partitionsOrAll}; null: all), as granted now. */
+    private void load(Set<Integer> partitionsOrAll) {
+        List<LeaseBook.Stored> rows = new ArrayList<>();
+        for (Row row : pool.query("select node_id, epoch, state, last_renewed_at, fenced_epoch from node_leases")
+                .execute().await().atMost(Duration.ofSeconds(10))) {
+            String node = row.getString("node_id");
+            if (partitionsOrAll == null || partitionsOrAll.contains(NodePartitioner.partitionFor(node, partitions))) {
+                rows.add(new LeaseBook.Stored(node, row.getLong("epoch"), NodeLeaseState.fromWire(row.getString("state")),
+                        row.getOffsetDateTime("last_renewed_at").toInstant(), row.getLong("fenced_epoch")));
+            }
+        }
+        synchronized (this) {
+            book.load(rows, System.nanoTime());
+        }
+        rows.forEach(r -> gauge(r.nodeId()));
+    }
+
+    private void handle(ConsumerRecord<String, String> record) {
+        NodeLeaseRequested request;
+        try {
+            CloudEventHeaders.requireValid(record.headers(), EventType.NODE_LEASE_REQUESTED);
+            request = EventCodec.decode(NodeLeaseRequested.class, record.value());
+            if (!request.recordKey().equals(record.key())) {
+                throw new IllegalArgumentException("key " + record.key() + " must be the node id " + request.nodeId());
+            }
+        } catch (RuntimeException e) {
+            deadLetter(record, e.getMessage(), e);
+            return;
+        }
+        if (record.timestamp() > 0 && Instant.ofEpochMilli(record.timestamp()).plus(ttl).isBefore(Instant.now())) {
+            // a request older than the ttl (a first start of the group reading old requests): its worker counts any
+            // answer expired already; answering would only grant epochs to nodes long gone
+            LOG.debugf("ignoring lease request %s of node %s: older than the ttl", request.requestId(), request.nodeId());
+            return;
+        }
+        LeaseBook.Grant grant;
+        synchronized (this) {
+            grant = book.request(request.nodeId(), request.heldEpoch(), System.nanoTime(), Instant.now());
+        }
+        gauge(request.nodeId());
+        try {
+            if (grant.persist()) {
+                write(grant.nodeId(), grant.epoch(), NodeLeaseState.VALID, 0);
+                synchronized (this) {
+                    book.persisted(grant.nodeId(), grant.epoch());
+                }
+            }
+            if (grant.newEpoch()) {
+                LOG.infof("granted node %s lease epoch %d", grant.nodeId(), grant.epoch());
+            }
+            publish(new NodeLease(grant.nodeId(), grant.epoch(), NodeLeaseState.VALID, request.requestId(),
+                    ttl.toMillis(), budget.toMillis(), Instant.now()));
+        } catch (RuntimeException e) {
+            LOG.warnf("could not answer lease request %s of node %s (the next one is answered): %s", request.requestId(),
+                    request.nodeId(), e.toString());
+        }
+    }
+
+    /**
+     * A worker's FENCED node event (details {@code epoch}) fences that epoch; anything else on node-events is not this
+     * service's business (claim-service reads and dead-letters them).
+     */
+    private void handleNodeEvent(ConsumerRecord<String, String> record) {
+        if (record.value() == null) {
+            return;
+        }
+        io.csiorchestrator.events.NodeEvent event;
+        try {
+            CloudEventHeaders.requireValid(record.headers(), EventType.NODE_EVENT);
+            event = EventCodec.decode(io.csiorchestrator.events.NodeEvent.class, record.value());
+        } catch (RuntimeException e) {
+            LOG.debugf("ignoring node-events record %s-%d@%d: %s", record.topic(), record.partition(), record.offset(),
+                    e.getMessage());
+            return;
+        }
+        if (event.kind() != io.csiorchestrator.events.NodeEventKind.FENCED) {
+            return;
+        }
+        String epochText = event.details().get("epoch");
+        long epoch;
+        try {
+            epoch = Long.parseLong(epochText);
+        } catch (NumberFormatException e) {
+            LOG.warnf("FENCED node event of node %s without a valid details.epoch %s: ignored", event.nodeId(), epochText);
+            return;
+        }
+        try {
+            fenced(event.nodeId(), epoch);
+        } catch (RuntimeException e) {
+            LOG.warnf("could not record node %s fenced at epoch %d: %s", event.nodeId(), epoch, e.toString());
+        }
+    }
+
+    private void sweep() {
+        List<LeaseBook.View> lapsed;
+        synchronized (this) {
+            lapsed = book.lapses(System.nanoTime(), node -> owned.contains(NodePartitioner.partitionFor(node, partitions)));
+        }
+        for (LeaseBook.View lapse : lapsed) {
+            LOG.warnf("node %s lease epoch %d lapsed: no renewal for %s x (1 + %s)", lapse.nodeId(), lapse.epoch(), ttl,
+                    clockDrift);
+            try {
+                write(lapse.nodeId(), lapse.epoch(), NodeLeaseState.LAPSED, lapse.fencedEpoch());
+                publish(new NodeLease(lapse.nodeId(), lapse.epoch(), NodeLeaseState.LAPSED, null, ttl.toMillis(),
+                        budget.toMillis(), Instant.now()));
+            } catch (RuntimeException e) {
+                // Never granted again either way (the book says lapsed); the next grant writes epoch + 1.
+                LOG.warnf("could not record or publish the lapse of node %s epoch %d: %s", lapse.nodeId(), lapse.epoch(),
+                        e.toString());
+            }
+        }
+    }
+
+    /** Marks epoch {@code epoch} of {@code nodeId} fenced (its worker reported FENCED); the next grant is epoch + 1. */
+    public void fenced(String nodeId, long epoch) {
+        boolean changed;
+        synchronized (this) {
+            changed = book.fenced(nodeId, epoch);
+        }
+        if (changed) {
+            gauge(nodeId);
+            LOG.warnf("node %s reported it fenced itself at lease epoch %d; the next grant is epoch %d", nodeId, epoch,
+                    epoch + 1);
+            write(nodeId, epoch, NodeLeaseState.FENCED, epoch);
+            publish(new NodeLease(nodeId, epoch, NodeLeaseState.FENCED, null, ttl.toMillis(), budget.toMillis(),
+                    Instant.now()));
+        }
+    }
+
+    private void write(String nodeId, long epoch, NodeLeaseState state, long fencedEpoch) {
+        pool.preparedQuery("""
+                        insert into node_leases (node_id, epoch, state, last_renewed_at, fenced_epoch)
+                        values ($1, $2, $3, $4, $5)
+                        on conflict (node_id) do update set epoch = excluded.epoch, state = excluded.state,
+                          last_renewed_at = excluded.last_renewed_at,
+                          fenced_epoch = greatest(node_leases.fenced_epoch, excluded.fenced_epoch)
+                        where node_leases.epoch <= excluded.epoch""")
+                .execute(Tuple.of(nodeId, epoch, state.wire(), OffsetDateTime.now(ZoneOffset.UTC), fencedEpoch))
+                .await().atMost(Duration.ofSeconds(10));
+    }
+
+    private void publish(NodeLease lease) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(EventType.NODE_LEASE, SOURCE).writeTo(headers);
+        try {
+            producer.send(new ProducerRecord<>(topics.name(Topic.NODE_LEASES), null, lease.nodeId(),
+                    EventCodec.encodeToString(lease), headers)).get(15, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted publishing " + lease, e);
+        } catch (Exception e) {
+            throw new IllegalStateException("could not publish " + lease + ": " + e, e);
+        }
+    }
+
+    private void deadLetter(ConsumerRecord<String, String> record, String reason, Exception e) {
+        LOG.warnf("dead-lettering %s record %s-%d@%d: %s", EventType.NODE_LEASE_REQUESTED.displayName(), record.topic(),
+                record.partition(), record.offset(), reason);
+        RecordHeaders headers = new RecordHeaders();
+        headers.add(DeadLetters.REASON, String.valueOf(reason).getBytes(StandardCharsets.UTF_8));
+        headers.add(DeadLetters.CAUSE, e.getClass().getName().getBytes(StandardCharsets.UTF_8));
+        headers.add(DeadLetters.TOPIC, record.topic().getBytes(StandardCharsets.UTF_8));
+        headers.add(DeadLetters.PARTITION, String.valueOf(record.partition()).getBytes(StandardCharsets.UTF_8));
+        headers.add(DeadLetters.OFFSET, String.valueOf(record.offset()).getBytes(StandardCharsets.UTF_8));
+        try {
+            producer.send(new ProducerRecord<>(topics.deadLetterName(Topic.NODE_LEASE_REQUESTS), null, record.key(),
+                    record.value(), headers)).get(15, TimeUnit.SECONDS);
+        } catch (Exception failure) {
+            LOG.warnf("could not dead-letter %s-%d@%d: %s", record.topic(), record.partition(), record.offset(), failure);
+        }
+    }
+
+    /** Why a report of {@code nodeId} under {@code epoch} is stale (counted), or empty. */
+    public Optional<String> staleReport(String nodeId, Long epoch) {
+        Optional<String> reason;
+        synchronized (this) {
+            reason = book == null ? Optional.empty() : book.staleEpoch(nodeId, epoch);
+        }
+        reason.ifPresent(r -> stale.increment());
+        return reason;
+    }
+
+    /** Every node's lease as this instance knows it. */
+    public synchronized List<LeaseBook.View> all() {
+        return book == null ? List.of() : book.all();
+    }
+
+    public synchronized Optional<LeaseBook.View> get(String nodeId) {
+        return book == null ? Optional.empty() : book.get(nodeId);
+    }
+
+    /** The registry's estimate of when {@code lease} lapses (last grant + ttl x (1 + drift)), for a valid lease. */
+    public Instant expiresAt(LeaseBook.View lease) {
+        long left = lease.lastGrantNanos() + book.lapseAfterNanos() - System.nanoTime();
+        return Instant.now().plusNanos(left);
+    }
+
+    private void gauge(String nodeId) {
+        if (gauged.putIfAbsent(nodeId, Boolean.TRUE) != null) {
+            return;
+        }
+        Gauge.builder("csi.node.lease.epoch", () -> get(nodeId).map(LeaseBook.View::epoch).orElse(0L))
+                .description("the node's current lease epoch").tags(Tags.of("node", nodeId)).register(meters);
+        for (NodeLeaseState state : NodeLeaseState.values()) {
+            Gauge.builder("csi.node.lease.state", () -> get(nodeId).filter(v -> v.state() == state).isPresent() ? 1 : 0)
+                    .description("1 for the node lease's current state").tags(Tags.of("node", nodeId, "state", state.wire()))
+                    .register(meters);
+        }
+        io.micrometer.core.instrument.FunctionCounter.builder("csi.node.lease.lapses", this,
+                        a -> a.get(nodeId).map(LeaseBook.View::lapses).orElse(0L))
+                .description("lapses of the node's lease this instance declared").tags(Tags.of("node", nodeId))
+                .register(meters);
+    }
+
+    /** For tests: a fresh request id. */
+    static String requestId() {
+        return UUID.randomUUID().toString();
+    }
+}
