@@ -1,7 +1,5 @@
-package io.csiorchestrator.plugins;
+package io.csiorchestrator.testkit;
 
-import io.csiorchestrator.testkit.SendsOwnCredentials;
-import io.csiorchestrator.testkit.TestTokens;
 import io.quarkus.test.junit.callback.QuarkusTestBeforeEachCallback;
 import io.quarkus.test.junit.callback.QuarkusTestMethodContext;
 import io.restassured.RestAssured;
@@ -9,9 +7,11 @@ import io.restassured.filter.Filter;
 import java.util.List;
 
 /**
- * Every REST call of this module's Quarkus tests that names no {@code Authorization} header carries an admin
+ * Every REST call of a module's Quarkus tests that names no {@code Authorization} header carries an admin
  * bearer token (the service refuses calls without one), except in test classes marked
- * {@link SendsOwnCredentials}. Registered in META-INF/services/io.quarkus.test.junit.callback.QuarkusTestBeforeEachCallback.
+ * {@link SendsOwnCredentials}. A module turns it on by naming it in its test resources'
+ * META-INF/services/io.quarkus.test.junit.callback.QuarkusTestBeforeEachCallback (claim-service and
+ * plugin-registry-service do).
  */
 public class AdminTokenByDefault implements QuarkusTestBeforeEachCallback {
 
