@@ -1,0 +1,92 @@
+package io.csiorchestrator.worker.lease;
+
+import static io.restassured.RestAssured.given;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.NodeLease;
+import io.csiorchestrator.events.NodeLeaseRequested;
+import io.csiorchestrator.events.NodeLeaseState;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.TopicCatalog;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.junit.QuarkusTestProfile;
+import io.quarkus.test.junit.TestProfile;
+import io.restassured.path.json.JsonPath;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.junit.jupiter.api.Test;
+
+/**
+ * With {@code csi.worker.fencing.enabled} the worker is ready only with a valid lease (so {@code ./csi up} waits for
+ * the first grant): not ready before a grant, ready once the test (standing in as plugin-registry-service) answers
+ * its request, not ready again after the ttl (3 s) without answers.
+ */
+@QuarkusTest
+@TestProfile(LeaseReadinessTest.Fencing.class)
+class LeaseReadinessTest {
+
+    static final String NODE = "lease-ready-node";
+    static final TopicCatalog TOPICS = new TopicCatalog("lease-ready.");
+
+    public static class Fencing implements QuarkusTestProfile {
+        @Override
+        public Map<String, String> getConfigOverrides() {
+            return Map.of("csi.worker.fencing.enabled", "true", "csi.fencing.lease-ttl", "3s",
+                    "csi.worker.node-id", NODE, TopicCatalog.PREFIX_PROPERTY, TOPICS.prefix());
+        }
+    }
+
+    private static JsonPath leaseCheck(int status) {
+        return given().get("/q/health/ready").then().statusCode(status).extract().jsonPath();
+    }
+
+    private static String lease(JsonPath health) {
+        return health.getString("checks.find { it.name == 'node-mount-worker' }.data.lease");
+    }
+
+    @Test
+    void readyOnlyWithAValidLease() {
+        try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker()) {
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertEquals(
+                    NODE + " has no valid lease (none granted yet)", lease(leaseCheck(503))));
+
+            await().atMost(Duration.ofSeconds(30)).until(() -> {
+                answerLatest(kafka);
+                return given().get("/q/health/ready").statusCode() == 200;
+            });
+            assertEquals("valid (epoch 1)", lease(leaseCheck(200)));
+
+            // nobody answers any more: not ready after the ttl
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertEquals(
+                    NODE + " has no valid lease (epoch 1 expired)", lease(leaseCheck(503))));
+        }
+    }
+
+    private static void answerLatest(KafkaTestClient kafka) {
+        NodeLeaseRequested latest = null;
+        for (ConsumerRecord<String, String> r : kafka.readAll(TOPICS.name(Topic.NODE_LEASE_REQUESTS))) {
+            NodeLeaseRequested q = EventCodec.decode(NodeLeaseRequested.class, r.value());
+            if (NODE.equals(q.nodeId()) && (latest == null || q.sentAt().isAfter(latest.sentAt()))) {
+                latest = q;
+            }
+        }
+        if (latest == null) {
+            return;
+        }
+        NodeLease lease = new NodeLease(NODE, 1, NodeLeaseState.VALID, latest.requestId(), 3_000, 1_000, Instant.now());
+        RecordHeaders h = new RecordHeaders();
+        CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
+        Map<String, String> headers = new HashMap<>();
+        h.forEach(x -> headers.put(x.key(), new String(x.value(), java.nio.charset.StandardCharsets.UTF_8)));
+        kafka.send(TOPICS.name(Topic.NODE_LEASES), NODE, EventCodec.encodeToString(lease), headers);
+    }
+}
