@@ -18,7 +18,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Issue 19's fencing faults in {@code ./csi chaos}, each on a single-node-writer volume of its own
@@ -75,8 +77,7 @@ final class FenceFaults {
     private final Map<String, String> volumes = new HashMap<>();
     private final Map<String, List<FenceCheck.MountSample>> samples = new HashMap<>();
     private final Map<String, List<String>> lastSeen = new HashMap<>();
-    private final AtomicBoolean sampling = new AtomicBoolean();
-    private Thread sampler;
+    private ScheduledExecutorService sampler;
     private long sequence;
     /** When the liveness bound starts counting: the fault, or claim-service's restart (it treats leases as new). */
     private long boundFrom;
@@ -125,25 +126,24 @@ final class FenceFaults {
         synchronized (samples) {
             vols.forEach(v -> samples.put(v, new ArrayList<>()));
         }
-        sampling.set(true);
-        sampler = new Thread(() -> {
-            while (sampling.get()) {
+        sampler = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "csi-chaos-mount-sampler");
+            t.setDaemon(true);
+            return t;
+        });
+        // at a fixed rate: the sampling period itself (a sample that overruns delays the next, never doubles it)
+        sampler.scheduleAtFixedRate(() -> {
+            try {
                 sample();
-                try {
-                    Thread.sleep(SAMPLE_MILLIS); // the sampling period itself, not a wait for a condition
-                } catch (InterruptedException e) {
-                    return;
-                }
+            } catch (RuntimeException e) {
+                // one sample lost; a thrown exception would cancel every later one
             }
-        }, "csi-chaos-mount-sampler");
-        sampler.setDaemon(true);
-        sampler.start();
+        }, 0, SAMPLE_MILLIS, TimeUnit.MILLISECONDS);
     }
 
     void stopSampling() {
-        sampling.set(false);
         if (sampler != null) {
-            sampler.interrupt();
+            sampler.shutdownNow();
         }
     }
 
