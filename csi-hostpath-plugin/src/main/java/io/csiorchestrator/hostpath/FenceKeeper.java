@@ -4,6 +4,7 @@ import io.csiorchestrator.csi.mount.MountInfo;
 import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.hostpath.fence.Fence;
 import io.csiorchestrator.hostpath.fence.FenceBook;
+import io.csiorchestrator.hostpath.fence.FenceFileWatch;
 import io.csiorchestrator.hostpath.fence.FenceStore;
 import io.csiorchestrator.hostpath.mount.Mounter;
 import io.csiorchestrator.hostpath.state.PluginState;
@@ -26,20 +27,21 @@ import java.util.logging.Logger;
  * The storage fence of {@code --fence-on-controller-unpublish}. ControllerUnpublishVolume(vol, X)
  * records a fence of vol from X in {@code fences.json} (beside the controller state, so every process
  * of the plugin on this machine sees it) and waits for X's plugin to answer. X's plugin, which watches
- * the file, refuses NodeStage/NodePublish of vol from then on and makes its staging and targets of vol
+ * the file (kernel file notifications, {@link FenceFileWatch}: nothing runs while the file does not change),
+ * refuses NodeStage/NodePublish of vol from then on and makes its staging and targets of vol
  * read-only ({@code mount -o remount,bind,ro}), then records the answer: enforced, or what it
  * could not make read-only (the kernel refuses while a file is open for writing through the mount; the
- * plugin retries every second). ControllerPublishVolume(vol, X) lifts the fence; mounts it made
- * read-only stay so until they are unpublished/unstaged.
+ * plugin retries every second while its node has a fence). ControllerPublishVolume(vol, X) lifts the fence;
+ * mounts it made read-only stay so until they are unpublished/unstaged.
  */
 final class FenceKeeper implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(FenceKeeper.class.getName());
-    /** How often the watcher looks at the file's version (a stat). */
-    static final Duration WATCH_INTERVAL = Duration.ofMillis(100);
-    /** How often the fences of this node are checked against the mount table even if the file did not change. */
+    /**
+     * How often this node's fences are enforced again while it has any, even if the file did not change (a mount that
+     * was busy may be made read-only now). A node without a fence waits for the file to change, without limit.
+     */
     static final Duration RECHECK_INTERVAL = Duration.ofSeconds(1);
-    private static final Duration ANSWER_POLL = Duration.ofMillis(50);
 
     private final PluginOptions options;
     private final PluginStateHolder state;
@@ -104,38 +106,40 @@ final class FenceKeeper implements AutoCloseable {
             enforceOwn();
         }
         List<String> waiting = new ArrayList<>(requests.keySet());
-        while (true) {
-            FenceBook book = store.load();
-            for (var it = waiting.iterator(); it.hasNext(); ) {
-                String nodeId = it.next();
-                Optional<Fence> fence = book.fence(volumeId, nodeId);
-                if (fence.isEmpty()) {
-                    throw CsiStatus.aborted("the fence of volume " + volumeId + " from node " + nodeId
-                            + " was lifted (ControllerPublishVolume) before node " + nodeId + "'s plugin enforced it");
-                }
-                if (fence.get().applied() >= requests.get(nodeId)) {
-                    if (fence.get().problem() != null) {
-                        throw CsiStatus.failedPrecondition("volume " + volumeId + " is fenced from node " + nodeId
-                                + " for new stages and publishes, but not every mount of it there is read-only: "
-                                + fence.get().problem() + "; this is not a complete fence");
+        try (FenceFileWatch changes = FenceFileWatch.open(store.file())) {
+            while (true) {
+                FenceBook book = store.load();
+                for (var it = waiting.iterator(); it.hasNext(); ) {
+                    String nodeId = it.next();
+                    Optional<Fence> fence = book.fence(volumeId, nodeId);
+                    if (fence.isEmpty()) {
+                        throw CsiStatus.aborted("the fence of volume " + volumeId + " from node " + nodeId
+                                + " was lifted (ControllerPublishVolume) before node " + nodeId + "'s plugin enforced it");
                     }
-                    it.remove();
+                    if (fence.get().applied() >= requests.get(nodeId)) {
+                        if (fence.get().problem() != null) {
+                            throw CsiStatus.failedPrecondition("volume " + volumeId + " is fenced from node " + nodeId
+                                    + " for new stages and publishes, but not every mount of it there is read-only: "
+                                    + fence.get().problem() + "; this is not a complete fence");
+                        }
+                        it.remove();
+                    }
                 }
+                if (waiting.isEmpty()) {
+                    return;
+                }
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    throw io.grpc.Status.UNAVAILABLE.withDescription("the fence of volume " + volumeId + " from node(s) "
+                            + waiting + " is recorded, but their plugin did not confirm it in time (is it running?);"
+                            + " their mounts of the volume may still be writable").asRuntimeException();
+                }
+                // the answers are written to the same file: wait for it to change (or the deadline), then read again
+                changes.awaitChange(left);
             }
-            if (waiting.isEmpty()) {
-                return;
-            }
-            if (System.nanoTime() - deadlineNanos >= 0) {
-                throw io.grpc.Status.UNAVAILABLE.withDescription("the fence of volume " + volumeId + " from node(s) "
-                        + waiting + " is recorded, but their plugin did not confirm it in time (is it running?);"
-                        + " their mounts of the volume may still be writable").asRuntimeException();
-            }
-            try {
-                Thread.sleep(ANSWER_POLL.toMillis());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw CsiStatus.aborted("interrupted while waiting for the fence of volume " + volumeId);
-            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw CsiStatus.aborted("interrupted while waiting for the fence of volume " + volumeId);
         }
     }
 
@@ -195,38 +199,46 @@ final class FenceKeeper implements AutoCloseable {
         return mount.root().endsWith("/volumes/" + volumeId);
     }
 
-    /** Starts the watcher thread: enforces this node's fences whenever the file changes, and every second. */
+    /**
+     * Starts the watcher thread: enforces this node's fences whenever the file changes, and every
+     * {@link #RECHECK_INTERVAL} while this node has a fence.
+     */
     void start() {
         if (!enabled()) {
             return;
         }
-        enforceOwn();
-        Thread thread = new Thread(this::watch, "csi-hostpath-fence-watcher");
+        FenceFileWatch changes = FenceFileWatch.open(store.file()); // before the first read: no change is missed
+        try {
+            enforceOwn();
+        } catch (RuntimeException e) {
+            changes.close();
+            throw e;
+        }
+        Thread thread = new Thread(() -> watch(changes), "csi-hostpath-fence-watcher");
         thread.setDaemon(true);
         watcher = thread;
         thread.start();
     }
 
-    private void watch() {
-        Object seen = store.version();
-        long lastCheck = System.nanoTime();
-        while (!Thread.currentThread().isInterrupted()) {
-            try {
-                Thread.sleep(WATCH_INTERVAL.toMillis());
-                Object version = store.version();
-                boolean due = System.nanoTime() - lastCheck >= RECHECK_INTERVAL.toNanos();
-                if (!version.equals(seen) || due) {
-                    seen = version;
-                    lastCheck = System.nanoTime();
-                    if (!store.load().of(options.nodeId()).isEmpty()) {
+    private void watch(FenceFileWatch changes) {
+        try (changes) {
+            boolean own = true; // start() enforced once; look again after the recheck interval
+            while (true) {
+                changes.awaitChange(own ? RECHECK_INTERVAL.toNanos() : -1);
+                try {
+                    own = !store.load().of(options.nodeId()).isEmpty();
+                    if (own) {
                         enforceOwn();
                     }
+                } catch (RuntimeException e) {
+                    own = true; // try again after the recheck interval, not only on the next change
+                    LOG.warning("fence watcher: " + e.getMessage());
                 }
-            } catch (InterruptedException e) {
-                return;
-            } catch (RuntimeException e) {
-                LOG.warning("fence watcher: " + e.getMessage());
             }
+        } catch (InterruptedException e) {
+            // closed
+        } catch (RuntimeException e) {
+            LOG.warning("fence watcher stopped: " + e.getMessage());
         }
     }
 

@@ -10,8 +10,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
-import java.util.Objects;
 
 /**
  * {@code fences.json} beside the controller state ({@code <shared-dir>} with a shared dir, else the
@@ -51,16 +49,6 @@ public final class FenceStore {
             StateStore.writeAtomically(file, JSON.writeValueAsBytes(book));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the fences " + file, e);
-        }
-    }
-
-    /** Something that changes whenever the file is replaced (its inode, size and modification time). */
-    public Object version() {
-        try {
-            BasicFileAttributes attributes = Files.readAttributes(file, BasicFileAttributes.class);
-            return Objects.hash(attributes.fileKey(), attributes.size(), attributes.lastModifiedTime());
-        } catch (IOException e) {
-            return 0;
         }
     }
 }
