@@ -23,7 +23,7 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * The CLI's followers: {@code ./csi events} (claim-status and node-events as they come, a readable line per event or
  * one JSON object per line with {@code -json}) and {@code ./csi volume status -w} (the view printed again whenever it
- * changes). Both run until Ctrl-C, or for {@code --for DURATION} (e.g. {@code 30s}, {@code 2m}) when given.
+ * changes, looked at again on each live event about it: {@link LiveChanges}). Both run until Ctrl-C, or for {@code --for DURATION} (e.g. {@code 30s}, {@code 2m}) when given.
  */
 final class Follow {
 
@@ -133,10 +133,13 @@ final class Follow {
     }
 
     /**
-     * Prints {@code view} now and again whenever what it returns changes, every {@code interval}, until the deadline
-     * (or an interrupt); each print headed by the time.
+     * Prints {@code view} now and again whenever what it returns changes, until the deadline (or an interrupt); each
+     * print headed by the time. It looks again when {@code changes} signals (a live event about what it shows), at
+     * the latest every {@code safety} while the live stream is open (an event lost in a reconnect), and every
+     * {@code interval} while it is not.
      */
-    static int watch(Supplier<String> view, Duration interval, long deadline, PrintStream out) {
+    static int watch(Supplier<String> view, LiveChanges changes, Duration interval, Duration safety, long deadline,
+                     PrintStream out) {
         String last = null;
         while (System.nanoTime() < deadline && !Thread.currentThread().isInterrupted()) {
             String now = view.get();
@@ -146,8 +149,9 @@ final class Follow {
                 out.flush();
                 last = now;
             }
+            long wait = Math.min((changes.live() ? safety : interval).toNanos(), deadline - System.nanoTime());
             try {
-                Thread.sleep(Math.max(1, Math.min(interval.toMillis(), (deadline - System.nanoTime()) / 1_000_000)));
+                changes.await(Math.max(1, wait));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

@@ -55,7 +55,9 @@ public final class Main {
               volume create <name> [--plugin hostpath]      CSI CreateVolume on each node's plugin of `up` (prints externalId)
               volume register <file.json>                   register the volume(s) in the file (claim-service POST /v1/volumes)
               volume status [id] [-w [--interval 1s]]       all volumes, or one with its claims; -w follows: printed
-                                                            again whenever it changes (Ctrl-C ends it, or --for 5m)
+                                                            again whenever it changes, woken by claim-service's live
+                                                            events (every --interval if they are not available to
+                                                            the token); Ctrl-C ends it, or --for 5m
               volume deregister <id> [-force]               remove (force: release every claim first)
               volume detach <id> <node> [--force]           unmount the volume on <node> first: its claims are freed
                                                             once the node reports the unmount (a node whose lease

@@ -44,6 +44,8 @@ final class Operator {
     private final PrintStream err;
     private final boolean json;
     private final String namespace;
+    /** {@code volume status -w}: looked at again at least this often while live events wake it (a lost event). */
+    static final Duration WATCH_SAFETY_REFRESH = Duration.ofSeconds(30);
     private final java.util.Map<String, String> env;
 
     Operator(Args args, Endpoints endpoints, PrintStream out, PrintStream err) {
@@ -83,12 +85,17 @@ final class Operator {
                 String id = args.only(Set.of("w", "watch", "for", "interval")).atMost(2).positionalOpt(1).orElse(null);
                 if (args.flag("w") || args.flag("watch")) {
                     Duration every = Follow.parseDuration(args.option("interval").orElse("1s"));
-                    yield Follow.watch(() -> {
-                        java.io.ByteArrayOutputStream buffer = new java.io.ByteArrayOutputStream();
-                        new Operator(args, endpoints, new PrintStream(buffer, true, StandardCharsets.UTF_8), err, env)
-                                .volumeStatus(id);
-                        return buffer.toString(StandardCharsets.UTF_8);
-                    }, every, Follow.deadline(args), out);
+                    String volume = id == null ? null : namespace + "/" + id;
+                    try (LiveChanges changes = LiveChanges.follow(endpoints.claimsUrl(), endpoints.token(),
+                            entry -> !"plugin-status".equals(entry.path("topic").asText())
+                                    && (volume == null || volume.equals(entry.path("volume").asText())), every, err)) {
+                        yield Follow.watch(() -> {
+                            java.io.ByteArrayOutputStream buffer = new java.io.ByteArrayOutputStream();
+                            new Operator(args, endpoints, new PrintStream(buffer, true, StandardCharsets.UTF_8), err, env)
+                                    .volumeStatus(id);
+                            return buffer.toString(StandardCharsets.UTF_8);
+                        }, changes, every, WATCH_SAFETY_REFRESH, Follow.deadline(args), out);
+                    }
                 }
                 yield volumeStatus(id);
             }

@@ -69,7 +69,8 @@ class FollowTest {
                 Thread.currentThread().interrupt(); // the last view, then stop as Ctrl-C would
             }
             return views.get(Math.min(n, views.size() - 1));
-        }, Duration.ofMillis(1), Long.MAX_VALUE, new PrintStream(buffer, true, StandardCharsets.UTF_8));
+        }, LiveChanges.none(), Duration.ofMillis(1), Duration.ofMillis(1), Long.MAX_VALUE,
+                new PrintStream(buffer, true, StandardCharsets.UTF_8));
         Thread.interrupted();
         String out = buffer.toString(StandardCharsets.UTF_8);
         assertEquals(2, out.lines().filter(l -> l.startsWith("== ")).count(), out);

@@ -199,6 +199,8 @@ class StatusPageIT {
             int past = out.lastIndexOf("Past claims");
             return ready >= 0 && out.contains("(changed)") && past > ready && out.substring(past).contains("alloc-page");
         });
+        assertFalse(watch.err().contains("live events not available"),
+                "volume status -w followed claim-service's live events (not a timed refresh): " + watch.err());
         events.stop();
         watch.stop();
 
