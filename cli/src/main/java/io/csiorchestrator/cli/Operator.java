@@ -382,7 +382,7 @@ final class Operator {
     }
 
     static final String FENCING_OFF = "none (fencing off)";
-    static final String FENCING_OFF_WHY = "its worker asks for no lease (csi.worker.fencing.enabled=false), so a write"
+    static final String FENCING_OFF_WHY = "the worker asks for no lease (csi.worker.fencing.enabled=false), so a write"
             + " claim there is never failed over when the node is cut off; it waits for the node or a forced detach";
 
     /**

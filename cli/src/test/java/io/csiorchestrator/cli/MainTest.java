@@ -241,7 +241,7 @@ class MainTest {
             assertEquals(4, lines.length, all.out());
             assertTrue(lines[1].matches("node-1\\s+1\\s+valid\\s+.*"), lines[1]);
             assertTrue(lines[2].matches("node-3\\s+-\\s+none \\(fencing off\\)\\s+-\\s+-\\s+-\\s*"), lines[2]);
-            assertTrue(lines[3].startsWith("fencing off on node-3: its worker asks for no lease"
+            assertTrue(lines[3].startsWith("fencing off on node-3: the worker asks for no lease"
                     + " (csi.worker.fencing.enabled=false)"), lines[3]);
 
             Run one = run("node", "status", "node-3", "--registry-url", registry.url());
