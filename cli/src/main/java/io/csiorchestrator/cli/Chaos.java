@@ -9,6 +9,7 @@ import io.csiorchestrator.events.ClaimStatus;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeLease;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -59,13 +60,8 @@ final class Chaos {
             "worker-kill-node-1", "worker-kill-node-2", "plugin-kill-node-1", "plugin-kill-node-2", "kafka-restart",
             "postgres-kill", "postgres-outage", "partition-node-1", "partition-node-1-in", "partition-node-1-out",
             "freeze-worker-node-1", "partition-node-1-claims-restart", "detach-live-node-2");
-    /**
-     * The faults a run without {@code --faults} takes: all but the failovers of issue 19, which need the worker's
-     * self-fence (not in yet: without it a cut-off writer's volume is never moved, by design, so their liveness check
-     * fails); name them with {@code --faults} to run them.
-     */
-    static final List<String> DEFAULT_FAULTS = FAULTS.stream().filter(f -> !FenceFaults.FAULTS.contains(f)
-            || f.equals("detach-live-node-2")).toList();
+    /** The faults a run without {@code --faults} takes: every one, the fencing failovers of issue 19 included. */
+    static final List<String> DEFAULT_FAULTS = FAULTS;
     /** The faults of {@code --short} (the verify build's ChaosIT). */
     static final List<String> SHORT_FAULTS = List.of("claims-failover", "worker-kill-node-1", "plugin-kill-node-2",
             "postgres-kill");
@@ -95,6 +91,10 @@ final class Chaos {
     private final Map<String, ChaosCheck.Request> pending = new HashMap<>();
     private final List<ChaosCheck.Answer> answers = new ArrayList<>();
     private final List<ChaosCheck.NodeEv> nodeEvents = new ArrayList<>();
+    /** Every node-leases record read (issue 19: the registry restart's checks). */
+    private final List<FenceCheck.LeaseEv> leases = new ArrayList<>();
+    /** The registry restarts done ({@code registry-kill}), checked at the end once every record was read. */
+    private final List<long[]> registryRestarts = new ArrayList<>();
     /** Allocations whose claim may be held though the scheduler does not know it (a send that failed). */
     private final Set<String> uncertain = new LinkedHashSet<>();
     private long sequence;
@@ -186,6 +186,11 @@ final class Chaos {
                 reading.set(false);
                 reader.join(TimeUnit.SECONDS.toMillis(10));
                 synchronized (lock) {
+                    for (long[] r : registryRestarts) {
+                        fenceViolations.addAll(FenceCheck.check(new FenceCheck.RegistryRestart("registry-kill",
+                                Cluster.NODES, r[0], r[1], r[2], fence.timers(), List.copyOf(leases),
+                                List.copyOf(nodeEvents), List.copyOf(answers))));
+                    }
                     report = withFenceViolations(ChaosCheck.check(List.copyOf(requests), List.copyOf(answers),
                             List.copyOf(nodeEvents), done, end, limit), fenceViolations);
                 }
@@ -493,10 +498,23 @@ final class Chaos {
                 return "kill -9 claim-service (pid " + pid + ") with " + REPLICA + " running: the survivor takes over";
             }
             case "registry-kill" -> {
+                long killAt = System.currentTimeMillis();
                 long pid = cluster.kill9("plugin-registry-service");
+                long restartAt = System.currentTimeMillis();
                 Cluster.Proc p = cluster.restart("plugin-registry-service");
                 cluster.awaitReady(p, cluster.registryUrl(), Demo.START_TIMEOUT);
-                return "kill -9 plugin-registry-service (pid " + pid + "), restarted (pid " + p.handle().pid() + ")";
+                // Watched past the restart + ttl x (1 + drift) (the earliest lapse the new process may declare) and
+                // two renew intervals more, so that an early lapse, a new epoch or renewals that do not resume show
+                // (FenceCheck.RegistryRestart, checked at the end once every node-leases record was read).
+                FenceCheck.Timers t = fence.timers();
+                long watchedUntil = restartAt + Math.round(t.leaseTtl().toMillis() * (1 + t.clockDrift()))
+                        + 2 * t.leaseTtl().toMillis() / 6 + 2_000;
+                pause(Duration.ofMillis(Math.max(0, watchedUntil - System.currentTimeMillis())));
+                synchronized (lock) {
+                    registryRestarts.add(new long[] {killAt, restartAt, watchedUntil});
+                }
+                return "kill -9 plugin-registry-service (pid " + pid + "), restarted (pid " + p.handle().pid()
+                        + "), leases watched until restart + " + (watchedUntil - restartAt) / 1000 + " s";
             }
             case "worker-kill-node-1", "worker-kill-node-2" -> {
                 String node = name.substring("worker-kill-".length());
@@ -654,7 +672,7 @@ final class Chaos {
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(
                 ClaimClient.consumerProps(cluster.kafkaBootstrap(), "csi-chaos-reader"))) {
             List<TopicPartition> partitions = new ArrayList<>();
-            for (Topic topic : List.of(Topic.CLAIM_STATUS, Topic.NODE_EVENTS)) {
+            for (Topic topic : List.of(Topic.CLAIM_STATUS, Topic.NODE_EVENTS, Topic.NODE_LEASES)) {
                 for (PartitionInfo info : consumer.partitionsFor(topics.name(topic), Duration.ofSeconds(30))) {
                     partitions.add(new TopicPartition(info.topic(), info.partition()));
                 }
@@ -696,6 +714,14 @@ final class Chaos {
                     if (r != null && (r.isClaim() ? ChaosCheck.CLAIM_FINAL : ChaosCheck.RELEASE_FINAL).contains(s.state())) {
                         answered(r, a);
                     }
+                }
+            } else if (record.topic().equals(topics.name(Topic.NODE_LEASES))) {
+                if (record.value() == null) {
+                    return; // a tombstone of the compacted topic
+                }
+                NodeLease l = EventCodec.decode(NodeLease.class, record.value());
+                synchronized (lock) {
+                    leases.add(new FenceCheck.LeaseEv(l.nodeId(), l.epoch(), l.state().wire(), l.at().toEpochMilli()));
                 }
             } else {
                 NodeEvent e = EventCodec.decode(NodeEvent.class, record.value());

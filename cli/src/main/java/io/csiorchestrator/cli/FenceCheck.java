@@ -231,4 +231,85 @@ public final class FenceCheck {
         }
         return out;
     }
+
+    /** A {@code node-leases} record as the suite read it: node, epoch, state (valid, lapsed, fenced), the registry's time. */
+    public record LeaseEv(String node, long epoch, String state, long at) {
+    }
+
+    /**
+     * A kill -9 of plugin-registry-service at {@code killAt} while the workers of {@code nodes} held leases, its new
+     * process started at {@code restartAt} and watched until {@code watchedUntil} (past restart + ttl x (1 + drift)).
+     *
+     * @param leases   every node-leases record read (any time)
+     * @param events   every node event read (for FENCED ones)
+     * @param answers  every claim-status answer read (for a claim failed by a fence)
+     */
+    public record RegistryRestart(String fault, List<String> nodes, long killAt, long restartAt, long watchedUntil,
+                                  Timers timers, List<LeaseEv> leases, List<ChaosCheck.NodeEv> events,
+                                  List<ChaosCheck.Answer> answers) {
+    }
+
+    /**
+     * The checks of a registry restart (issue 19): the registry counts every persisted lease as granted at its start,
+     * so (1) it declares no lapse before its start + ttl x (1 + drift) ({@code lapse-before-floor}), and, the workers
+     * being alive and renewing, none at all while watched ({@code lease-lapsed}); (2) each node's renewals resume after
+     * the restart ({@code renewals-not-resumed}) with the epoch it held before the kill ({@code epoch-changed}); (3) no
+     * claim failed over: no FENCED node event and no claim failed for a fence in the window ({@code failed-over}).
+     */
+    public static List<ChaosCheck.Violation> check(RegistryRestart run) {
+        List<ChaosCheck.Violation> out = new ArrayList<>();
+        String f = run.fault();
+        long floorAt = run.restartAt() + Math.round(run.timers().leaseTtl().toMillis() * (1 + run.timers().clockDrift()));
+        for (LeaseEv l : run.leases()) {
+            if (l.at() < run.killAt() || l.at() > run.watchedUntil() || l.state().equals("valid")) {
+                continue;
+            }
+            if (l.at() < floorAt) {
+                out.add(new ChaosCheck.Violation(f, "lapse-before-floor", l.node() + "'s lease epoch " + l.epoch()
+                        + " declared " + l.state() + " at " + t(l.at()) + ", before the restart at " + t(run.restartAt())
+                        + " + ttl x (1 + drift) = " + t(floorAt)));
+            } else {
+                out.add(new ChaosCheck.Violation(f, "lease-lapsed", l.node() + "'s lease epoch " + l.epoch() + " declared "
+                        + l.state() + " at " + t(l.at()) + " although its worker kept asking for renewals"));
+            }
+        }
+        for (String node : run.nodes()) {
+            long before = -1;
+            long after = -1;
+            for (LeaseEv l : run.leases()) {
+                if (!l.node().equals(node) || !l.state().equals("valid")) {
+                    continue;
+                }
+                if (l.at() < run.killAt()) {
+                    before = l.epoch(); // the last grant before the kill
+                } else if (l.at() >= run.restartAt() && l.at() <= run.watchedUntil() && after < 0) {
+                    after = l.epoch(); // the first grant of the new process
+                }
+            }
+            if (before < 0) {
+                out.add(new ChaosCheck.Violation(f, "no-lease-before", node + " held no lease before the kill at "
+                        + t(run.killAt())));
+            } else if (after < 0) {
+                out.add(new ChaosCheck.Violation(f, "renewals-not-resumed", node + "'s lease was not renewed after the"
+                        + " restart at " + t(run.restartAt()) + " (watched until " + t(run.watchedUntil()) + ")"));
+            } else if (after != before) {
+                out.add(new ChaosCheck.Violation(f, "epoch-changed", node + " held epoch " + before + " before the kill"
+                        + " and was granted epoch " + after + " after the restart"));
+            }
+        }
+        for (ChaosCheck.NodeEv e : run.events()) {
+            if (e.kind() == NodeEventKind.FENCED && e.at() >= run.killAt() && e.at() <= run.watchedUntil()) {
+                out.add(new ChaosCheck.Violation(f, "failed-over", e.node() + " reported FENCED at " + t(e.at())
+                        + " during the registry's restart"));
+            }
+        }
+        for (ChaosCheck.Answer a : run.answers()) {
+            if (a.at() >= run.killAt() && a.at() <= run.watchedUntil() && a.reason() != null
+                    && a.reason().contains("fenced")) {
+                out.add(new ChaosCheck.Violation(f, "failed-over", "claim " + a.requestId() + " answered " + a.state()
+                        + " at " + t(a.at()) + ": " + a.reason()));
+            }
+        }
+        return out;
+    }
 }

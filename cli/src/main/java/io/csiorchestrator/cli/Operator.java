@@ -341,19 +341,34 @@ final class Operator {
             }
             JsonNode nodes = r.body() != null && r.body().has("nodes") ? r.body().get("nodes") : r.body();
             Table table = new Table("NODE", "EPOCH", "STATE", "LAST RENEWAL", "EXPIRES", "FENCED EPOCH");
+            java.util.Set<String> listed = new java.util.HashSet<>();
             if (nodes != null) {
                 for (JsonNode n : nodes) {
                     JsonNode lease = n.path("lease");
+                    listed.add(text(n, "nodeId", "id"));
                     table.row(text(n, "nodeId", "id"), text(lease, "epoch"), text(lease, "state"),
                             text(lease, "lastRenewedAt"), expiry(lease, now), text(lease, "fencedEpoch"));
                 }
             }
+            // a node whose plugins report to the registry but which never asked for a lease runs its worker with
+            // fencing off: say so, rather than "No nodes"
+            List<String> unfenced = nodesWithPlugins().stream().filter(n -> !listed.contains(n)).toList();
+            unfenced.forEach(n -> table.row(n, "-", FENCING_OFF, "-", "-", "-"));
             out.print(table.size() == 0 ? "No nodes\n" : table.render());
+            if (!unfenced.isEmpty()) {
+                out.println("fencing off on " + String.join(", ", unfenced) + ": " + FENCING_OFF_WHY);
+            }
             return 0;
         }
         checkId("node id", nodeId);
         Http.Response r = registry().get("/v1/nodes/" + enc(nodeId));
         if (r.status() == 404) {
+            if (nodesWithPlugins().contains(nodeId)) {
+                out.print(Table.keyValues(List.of(new String[] {"node", nodeId},
+                        new String[] {"lease state", FENCING_OFF})));
+                out.println("fencing off on " + nodeId + ": " + FENCING_OFF_WHY);
+                return 0;
+            }
             throw new Failure("node '" + nodeId + "' unknown to plugin-registry-service at " + endpoints.registryUrl());
         }
         expectOk(r, "get node " + nodeId);
@@ -371,6 +386,38 @@ final class Operator {
         pairs.add(new String[] {"fenced epoch", text(lease, "fencedEpoch")});
         out.print(Table.keyValues(pairs));
         return 0;
+    }
+
+    static final String FENCING_OFF = "none (fencing off)";
+    static final String FENCING_OFF_WHY = "the worker asks for no lease (csi.worker.fencing.enabled=false), so a write"
+            + " claim there is never failed over when the node is cut off; it waits for the node or a forced detach";
+
+    /**
+     * The nodes plugin-registry-service knows from their plugins' reports ({@code GET /v1/plugins}, then each plugin's
+     * instances); empty if it lists none or cannot be read.
+     */
+    private java.util.SortedSet<String> nodesWithPlugins() {
+        java.util.SortedSet<String> found = new java.util.TreeSet<>();
+        Http.Response plugins = registry().get("/v1/plugins");
+        if (!plugins.ok() || plugins.body() == null) {
+            return found;
+        }
+        for (JsonNode p : plugins.body()) {
+            String id = p.path("id").asText("");
+            if (id.isEmpty() || PathSafeId.problem(id).isPresent()) {
+                continue;
+            }
+            Http.Response detail = registry().get("/v1/plugins/" + enc(id));
+            if (detail.ok() && detail.body() != null) {
+                for (JsonNode i : detail.body().path("instances")) {
+                    String node = i.path("nodeId").asText("");
+                    if (!node.isEmpty()) {
+                        found.add(node);
+                    }
+                }
+            }
+        }
+        return found;
     }
 
     /** The registry's expiry estimate and how far it is from now: {@code 2026-11-24T21:00:30Z (in 12 s)}. */

@@ -13,7 +13,7 @@ class ChaosOptionsTest {
 
     /**
      * --faults picks a subset (the fencing failovers too), run in the suite's order whatever the order given; an
-     * unknown fault is refused; without --faults the fencing failovers are left out.
+     * unknown fault is refused; without --faults every fault runs, the fencing failovers included.
      */
     @Test
     void faultsRunInTheSuitesOrderAndAnUnknownOneIsRefused() {
@@ -21,10 +21,11 @@ class ChaosOptionsTest {
                 Chaos.faults("postgres-kill,claims-kill,worker-kill-node-2", false));
         assertEquals(Chaos.SHORT_FAULTS, Chaos.faults(null, true));
         assertEquals(Chaos.DEFAULT_FAULTS, Chaos.faults(null, false));
-        // until the worker's self-fence lands, the failovers of issue 19 run only when named; the detach runs always
+        // every fault, the fencing failovers of issue 19 included (the worker's self-fence and the guard are in)
         assertEquals(List.of("claims-kill", "claims-failover", "registry-kill", "worker-kill-node-1", "worker-kill-node-2",
                 "plugin-kill-node-1", "plugin-kill-node-2", "kafka-restart", "postgres-kill", "postgres-outage",
-                "detach-live-node-2"), Chaos.DEFAULT_FAULTS);
+                "partition-node-1", "partition-node-1-in", "partition-node-1-out", "freeze-worker-node-1",
+                "partition-node-1-claims-restart", "detach-live-node-2"), Chaos.DEFAULT_FAULTS);
         assertEquals(List.of("partition-node-1", "freeze-worker-node-1"),
                 Chaos.faults("freeze-worker-node-1,partition-node-1", false));
         Args.UsageException e = assertThrows(Args.UsageException.class, () -> Chaos.faults("worker-kill", false));

@@ -221,6 +221,41 @@ class MainTest {
     }
 
     /**
+     * A node whose plugin reports to plugin-registry-service but which holds no lease (its worker runs with
+     * {@code csi.worker.fencing.enabled=false}) is listed by {@code node status} as "none (fencing off)" with a line
+     * saying what that means, not left out (nor "No nodes" when no node holds a lease); {@code node status node-3}
+     * says the same for one node and exits 0. Canned answers.
+     */
+    @Test
+    void nodeStatusSaysFencingIsOffOnANodeWithPluginsButNoLease() throws Exception {
+        String node1 = """
+                {"nodeId":"node-1","lease":{"epoch":1,"state":"valid","lastRenewedAt":"2025-11-24T21:00:05Z",
+                 "expiresAt":"2025-11-24T21:00:36.500Z","fencedEpoch":null}}""";
+        String hostpath = """
+                {"id":"hostpath","instances":[{"nodeId":"node-1","type":"monolith"},{"nodeId":"node-3","type":"node"}]}""";
+        try (CannedServer registry = new CannedServer(Map.of("/v1/nodes", Map.entry(200, "[" + node1 + "]"),
+                "/v1/plugins", Map.entry(200, "[{\"id\":\"hostpath\"}]"), "/v1/plugins/hostpath", Map.entry(200, hostpath)))) {
+            Run all = run("node", "status", "--registry-url", registry.url());
+            assertEquals(0, all.code(), all.err());
+            String[] lines = all.out().lines().toArray(String[]::new);
+            assertEquals(4, lines.length, all.out());
+            assertTrue(lines[1].matches("node-1\\s+1\\s+valid\\s+.*"), lines[1]);
+            assertTrue(lines[2].matches("node-3\\s+-\\s+none \\(fencing off\\)\\s+-\\s+-\\s+-\\s*"), lines[2]);
+            assertTrue(lines[3].startsWith("fencing off on node-3: the worker asks for no lease"
+                    + " (csi.worker.fencing.enabled=false)"), lines[3]);
+
+            Run one = run("node", "status", "node-3", "--registry-url", registry.url());
+            assertEquals(0, one.code(), one.err());
+            assertTrue(one.out().lines().anyMatch(l -> l.matches("lease state\\s+= none \\(fencing off\\)")), one.out());
+        }
+        try (CannedServer registry = new CannedServer(Map.of("/v1/nodes", Map.entry(200, "[]"),
+                "/v1/plugins", Map.entry(200, "[]")))) {
+            Run none = run("node", "status", "--registry-url", registry.url());
+            assertEquals("No nodes\n", none.out());
+        }
+    }
+
+    /**
      * {@code node status} renders plugin-registry-service's {@code GET /v1/nodes} (the lease shape of the fencing
      * design: epoch, state, lastRenewedAt, expiresAt, fencedEpoch) as one row per node, a node without a lease as
      * dashes, and {@code node status node-2} its {@code GET /v1/nodes/node-2}; an unknown node exits 1 naming it.
@@ -257,8 +292,8 @@ class MainTest {
             Run unknown = run("node", "status", "node-9", "--registry-url", registry.url());
             assertEquals(1, unknown.code());
             assertTrue(unknown.err().contains("node 'node-9' unknown to plugin-registry-service"), unknown.err());
-            assertEquals(java.util.List.of("GET /v1/nodes", "GET /v1/nodes/node-2", "GET /v1/nodes/node-9"),
-                    registry.requests);
+            assertEquals(java.util.List.of("GET /v1/nodes", "GET /v1/plugins", "GET /v1/nodes/node-2",
+                    "GET /v1/nodes/node-9", "GET /v1/plugins"), registry.requests);
         }
         assertEquals("in 12 s", Operator.relative(java.time.Instant.parse("2026-11-24T21:00:42Z"),
                 java.time.Instant.parse("2026-11-24T21:00:30Z")));

@@ -99,6 +99,27 @@ class ComposeFileTest {
                 "worker and plugin agree on the node id");
     }
 
+    /**
+     * Issue 19: the worker holds a node lease unless told otherwise ({@code CSI_WORKER_FENCING_ENABLED} defaults to
+     * true), plugin-registry-service (which grants it) is in the file, and the three services that count the lease get
+     * the same {@code CSI_FENCING_*} timers, since claim-service's fence wait is computed from what the registry grants
+     * and the worker counts.
+     */
+    @Test
+    void workerHoldsALeaseByDefaultAndEveryServiceCountsTheSameTimers() {
+        assertEquals("${CSI_WORKER_FENCING_ENABLED:-true}",
+                string(service("node-mount-worker"), "environment", "CSI_WORKER_FENCING_ENABLED"));
+        assertNotNull(service("plugin-registry-service"), "the registry grants the leases");
+        for (String timer : List.of("CSI_FENCING_LEASE_TTL", "CSI_FENCING_CLOCK_DRIFT", "CSI_FENCING_BUDGET",
+                "CSI_FENCING_MARGIN")) {
+            String worker = string(service("node-mount-worker"), "environment", timer);
+            assertNotNull(worker, "node-mount-worker gets " + timer);
+            for (String name : List.of("claim-service", "plugin-registry-service")) {
+                assertEquals(worker, string(service(name), "environment", timer), name + "'s " + timer);
+            }
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"claim-service", "node-mount-worker"})
     void keyringIsARequiredVariableNeverAValue(String name) {

@@ -196,6 +196,15 @@ class KubernetesManifestsTest {
                 "the plugin serves <plugins-dir>/<plugin-id>/csi.sock: " + args.get(endpoint + 1));
     }
 
+    /** Issue 19: the worker DaemonSet holds node leases (stated, not left to the default). */
+    @Test
+    void workerDaemonSetHoldsANodeLease() {
+        Map<String, Object> daemonSet = named(kubernetesObjects(), "DaemonSet", "node-mount-worker");
+        Map<String, Object> worker = byName(maps(map(daemonSet, "spec", "template", "spec"), "containers"),
+                "node-mount-worker", "DaemonSet containers");
+        assertEquals("true", string(env(worker, "CSI_WORKER_FENCING_ENABLED"), "value"));
+    }
+
     @Test
     void keyringComesFromTheSecretEverywhere() {
         Set<String> seen = new HashSet<>();

@@ -96,9 +96,10 @@ public interface WorkerConfig {
     /**
      * Node leases (issue 19): request and renew the node's lease from plugin-registry-service, refuse mounts without a
      * valid lease and commands of an older lease epoch, stamp the epoch on every event, and be ready only with a valid
-     * lease. Off by default until the self-fence and the guard process land (README "Fencing").
+     * lease. On by default: plugin-registry-service grants the leases; turn it off only for a worker that runs
+     * without a registry (its write claims are then never failed over by a lapse: README "Fencing").
      */
     @io.smallrye.config.WithName("fencing.enabled")
-    @WithDefault("false")
+    @WithDefault("true")
     boolean fencingEnabled();
 }

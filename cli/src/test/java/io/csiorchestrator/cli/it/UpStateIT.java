@@ -1,6 +1,7 @@
 package io.csiorchestrator.cli.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -100,6 +101,22 @@ class UpStateIT {
         assertEquals(0, volumes.code(), volumes.toString());
         Run plugins = csi("plugin", "status", "--work-dir", work.toString());
         assertEquals(0, plugins.code(), plugins.toString());
+    }
+
+    /**
+     * Node leases are on by default (issue 19): {@code up} returns only once every worker is ready, and a worker is
+     * ready only with a lease plugin-registry-service granted, so right after {@code up} {@code node status} lists
+     * node-1 and node-2 with a valid lease (not "No nodes", nor "fencing off").
+     */
+    @Test
+    @Order(0)
+    void upWaitsForEveryNodesLeaseAndNodeStatusListsThem() {
+        Run nodes = csi("node", "status", "--work-dir", work.toString());
+        assertEquals(0, nodes.code(), nodes.toString());
+        for (String node : Cluster.NODES) {
+            assertTrue(nodes.out().lines().anyMatch(l -> l.matches(node + "\\s+\\d+\\s+valid\\s+.*")), nodes.out());
+        }
+        assertFalse(nodes.out().contains("fencing off"), nodes.out());
     }
 
     /**
