@@ -214,7 +214,7 @@ public final class VolumeOperations {
         Usage usage = new Usage(alloc, target.toString(), command.readOnly(), command.accessMode(),
                 command.attachmentMode(), command.fsType(), command.volumeContext(), command.publishContext(),
                 command.sealed(), previous.map(Usage::state).filter(s -> s == PublishState.PUBLISHED)
-                .orElse(PublishState.PUBLISHING), command.commandId());
+                .orElse(PublishState.PUBLISHING), command.commandId(), command.fenceOnLapse());
         record = record.withUsage(usage);
         if (staged && record.stage() != StageState.STAGED) {
             record = record.withStage(StageState.STAGING);

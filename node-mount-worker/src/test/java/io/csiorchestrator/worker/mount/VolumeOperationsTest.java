@@ -212,6 +212,19 @@ class VolumeOperationsTest {
         assertEquals(List.of("stage ext-vol1", "publish a1", "publish a2"), volumeRootModes.calls);
     }
 
+    /** The mount command's fenceOnLapse is kept on its publication in the record (and absent means false). */
+    @Test
+    void theRecordKeepsFenceOnLapseOfEachMountCommand() throws Exception {
+        VolumeOperations ops = operations(plugin, true);
+        assertTrue(ops.execute(mount("w1", false).withFencing(1L, 1L, true)).succeeded());
+        assertTrue(ops.execute(mount("r1", true)).succeeded());
+        VolumeOperations restarted = operations(plugin, true);
+        restarted.load();
+        VolumeRecord record = restarted.record(new VolumeKey("ns", "vol1")).orElseThrow();
+        assertTrue(record.usage("w1").orElseThrow().fencesOnLapse());
+        assertFalse(record.usage("r1").orElseThrow().fencesOnLapse());
+    }
+
     @Test
     void aRedeliveredCommandIsAnsweredFromTheRecord() throws Exception {
         VolumeOperations ops = operations(plugin, true);
