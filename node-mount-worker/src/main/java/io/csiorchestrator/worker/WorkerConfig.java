@@ -102,4 +102,12 @@ public interface WorkerConfig {
     @io.smallrye.config.WithName("fencing.enabled")
     @WithDefault("true")
     boolean fencingEnabled();
+
+    /**
+     * The guard process (issue 19, with fencing enabled): a watchdog script beside the worker, fed while the lease is
+     * valid, that unmounts the fence plan's paths when it is starved (the worker frozen or dead). False: no process.
+     */
+    @io.smallrye.config.WithName("fencing.guard")
+    @WithDefault("true")
+    boolean fencingGuard();
 }

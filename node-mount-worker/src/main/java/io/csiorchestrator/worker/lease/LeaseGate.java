@@ -124,6 +124,18 @@ public final class LeaseGate {
         return enabled && keeper.epoch() > 0 ? keeper.epoch() : null;
     }
 
+    /** The held epoch and when its fence is due (a nanoTime value): what the guard is fed. */
+    public record Deadline(long epoch, long fenceAtNanos) {
+    }
+
+    /** The lease's deadline while it is valid; empty while it is not (or fencing is off). */
+    public synchronized Optional<Deadline> deadline() {
+        if (!enabled || !keeper.valid(nanoTime.getAsLong())) {
+            return Optional.empty();
+        }
+        return Optional.of(new Deadline(keeper.epoch(), keeper.fenceAtNanos()));
+    }
+
     /** Why the lease is not valid now, or null. */
     public synchronized String invalidReason() {
         if (enabled && overdueFence > 0) {

@@ -1,0 +1,226 @@
+package io.csiorchestrator.worker.lease;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.csi.mount.MountInfo;
+import io.csiorchestrator.csi.mount.MountTable;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The guard script ({@code csi-fence-guard}, the module's resource) alone, as a bash process, with real bind mounts
+ * under a temporary worker root, fed by writing its protocol into its FIFO (by this test, or by a separate feeding
+ * process that is killed with -9). No timing is asserted: feeding keeps the mounts past several deadlines, and after
+ * the feeding stops the test waits (bounded) for the marker.
+ */
+class FenceGuardScriptTest {
+
+    private static final Duration AWAIT = Duration.ofSeconds(20);
+    /** Each feed's deadline: generous against a loaded machine, feeds come every {@link #FEED_EVERY_MS}. */
+    private static final long DEADLINE_MS = 1_500;
+    private static final long FEED_EVERY_MS = 250;
+    /** Feeds that span well over two deadlines. */
+    private static final int FEEDS = 16;
+
+    private Path dir;
+    private Path state;
+    private Path root;
+    private Path source;
+    private Process guard;
+    private final List<Process> feeders = new ArrayList<>();
+    private ScheduledExecutorService feeding;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        dir = Files.createTempDirectory("csi-fence-guard").toRealPath();
+        state = dir.resolve("state");
+        root = state; // as in the worker: the state dir is the worker's root
+        source = dir.resolve("source");
+        Files.createDirectories(state);
+        Files.createDirectories(source);
+        Files.writeString(source.resolve("data"), "volume data");
+        Path script = FenceGuard.writeScript(state);
+        guard = new ProcessBuilder("bash", script.toString(), state.toString(), root.toString())
+                .redirectError(ProcessBuilder.Redirect.appendTo(state.resolve(FenceGuard.LOG_FILE).toFile()))
+                .start();
+        assertEquals("ready " + guard.pid(), FenceGuard.readyLine(guard),
+                "the guard says it is ready (it reads its FIFO), with its pid; log: " + log());
+        assertEquals(Long.toString(guard.pid()), Files.readString(state.resolve(FenceGuard.PID_FILE)).trim());
+        assertEquals(guard.pid(), FenceGuard.liveGuard(state).orElseThrow(), "found from its pid file and cmdline");
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        if (feeding != null) {
+            feeding.shutdownNow();
+        }
+        for (Process p : feeders) {
+            p.destroyForcibly();
+            p.waitFor(10, TimeUnit.SECONDS);
+        }
+        if (guard != null) {
+            guard.destroyForcibly();
+            guard.waitFor(10, TimeUnit.SECONDS);
+        }
+        for (int round = 0; round < 5; round++) {
+            List<String> mounts = MountTable.readSelf().mountsUnder(dir).stream().map(MountInfo::mountPoint).toList();
+            for (String m : mounts) {
+                new ProcessBuilder("umount", "-l", m).redirectErrorStream(true).start().waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    @Test
+    void aFedGuardKeepsTheMountsAndAStarvedOneUnmountsThemBusyOneLazilyAndWritesTheMarker() throws Exception {
+        Path idle = bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path busy = bindMount(root.resolve("per-alloc/a2/default/v2"));
+        try (FileChannel open = FileChannel.open(busy.resolve("data"), StandardOpenOption.READ)) {
+            feedRepeatedly(1, idle, busy);
+            assertTrue(mounted(idle) && mounted(busy), "fed over " + FEEDS + " feeds (several deadlines): mounted");
+            assertFalse(Files.exists(marker()), "no fence while fed");
+
+            feeding.shutdownNow(); // starved from now on
+            await().atMost(AWAIT).until(() -> Files.exists(marker()));
+            assertEquals(List.of("epoch 1", "unmounted " + idle, "lazy " + busy), Files.readAllLines(marker()),
+                    "the busy mount (a file open in it) is detached lazily");
+            assertFalse(mounted(idle), "unmounted");
+            assertFalse(mounted(busy), "lazily detached: gone from the mount table while the file is still open");
+            assertTrue(open.isOpen());
+        }
+    }
+
+    @Test
+    void aSecondFeederTakesOverFromAKilledOneThenStarvedItFences() throws Exception {
+        Path target = bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Process first = feederProcess(feed(2, DEADLINE_MS, target));
+        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 2 with 1 path(s)"));
+        first.destroyForcibly(); // kill -9 of the feeding process, its FIFO end closed
+        first.waitFor(10, TimeUnit.SECONDS);
+
+        feedRepeatedly(2, target); // this test is the second feeder: past the first one's deadline
+        assertTrue(mounted(target), "the second feeder's feeds keep it mounted past the first one's deadline");
+        assertFalse(Files.exists(marker()));
+
+        feeding.shutdownNow();
+        await().atMost(AWAIT).until(() -> Files.exists(marker()));
+        assertEquals(List.of("epoch 2", "unmounted " + target), Files.readAllLines(marker()));
+        assertFalse(mounted(target));
+        assertTrue(guard.isAlive(), "the guard waits for the next feed");
+    }
+
+    @Test
+    void aKilledFeederIsNoEndOfFileTheGuardStillFencesAtItsDeadline() throws Exception {
+        Path target = bindMount(root.resolve("staging/default/v1"));
+        Process feeder = feederProcess(feed(3, DEADLINE_MS, target));
+        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 3 with 1 path(s)"));
+        feeder.destroyForcibly();
+        feeder.waitFor(10, TimeUnit.SECONDS);
+
+        await().atMost(AWAIT).until(() -> Files.exists(marker()));
+        assertEquals(List.of("epoch 3", "unmounted " + target), Files.readAllLines(marker()));
+        assertFalse(mounted(target));
+    }
+
+    @Test
+    void pathsOutsideTheRootAreRefusedAndAnEmptyFeedDisarmsNothing() throws Exception {
+        Path inside = bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path outside = bindMount(dir.resolve("outside"));
+        // a long deadline with paths, then a short one with the outside paths only: the last feed counts, its
+        // refused paths are dropped, and a feed with no (accepted) path still fences at its deadline
+        write(feed(4, 600_000, inside));
+        write("feed 4 500\npath " + outside + "\npath " + root + "/../outside\npath " + root + "\npath relative\nend\n");
+
+        await().atMost(AWAIT).until(() -> Files.exists(marker()));
+        assertEquals(List.of("epoch 4"), Files.readAllLines(marker()), "a fence of nothing");
+        assertTrue(mounted(outside), "a path outside the root is never unmounted");
+        assertTrue(mounted(inside), "the last feed no longer named it");
+        String log = log();
+        assertTrue(log.contains("refusing path " + outside + ": not under the worker root " + root), log);
+        assertTrue(log.contains("refusing path " + root + "/../outside"), log);
+        assertTrue(log.contains("refusing path " + root + ":"), log);
+    }
+
+    private Path bindMount(Path target) throws Exception {
+        Files.createDirectories(target);
+        Process p = new ProcessBuilder("mount", "--bind", source.toString(), target.toString())
+                .redirectErrorStream(true).start();
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0,
+                "mount --bind: " + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        assertTrue(mounted(target));
+        return target;
+    }
+
+    private static boolean mounted(Path path) {
+        return MountTable.readSelf().mounts().stream().anyMatch(m -> m.mountPoint().equals(path.toString()));
+    }
+
+    private Path marker() {
+        return state.resolve(FenceGuard.MARKER);
+    }
+
+    private String log() throws IOException {
+        Path log = state.resolve(FenceGuard.LOG_FILE);
+        return Files.exists(log) ? Files.readString(log) : "";
+    }
+
+    private static String feed(long epoch, long ms, Path... paths) {
+        StringBuilder feed = new StringBuilder("feed " + epoch + " " + ms + "\n");
+        for (Path p : paths) {
+            feed.append("path ").append(p).append('\n');
+        }
+        return feed.append("end\n").toString();
+    }
+
+    /** One write into the FIFO (the guard holds it open for reading, so this does not block). */
+    private void write(String text) throws IOException {
+        try (FileOutputStream out = new FileOutputStream(state.resolve(FenceGuard.FIFO).toFile())) {
+            out.write(text.getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    /** Feeds {@code epoch} with the paths every {@link #FEED_EVERY_MS} and returns after {@link #FEEDS} feeds. */
+    private void feedRepeatedly(long epoch, Path... paths) {
+        AtomicInteger fed = new AtomicInteger();
+        feeding = Executors.newSingleThreadScheduledExecutor();
+        feeding.scheduleAtFixedRate(() -> {
+            try {
+                write(feed(epoch, DEADLINE_MS, paths));
+                fed.incrementAndGet();
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }, 0, FEED_EVERY_MS, TimeUnit.MILLISECONDS);
+        await().atMost(AWAIT).until(() -> fed.get() >= FEEDS);
+    }
+
+    /** A separate process that writes {@code text} into the FIFO and then keeps its end open until killed. */
+    private Process feederProcess(String text) throws IOException {
+        Process p = new ProcessBuilder("bash", "-c", "exec 4>\"$1\"; printf '%s' \"$2\" >&4; exec sleep 600",
+                "feeder", state.resolve(FenceGuard.FIFO).toString(), text).start();
+        feeders.add(p);
+        return p;
+    }
+}
