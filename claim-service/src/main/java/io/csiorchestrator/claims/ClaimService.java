@@ -10,6 +10,7 @@ import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
 import io.csiorchestrator.claims.domain.ClaimRules.VolumeFacts;
 import io.csiorchestrator.claims.domain.Failover;
 import io.csiorchestrator.claims.domain.LeaseBook;
+import io.csiorchestrator.claims.domain.StorageFence;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.outbox.OutboxRelay;
 import io.csiorchestrator.claims.store.ClaimEntity;
@@ -299,6 +300,12 @@ public class ClaimService {
     private Uni<Void> stepDone(VolumeEntity volume, ClaimEntity claim, MountDone done) {
         claim.commandId = null;
         claim.commandDeadline = null;
+        if (Phase.STORAGE_FENCING.name().equals(claim.phase)) {
+            // Only a successful ControllerUnpublish is a fence; NOT_FOUND or any other failure is none.
+            return done.succeeded()
+                    ? apply(volume, claim, machine().storageFenced(snapshot(claim), StorageFence.fencedNote(claim.nodeId)))
+                    : storageFenceFailed(volume, claim, done.errorCode(), done.errorMessage());
+        }
         if (done.succeeded()) {
             if (done.kind() == NodeCommandKind.CONTROLLER_PUBLISH) {
                 claim.publishContextJson = Json.write(done.publishContext());
@@ -453,8 +460,73 @@ public class ClaimService {
             LOG.warnf("command %s of claim %s got no answer in time", claim.commandId, claim.claimId);
             claim.commandId = null;
             claim.commandDeadline = null;
-            return apply(volume, claim, machine().timedOut(snapshot(claim)));
+            if (Phase.STORAGE_FENCING.name().equals(claim.phase)) {
+                return storageFenceFailed(volume, claim, "DEADLINE_EXCEEDED", "no answer within the command timeout");
+            }
+            if (!Phase.UNMOUNTING.name().equals(claim.phase)) {
+                return apply(volume, claim, machine().timedOut(snapshot(claim)));
+            }
+            // An unmount without an answer: the node is unreachable, a storage-fencing plugin can cut it off now.
+            return storageFenceDecision(volume, claim, StorageFence.Unreachable.UNMOUNT_TIMED_OUT).chain(decision ->
+                    decision instanceof StorageFence.Fence fence ? storageFence(volume, claim, fence)
+                            : apply(volume, claim, machine().timedOut(snapshot(claim))));
         });
+    }
+
+    /**
+     * The storage-fence rule ({@link StorageFence#decide}) for this claim, whose node is unreachable for {@code why}.
+     * The caller holds the volume lock.
+     */
+    private Uni<StorageFence.Decision> storageFenceDecision(VolumeEntity volume, ClaimEntity claim, StorageFence.Unreachable why) {
+        List<String> fencingPlugins = fencing.storageFencingPlugins();
+        if (why == StorageFence.Unreachable.REACHABLE || !fencingPlugins.contains(volume.pluginId)) {
+            return Uni.createFrom().item(new StorageFence.NotApplicable());
+        }
+        return plugins.facts(volume.pluginId).chain(plugin -> activeClaims(volume.volumeKey).map(active -> {
+            List<ClaimMachine.Peer> others = active.stream().filter(c -> !c.claimId.equals(claim.claimId))
+                    .map(c -> new ClaimMachine.Peer(c.nodeId, Phase.valueOf(c.phase), c.controllerRequired)).toList();
+            var node = plugin.nodes().get(claim.nodeId);
+            String external = claim.externalNodeId != null ? claim.externalNodeId : node == null ? null : node.externalNodeId();
+            return StorageFence.decide(new StorageFence.Facts(volume.pluginId, fencingPlugins,
+                    Failover.effective(volume.failover), plugin.controllerRequired(), Phase.valueOf(claim.phase),
+                    "failed".equals(claim.storageFence), claim.nodeId, external, plugin.healthyControllerNodes(),
+                    claim.controllerNodeId, ClaimMachine.controllerPublicationNeeded(claim.nodeId, others), why));
+        }));
+    }
+
+    /** Why the claim's node is unreachable by its lease alone (not valid), or REACHABLE. */
+    private StorageFence.Unreachable leaseReachability(ClaimEntity claim) {
+        return StorageFence.leaseValid(fencing.book().entry(claim.nodeId), fencing.timers(), fencing.now())
+                ? StorageFence.Unreachable.REACHABLE : StorageFence.Unreachable.LEASE_NOT_VALID;
+    }
+
+    /** Starts the storage fence: ControllerUnpublish(volume, the claim's node) to {@code fence}'s controller. */
+    private Uni<Void> storageFence(VolumeEntity volume, ClaimEntity claim, StorageFence.Fence fence) {
+        LOG.warnf("claim %s (volume %s): %s", claim.claimId, claim.volumeKey, fence.reason());
+        claim.commandId = null;
+        claim.commandDeadline = null;
+        claim.retryAt = null;
+        claim.controllerNodeId = fence.controllerNode();
+        return apply(volume, claim, machine().storageFence(snapshot(claim), fence.reason()));
+    }
+
+    /**
+     * The storage fence failed or got no answer: never a fence. Not tried again for this claim; the release says so
+     * with the lease wait it falls back to.
+     */
+    private Uni<Void> storageFenceFailed(VolumeEntity volume, ClaimEntity claim, String code, String message) {
+        claim.storageFence = "failed";
+        LeaseBook.Verdict verdict = fencing.book().verdict(claim.nodeId, claim.leaseEpoch == null ? 0 : claim.leaseEpoch,
+                fencing.timers(), fencing.now());
+        claim.fenceWait = waitKind(verdict);
+        String reason = StorageFence.failedReason(claim.nodeId, code, message) + ": " + verdict.reason();
+        LOG.warnf("claim %s (volume %s): %s", claim.claimId, claim.volumeKey, reason);
+        return apply(volume, claim, machine().storageFenceFailed(snapshot(claim), reason));
+    }
+
+    private static String waitKind(LeaseBook.Verdict verdict) {
+        return verdict instanceof LeaseBook.Verdict.Wait w ? (w.lapsed() ? "lapsed" : "lease-valid")
+                : verdict instanceof LeaseBook.Verdict.Fenced ? "fenced" : "no-lease";
     }
 
     /**
@@ -465,27 +537,39 @@ public class ClaimService {
     public Uni<Void> fenceCheck(String claimId) {
         return onLockedClaim(claimId, (volume, claim) -> {
             Phase phase = Phase.valueOf(claim.phase);
-            if (claim.past || phase == Phase.PLUGIN_WAIT || phase == Phase.CONTROLLER_UNPUBLISHING) {
+            if (claim.past || phase == Phase.PLUGIN_WAIT || phase == Phase.CONTROLLER_UNPUBLISHING
+                    || phase == Phase.STORAGE_FENCING) {
                 return Uni.createFrom().voidItem();
             }
-            LeaseBook.Verdict verdict = fencing.book().verdict(claim.nodeId, claim.leaseEpoch == null ? 0 : claim.leaseEpoch,
+            LeaseBook.Verdict lease = fencing.book().verdict(claim.nodeId, claim.leaseEpoch == null ? 0 : claim.leaseEpoch,
                     fencing.timers(), fencing.now());
             boolean manual = !Failover.effective(volume.failover).freedByLapse();
-            if (verdict instanceof LeaseBook.Verdict.Fenced fenced && !manual) {
+            if (lease instanceof LeaseBook.Verdict.Fenced fenced && !manual) {
                 return detach(volume, claim, fenced.reason());
             }
-            String kind = manual ? "manual"
-                    : verdict instanceof LeaseBook.Verdict.Wait w ? (w.lapsed() ? "lapsed" : "lease-valid") : "no-lease";
-            if (manual) {
-                verdict = new LeaseBook.Verdict.NoLease("volume " + volume.volumeKey + " has failover manual: waiting for "
-                        + claim.nodeId + " to report the unmount, or an operator's forced detach");
-            }
-            if (kind.equals(claim.fenceWait)) {
-                return Uni.createFrom().voidItem();
-            }
-            claim.fenceWait = kind;
-            LOG.infof("claim %s (volume %s, node %s): %s", claim.claimId, claim.volumeKey, claim.nodeId, verdict.reason());
-            return apply(volume, claim, machine().fenceWait(snapshot(claim), verdict.reason()));
+            return storageFenceDecision(volume, claim, leaseReachability(claim)).chain(decision -> {
+                if (decision instanceof StorageFence.Fence fence) {
+                    return storageFence(volume, claim, fence);
+                }
+                LeaseBook.Verdict verdict = lease;
+                String kind = manual ? "manual" : waitKind(verdict);
+                if (manual) {
+                    verdict = new LeaseBook.Verdict.NoLease("volume " + volume.volumeKey + " has failover manual: waiting for "
+                            + claim.nodeId + " to report the unmount, or an operator's forced detach");
+                }
+                String reason = verdict.reason();
+                if (decision instanceof StorageFence.Unavailable no) {
+                    // A storage-fencing plugin that cannot fence now: said once, with the lease wait it falls back to.
+                    kind = "nosf-" + kind;
+                    reason = no.reason() + "; " + reason;
+                }
+                if (kind.equals(claim.fenceWait)) {
+                    return Uni.createFrom().voidItem();
+                }
+                claim.fenceWait = kind;
+                LOG.infof("claim %s (volume %s, node %s): %s", claim.claimId, claim.volumeKey, claim.nodeId, reason);
+                return apply(volume, claim, machine().fenceWait(snapshot(claim), reason));
+            });
         });
     }
 
@@ -691,7 +775,9 @@ public class ClaimService {
      * another claim's controller-unpublish is pending. The caller holds the volume lock.
      */
     private Uni<Void> send(VolumeEntity volume, ClaimEntity claim, NodeCommandKind kind) {
-        if (kind != NodeCommandKind.CONTROLLER_PUBLISH && kind != NodeCommandKind.CONTROLLER_UNPUBLISH) {
+        if ((kind != NodeCommandKind.CONTROLLER_PUBLISH && kind != NodeCommandKind.CONTROLLER_UNPUBLISH)
+                || Phase.STORAGE_FENCING.name().equals(claim.phase)) {
+            // A storage fence was decided with the volume's other claims on the node checked (StorageFence.decide).
             return write(volume, claim, kind);
         }
         return activeClaims(volume.volumeKey).chain(active -> {
@@ -728,7 +814,14 @@ public class ClaimService {
                     return apply(volume, claim, machine().failed(snapshot(claim), "NOT_FOUND",
                             "node " + claim.nodeId + " is unknown to plugin " + volume.pluginId + " (no external node id)"));
                 }
-                target = pickController(plugin, claim.controllerNodeId);
+                boolean storageFence = Phase.STORAGE_FENCING.name().equals(claim.phase);
+                target = storageFence
+                        ? StorageFence.controllerFor(plugin.healthyControllerNodes(), claim.controllerNodeId, claim.nodeId)
+                        : pickController(plugin, claim.controllerNodeId);
+                if (target == null && storageFence) {
+                    return storageFenceFailed(volume, claim, "UNAVAILABLE", "plugin " + volume.pluginId
+                            + " has no healthy controller instance on a node other than " + claim.nodeId);
+                }
                 if (target == null) {
                     claim.commandId = null;
                     claim.retryAt = now.plus(settings.policy().backoff(Math.max(claim.attempt, 1)));

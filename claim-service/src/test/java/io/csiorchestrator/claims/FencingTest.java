@@ -293,4 +293,110 @@ class FencingTest {
         bus.succeedAt(again, 2);
         bus.awaitStatus(w.requestId(), ClaimState.READY);
     }
+
+    /**
+     * A writer on node X and a second node Y, both with a controller and a node instance of {@code plugin} (a
+     * storage-fencing plugin of the test profile) and a valid lease; the claim on X is READY. {x, y, vol, requestId}.
+     */
+    private String[] storageFencedWriter(String plugin) {
+        // Named so that X sorts first: X's controller is the one the publish (and any plain unpublish) goes to.
+        String x = ClaimFlowTest.unique("node-a");
+        String y = ClaimFlowTest.unique("node-b");
+        bus.lease(x, 1, NodeLeaseState.VALID);
+        bus.lease(y, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(x, 1, "valid");
+        Bus.awaitLease(y, 1, "valid");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        bus.plugin(plugin, true, List.of(x, y), List.of(x, y));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-a", x, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        NodeCommand publish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
+        assertEquals("ext-" + x, publish.externalNodeId());
+        assertEquals(x, publish.nodeId(), "published through X's own controller");
+        bus.succeedAt(publish, 1);
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+        return new String[] {x, y, vol, w.requestId()};
+    }
+
+    /**
+     * Storage fencing (issue 19 item 4): the release of a write claim of a storage-fencing plugin on node X, whose
+     * unmount gets no answer and whose lease the registry declares LAPSED, is not left to the lease wait: claim-service
+     * sends ControllerUnpublish(volume, X) to the controller on the other node Y (never to X's own controller), says so
+     * in a RELEASING status, and the fence's success releases the claim with "storage-fenced X by ControllerUnpublish"
+     * (the lease path's "assumed detached" never comes, and no second ControllerUnpublish is sent). A new writer on Y
+     * then gets its ControllerPublish, after the fence's ControllerUnpublish.
+     */
+    @Test
+    void aReleaseOnAnUnreachableNodeOfAStorageFencingPluginIsFreedByAControllerUnpublishFromAnotherNode() {
+        String[] xv = storageFencedWriter("sf-1.test.csi");
+        String x = xv[0];
+        String y = xv[1];
+        String vol = xv[2];
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-a");
+        bus.send(release);
+        NodeCommand unmount = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertEquals(x, unmount.nodeId());
+        bus.lease(x, 1, NodeLeaseState.LAPSED); // X is cut off: its unmount is never answered
+
+        NodeCommand fence = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
+        assertEquals(y, fence.nodeId(), "the fence goes to the controller on another node, not the unreachable one");
+        assertEquals("ext-" + x, fence.externalNodeId());
+        ClaimStatus fencing = bus.awaitStatus(release.requestId(), ClaimState.RELEASING, r -> r.startsWith(x + " is unreachable"));
+        assertEquals(x + " is unreachable (its lease is not valid): storage-fencing it by ControllerUnpublish through the"
+                + " controller on " + y, fencing.reason());
+        bus.succeedAt(fence, 1);
+        ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        assertEquals("storage-fenced " + x + " by ControllerUnpublish", released.reason());
+
+        ClaimRequested next = Bus.claim("ns1", vol, "alloc-b", y, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(next);
+        NodeCommand publishY = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
+        assertEquals("ext-" + y, publishY.externalNodeId());
+        bus.succeedAt(publishY, 1);
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(next.requestId(), ClaimState.READY);
+        List<NodeCommand> unpublishes = bus.commands(vol).stream()
+                .filter(c -> c.kind() == NodeCommandKind.CONTROLLER_UNPUBLISH).toList();
+        assertEquals(List.of(fence.commandId()), unpublishes.stream().map(NodeCommand::commandId).toList(),
+                "one ControllerUnpublish: the fence");
+        assertTrue(bus.statuses(release.requestId()).stream().noneMatch(s -> s.reason() != null
+                && s.reason().contains("assumed detached")), "freed by the lease wait: " + bus.statuses(release.requestId()));
+    }
+
+    /**
+     * A storage fence whose ControllerUnpublish fails is no fence (issue 19 item 4): the release says so and falls back
+     * to the lease wait ("... failed (INTERNAL: ...): not a fence, falling back to the lease wait: X lease lapsed,
+     * waiting for its fence: N s left"), the unmount is sent to X again, and the claim is released only by the lease
+     * path ("assumed detached") once the fence wait passed.
+     */
+    @Test
+    void aFailedStorageFenceIsNoFenceAndTheReleaseFallsBackToTheLeaseWait() {
+        String[] xv = storageFencedWriter("sf-2.test.csi");
+        String x = xv[0];
+        String vol = xv[2];
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-a");
+        bus.send(release);
+        bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        bus.lease(x, 1, NodeLeaseState.LAPSED);
+        NodeCommand fence = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
+        bus.fail(fence, "INTERNAL", "the storage API refused");
+        ClaimStatus fallback = bus.awaitStatus(release.requestId(), ClaimState.RELEASING, r -> r.startsWith("storage fence"));
+        assertTrue(fallback.reason().startsWith("storage fence of " + x + " by ControllerUnpublish failed (INTERNAL: the"
+                + " storage API refused): not a fence, falling back to the lease wait: " + x + " lease lapsed, waiting for"
+                + " its fence: "), fallback.reason());
+        NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertEquals(x, again.nodeId());
+        // Only the lease path (the fence wait passed) frees the node side; the controller side, still owed since the
+        // fence failed, is then unpublished like any release's.
+        NodeCommand unpublish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
+        assertTrue(bus.statuses(release.requestId()).stream().noneMatch(s -> s.state() == ClaimState.RELEASED),
+                "released before the controller side was unpublished: " + bus.statuses(release.requestId()));
+        bus.succeedAt(unpublish, 1);
+        ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        assertEquals(null, released.reason(), "a failed fence is not reported as one");
+        List<ClaimStatus> order = bus.statuses(release.requestId());
+        assertTrue(order.indexOf(fallback) < order.indexOf(released), order.toString());
+    }
 }

@@ -20,6 +20,8 @@ import java.util.Set;
  *           volume on that node needs it, and a controller-publish waits while another claim unpublishes it)
  * waiting:  PLUGIN_WAIT (accepted by every rule but its node's plugin is briefly away; nothing sent or answered)
  *           -> the publish path when the plugin is back, or REJECTED -> FAILED past the grace
+ * storage fence: UNMOUNTING on an unreachable node of a storage-fencing plugin -> STORAGE_FENCING (ControllerUnpublish
+ *           from another node's controller) -> FREED (or FAILED when rolling back); failed or no answer -> UNMOUNTING
  * rollback: a fatal failure while publishing -> failed status, then the same teardown -> FAILED
  * anti-entropy: READY whose mount the node reports gone -> MOUNTING (accepted status) -> READY, or failed and rolled back;
  *           an orphan mount (no claim) -> a new claim in UNMOUNTING (releasing status) -> ... -> FREED
@@ -43,7 +45,13 @@ public final class ClaimMachine {
 
     /** Where a claim is. FREED and FAILED are past claims. */
     public enum Phase {
-        PLUGIN_WAIT, CONTROLLER_PUBLISHING, MOUNTING, READY, UNMOUNTING, CONTROLLER_UNPUBLISHING, FREED, FAILED;
+        PLUGIN_WAIT, CONTROLLER_PUBLISHING, MOUNTING, READY, UNMOUNTING, CONTROLLER_UNPUBLISHING, FREED, FAILED,
+        /**
+         * A teardown whose node is unreachable, ended by a ControllerUnpublish of the volume from that node sent to a
+         * controller on another node ({@link StorageFence}): its success is the fence, its failure falls back to
+         * UNMOUNTING and the lease wait.
+         */
+        STORAGE_FENCING;
 
         public boolean past() {
             return this == FREED || this == FAILED;
@@ -247,6 +255,9 @@ public final class ClaimMachine {
             case CONTROLLER_UNPUBLISHING -> {
                 return finish(s, effects, null);
             }
+            case STORAGE_FENCING -> {
+                return storageFenced(s, "storage-fenced by ControllerUnpublish");
+            }
             default -> {
                 return new Transition(s, List.of());
             }
@@ -255,6 +266,9 @@ public final class ClaimMachine {
 
     /** The current step's command failed with a CSI/gRPC or worker code. */
     public Transition failed(Snapshot s, String code, String message) {
+        if (s.phase() == Phase.STORAGE_FENCING) {
+            return storageFenceFailed(s, "storage fence by ControllerUnpublish failed: " + code + ": " + message);
+        }
         String what = describe(s.phase()) + " failed: " + code + ": " + message;
         boolean teardown = s.phase().tearingDown();
         if (teardown && "NOT_FOUND".equals(code)) {
@@ -312,7 +326,7 @@ public final class ClaimMachine {
                 effects.add(new EmitStatus(ClaimState.RELEASING, "release requested while publishing; teardown follows the step in flight"));
                 return new Transition(s.withReleaseRequested(), effects);
             }
-            case UNMOUNTING, CONTROLLER_UNPUBLISHING -> {
+            case UNMOUNTING, CONTROLLER_UNPUBLISHING, STORAGE_FENCING -> {
                 if (!s.rollingBack() || s.releaseRequested()) {
                     return new Transition(s, List.of());
                 }
@@ -379,7 +393,8 @@ public final class ClaimMachine {
      */
     public Transition fenced(Snapshot s, String reason) {
         if (s.phase() == null || s.phase().past() || s.phase() == Phase.PLUGIN_WAIT
-                || s.phase() == Phase.CONTROLLER_PUBLISHING || s.phase() == Phase.CONTROLLER_UNPUBLISHING) {
+                || s.phase() == Phase.CONTROLLER_PUBLISHING || s.phase() == Phase.CONTROLLER_UNPUBLISHING
+                || s.phase() == Phase.STORAGE_FENCING) {
             return new Transition(s, List.of());
         }
         List<Effect> effects = new ArrayList<>();
@@ -389,6 +404,56 @@ public final class ClaimMachine {
             next = s.withRollback();
         }
         return afterNodeDetached(next, effects, reason);
+    }
+
+    /**
+     * The claim's teardown is on an unreachable node of a storage-fencing plugin ({@link StorageFence#decide}): the
+     * volume is cut off that node by a ControllerUnpublish (the caller sends it to a controller on another node)
+     * instead of waiting for the node's lease. A release says so ({@code reason}) in a RELEASING status. Only from
+     * UNMOUNTING; anything else changes nothing.
+     */
+    public Transition storageFence(Snapshot s, String reason) {
+        if (s.phase() != Phase.UNMOUNTING) {
+            return new Transition(s, List.of());
+        }
+        List<Effect> effects = new ArrayList<>();
+        if (s.releaseRequested() && !s.rollingBack()) {
+            effects.add(new EmitStatus(ClaimState.RELEASING, reason));
+        }
+        effects.add(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH));
+        return new Transition(s.to(Phase.STORAGE_FENCING), effects);
+    }
+
+    /**
+     * The storage fence's ControllerUnpublish succeeded: the node is cut off the volume, the node side counts as
+     * detached and the controller side is done. A release ends RELEASED with {@code note} ("storage-fenced node-1 by
+     * ControllerUnpublish"), a rollback FAILED.
+     */
+    public Transition storageFenced(Snapshot s, String note) {
+        if (s.phase() != Phase.STORAGE_FENCING) {
+            return new Transition(s, List.of());
+        }
+        Snapshot done = new Snapshot(s.phase(), s.attempt(), s.controllerRequired(), false, s.releaseRequested(),
+                s.rollingBack());
+        return finish(done, new ArrayList<>(), note);
+    }
+
+    /**
+     * The storage fence's ControllerUnpublish failed or got no answer: never a fence. The teardown goes back to
+     * UNMOUNTING (the unmount is sent again after the backoff) and the node is freed only by its own unmount or the
+     * lease wait; a release says so ({@code reason}, with the lease wait's) in a RELEASING status.
+     */
+    public Transition storageFenceFailed(Snapshot s, String reason) {
+        if (s.phase() != Phase.STORAGE_FENCING) {
+            return new Transition(s, List.of());
+        }
+        List<Effect> effects = new ArrayList<>();
+        if (s.releaseRequested() && !s.rollingBack()) {
+            effects.add(new EmitStatus(ClaimState.RELEASING, reason));
+        }
+        effects.add(new RetryLater(NodeCommandKind.UNMOUNT, policy.backoff(1), reason));
+        return new Transition(new Snapshot(Phase.UNMOUNTING, 2, s.controllerRequired(), s.controllerPublished(),
+                s.releaseRequested(), s.rollingBack()), effects);
     }
 
     /**
@@ -473,7 +538,7 @@ public final class ClaimMachine {
      */
     public static boolean controllerUnpublishPending(String nodeId, Collection<Peer> others) {
         return others.stream().anyMatch(p -> p.nodeId().equals(nodeId) && p.controllerRequired()
-                && p.phase() == Phase.CONTROLLER_UNPUBLISHING);
+                && (p.phase() == Phase.CONTROLLER_UNPUBLISHING || p.phase() == Phase.STORAGE_FENCING));
     }
 
     /**
@@ -530,7 +595,7 @@ public final class ClaimMachine {
             case CONTROLLER_PUBLISHING -> NodeCommandKind.CONTROLLER_PUBLISH;
             case MOUNTING -> NodeCommandKind.MOUNT;
             case UNMOUNTING -> NodeCommandKind.UNMOUNT;
-            case CONTROLLER_UNPUBLISHING -> NodeCommandKind.CONTROLLER_UNPUBLISH;
+            case CONTROLLER_UNPUBLISHING, STORAGE_FENCING -> NodeCommandKind.CONTROLLER_UNPUBLISH;
             default -> null;
         };
     }

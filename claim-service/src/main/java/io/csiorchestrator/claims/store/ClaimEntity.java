@@ -72,6 +72,9 @@ public class ClaimEntity extends PanacheEntityBase {
     /** The fence wait a release announced last ('lease-valid', 'lapsed', 'no-lease', 'manual'); each is announced once. */
     @Column(name = "fence_wait")
     public String fenceWait;
+    /** 'failed' once a storage fence of this claim failed (tried once per claim); null otherwise. */
+    @Column(name = "storage_fence")
+    public String storageFence;
     @Column(name = "external_node_id")
     public String externalNodeId;
     @Column(name = "controller_node_id")

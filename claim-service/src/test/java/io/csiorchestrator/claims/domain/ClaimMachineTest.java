@@ -473,4 +473,49 @@ class ClaimMachineTest {
             assertEquals(2, t.next().attempt());
         }
     }
+
+    /**
+     * The storage fence (issue 19 item 4): a release unmounting goes to STORAGE_FENCING, says why and sends the
+     * ControllerUnpublish; its success ends the release RELEASED with the note and nothing else sent (the controller side
+     * is done); its failure goes back to UNMOUNTING with the unmount retried and the reason said; a rollback is fenced
+     * without a RELEASING status and ends FAILED; from any other phase nothing happens.
+     */
+    @Test
+    void aStorageFenceEndsTheTeardownOnlyWhenItsControllerUnpublishSucceeded() {
+        Snapshot ready = machine.succeeded(machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next(), "/h").next();
+        Snapshot unmounting = machine.release(ready).next();
+        Transition t = machine.storageFence(unmounting, "node-1 is unreachable: storage-fencing it");
+        assertEquals(Phase.STORAGE_FENCING, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node-1 is unreachable: storage-fencing it"),
+                new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)), t.effects());
+        Snapshot fencing = t.next();
+
+        Transition ok = machine.storageFenced(fencing, "storage-fenced node-1 by ControllerUnpublish");
+        assertEquals(Phase.FREED, ok.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, "storage-fenced node-1 by ControllerUnpublish")), ok.effects());
+        assertEquals(Phase.FREED, machine.succeeded(fencing, null).next().phase());
+
+        Transition failed = machine.storageFenceFailed(fencing, "storage fence failed: waiting for the lease");
+        assertEquals(Phase.UNMOUNTING, failed.next().phase());
+        assertTrue(failed.next().controllerPublished(), "the controller-unpublish is still owed after a failed fence");
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "storage fence failed: waiting for the lease"),
+                new RetryLater(NodeCommandKind.UNMOUNT, Duration.ofSeconds(1), "storage fence failed: waiting for the lease")),
+                failed.effects());
+        for (String code : List.of("NOT_FOUND", "DEADLINE_EXCEEDED", "INTERNAL")) {
+            assertEquals(Phase.UNMOUNTING, machine.failed(fencing, code, "x").next().phase(), code + " is never a fence");
+        }
+        assertEquals(Phase.UNMOUNTING, machine.timedOut(fencing).next().phase());
+
+        Snapshot rollingBack = machine.failed(machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next(),
+                "INTERNAL", "x").next();
+        assertEquals(Phase.UNMOUNTING, rollingBack.phase());
+        Transition rb = machine.storageFence(rollingBack, "x");
+        assertEquals(List.of(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)), rb.effects());
+        assertEquals(Phase.FAILED, machine.storageFenced(rb.next(), "n").next().phase());
+
+        assertEquals(new Transition(ready, List.of()), machine.storageFence(ready, "x"));
+        assertEquals(new Transition(unmounting, List.of()), machine.storageFenced(unmounting, "x"));
+        assertTrue(ClaimMachine.controllerUnpublishPending("node-1", List.of(new Peer("node-1", Phase.STORAGE_FENCING, true))),
+                "a controller-publish to the fenced node waits for the fence");
+    }
 }
