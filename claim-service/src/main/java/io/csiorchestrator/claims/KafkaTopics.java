@@ -7,6 +7,7 @@ import io.quarkus.runtime.StartupEvent;
 import jakarta.annotation.Priority;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
 import jakarta.interceptor.Interceptor;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,6 +33,10 @@ import org.jboss.logging.Logger;
  */
 @ApplicationScoped
 public class KafkaTopics {
+
+    /** The Kafka client settings (service-support's KafkaSecurity); PLAINTEXT when built by hand in a test. */
+    @Inject
+    io.csiorchestrator.events.KafkaClientSecurity kafkaSecurity = io.csiorchestrator.events.KafkaClientSecurity.plaintext();
 
     private static final Logger LOG = Logger.getLogger(KafkaTopics.class);
     private static final Set<Topic> DEAD_LETTERED = Set.of(Topic.CLAIM_REQUESTED, Topic.MOUNT_DONE, Topic.PLUGIN_STATUS,
@@ -59,6 +64,7 @@ public class KafkaTopics {
     public synchronized void refresh() {
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        kafkaSecurity.applyTo(props);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG, "claim-service-topics");
         try (Admin admin = Admin.create(props)) {
             if (create) {

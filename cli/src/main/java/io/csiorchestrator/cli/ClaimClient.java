@@ -8,6 +8,7 @@ import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.ClaimStatus;
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
@@ -220,7 +221,7 @@ public final class ClaimClient {
 
     /** A scheduler's producer: acks=all, idempotent, no linger, bounded waits. */
     static Properties producerProps(String bootstrap, String clientId) {
-        Properties props = new Properties();
+        Properties props = CliKafkaSecurity.resolve().applyTo(new Properties());
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ProducerConfig.ACKS_CONFIG, "all");
         props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
@@ -238,7 +239,7 @@ public final class ClaimClient {
 
     /** A reader of the contract's topics from assigned positions: no group, no commits, committed records only. */
     static Properties consumerProps(String bootstrap, String clientId) {
-        Properties props = new Properties();
+        Properties props = CliKafkaSecurity.resolve().applyTo(new Properties());
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());

@@ -25,6 +25,8 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.errors.TopicExistsException;
 
+import io.csiorchestrator.events.KafkaClientSecurity;
+
 import kafka.tools.StorageTool;
 
 /**
@@ -84,13 +86,22 @@ public final class Kraft {
 
     /** Formats the node's storage for {@code clusterId}; a log directory formatted before is left as it is. */
     public static void format(String clusterId, Path propsFile) {
+        format(clusterId, propsFile, List.of());
+    }
+
+    /**
+     * As {@link #format(String, Path)}, with {@code extra} arguments of the storage tool (e.g. {@code --add-scram}
+     * credentials, which only a first format writes).
+     */
+    public static void format(String clusterId, Path propsFile, List<String> extra) {
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
         int rc;
+        List<String> command = new ArrayList<>(List.of(
+            "format", "--cluster-id", clusterId, "--config", propsFile.toString(), "--ignore-formatted"));
+        command.addAll(extra);
         try (PrintStream out = new PrintStream(captured, true, StandardCharsets.UTF_8)) {
             // StorageTool.execute, never main(): main() exits the JVM.
-            rc = StorageTool.execute(new String[] {
-                "format", "--cluster-id", clusterId, "--config", propsFile.toString(), "--ignore-formatted"},
-                out);
+            rc = StorageTool.execute(command.toArray(new String[0]), out);
         } catch (Exception e) {
             throw new IllegalStateException("Formatting Kafka storage failed: " + captured.toString(StandardCharsets.UTF_8), e);
         }
@@ -102,7 +113,12 @@ public final class Kraft {
 
     /** A new Admin client; the caller closes it. */
     public static Admin admin(String bootstrapServers) {
-        Properties props = new Properties();
+        return admin(bootstrapServers, KafkaClientSecurity.plaintext());
+    }
+
+    /** A new Admin client with {@code security}'s settings; the caller closes it. */
+    public static Admin admin(String bootstrapServers, KafkaClientSecurity security) {
+        Properties props = security.applyTo(new Properties());
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG, "csi-local-infra-admin");
         props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
@@ -112,9 +128,14 @@ public final class Kraft {
 
     /** Waits (bounded) until the broker at {@code bootstrapServers} answers with at least one node. */
     public static void awaitReady(String bootstrapServers, Duration timeout) {
+        awaitReady(bootstrapServers, KafkaClientSecurity.plaintext(), timeout);
+    }
+
+    /** As {@link #awaitReady(String, Duration)}, connecting with {@code security}. */
+    public static void awaitReady(String bootstrapServers, KafkaClientSecurity security, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         Exception last = null;
-        try (Admin admin = admin(bootstrapServers)) {
+        try (Admin admin = admin(bootstrapServers, security)) {
             while (System.nanoTime() < deadline) {
                 try {
                     int nodes = admin.describeCluster().nodes().get(5, TimeUnit.SECONDS).size();
@@ -139,12 +160,18 @@ public final class Kraft {
      * @return {@code true} if created, {@code false} if a topic of that name already existed (left as it is)
      */
     public static boolean createTopic(String bootstrapServers, String name, int partitions, Map<String, String> configs) {
+        return createTopic(bootstrapServers, KafkaClientSecurity.plaintext(), name, partitions, configs);
+    }
+
+    /** As {@link #createTopic(String, String, int, Map)}, connecting with {@code security}. */
+    public static boolean createTopic(String bootstrapServers, KafkaClientSecurity security, String name, int partitions,
+                                      Map<String, String> configs) {
         Objects.requireNonNull(name, "name");
         if (partitions < 1) {
             throw new IllegalArgumentException("partitions must be >= 1: " + partitions);
         }
         NewTopic topic = new NewTopic(name, partitions, (short) 1).configs(configs == null ? Map.of() : configs);
-        try (Admin admin = admin(bootstrapServers)) {
+        try (Admin admin = admin(bootstrapServers, security)) {
             try {
                 admin.createTopics(List.of(topic)).all().get(ADMIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
             } catch (ExecutionException e) {

@@ -1,6 +1,7 @@
 package io.csiorchestrator.worker;
 
 import io.csiorchestrator.csi.mount.MountTable;
+import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.NodeStateReported;
@@ -94,6 +95,8 @@ public class NodeMountWorker {
     private final VolumeConditions conditions = new VolumeConditions();
     private volatile boolean started;
     private final java.time.Duration leaseTtl;
+    /** Every Kafka client's security settings ({@code csi.kafka.*}, see KafkaClientSecurity). */
+    private final KafkaClientSecurity kafkaSecurity;
     private io.csiorchestrator.worker.lease.LeaseGate lease;
     private io.csiorchestrator.worker.lease.LeaseClient leaseClient;
     private io.csiorchestrator.worker.lease.SelfFence selfFence;
@@ -109,6 +112,8 @@ public class NodeMountWorker {
         this.telemetry = new Telemetry(new WorkerMetrics(meters), new WorkerTracing(openTelemetry, tracer));
         this.config = config;
         this.bootstrapServers = bootstrapServers;
+        this.kafkaSecurity = KafkaClientSecurity.from(
+                name -> org.eclipse.microprofile.config.ConfigProvider.getConfig().getOptionalValue(name, String.class));
         this.topics = new TopicCatalog(prefix.orElse(""));
         this.keyring = keyring;
         this.activeKey = activeKey;
@@ -128,7 +133,7 @@ public class NodeMountWorker {
         paths.ensureDirectory(paths.recordsDir());
         // node events not yet acknowledged by Kafka survive a restart in <root>/events
         publisher = new KafkaEventPublisher(bootstrapServers, topics, SOURCE, config.eventQueueCapacity(),
-                telemetry.tracing(), EventSpool.open(paths));
+                telemetry.tracing(), EventSpool.open(paths)).withSecurity(kafkaSecurity);
         lease = config.fencingEnabled() ? io.csiorchestrator.worker.lease.LeaseGate.enabled(nodeId, System::nanoTime)
                 : io.csiorchestrator.worker.lease.LeaseGate.disabled(nodeId);
         publisher.stampLeaseEpoch(lease::epochOrNull);
@@ -165,7 +170,7 @@ public class NodeMountWorker {
                         if (change == io.csiorchestrator.worker.lease.LeaseKeeper.Change.NEW_EPOCH) {
                             fence.onNewEpoch(granted.epoch());
                         }
-                    });
+                    }).withSecurity(kafkaSecurity);
             leaseClient.afterEveryPoll(fence::tick);
             leaseClient.start();
         }
@@ -180,7 +185,7 @@ public class NodeMountWorker {
         watcher.start();
         consumer = new CommandConsumer(bootstrapServers, config.consumerGroup().orElse("node-mount-worker-" + nodeId),
                 topics.name(Topic.NODE_COMMANDS), topics.deadLetterName(Topic.NODE_COMMANDS), nodeId, serializer,
-                new CommandHandler(operations, clock, lease), publisher, telemetry);
+                new CommandHandler(operations, clock, lease), publisher, telemetry).withSecurity(kafkaSecurity);
         consumer.start();
         // anti-entropy: the actual state once now and then on a timer (never two at once: one scheduled task)
         stateReport = scheduler.scheduleWithFixedDelay(() -> reportState(nodeId), 0,

@@ -1,5 +1,6 @@
 package io.csiorchestrator.simulator;
 
+import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.NodeLeaseRequested;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
@@ -63,6 +64,8 @@ public final class NodeFleet implements AutoCloseable {
     }
 
     public synchronized void start() throws IOException {
+        // one principal for the whole fleet (KafkaAccess.SIMULATOR): CSI_KAFKA_* or -Dcsi.kafka.*
+        KafkaClientSecurity kafkaSecurity = KafkaClientSecurity.fromEnvironment();
         heartbeats = Executors.newSingleThreadScheduledExecutor(daemon("sim-heartbeats"));
         WorkerMetrics metrics = telemetry.metrics();
         for (String nodeId : settings.nodeIds()) {
@@ -71,7 +74,7 @@ public final class NodeFleet implements AutoCloseable {
             // node events not yet acknowledged survive a restart in <root>/events, as the worker's do
             KafkaEventPublisher publisher = new KafkaEventPublisher(settings.bootstrapServers(), settings.topics(),
                     SimulatedNode.SOURCE, 10_000, telemetry.tracing(),
-                    EventSpool.open(new WorkerPaths(root.toRealPath(), new PosixDirs())));
+                    EventSpool.open(new WorkerPaths(root.toRealPath(), new PosixDirs()))).withSecurity(kafkaSecurity);
             SimulatedPlugin plugin = new SimulatedPlugin(settings.pluginId(), nodeId, settings.pluginDelay(),
                     settings.controllerPublish(), metrics.csiAttempts(settings.pluginId()));
             SimulatedNode node = new SimulatedNode(nodeId, root, plugin, settings.secrets(), publisher, clock);
@@ -81,7 +84,8 @@ public final class NodeFleet implements AutoCloseable {
                     daemon("sim-volume-op-" + nodeId));
             CommandConsumer consumer = new CommandConsumer(settings.bootstrapServers(), "node-mount-worker-" + nodeId,
                     settings.topics().name(Topic.NODE_COMMANDS), settings.topics().deadLetterName(Topic.NODE_COMMANDS),
-                    nodeId, new VolumeSerializer(volumeThreads), node.handler(), publisher, telemetry);
+                    nodeId, new VolumeSerializer(volumeThreads), node.handler(), publisher, telemetry)
+                    .withSecurity(kafkaSecurity);
             consumer.start();
             node.announce();
             nodes.add(new Running(node, publisher, consumer, volumeThreads));

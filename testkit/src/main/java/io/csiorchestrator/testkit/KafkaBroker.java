@@ -5,8 +5,10 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
@@ -19,6 +21,11 @@ import org.apache.kafka.common.utils.Time;
 import kafka.server.KafkaConfig;
 import kafka.server.KafkaRaftServer;
 
+import io.csiorchestrator.events.KafkaAccess;
+import io.csiorchestrator.events.KafkaClientSecurity;
+import io.csiorchestrator.events.TopicCatalog;
+import io.csiorchestrator.localinfra.BrokerSecurity;
+import io.csiorchestrator.localinfra.KafkaUsers;
 import io.csiorchestrator.localinfra.Kraft;
 import io.csiorchestrator.localinfra.QuietLogging;
 
@@ -49,16 +56,20 @@ public final class KafkaBroker implements AutoCloseable {
     private final String bootstrapServers;
     private final String clusterId;
     private final Map<String, Integer> extraListenerPorts;
+    private final BrokerSecurity security;
+    private final KafkaClientSecurity adminSecurity;
     private final Object lock = new Object();
     private boolean closed;
 
     private KafkaBroker(KafkaRaftServer server, Path dataDir, String bootstrapServers, String clusterId,
-                        Map<String, Integer> extraListenerPorts) {
+                        Map<String, Integer> extraListenerPorts, BrokerSecurity security) {
         this.server = server;
         this.dataDir = dataDir;
         this.bootstrapServers = bootstrapServers;
         this.clusterId = clusterId;
         this.extraListenerPorts = Map.copyOf(extraListenerPorts);
+        this.security = security;
+        this.adminSecurity = security == null ? KafkaClientSecurity.plaintext() : security.admin();
     }
 
     /** Starts a broker with the default test settings; logs of Kafka's own packages go at WARN. */
@@ -96,9 +107,68 @@ public final class KafkaBroker implements AutoCloseable {
         return dataDir;
     }
 
-    /** A new Admin client on this broker; the caller closes it. */
+    /** A new Admin client on this broker (as {@value KafkaAccess#ADMIN} when secured); the caller closes it. */
     public Admin admin() {
-        return admin(bootstrapServers);
+        return Kraft.admin(bootstrapServers, adminSecurity);
+    }
+
+    /** Whether this broker is closed to anyone without a credential (SASL_SSL, SCRAM, the authorizer). */
+    public boolean secured() {
+        return security != null;
+    }
+
+    /** The admin's client settings: a super user ({@link KafkaClientSecurity#plaintext()} if not secured). */
+    public KafkaClientSecurity adminSecurity() {
+        return adminSecurity;
+    }
+
+    /** The PEM file of the CA the broker's certificate chains to (secured brokers only). */
+    public Path truststore() {
+        return requireSecured().truststore();
+    }
+
+    /**
+     * Issues {@code principal}: a new SCRAM credential (password in a 0600 file under the data directory) and its
+     * ACLs from {@link KafkaAccess} on {@code topics}. Returns the principal's client settings.
+     */
+    public KafkaClientSecurity issue(KafkaAccess.Principal principal, TopicCatalog topics) {
+        BrokerSecurity material = requireSecured();
+        String password = BrokerSecurity.newPassword();
+        Path file = passwordFile(principal.name());
+        BrokerSecurity.writeOwnerOnly(file, password + "\n");
+        try (Admin admin = admin()) {
+            new KafkaUsers(admin).issue(principal, password, topics);
+        }
+        return KafkaClientSecurity.scram(principal.name(), file, material.truststore());
+    }
+
+    /** Client settings of {@code user} with a password of the caller's choosing, without asking the broker. */
+    public KafkaClientSecurity credentialOf(String user, String password) {
+        return KafkaClientSecurity.scramWithPassword(user, password, requireSecured().truststore());
+    }
+
+    /** Revokes {@code user}: deletes its SCRAM credential (its ACLs stay, harmless without a credential). */
+    public void revoke(String user) {
+        requireSecured();
+        try (Admin admin = admin()) {
+            new KafkaUsers(admin).deleteCredential(user);
+        }
+    }
+
+    private Path passwordFile(String user) {
+        try {
+            Path dir = Files.createDirectories(dataDir.resolve("credentials"));
+            return dir.resolve(user + ".password");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private BrokerSecurity requireSecured() {
+        if (security == null) {
+            throw new IllegalStateException(this + " is not secured (KafkaBroker.builder().secured(true))");
+        }
+        return security;
     }
 
     static Admin admin(String bootstrapServers) {
@@ -111,7 +181,7 @@ public final class KafkaBroker implements AutoCloseable {
      * @return {@code true} if created, {@code false} if a topic of that name already existed (left as it is)
      */
     public boolean createTopic(String name, int partitions, Map<String, String> configs) {
-        return createTopic(bootstrapServers, name, partitions, configs);
+        return Kraft.createTopic(bootstrapServers, adminSecurity, name, partitions, configs);
     }
 
     public boolean createTopic(String name, int partitions) {
@@ -204,6 +274,8 @@ public final class KafkaBroker implements AutoCloseable {
         private final Map<String, String> overrides = new LinkedHashMap<>();
         private final Map<String, Integer> advertisedListeners = new LinkedHashMap<>();
         private boolean quietLogging = true;
+        private boolean secured;
+        private Duration reauthentication = BrokerSecurity.DEFAULT_REAUTHENTICATION;
 
         private Builder() {
         }
@@ -229,6 +301,21 @@ public final class KafkaBroker implements AutoCloseable {
                 throw new IllegalArgumentException("bad listener name " + name);
             }
             advertisedListeners.put(name, advertisedPort);
+            return this;
+        }
+
+        /**
+         * Closes the broker ({@link BrokerSecurity}): SASL_SSL with SCRAM-SHA-512 on the client listener, mutual TLS
+         * on the controller's, the StandardAuthorizer with no access without an ACL; certificates made at start.
+         */
+        public Builder secured(boolean secured) {
+            this.secured = secured;
+            return this;
+        }
+
+        /** {@code connections.max.reauth.ms} of a secured broker: how soon a revoked credential's connection ends. */
+        public Builder reauthentication(Duration bound) {
+            this.reauthentication = Objects.requireNonNull(bound);
             return this;
         }
 
@@ -302,6 +389,13 @@ public final class KafkaBroker implements AutoCloseable {
                 int controllerPort = ports[1];
                 String clusterId = Uuid.randomUuid().toString();
                 Properties props = defaultBrokerProperties(dir.resolve("logs"), brokerPort, controllerPort);
+                BrokerSecurity security = null;
+                if (secured) {
+                    security = BrokerSecurity.createOrLoad(dir.resolve("security"), BrokerSecurity.LOOPBACK_NAMES,
+                        reauthentication);
+                    security.configure(props, "127.0.0.1", brokerPort, controllerPort);
+                }
+                String listenerProtocol = secured ? BrokerSecurity.LISTENER_PROTOCOL : "PLAINTEXT";
                 Map<String, Integer> extraPorts = new LinkedHashMap<>();
                 int next = 2;
                 for (Map.Entry<String, Integer> listener : advertisedListeners.entrySet()) {
@@ -312,20 +406,22 @@ public final class KafkaBroker implements AutoCloseable {
                     props.put("advertised.listeners", props.get("advertised.listeners") + "," + name + "://127.0.0.1:"
                         + listener.getValue());
                     props.put("listener.security.protocol.map", props.get("listener.security.protocol.map") + "," + name
-                        + ":PLAINTEXT");
+                        + ":" + listenerProtocol);
                 }
                 props.putAll(overrides);
                 Path propsFile = dir.resolve("server.properties");
+                // the settings hold the key store's and the broker's passwords: owner only
+                Files.createFile(propsFile, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
                 try (OutputStream out = Files.newOutputStream(propsFile)) {
                     props.store(out, "csi-orchestrator testkit broker");
                 }
                 KafkaConfig config = new KafkaConfig(props, false); // a bad setting fails here, readably
-                Kraft.format(clusterId, propsFile);
+                Kraft.format(clusterId, propsFile, security == null ? List.of() : security.formatArguments());
 
                 server = new KafkaRaftServer(config, Time.SYSTEM);
                 server.startup();
                 String bootstrap = "127.0.0.1:" + brokerPort;
-                KafkaBroker broker = new KafkaBroker(server, dir, bootstrap, clusterId, extraPorts);
+                KafkaBroker broker = new KafkaBroker(server, dir, bootstrap, clusterId, extraPorts, security);
                 broker.awaitReady(System.nanoTime() - begin);
                 LOG.log(System.Logger.Level.INFO, "Kafka broker started in {0} ms at {1} (data in {2})",
                     (System.nanoTime() - begin) / 1_000_000, bootstrap, dir);
@@ -347,7 +443,7 @@ public final class KafkaBroker implements AutoCloseable {
     }
 
     private void awaitReady(long elapsedNanos) {
-        Kraft.awaitReady(bootstrapServers, STARTUP_TIMEOUT.minusNanos(elapsedNanos));
+        Kraft.awaitReady(bootstrapServers, adminSecurity, STARTUP_TIMEOUT.minusNanos(elapsedNanos));
     }
 
     private static Path createTempDir() {

@@ -65,6 +65,10 @@ import org.jboss.logging.Logger;
 @ApplicationScoped
 public class OutboxRelay {
 
+    /** The Kafka client settings (service-support's KafkaSecurity); PLAINTEXT when built by hand in a test. */
+    @Inject
+    io.csiorchestrator.events.KafkaClientSecurity kafkaSecurity = io.csiorchestrator.events.KafkaClientSecurity.plaintext();
+
     private static final Logger LOG = Logger.getLogger(OutboxRelay.class);
     private static final String SOURCE = "/claim-service";
 
@@ -101,6 +105,7 @@ public class OutboxRelay {
     public void start() {
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        kafkaSecurity.applyTo(props);
         props.put(ProducerConfig.CLIENT_ID_CONFIG, "claim-service-outbox");
         props.put(ProducerConfig.ACKS_CONFIG, "all");
         props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");

@@ -4,6 +4,7 @@ import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.DeadLetters;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
@@ -141,6 +142,12 @@ public final class CommandConsumer implements AutoCloseable {
         config.put(ConsumerConfig.CLIENT_ID_CONFIG, "node-mount-worker-" + nodeId);
         config.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");
         config.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, Long.toString(metadataMaxAge.toMillis()));
+    }
+
+    /** Connects with {@code security}'s settings (call before {@link #start()}). */
+    public CommandConsumer withSecurity(KafkaClientSecurity security) {
+        security.applyTo(config);
+        return this;
     }
 
     public void start() {

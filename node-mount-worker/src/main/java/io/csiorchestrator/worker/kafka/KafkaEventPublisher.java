@@ -3,6 +3,7 @@ package io.csiorchestrator.worker.kafka;
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.ContractEvent;
 import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.worker.EventSink;
@@ -137,6 +138,12 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
             return r.withLeaseEpoch(epoch);
         }
         return event;
+    }
+
+    /** Connects with {@code security}'s settings (call before {@link #start()}). */
+    public KafkaEventPublisher withSecurity(KafkaClientSecurity security) {
+        security.applyTo(producerConfig);
+        return this;
     }
 
     public void start() {

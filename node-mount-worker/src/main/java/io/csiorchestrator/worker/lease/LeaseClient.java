@@ -3,6 +3,7 @@ package io.csiorchestrator.worker.lease;
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.NodeLease;
 import io.csiorchestrator.events.NodeLeaseRequested;
 import io.csiorchestrator.events.NodePartitioner;
@@ -39,6 +40,7 @@ public final class LeaseClient implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(LeaseClient.class);
 
     private final String bootstrapServers;
+    private KafkaClientSecurity security = KafkaClientSecurity.plaintext();
     private final TopicCatalog topics;
     private final String nodeId;
     private final String source;
@@ -67,8 +69,14 @@ public final class LeaseClient implements AutoCloseable {
         this.afterPoll = task;
     }
 
+    /** Connects with {@code security}'s settings (call before {@link #start()}). */
+    public LeaseClient withSecurity(KafkaClientSecurity security) {
+        this.security = security;
+        return this;
+    }
+
     public void start() {
-        Properties c = new Properties();
+        Properties c = security.applyTo(new Properties());
         c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         c.put(ConsumerConfig.CLIENT_ID_CONFIG, "node-mount-worker-lease-" + nodeId);
@@ -80,7 +88,7 @@ public final class LeaseClient implements AutoCloseable {
     }
 
     private void run() {
-        Properties p = new Properties();
+        Properties p = security.applyTo(new Properties());
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "0");

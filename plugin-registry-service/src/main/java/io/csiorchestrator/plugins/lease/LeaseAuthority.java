@@ -65,6 +65,10 @@ import org.jboss.logging.Logger;
 @ApplicationScoped
 public class LeaseAuthority {
 
+    /** The Kafka client settings (service-support's KafkaSecurity); PLAINTEXT when built by hand in a test. */
+    @Inject
+    io.csiorchestrator.events.KafkaClientSecurity kafkaSecurity = io.csiorchestrator.events.KafkaClientSecurity.plaintext();
+
     private static final Logger LOG = Logger.getLogger(LeaseAuthority.class);
     static final String SOURCE = "/plugin-registry-service";
     public static final String GROUP = "plugin-registry-service-leases";
@@ -116,6 +120,7 @@ public class LeaseAuthority {
         }
         Properties c = new Properties();
         c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        kafkaSecurity.applyTo(c);
         c.put(ConsumerConfig.GROUP_ID_CONFIG, GROUP);
         c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
@@ -126,6 +131,7 @@ public class LeaseAuthority {
         consumer = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer());
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        kafkaSecurity.applyTo(p);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "0");

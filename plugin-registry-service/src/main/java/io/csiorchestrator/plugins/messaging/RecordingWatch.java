@@ -45,6 +45,10 @@ import org.jboss.logging.Logger;
 @ApplicationScoped
 public class RecordingWatch {
 
+    /** The Kafka client settings (service-support's KafkaSecurity); PLAINTEXT when built by hand in a test. */
+    @Inject
+    io.csiorchestrator.events.KafkaClientSecurity kafkaSecurity = io.csiorchestrator.events.KafkaClientSecurity.plaintext();
+
     private static final Logger LOG = Logger.getLogger(RecordingWatch.class);
     /** How long one read of offsets may take before the registry counts as unable to read the topic. */
     static final Duration READ_TIMEOUT = Duration.ofSeconds(5);
@@ -183,6 +187,7 @@ public class RecordingWatch {
         if (admin == null) {
             Properties props = new Properties();
             props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+            kafkaSecurity.applyTo(props);
             props.put(AdminClientConfig.CLIENT_ID_CONFIG, "plugin-registry-service-catch-up");
             props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) READ_TIMEOUT.toMillis());
             props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) READ_TIMEOUT.toMillis());

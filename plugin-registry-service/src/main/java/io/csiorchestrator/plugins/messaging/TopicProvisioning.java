@@ -33,6 +33,10 @@ import org.jboss.logging.Logger;
 @ApplicationScoped
 public class TopicProvisioning {
 
+    /** The Kafka client settings (service-support's KafkaSecurity); PLAINTEXT when built by hand in a test. */
+    @Inject
+    io.csiorchestrator.events.KafkaClientSecurity kafkaSecurity = io.csiorchestrator.events.KafkaClientSecurity.plaintext();
+
     private static final Logger LOG = Logger.getLogger(TopicProvisioning.class);
 
     @Inject
@@ -59,6 +63,7 @@ public class TopicProvisioning {
         wanted.add(topic(topics.name(Topic.NODE_LEASES), Topic.NODE_LEASES, Topic.NODE_LEASES.compacted()));
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        kafkaSecurity.applyTo(props);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG, "plugin-registry-service-provisioning");
         try (Admin admin = Admin.create(props)) {
             Set<String> existing = admin.listTopics().names().get(30, TimeUnit.SECONDS);

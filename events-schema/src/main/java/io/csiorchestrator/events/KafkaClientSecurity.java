@@ -1,0 +1,196 @@
+package io.csiorchestrator.events;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.function.Function;
+
+/**
+ * The security settings of every Kafka client of this project (services' SmallRye channels and admin clients, the
+ * worker's, the simulator's and the CLI's plain producers and consumers), made in one place from four settings:
+ *
+ * <table>
+ *   <caption>settings (property; environment variable)</caption>
+ *   <tr><td>{@value #PROTOCOL} ({@code CSI_KAFKA_SECURITY_PROTOCOL})</td><td>{@code SASL_SSL} or {@code PLAINTEXT};
+ *       default {@code SASL_SSL} when a user name is set, else {@code PLAINTEXT}</td></tr>
+ *   <tr><td>{@value #USERNAME} ({@code CSI_KAFKA_USERNAME})</td><td>the SCRAM-SHA-512 user: the principal</td></tr>
+ *   <tr><td>{@value #PASSWORD_FILE} ({@code CSI_KAFKA_PASSWORD_FILE})</td><td>a file holding its password, readable
+ *       by its owner only (a file others may read is refused)</td></tr>
+ *   <tr><td>{@value #TRUSTSTORE} ({@code CSI_KAFKA_TRUSTSTORE})</td><td>a PEM file with the CA certificate(s) the
+ *       broker's certificate must chain to (host name verified)</td></tr>
+ * </table>
+ *
+ * <p>The password goes only into {@code sasl.jaas.config}, a value Kafka itself never logs ({@code [hidden]});
+ * {@link #toString()} names the user and the files, never the password.
+ */
+public final class KafkaClientSecurity {
+
+    public static final String PROTOCOL = "csi.kafka.security-protocol";
+    public static final String USERNAME = "csi.kafka.username";
+    public static final String PASSWORD_FILE = "csi.kafka.password-file";
+    public static final String TRUSTSTORE = "csi.kafka.truststore";
+    public static final String MECHANISM = "SCRAM-SHA-512";
+
+    private static final Set<PosixFilePermission> OTHERS = Set.of(PosixFilePermission.GROUP_READ,
+        PosixFilePermission.GROUP_WRITE, PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE);
+
+    private final String protocol;
+    private final String username;
+    private final String password;
+    private final Path truststore;
+
+    private KafkaClientSecurity(String protocol, String username, String password, Path truststore) {
+        this.protocol = protocol;
+        this.username = username;
+        this.password = password;
+        this.truststore = truststore;
+    }
+
+    /** No security: PLAINTEXT (only for a broker that has a PLAINTEXT listener, which ours no longer have). */
+    public static KafkaClientSecurity plaintext() {
+        return new KafkaClientSecurity("PLAINTEXT", null, null, null);
+    }
+
+    /** SASL_SSL as {@code username} with the password in {@code passwordFile}, trusting the CA(s) in {@code truststore}. */
+    public static KafkaClientSecurity scram(String username, Path passwordFile, Path truststore) {
+        return new KafkaClientSecurity("SASL_SSL", requireUser(username), readPassword(passwordFile),
+            requireFile(TRUSTSTORE, truststore));
+    }
+
+    /** As {@link #scram(String, Path, Path)} with the password itself (tests and credential tools). */
+    public static KafkaClientSecurity scramWithPassword(String username, String password, Path truststore) {
+        return new KafkaClientSecurity("SASL_SSL", requireUser(username), requirePassword(password),
+            requireFile(TRUSTSTORE, truststore));
+    }
+
+    /** From the properties above, looked up by name in {@code config} (e.g. MicroProfile Config, which maps the env). */
+    public static KafkaClientSecurity from(Function<String, Optional<String>> config) {
+        Optional<String> user = config.apply(USERNAME).filter(s -> !s.isBlank());
+        String protocol = config.apply(PROTOCOL).filter(s -> !s.isBlank()).map(s -> s.trim().toUpperCase(Locale.ROOT))
+            .orElse(user.isPresent() ? "SASL_SSL" : "PLAINTEXT");
+        switch (protocol) {
+            case "PLAINTEXT":
+                return plaintext();
+            case "SASL_SSL":
+                String name = user.orElseThrow(() -> new IllegalArgumentException(
+                    PROTOCOL + "=SASL_SSL needs " + USERNAME));
+                Path passwordFile = config.apply(PASSWORD_FILE).filter(s -> !s.isBlank()).map(Path::of)
+                    .orElseThrow(() -> new IllegalArgumentException(USERNAME + " needs " + PASSWORD_FILE));
+                Path trust = config.apply(TRUSTSTORE).filter(s -> !s.isBlank()).map(Path::of)
+                    .orElseThrow(() -> new IllegalArgumentException(USERNAME + " needs " + TRUSTSTORE));
+                return scram(name, passwordFile, trust);
+            default:
+                throw new IllegalArgumentException("unsupported " + PROTOCOL + " " + Violation.quote(protocol)
+                    + ": use SASL_SSL or PLAINTEXT");
+        }
+    }
+
+    /** From the environment variables named above (and system properties of the same names as the properties). */
+    public static KafkaClientSecurity fromEnvironment() {
+        return from(name -> Optional.ofNullable(System.getProperty(name)).or(() -> Optional.ofNullable(System.getenv(envName(name)))));
+    }
+
+    /** {@code csi.kafka.password-file} becomes {@code CSI_KAFKA_PASSWORD_FILE}. */
+    public static String envName(String property) {
+        return property.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
+    }
+
+    public boolean secured() {
+        return !"PLAINTEXT".equals(protocol);
+    }
+
+    /** The principal's name, if any. */
+    public Optional<String> username() {
+        return Optional.ofNullable(username);
+    }
+
+    /** The client settings (empty except {@code security.protocol} for PLAINTEXT), to add to a client's config. */
+    public Map<String, Object> clientProperties() {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("security.protocol", protocol);
+        if (secured()) {
+            p.put("sasl.mechanism", MECHANISM);
+            p.put("sasl.jaas.config", jaasConfig(username, password));
+            p.put("ssl.truststore.type", "PEM");
+            p.put("ssl.truststore.location", truststore.toAbsolutePath().toString());
+        }
+        return p;
+    }
+
+    /** Adds {@link #clientProperties()} to {@code config} and returns it. */
+    public <M extends Map<? super String, Object>> M applyTo(M config) {
+        config.putAll(clientProperties());
+        return config;
+    }
+
+    /** Adds {@link #clientProperties()} to {@code props} and returns it. */
+    public Properties applyTo(Properties props) {
+        props.putAll(clientProperties());
+        return props;
+    }
+
+    /** The JAAS line of a SCRAM login; user name and password quoted. */
+    public static String jaasConfig(String username, String password) {
+        return "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"" + quoted(username)
+            + "\" password=\"" + quoted(password) + "\";";
+    }
+
+    private static String quoted(String s) {
+        return s.replace("\\", "\\\\").replace("\"", "\\\"");
+    }
+
+    private static String requireUser(String username) {
+        if (username == null || !username.matches("[A-Za-z0-9][A-Za-z0-9._-]{0,127}")) {
+            throw new IllegalArgumentException("invalid Kafka user name " + Violation.quote(String.valueOf(username)));
+        }
+        return username;
+    }
+
+    private static String requirePassword(String password) {
+        if (password == null || password.isEmpty() || password.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+            throw new IllegalArgumentException("a Kafka password must be non-empty printable text");
+        }
+        return password;
+    }
+
+    private static Path requireFile(String what, Path file) {
+        if (file == null || !Files.isRegularFile(file)) {
+            throw new IllegalArgumentException(what + " " + file + " is not a file");
+        }
+        return file;
+    }
+
+    /** The password in {@code file} (one line; a final line break is dropped); refused if others may read it. */
+    static String readPassword(Path file) {
+        requireFile(PASSWORD_FILE, file);
+        try {
+            if (Files.getFileStore(file).supportsFileAttributeView("posix")) {
+                Set<PosixFilePermission> perms = Files.getPosixFilePermissions(file);
+                if (perms.stream().anyMatch(OTHERS::contains)) {
+                    throw new IllegalArgumentException(PASSWORD_FILE + " " + file
+                        + " may be read or written by others than its owner: chmod 600 it");
+                }
+            }
+            String text = Files.readString(file, StandardCharsets.UTF_8);
+            return requirePassword(text.strip());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + PASSWORD_FILE + " " + file, e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return secured()
+            ? "KafkaClientSecurity[SASL_SSL " + MECHANISM + " user " + username + ", truststore " + truststore + "]"
+            : "KafkaClientSecurity[PLAINTEXT]";
+    }
+}

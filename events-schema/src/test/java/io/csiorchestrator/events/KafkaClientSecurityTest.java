@@ -1,0 +1,70 @@
+package io.csiorchestrator.events;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The one place Kafka clients get their security settings from. */
+class KafkaClientSecurityTest {
+
+    @TempDir
+    Path dir;
+
+    /** A user name, a 0600 password file and a truststore give SASL_SSL/SCRAM-SHA-512 with a PEM truststore. */
+    @Test
+    void scramSettingsFromConfig() throws Exception {
+        Path password = ownerOnly("pw", "s3cr\"et\n");
+        Path ca = Files.writeString(dir.resolve("ca.pem"), "-----BEGIN CERTIFICATE-----\n");
+        Map<String, String> config = Map.of(KafkaClientSecurity.USERNAME, "node-1",
+            KafkaClientSecurity.PASSWORD_FILE, password.toString(), KafkaClientSecurity.TRUSTSTORE, ca.toString());
+        KafkaClientSecurity security = KafkaClientSecurity.from(key -> Optional.ofNullable(config.get(key)));
+        Map<String, Object> props = security.clientProperties();
+        assertEquals("SASL_SSL", props.get("security.protocol"));
+        assertEquals("SCRAM-SHA-512", props.get("sasl.mechanism"));
+        assertEquals("org.apache.kafka.common.security.scram.ScramLoginModule required username=\"node-1\" password=\"s3cr\\\"et\";",
+            props.get("sasl.jaas.config"));
+        assertEquals("PEM", props.get("ssl.truststore.type"));
+        assertEquals(ca.toAbsolutePath().toString(), props.get("ssl.truststore.location"));
+        assertFalse(security.toString().contains("s3cr"), security.toString());
+        assertTrue(security.toString().contains("node-1"));
+    }
+
+    /** A password file that group or others may read is refused, naming the file, never its content. */
+    @Test
+    void passwordFileReadableByOthersIsRefused() throws Exception {
+        Path password = ownerOnly("pw", "hunter2");
+        Files.setPosixFilePermissions(password, PosixFilePermissions.fromString("rw-r--r--"));
+        Path ca = Files.writeString(dir.resolve("ca.pem"), "x");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> KafkaClientSecurity.scram("node-1", password, ca));
+        assertTrue(e.getMessage().contains("chmod 600"), e.getMessage());
+        assertFalse(e.getMessage().contains("hunter2"));
+    }
+
+    /** Without a user name the client is PLAINTEXT; a user name without password file or truststore is an error. */
+    @Test
+    void incompleteSettingsAreRefused() {
+        assertEquals(Map.of("security.protocol", "PLAINTEXT"),
+            KafkaClientSecurity.from(key -> Optional.empty()).clientProperties());
+        assertThrows(IllegalArgumentException.class, () -> KafkaClientSecurity.from(
+            key -> key.equals(KafkaClientSecurity.USERNAME) ? Optional.of("node-1") : Optional.empty()));
+        assertThrows(IllegalArgumentException.class, () -> KafkaClientSecurity.from(
+            key -> key.equals(KafkaClientSecurity.PROTOCOL) ? Optional.of("SASL_SSL") : Optional.empty()));
+        assertEquals("CSI_KAFKA_PASSWORD_FILE", KafkaClientSecurity.envName(KafkaClientSecurity.PASSWORD_FILE));
+    }
+
+    private Path ownerOnly(String name, String text) throws Exception {
+        Path file = Files.createFile(dir.resolve(name), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        return Files.writeString(file, text);
+    }
+}
