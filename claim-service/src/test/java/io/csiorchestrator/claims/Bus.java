@@ -59,7 +59,31 @@ public final class Bus implements AutoCloseable {
         Map<String, String> h = new LinkedHashMap<>();
         headers.forEach(header -> h.put(header.key(), new String(header.value(), java.nio.charset.StandardCharsets.UTF_8)));
         h.putAll(extra);
-        kafka.send(topic(event.eventType().topic()), event.recordKey(), EventCodec.encodeToString(event), h);
+        String value = EventCodec.encodeToString(event);
+        io.csiorchestrator.events.identity.IdentityKey signer = signer(event);
+        kafka.send(topic(event.eventType().topic()), event.recordKey(), value,
+                signer == null ? h : io.csiorchestrator.testkit.TestIdentities.signed(signer, event.recordKey(), value, h));
+    }
+
+    /**
+     * Who signs {@code event} as production would: a claim request the tests' scheduler
+     * ({@link io.csiorchestrator.testkit.TestIdentities#SCHEDULER}), a worker's record its node; the services' records
+     * (plugin-status, node-leases) are not signed.
+     */
+    public static io.csiorchestrator.events.identity.IdentityKey signer(ContractEvent event) {
+        if (event instanceof ClaimRequested) {
+            return io.csiorchestrator.testkit.TestIdentities.scheduler(io.csiorchestrator.testkit.TestIdentities.SCHEDULER);
+        }
+        if (event instanceof MountDone d) {
+            return io.csiorchestrator.testkit.TestIdentities.node(d.nodeId());
+        }
+        if (event instanceof io.csiorchestrator.events.NodeEvent e) {
+            return io.csiorchestrator.testkit.TestIdentities.node(e.nodeId());
+        }
+        if (event instanceof io.csiorchestrator.events.NodeStateReported r) {
+            return io.csiorchestrator.testkit.TestIdentities.node(r.nodeId());
+        }
+        return null;
     }
 
     /**

@@ -22,6 +22,7 @@ import io.csiorchestrator.events.NodeStateReported;
 import io.csiorchestrator.events.ReportedMount;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.testkit.HostileRecords;
+import io.csiorchestrator.testkit.TestIdentities;
 import io.quarkus.test.junit.QuarkusTest;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -38,7 +39,11 @@ import org.junit.jupiter.api.Test;
  * mount-done, plugin-status, node-state, node-events) the test sends every kind of {@link HostileRecords} (bad CloudEvents
  * headers, bodies that are not the event) on one partition, then a valid record on the same partition.
  * The valid record is handled (its answer arrives within {@link Bus#WAIT}) and every hostile record is
- * on {@code <topic>-dead-letter} with a reason naming its header or field.
+ * on {@code <topic>-dead-letter} with a reason naming its header or field. To the topics of signed records
+ * (claim-requested from schedulers; mount-done, node-state, node-events from nodes) it also sends the
+ * {@link HostileRecords#unauthentic} kinds (unsigned, forged, unknown key, re-signed by another principal, altered
+ * header or value after signing, and for claim requests a ce_time outside the replay window), each dead-lettered
+ * with its reason; and a signed claim request sent twice is dead-lettered "replayed" the second time.
  */
 @QuarkusTest
 class HostileRecordsTest {
@@ -59,6 +64,7 @@ class HostileRecordsTest {
                 List.of("requestId", "namespace", "volumeId", "allocationId", "nodeId", "mode", "accessMode", "attachmentMode"),
                 List.of("namespace", "volumeId", "allocationId", "nodeId"), List.of("mode", "accessMode", "attachmentMode"),
                 List.of("requestedAt"), mountDoneOf(vol, node));
+        sent.putAll(sendUnauthentic(template, TestIdentities.node(node), "not a scheduler", 10));
 
         ClaimRequested valid = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(valid);
@@ -79,6 +85,7 @@ class HostileRecordsTest {
                 List.of("commandId", "nodeId", "kind", "namespace", "volumeId", "success", "completedAt"),
                 List.of("nodeId", "namespace", "volumeId", "allocationId"), List.of("kind"), List.of("completedAt"),
                 EventCodec.encodeToString(claim));
+        sent.putAll(sendUnauthentic(done, TestIdentities.node(node + "-other"), "node mismatch", 0));
 
         bus.succeed(mount);
         bus.awaitStatus(claim.requestId(), ClaimState.READY);
@@ -108,6 +115,7 @@ class HostileRecordsTest {
         Map<HostileRecords.Kind, RecordMetadata> sent = sendHostile(nodeState(node, vol, 1, t0), EventType.PLUGIN_STATUS,
                 List.of("nodeId", "sequence", "takenAt"), List.of("nodeId"), List.of(), List.of("takenAt"),
                 EventCodec.encodeToString(status(ClaimFlowTest.unique("plug-h"))));
+        sent.putAll(sendUnauthentic(nodeState(node, vol, 1, t0), TestIdentities.node(node + "-other"), "node mismatch", 0));
 
         // two valid reports a grace apart showing a mount nobody claimed: its unmount is the answer
         bus.send(nodeState(node, vol, 2, t0));
@@ -136,12 +144,57 @@ class HostileRecordsTest {
         Map<HostileRecords.Kind, RecordMetadata> sent = sendHostile(condition, EventType.MOUNT_DONE,
                 List.of("nodeId", "kind", "message", "occurredAt"), List.of("nodeId", "pluginId", "namespace", "volumeId"),
                 List.of("kind"), List.of("occurredAt"), EventCodec.encodeToString(status("plug")));
+        sent.putAll(sendUnauthentic(condition, TestIdentities.node(node + "-other"), "node mismatch", 0));
 
         bus.send(condition);
         org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> io.restassured.RestAssured.given()
                 .get("/v1/volumes/ns1/" + vol).then().statusCode(200)
                 .body("conditions[0].condition", org.hamcrest.Matchers.equalTo("abnormal")));
         assertAllDeadLettered(Topic.NODE_EVENTS, sent);
+    }
+
+    /**
+     * A claim request signed by the tests' scheduler and accepted, sent again byte for byte (same ce_id, same
+     * signature): the copy is dead-lettered "replayed" and the request is answered accepted once.
+     */
+    @Test
+    void claimRequestedReplayIsDeadLetteredAndAnsweredOnce() {
+        String node = ClaimFlowTest.unique("node-h");
+        String vol = bus.schedulableVolume("ns1", "replay", AccessMode.SINGLE_NODE_WRITER, node);
+        ClaimRequested claim = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(claim.eventType(), "/test").writeTo(headers);
+        Map<String, String> ce = new LinkedHashMap<>();
+        headers.forEach(h -> ce.put(h.key(), new String(h.value(), StandardCharsets.UTF_8)));
+        String value = EventCodec.encodeToString(claim);
+        Map<String, String> signed = TestIdentities.signed(Bus.signer(claim), claim.recordKey(), value, ce);
+        List<org.apache.kafka.common.header.Header> list = new java.util.ArrayList<>();
+        signed.forEach((k, v) -> list.add(new org.apache.kafka.common.header.internals.RecordHeader(k,
+                v.getBytes(StandardCharsets.UTF_8))));
+        HostileRecords.Kind replay = new HostileRecords.Kind("replayed", claim.recordKey(), value, list, "replayed");
+
+        bus.kafka.send(replay.toRecord(Bus.topic(Topic.CLAIM_REQUESTED), null));
+        bus.awaitStatus(claim.requestId(), ClaimState.ACCEPTED);
+        Map<HostileRecords.Kind, RecordMetadata> sent = HostileRecords.send(bus.kafka, Bus.topic(Topic.CLAIM_REQUESTED),
+                List.of(replay));
+        assertAllDeadLettered(Topic.CLAIM_REQUESTED, sent);
+        assertEquals(1, bus.statuses(claim.requestId()).stream().filter(st -> st.state() == ClaimState.ACCEPTED).count());
+    }
+
+    /** Sends {@link HostileRecords#unauthentic} kinds made from {@code valid} (signed by its rightful key) to its topic. */
+    private Map<HostileRecords.Kind, RecordMetadata> sendUnauthentic(ContractEvent valid,
+                                                                     io.csiorchestrator.events.identity.IdentityKey otherTrusted,
+                                                                     String otherReason, long staleMinutes) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(valid.eventType(), "/test").writeTo(headers);
+        Map<String, String> ce = new LinkedHashMap<>();
+        headers.forEach(h -> ce.put(h.key(), new String(h.value(), StandardCharsets.UTF_8)));
+        io.csiorchestrator.events.identity.IdentityKey signer = Bus.signer(valid);
+        HostileRecords.Template template = new HostileRecords.Template(valid.recordKey(), EventCodec.encodeToString(valid), ce,
+                valid.eventType().cloudEventType(), null, List.of(), List.of(), List.of(), List.of(), null);
+        List<HostileRecords.Kind> kinds = HostileRecords.unauthentic(template, signer, otherTrusted,
+                TestIdentities.stranger(signer.principal()), otherReason, staleMinutes);
+        return HostileRecords.send(bus.kafka, Bus.topic(valid.eventType().topic()), kinds);
     }
 
     private static PluginStatus status(String plugin) {

@@ -9,12 +9,14 @@ import io.quarkus.test.common.ResourceArg;
  * The real infrastructure of every test of this module (one Quarkus application for all test
  * classes): the testkit's in-process Kafka broker, with node-commands created with 4 partitions so
  * the service must read the count from the broker, and an embedded PostgreSQL reached through a
- * {@code TcpProxy} ({@code PostgresResource.proxy()}), so a test can take the database away.
+ * {@code TcpProxy} ({@code PostgresResource.proxy()}), so a test can take the database away; and the trust file of
+ * the tests' record-signing keys ({@code IdentityResource}: records are checked for their signature as in production).
  */
 @QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false,
         initArgs = @ResourceArg(name = KafkaResource.TOPICS, value = "cs-test.node-commands:4"))
 @QuarkusTestResource(value = PostgresResource.class, restrictToAnnotatedClass = false,
         initArgs = @ResourceArg(name = PostgresResource.PROXIED, value = "true"))
+@QuarkusTestResource(value = io.csiorchestrator.testkit.IdentityResource.class, restrictToAnnotatedClass = false)
 public final class TestResources {
 
     public static final String PREFIX = "cs-test.";

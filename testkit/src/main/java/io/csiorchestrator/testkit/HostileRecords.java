@@ -153,6 +153,66 @@ public final class HostileRecords {
         return problems;
     }
 
+    /**
+     * The unauthentic kinds of a record whose template value is valid (issue 20 items 3 and 5): each a well-formed
+     * event that must still never take effect. {@code signer} is the key that may sign it (its node's, or a
+     * scheduler's); {@code otherTrusted} a trusted key of another principal (another node, or a node for a claim
+     * request); {@code stranger} a key in no trust file. Kinds: unsigned; a signature by the stranger naming the
+     * signer's kid (forged); the stranger's own kid (unknown kid); re-signed whole by {@code otherTrusted} (the reason
+     * names {@code otherPrincipalReason}: "node mismatch", or "not a scheduler"); a signed record whose ce_source,
+     * ce_id or value was changed afterwards (altered); signed with a ce_time {@code staleMinutes} minutes old when
+     * {@code staleMinutes > 0} (outside window).
+     */
+    public static List<Kind> unauthentic(Template t, io.csiorchestrator.events.identity.IdentityKey signer,
+                                         io.csiorchestrator.events.identity.IdentityKey otherTrusted,
+                                         io.csiorchestrator.events.identity.IdentityKey stranger,
+                                         String otherPrincipalReason, long staleMinutes) {
+        List<Kind> kinds = new ArrayList<>();
+        kinds.add(new Kind("unsigned", t.key(), t.value(), validHeaders(fresh(t)), "unsigned"));
+        List<Header> forged = signedHeaders(fresh(t), stranger, t.value());
+        replace(forged, io.csiorchestrator.events.identity.RecordSignature.KID, signer.kid().getBytes(StandardCharsets.UTF_8));
+        kinds.add(new Kind("forged: a stranger's signature naming the signer's kid", t.key(), t.value(), forged,
+                "bad signature"));
+        kinds.add(new Kind("signed by a key in no trust file", t.key(), t.value(), signedHeaders(fresh(t), stranger, t.value()),
+                "unknown kid"));
+        kinds.add(new Kind("re-signed with another principal's trusted key", t.key(), t.value(),
+                signedHeaders(fresh(t), otherTrusted, t.value()), otherPrincipalReason));
+        for (String name : List.of("ce_source", "ce_id", "ce_time")) {
+            List<Header> altered = signedHeaders(fresh(t), signer, t.value());
+            String changed = name.equals("ce_time") ? java.time.Instant.now().plusSeconds(1).toString() : "altered-" + name;
+            replace(altered, name, changed.getBytes(StandardCharsets.UTF_8));
+            kinds.add(new Kind("signed, then " + name + " altered", t.key(), t.value(), altered, "bad signature"));
+        }
+        String otherValue = t.value().replaceFirst("\\}\\s*$", ",\"injected\":true}");
+        kinds.add(new Kind("signed, then the value altered", t.key(), otherValue,
+                signedHeaders(fresh(t), signer, t.value()), "bad signature"));
+        if (staleMinutes > 0) {
+            Template stale = fresh(t);
+            stale.headers().put("ce_time", java.time.Instant.now().minusSeconds(staleMinutes * 60).toString());
+            kinds.add(new Kind("signed, ce_time " + staleMinutes + " minutes old", t.key(), t.value(),
+                    signedHeaders(stale, signer, t.value()), "outside window"));
+        }
+        return List.copyOf(kinds);
+    }
+
+    /** {@code t} with a new ce_id and the current ce_time (each unauthentic kind is a record of its own). */
+    private static Template fresh(Template t) {
+        Map<String, String> headers = new LinkedHashMap<>(t.headers());
+        headers.put("ce_id", java.util.UUID.randomUUID().toString());
+        headers.put("ce_time", java.time.Instant.now().toString());
+        return new Template(t.key(), t.value(), headers, t.ceType(), t.otherCeType(), t.required(), t.ids(), t.enums(),
+                t.times(), t.otherEventBody());
+    }
+
+    private static List<Header> signedHeaders(Template t, io.csiorchestrator.events.identity.IdentityKey key, String value) {
+        org.apache.kafka.common.header.internals.RecordHeaders headers = new org.apache.kafka.common.header.internals.RecordHeaders();
+        validHeaders(t).forEach(headers::add);
+        io.csiorchestrator.events.identity.RecordSignature.sign(key, t.key(), value.getBytes(StandardCharsets.UTF_8), headers);
+        List<Header> list = new ArrayList<>();
+        headers.forEach(list::add);
+        return list;
+    }
+
     private static void headerKinds(Template t, List<Kind> kinds) {
         kinds.add(new Kind("no CloudEvents headers", t.key(), t.value(), List.of(), "ce_type"));
         String huge = "x".repeat(100_000);

@@ -45,7 +45,10 @@ import org.jboss.logging.Logger;
  * backoff (100 ms to 5 s) for as long as that lasts, so a valid record is never dead-lettered by an
  * outage; meanwhile readiness reports the database down. Any other failure is retried for
  * {@code csi.claims.consumer-retry-budget} (45 s), then the record is dead-lettered with the reason.
- * Retries are counted in {@code csi.claim.consumer.retries}.
+ * Retries are counted in {@code csi.claim.consumer.retries}. Once a record is well-formed, who wrote it is checked
+ * before it takes any effect ({@link io.csiorchestrator.support.security.RecordAuthenticity}, issue 20 items 3 and 5):
+ * a claim request signed by a scheduler, seen once, inside the replay window; a mount-done, node-state or node event
+ * signed by the node it names; anything else is dead-lettered with the reason.
  */
 @ApplicationScoped
 public class Consumers {
@@ -63,6 +66,8 @@ public class Consumers {
     AntiEntropyRepairs antiEntropy;
     @Inject
     Fencing fencing;
+    @Inject
+    io.csiorchestrator.support.security.RecordAuthenticity authenticity;
 
     @Incoming("claim-requested")
     public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
@@ -73,6 +78,7 @@ public class Consumers {
             Tx tx = Tx.causedBy(openTelemetry, trace);
             CloudEventHeaders.requireValid(record.headers(), EventType.CLAIM_REQUESTED);
             ClaimRequested request = decodeClaimRequested(record);
+            authenticity.requireScheduler(record, EventType.CLAIM_REQUESTED.displayName());
             Instant requestedAt = eventTime(record, received);
             return retried(() -> claims.onClaimRequested(request, requestedAt, tx), "claim-requested " + request.requestId());
         });
@@ -98,6 +104,7 @@ public class Consumers {
             Tx tx = Tx.causedBy(openTelemetry, trace);
             CloudEventHeaders.requireValid(record.headers(), EventType.MOUNT_DONE);
             MountDone done = EventCodec.decode(MountDone.class, record.value());
+            authenticity.requireNode(record, EventType.MOUNT_DONE.displayName(), done.nodeId());
             refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
             return retried(() -> claims.onMountDone(done, tx), "mount-done " + done.commandId());
         });
@@ -122,6 +129,7 @@ public class Consumers {
                 throw MalformedEventException.single("node-state", "nodeId", report.nodeId(),
                         "does not match the record key '" + record.key() + "'");
             }
+            authenticity.requireNode(record, EventType.NODE_STATE.displayName(), report.nodeId());
             return retried(() -> antiEntropy.onReport(report), "node-state " + report.nodeId() + " #" + report.sequence());
         });
     }
@@ -154,6 +162,7 @@ public class Consumers {
         return handled(() -> {
             CloudEventHeaders.requireValid(record.headers(), EventType.NODE_EVENT);
             NodeEvent event = EventCodec.decode(NodeEvent.class, record.value());
+            authenticity.requireNode(record, EventType.NODE_EVENT.displayName(), event.nodeId());
             if (event.kind() == NodeEventKind.FENCED) {
                 // About an ended epoch by nature (sent once the worker is back, maybe after its next grant): judged by
                 // details.epoch against each claim's mount epoch, not refused as stale.

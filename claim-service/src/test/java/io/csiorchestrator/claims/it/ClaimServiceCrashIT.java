@@ -396,7 +396,10 @@ class ClaimServiceCrashIT {
         CloudEventHeaders.create(event.eventType(), "/test").writeTo(headers);
         Map<String, String> h = new LinkedHashMap<>();
         headers.forEach(header -> h.put(header.key(), new String(header.value(), StandardCharsets.UTF_8)));
-        kafka.send(topic(event.eventType().topic()), event.recordKey(), EventCodec.encodeToString(event), h);
+        String value = EventCodec.encodeToString(event);
+        io.csiorchestrator.events.identity.IdentityKey signer = io.csiorchestrator.claims.Bus.signer(event);
+        kafka.send(topic(event.eventType().topic()), event.recordKey(), value,
+                signer == null ? h : io.csiorchestrator.testkit.TestIdentities.signed(signer, event.recordKey(), value, h));
     }
 
     private static ClaimRequested claim(String vol, String alloc) {

@@ -63,6 +63,8 @@ final class ClaimServiceProcess {
             throw new UncheckedIOException(e);
         }
         cmd.add("-Dmp.jwt.verify.publickey.location=" + jwks.toAbsolutePath());
+        // the tests' record-signing keys (TestIdentities): records are checked as in production
+        cmd.add("-Dcsi.security.trust-file=" + io.csiorchestrator.testkit.TestIdentities.trustFile());
         cmd.add("-jar");
         cmd.add(jar.toAbsolutePath().toString());
         Path log = logDir.resolve(name + ".log");

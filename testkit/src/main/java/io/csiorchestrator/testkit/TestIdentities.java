@@ -1,0 +1,114 @@
+package io.csiorchestrator.testkit;
+
+import io.csiorchestrator.events.identity.IdentityKey;
+import io.csiorchestrator.events.identity.Principal;
+import io.csiorchestrator.events.identity.RecordSignature;
+import io.csiorchestrator.events.identity.TrustSet;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+
+/**
+ * Record-signing identities for tests (issue 20 items 3 and 5), made at test time: one Ed25519 key per node and per
+ * scheduler, created the first time a test asks for it and added to this JVM's trust file ({@link #trustFile()}, in a
+ * temporary directory), which the services under test read ({@link IdentityResource} hands its path to Quarkus as
+ * {@code csi.security.trust-file}; the services read it again when it changes, at once for an unknown key id). A
+ * {@link #stranger} key is never in the trust file. Test-only keys: never used outside tests.
+ */
+public final class TestIdentities {
+
+    /** The scheduler the tests' claim requests come from unless a test names another. */
+    public static final String SCHEDULER = "test-scheduler";
+
+    private static final Map<Principal, IdentityKey> KEYS = new ConcurrentHashMap<>();
+    private static final Map<Principal, IdentityKey> STRANGERS = new ConcurrentHashMap<>();
+    private static Path dir;
+    private static TrustSet trust = TrustSet.of(List.of());
+
+    private TestIdentities() {
+    }
+
+    /** This JVM's trust file (created, empty, on first use). */
+    public static synchronized Path trustFile() {
+        if (dir == null) {
+            try {
+                dir = Files.createTempDirectory("csi-test-identities");
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            trust.write(dir.resolve("trust.json"));
+        }
+        return dir.resolve("trust.json");
+    }
+
+    /** The trusted key of {@code node:<nodeId>}. */
+    public static IdentityKey node(String nodeId) {
+        return key(Principal.node(nodeId));
+    }
+
+    /** The trusted key of {@code scheduler:<schedulerId>}. */
+    public static IdentityKey scheduler(String schedulerId) {
+        return key(Principal.scheduler(schedulerId));
+    }
+
+    /** A key that claims {@code principal} but is in no trust file. */
+    public static IdentityKey stranger(Principal principal) {
+        return STRANGERS.computeIfAbsent(principal, p -> IdentityKey.generate(p, "stranger." + p.id()));
+    }
+
+    /** The trusted key of {@code principal}, made and added to the trust file the first time. */
+    public static synchronized IdentityKey key(Principal principal) {
+        IdentityKey key = KEYS.get(principal);
+        if (key == null) {
+            key = IdentityKey.generate(principal, principal.kind().name().toLowerCase(java.util.Locale.ROOT) + "."
+                    + principal.id() + ".k1");
+            trustFile();
+            trust = trust.with(key.publicEntry());
+            trust.write(dir.resolve("trust.json"));
+            KEYS.put(principal, key);
+        }
+        return key;
+    }
+
+    /** Writes {@code node}'s key to a 0600 file of its own (for a worker process) and returns its path. */
+    public static Path nodeKeyFile(String nodeId) {
+        Path file = trustFile().resolveSibling("node-" + nodeId + ".key");
+        node(nodeId).write(file);
+        return file;
+    }
+
+    /**
+     * {@code headers} (as a test sends them: name to text) plus the signature of the record by {@code key}: the
+     * map's order is kept, the two signature headers come last.
+     */
+    public static Map<String, String> signed(IdentityKey key, String recordKey, String value, Map<String, String> headers) {
+        Headers h = new RecordHeaders();
+        headers.forEach((name, text) -> h.add(name, text == null ? null : text.getBytes(StandardCharsets.UTF_8)));
+        RecordSignature.sign(key, recordKey, value == null ? null : value.getBytes(StandardCharsets.UTF_8), h);
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Header header : h) {
+            out.put(header.key(), header.value() == null ? null : new String(header.value(), StandardCharsets.UTF_8));
+        }
+        return out;
+    }
+
+    /** Signs a record in place (its headers as they are now). */
+    public static void sign(IdentityKey key, String recordKey, byte[] value, Headers headers) {
+        RecordSignature.sign(key, recordKey, value, headers);
+    }
+
+    /** The principals with a trusted key so far. */
+    public static synchronized List<Principal> principals() {
+        return new ArrayList<>(KEYS.keySet());
+    }
+}
