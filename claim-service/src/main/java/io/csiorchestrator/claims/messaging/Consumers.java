@@ -63,6 +63,8 @@ public class Consumers {
     AntiEntropyRepairs antiEntropy;
     @Inject
     Fencing fencing;
+    @Inject
+    io.csiorchestrator.claims.provision.ProvisionService provisions;
 
     @Incoming("claim-requested")
     public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
@@ -99,6 +101,10 @@ public class Consumers {
             CloudEventHeaders.requireValid(record.headers(), EventType.MOUNT_DONE);
             MountDone done = EventCodec.decode(MountDone.class, record.value());
             refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
+            if (done.kind().provisioning()) {
+                // create-volume / delete-volume answers (issue 14)
+                return retried(() -> provisions.onDone(done, tx), "mount-done " + done.commandId());
+            }
             return retried(() -> claims.onMountDone(done, tx), "mount-done " + done.commandId());
         });
     }
