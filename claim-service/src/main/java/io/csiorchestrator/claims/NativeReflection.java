@@ -22,6 +22,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         VolumeResource.VolumeDetail.class,
         VolumeResource.ConditionView.class,
         VolumeResource.Released.class,
+        io.csiorchestrator.claims.api.ProvisionResource.ProvisionView.class,
         // The status page's data (StatusResource: JSON and server-sent events).
         io.csiorchestrator.claims.status.FeedEntry.class,
         io.csiorchestrator.claims.status.StatusResource.Condition.class,

@@ -53,6 +53,13 @@ class RestSecurityTest {
                     Set.of("volume-detach", "admin"), 404),
             new RoleMatrix.Call("POST /v1/volumes/{ns}/{id}/detach?force=true",
                     r -> r.post("/v1/volumes/default/sec-missing/detach?node=node-1&force=true"), Set.of("admin"), 404),
+            // issue 14: volumes created and deleted through their plugin; an empty body passes authorization and fails validation
+            new RoleMatrix.Call("POST /v1/provisioned-volumes", r -> r.contentType(ContentType.JSON).body("{}")
+                    .post("/v1/provisioned-volumes"), Set.of("volume-write", "admin"), 400),
+            new RoleMatrix.Call("GET /v1/provisioned-volumes/{ns}/{id}", r -> r.get("/v1/provisioned-volumes/default/sec-missing"),
+                    Set.of("volume-read", "admin"), 404),
+            new RoleMatrix.Call("DELETE /v1/provisioned-volumes/{ns}/{id}", r -> r.delete("/v1/provisioned-volumes/default/sec-missing"),
+                    Set.of("volume-write", "admin"), 404),
             new RoleMatrix.Call("GET /v1/node-leases/{node}", r -> r.get("/v1/node-leases/sec-no-such-node"),
                     Set.of("plugin-read", "admin"), 404),
             new RoleMatrix.Call("GET /v1/status/plugins", r -> r.get("/v1/status/plugins"), Set.of("plugin-read", "admin"), 200),

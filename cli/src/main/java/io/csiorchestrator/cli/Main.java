@@ -52,7 +52,16 @@ public final class Main {
                                            (no --rate/--sweep) one claim at a time: latency hop by hop (record timestamps)
 
             Volumes, plugins and nodes (claim-service and plugin-registry-service REST, Kafka):
-              volume create <name> [--plugin hostpath]      CSI CreateVolume on each node's plugin of `up` (prints externalId)
+              volume create <id> --capacity SIZE [--capacity-max SIZE] [--plugin hostpath] [--access-mode M]
+                           [--attachment-mode M] [--fs-type T] [--parameter k=v ...] [--topology k=v ...] [--timeout 2m]
+                                                            through the services (issue 14): claim-service sends CSI
+                                                            CreateVolume to a healthy controller's node worker, then
+                                                            registers the volume; waits for created (prints externalId)
+                                                            or failed. SIZE: bytes or 1GiB, 500MiB, 2G
+              volume create <name> [--plugin hostpath]      (no --capacity) CSI CreateVolume straight on each node's
+                                                            plugin of `up` (prints externalId; not registered)
+              volume delete <id> [--timeout 2m]             a volume created through the services: refused while
+                                                            claimed; CSI DeleteVolume, then deregistered
               volume register <file.json>                   register the volume(s) in the file (claim-service POST /v1/volumes)
               volume status [id] [-w [--interval 1s]]       all volumes, or one with its claims; -w follows: printed
                                                             again whenever it changes, woken by claim-service's live

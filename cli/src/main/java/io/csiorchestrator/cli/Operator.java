@@ -79,7 +79,11 @@ final class Operator {
             return pluginStatus(args.positionalOpt(1).orElse(null));
         }
         return switch (verb) {
-            case "create" -> create(args.only(Set.of("plugin", "work-dir")).atMost(2).positional(1, "volume name"));
+            case "create" -> args.option("capacity").isPresent()
+                    ? provision(args.only(Set.of("plugin", "capacity", "capacity-max", "access-mode", "attachment-mode",
+                            "fs-type", "parameter", "topology", "timeout")).atMost(2).positional(1, "volume id"))
+                    : create(args.only(Set.of("plugin", "work-dir")).atMost(2).positional(1, "volume name"));
+            case "delete" -> deleteProvisioned(args.only(Set.of("timeout")).atMost(2).positional(1, "volume id"));
             case "register" -> register(args.only(Set.of()).atMost(2).positional(1, "volume file"));
             case "status" -> {
                 String id = args.only(Set.of("w", "watch", "for", "interval")).atMost(2).positionalOpt(1).orElse(null);
@@ -161,6 +165,95 @@ final class Operator {
     }
 
     /** CreateVolume on the plugin of every node of the local system ({@code csi up}'s work dir). */
+    /**
+     * {@code volume create <id> --capacity SIZE ...} (issue 14): POST /v1/provisioned-volumes, then waits (up to
+     * --timeout, default 2m) until claim-service reports the volume created (prints its externalId) or failed.
+     */
+    int provision(String id) {
+        checkId("volume id", id);
+        ObjectNode body = Http.MAPPER.createObjectNode();
+        body.put("id", id).put("namespace", namespace).put("pluginId", args.option("plugin").orElse(Cluster.PLUGIN_ID))
+                .put("accessMode", args.option("access-mode").orElse(AccessMode.SINGLE_NODE_WRITER.wire()))
+                .put("attachmentMode", args.option("attachment-mode").orElse(AttachmentMode.FILE_SYSTEM.wire()))
+                .put("capacityMin", args.option("capacity").orElseThrow());
+        args.option("capacity-max").ifPresent(max -> body.put("capacityMax", max));
+        args.option("fs-type").ifPresent(fs -> body.putObject("mountOptions").put("fsType", fs));
+        ObjectNode parameters = body.putObject("parameters");
+        for (String kv : args.options("parameter")) {
+            String[] pair = keyValue(kv, "--parameter");
+            parameters.put(pair[0], pair[1]);
+        }
+        ObjectNode topology = body.putObject("topology");
+        for (String kv : args.options("topology")) {
+            String[] pair = keyValue(kv, "--topology");
+            topology.put(pair[0], pair[1]);
+        }
+        Http.Response r = claims().post("/v1/provisioned-volumes", body.toString());
+        if (r.status() == 400 || r.status() == 409) {
+            throw new Failure("volume " + namespace + "/" + id + " not created: " + r.error());
+        }
+        expectOk(r, "create volume " + id);
+        Duration timeout = Follow.parseDuration(args.option("timeout").orElse("2m"));
+        JsonNode done = Wait.until("volume " + namespace + "/" + id + " created", timeout, null, () -> {
+            Http.Response p = claims().get("/v1/provisioned-volumes/" + enc(namespace) + "/" + enc(id));
+            String phase = p.body() == null ? "" : p.body().path("phase").asText();
+            return p.ok() && !phase.equals("creating") ? java.util.Optional.of(p.body()) : java.util.Optional.empty();
+        });
+        if (json) {
+            out.println(done.toString());
+        }
+        if (!done.path("phase").asText().equals("created")) {
+            throw new Failure("volume " + namespace + "/" + id + " not created: " + done.path("lastError").asText());
+        }
+        if (!json) {
+            out.println("created volume " + namespace + "/" + id + " through plugin " + done.path("pluginId").asText()
+                    + ": externalId " + done.path("externalId").asText() + ", capacity "
+                    + done.path("capacityBytes").asLong() + " bytes; registered");
+        }
+        return 0;
+    }
+
+    /**
+     * {@code volume delete <id>}: DELETE /v1/provisioned-volumes (refused while claimed), then waits until the
+     * plugin deleted it and it is deregistered, or the delete failed.
+     */
+    int deleteProvisioned(String id) {
+        checkId("volume id", id);
+        String path = "/v1/provisioned-volumes/" + enc(namespace) + "/" + enc(id);
+        Http.Response r = claims().delete(path);
+        if (r.status() == 404) {
+            throw new Failure("volume " + namespace + "/" + id + " was not created through the services"
+                    + " (a registered volume is removed with 'volume deregister')");
+        }
+        if (r.status() == 409) {
+            throw new Failure("volume " + namespace + "/" + id + " not deleted: " + r.error());
+        }
+        expectOk(r, "delete volume " + id);
+        Duration timeout = Follow.parseDuration(args.option("timeout").orElse("2m"));
+        String failed = Wait.until("volume " + namespace + "/" + id + " deleted", timeout, null, () -> {
+            Http.Response p = claims().get(path);
+            if (p.status() == 404) {
+                return java.util.Optional.of("");
+            }
+            return p.ok() && p.body().path("phase").asText().equals("delete-failed")
+                    ? java.util.Optional.of(p.body().path("lastError").asText()) : java.util.Optional.empty();
+        });
+        if (!failed.isEmpty()) {
+            throw new Failure("volume " + namespace + "/" + id + " not deleted: " + failed);
+        }
+        out.println(json ? "{\"volume\":\"" + namespace + "/" + id + "\",\"deleted\":true}"
+                : "deleted volume " + namespace + "/" + id + " (DeleteVolume done, deregistered)");
+        return 0;
+    }
+
+    private static String[] keyValue(String kv, String option) {
+        int eq = kv.indexOf('=');
+        if (eq < 1) {
+            throw new Args.UsageException(option + " takes key=value, got '" + kv + "'");
+        }
+        return new String[] {kv.substring(0, eq), kv.substring(eq + 1)};
+    }
+
     int create(String name) {
         String plugin = args.option("plugin").orElse(Cluster.PLUGIN_ID);
         checkId("plugin id", plugin);

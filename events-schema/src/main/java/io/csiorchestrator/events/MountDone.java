@@ -17,6 +17,7 @@ import java.util.Map;
  * @param stagingPath    for a mount: the volume's staging path on this node, when staged
  * @param leaseEpoch     the worker's lease epoch when it answered; null from a worker that predates leases
  * @param claimGeneration the command's claimGeneration, echoed
+ * @param provisioned    for a successful create-volume: the plugin's volume (id, capacity, context, topology)
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record MountDone(
@@ -34,10 +35,20 @@ public record MountDone(
         String stagingPath,
         Instant completedAt,
         Long leaseEpoch,
-        Long claimGeneration) implements ContractEvent {
+        Long claimGeneration,
+        ProvisionedVolume provisioned) implements ContractEvent {
 
     public MountDone {
         publishContext = Copies.map(publishContext);
+    }
+
+    /** A result without provisioned volume (every kind but create-volume). */
+    public MountDone(String commandId, String nodeId, NodeCommandKind kind, String namespace, String volumeId,
+                     String allocationId, Boolean success, String errorCode, String errorMessage,
+                     Map<String, String> publishContext, String hostPath, String stagingPath, Instant completedAt,
+                     Long leaseEpoch, Long claimGeneration) {
+        this(commandId, nodeId, kind, namespace, volumeId, allocationId, success, errorCode, errorMessage,
+                publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration, null);
     }
 
     /** A result without fencing token (leaseEpoch and claimGeneration absent). */
@@ -51,7 +62,7 @@ public record MountDone(
     /** This result with the worker's lease epoch and the command's claim generation. */
     public MountDone withFencing(Long leaseEpoch, Long claimGeneration) {
         return new MountDone(commandId, nodeId, kind, namespace, volumeId, allocationId, success, errorCode,
-                errorMessage, publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration);
+                errorMessage, publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration, provisioned);
     }
 
     @Override
@@ -85,6 +96,12 @@ public record MountDone(
         v.optionalText("hostPath", hostPath, 4096);
         v.optionalText("stagingPath", stagingPath, 4096);
         v.required("completedAt", completedAt);
+        if (kind == NodeCommandKind.CREATE_VOLUME && Boolean.TRUE.equals(success)) {
+            v.required("provisioned", provisioned);
+        }
+        if (provisioned != null) {
+            provisioned.checkFields("provisioned.", v);
+        }
         if (leaseEpoch != null && leaseEpoch < 1) {
             v.add("leaseEpoch", leaseEpoch, "must be at least 1");
         }

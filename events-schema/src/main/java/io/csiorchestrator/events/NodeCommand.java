@@ -11,8 +11,8 @@ import java.util.Map;
  * @param commandId        unique per command; a redelivery carries the same id
  * @param nodeId           the node whose worker runs the command (for controller commands: the node
  *                         hosting the healthy controller instance)
- * @param kind             mount, unmount, controller-publish or controller-unpublish
- * @param externalVolumeId the volume's id in the storage provider
+ * @param kind             mount, unmount, controller-publish, controller-unpublish, create-volume or delete-volume
+ * @param externalVolumeId the volume's id in the storage provider; absent for create-volume
  * @param allocationId     required for mount and unmount
  * @param accessMode       required for mount and controller-publish
  * @param attachmentMode   required for mount and controller-publish
@@ -28,6 +28,7 @@ import java.util.Map;
  * @param claimGeneration  the volume's write generation of the claim this command serves (echoed in mount-done)
  * @param fenceOnLapse     for a mount: true = the worker unmounts it when its lease lapses (a write mount of a volume
  *                         whose failover is "fence"); absent means false
+ * @param provision        for create-volume: the CSI name, capacity, parameters, topology and content source
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record NodeCommand(
@@ -50,13 +51,25 @@ public record NodeCommand(
         Instant issuedAt,
         Long leaseEpoch,
         Long claimGeneration,
-        Boolean fenceOnLapse) implements ContractEvent {
+        Boolean fenceOnLapse,
+        ProvisionSpec provision) implements ContractEvent {
 
     public NodeCommand {
         readOnly = readOnly != null && readOnly;
         volumeContext = Copies.map(volumeContext);
         publishContext = Copies.map(publishContext);
         fenceOnLapse = Boolean.TRUE.equals(fenceOnLapse) ? Boolean.TRUE : null;
+    }
+
+    /** A command without provision spec (every kind but create-volume). */
+    public NodeCommand(String commandId, String nodeId, NodeCommandKind kind, String namespace, String volumeId,
+                       String pluginId, String externalVolumeId, String allocationId, AccessMode accessMode,
+                       AttachmentMode attachmentMode, Boolean readOnly, String fsType, String externalNodeId,
+                       Map<String, String> volumeContext, Map<String, String> publishContext, SealedSecrets sealed,
+                       Instant issuedAt, Long leaseEpoch, Long claimGeneration, Boolean fenceOnLapse) {
+        this(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId, accessMode,
+                attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed, issuedAt,
+                leaseEpoch, claimGeneration, fenceOnLapse, null);
     }
 
     /** A command without fencing token (leaseEpoch, claimGeneration, fenceOnLapse absent). */
@@ -67,14 +80,21 @@ public record NodeCommand(
                        Instant issuedAt) {
         this(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId, accessMode,
                 attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed, issuedAt,
-                null, null, null);
+                null, null, null, null);
     }
 
     /** This command with the given fencing token and fence-on-lapse flag. */
     public NodeCommand withFencing(Long leaseEpoch, Long claimGeneration, Boolean fenceOnLapse) {
         return new NodeCommand(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId,
                 accessMode, attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed,
-                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse);
+                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, provision);
+    }
+
+    /** This command with the given provision spec (a create-volume). */
+    public NodeCommand withProvision(ProvisionSpec spec) {
+        return new NodeCommand(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId,
+                accessMode, attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed,
+                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, spec);
     }
 
     /** Whether the worker must unmount this mount when its lease lapses. */
@@ -100,7 +120,17 @@ public record NodeCommand(
         v.id("namespace", namespace);
         v.id("volumeId", volumeId);
         v.id("pluginId", pluginId);
-        v.text("externalVolumeId", externalVolumeId, 1024);
+        if (kind == NodeCommandKind.CREATE_VOLUME) {
+            v.optionalText("externalVolumeId", externalVolumeId, 1024);
+            v.required("provision", provision);
+            v.required("accessMode", accessMode);
+            v.required("attachmentMode", attachmentMode);
+        } else {
+            v.text("externalVolumeId", externalVolumeId, 1024);
+        }
+        if (provision != null) {
+            provision.checkFields("provision.", v);
+        }
         if (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT) {
             v.id("allocationId", allocationId);
         } else {

@@ -15,6 +15,8 @@ import com.networknt.schema.SpecVersion;
 import com.networknt.schema.ValidationMessage;
 import java.io.IOException;
 import java.io.InputStream;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -120,6 +122,57 @@ class JsonSchemaTest {
         ObjectNode unknown = sampleJson(EventType.NODE_EVENT);
         unknown.put("fieldFromTheFuture", true);
         assertTrue(schema(EventType.NODE_EVENT).validate(unknown).isEmpty(), "unknown fields are allowed");
+    }
+
+    /**
+     * Issue 14's provisioning kinds: a create-volume command (no external id yet, a provision spec) and its
+     * successful answer (the provisioned volume) pass the schema and the codec; a create-volume without its spec,
+     * a delete-volume without the external id and a successful create-volume answer without the volume fail both.
+     */
+    @Test
+    void createAndDeleteVolumeCommandsAndAnswersFollowTheSameRulesInSchemaAndCodec() throws IOException {
+        NodeCommand create = new NodeCommand("cmd-c", "node-1", NodeCommandKind.CREATE_VOLUME, "default", "vol-1",
+                "hostpath", null, null, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, "ext4", null,
+                Map.of(), Map.of(), null, java.time.Instant.parse("2026-01-31T12:00:00Z"))
+                .withProvision(new ProvisionSpec("default.vol-1", 1L << 30, null, Map.of("type", "fast"),
+                        Map.of("zone", "a"), null, null));
+        ObjectNode createJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(create));
+        assertTrue(schema(EventType.NODE_COMMAND).validate(createJson).isEmpty(), createJson.toString());
+        assertEquals(create, EventCodec.decode(NodeCommand.class, EventCodec.encode(create)));
+        ObjectNode noSpec = createJson.deepCopy();
+        noSpec.remove("provision");
+        assertFalse(schema(EventType.NODE_COMMAND).validate(noSpec).isEmpty(), "a create-volume needs its spec");
+        assertFalse(javaAccepts(noSpec, NodeCommand.class), "the Java check refuses it too");
+
+        ObjectNode delete = createJson.deepCopy();
+        delete.remove("provision");
+        delete.put("kind", "delete-volume");
+        assertFalse(schema(EventType.NODE_COMMAND).validate(delete).isEmpty(), "a delete-volume needs the external id");
+        assertFalse(javaAccepts(delete, NodeCommand.class), "the Java check refuses it too");
+        delete.put("externalVolumeId", "ext-vol-1");
+        assertTrue(schema(EventType.NODE_COMMAND).validate(delete).isEmpty(), delete.toString());
+        assertTrue(javaAccepts(delete, NodeCommand.class));
+
+        MountDone created = new MountDone("cmd-c", "node-1", NodeCommandKind.CREATE_VOLUME, "default", "vol-1", null,
+                true, null, null, Map.of(), null, null, java.time.Instant.parse("2026-01-31T12:00:01Z"), null, null,
+                new ProvisionedVolume("ext-vol-1", 1L << 30, Map.of("ctx", "v"), List.of(Map.of("zone", "a"))));
+        ObjectNode createdJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(created));
+        assertTrue(schema(EventType.MOUNT_DONE).validate(createdJson).isEmpty(), createdJson.toString());
+        assertEquals(created, EventCodec.decode(MountDone.class, EventCodec.encode(created)));
+        ObjectNode noVolume = createdJson.deepCopy();
+        noVolume.remove("provisioned");
+        assertFalse(javaAccepts(noVolume, MountDone.class), "a created volume's answer names the volume");
+        ((ObjectNode) createdJson.get("provisioned")).remove("externalVolumeId");
+        assertFalse(schema(EventType.MOUNT_DONE).validate(createdJson).isEmpty(), "the provisioned volume has its id");
+    }
+
+    private static boolean javaAccepts(ObjectNode json, Class<? extends ContractEvent> type) {
+        try {
+            EventCodec.decode(type, EventCodec.mapper().writeValueAsBytes(json));
+            return true;
+        } catch (MalformedEventException | IOException e) {
+            return false;
+        }
     }
 
     @Test

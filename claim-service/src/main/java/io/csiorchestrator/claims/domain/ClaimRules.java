@@ -371,8 +371,10 @@ public final class ClaimRules {
         }
         for (Map.Entry<String, String> segment : volume.topology().entrySet()) {
             if (!segment.getValue().equals(node.topology().get(segment.getKey()))) {
-                return new Unschedulable("outside-topology", "node " + nodeId + " is outside the volume's topology ("
-                        + segment.getKey() + "=" + segment.getValue() + ")");
+                // names both (issue 14 item 4): the volume's accessible topology and the node's instance's segments
+                return new Unschedulable("outside-topology", "node " + nodeId + " is outside the volume's topology "
+                        + new java.util.TreeMap<>(volume.topology()) + ": node " + nodeId + "'s plugin instance has "
+                        + new java.util.TreeMap<>(node.topology()));
             }
         }
         return null;

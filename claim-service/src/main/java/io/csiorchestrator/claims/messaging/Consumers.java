@@ -68,6 +68,7 @@ public class Consumers {
     Fencing fencing;
     @Inject
     io.csiorchestrator.support.security.RecordAuthenticity authenticity;
+    io.csiorchestrator.claims.provision.ProvisionService provisions;
 
     @Incoming("claim-requested")
     public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
@@ -106,6 +107,10 @@ public class Consumers {
             MountDone done = EventCodec.decode(MountDone.class, record.value());
             authenticity.requireNode(record, EventType.MOUNT_DONE.displayName(), done.nodeId());
             refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
+            if (done.kind().provisioning()) {
+                // create-volume / delete-volume answers (issue 14)
+                return retried(() -> provisions.onDone(done, tx), "mount-done " + done.commandId());
+            }
             return retried(() -> claims.onMountDone(done, tx), "mount-done " + done.commandId());
         });
     }

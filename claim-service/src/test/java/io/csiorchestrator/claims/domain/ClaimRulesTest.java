@@ -159,6 +159,23 @@ public class ClaimRulesTest {
         assertFalse(ClaimRules.schedulable(fs, noController));
     }
 
+    /**
+     * Issue 14 item 4: a claim on a node whose plugin instance's topology (NodeGetInfo's segments) does not match
+     * the volume's accessible topology is rejected with a reason that names both; a node in the topology is accepted.
+     */
+    @Test
+    void aClaimOutsideTheVolumesTopologyNamesTheVolumesAndTheNodesTopology() {
+        VolumeFacts zoned = new VolumeFacts("ns", "vol", "p", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM,
+                null, Map.of("zone", "b"), false, List.of());
+        Request onN1 = new Request(ALLOC, "n1", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM,
+                MountSupport.ALL, false);
+        assertReject(zoned, HEALTHY, onN1, "volume's topology {zone=b}");
+        assertReject(zoned, HEALTHY, onN1, "node n1's plugin instance has {zone=a}");
+        VolumeFacts inZoneA = new VolumeFacts("ns", "vol", "p", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM,
+                null, Map.of("zone", "a"), false, List.of());
+        assertInstanceOf(Accept.class, ClaimRules.decide(inZoneA, HEALTHY, onN1));
+    }
+
     @Test
     void aRepeatedClaimIsAlreadyHeldAndADeletingVolumeTakesNone() {
         VolumeFacts volume = volume(AccessMode.MULTI_NODE_MULTI_WRITER, AccessMode.MULTI_NODE_MULTI_WRITER,

@@ -1,5 +1,7 @@
 package io.csiorchestrator.worker.mount;
 
+import io.csiorchestrator.events.ProvisionSpec;
+import io.csiorchestrator.events.ProvisionedVolume;
 import java.util.Map;
 
 /** The controller service of one CSI plugin hosted on this node. */
@@ -12,4 +14,17 @@ public interface ControllerVolumePlugin {
 
     /** ControllerUnpublishVolume; NOT_FOUND counts as done. */
     void controllerUnpublish(String externalVolumeId, String externalNodeId, Map<String, String> secrets);
+
+    /**
+     * CSI CreateVolume of {@code spec.name()} with the capability of {@code request} (its external id unused);
+     * idempotent by name. A plugin without CREATE_DELETE_VOLUME answers UNIMPLEMENTED.
+     */
+    default ProvisionedVolume createVolume(VolumeRequest request, ProvisionSpec spec) {
+        throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot create volumes", false);
+    }
+
+    /** CSI DeleteVolume; NOT_FOUND counts as done (the volume is gone). */
+    default void deleteVolume(String externalVolumeId, Map<String, String> secrets) {
+        throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot delete volumes", false);
+    }
 }

@@ -67,6 +67,7 @@ public final class VolumeOperations {
     private final MountCheck mountCheck;
     private final Map<VolumeKey, VolumeRecord> records = new ConcurrentHashMap<>();
     private volatile java.util.function.BooleanSupplier leaseValid = () -> true;
+    private final ProvisionOperations provisioning;
 
     public VolumeOperations(String nodeId, WorkerPaths paths, MountRecordStore store, PluginDirectory plugins,
                             Supplier<MountTable> mountTable, SecretOpener secrets, Consumer<NodeEvent> events,
@@ -86,6 +87,7 @@ public final class VolumeOperations {
         this.secrets = secrets;
         this.events = events;
         this.clock = clock;
+        this.provisioning = new ProvisionOperations(nodeId, plugins, secrets, clock);
     }
 
     /**
@@ -134,6 +136,10 @@ public final class VolumeOperations {
      * from the record, without a plugin call.
      */
     public MountDone execute(NodeCommand command) {
+        if (command.kind().provisioning()) {
+            // create-volume, delete-volume (issue 14): controller calls that leave no node state
+            return provisioning.execute(command);
+        }
         VolumeKey key = new VolumeKey(command.namespace(), command.volumeId());
         VolumeRecord existing = records.get(key);
         if (existing != null) {
@@ -157,6 +163,7 @@ public final class VolumeOperations {
                     case UNMOUNT -> unmount(command, key);
                     case CONTROLLER_PUBLISH -> controllerPublish(command, key);
                     case CONTROLLER_UNPUBLISH -> controllerUnpublish(command, key);
+                    case CREATE_VOLUME, DELETE_VOLUME -> throw new IllegalStateException("answered above");
                 };
             }
         } catch (IllegalArgumentException e) {
@@ -905,12 +912,14 @@ public final class VolumeOperations {
             case UNMOUNT -> NodeEventKind.UNMOUNT;
             case CONTROLLER_PUBLISH -> NodeEventKind.CONTROLLER_PUBLISH;
             case CONTROLLER_UNPUBLISH -> NodeEventKind.CONTROLLER_UNPUBLISH;
+            case CREATE_VOLUME, DELETE_VOLUME -> throw new IllegalStateException("no node event of " + command.kind());
         };
         String message = switch (command.kind()) {
             case MOUNT -> "Mount volume";
             case UNMOUNT -> "Unmount volume";
             case CONTROLLER_PUBLISH -> "Controller publish volume";
             case CONTROLLER_UNPUBLISH -> "Controller unpublish volume";
+            case CREATE_VOLUME, DELETE_VOLUME -> throw new IllegalStateException("no node event of " + command.kind());
         };
         Map<String, String> details = new LinkedHashMap<>();
         details.put("commandId", command.commandId());

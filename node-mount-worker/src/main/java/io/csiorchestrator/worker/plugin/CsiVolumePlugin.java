@@ -8,7 +8,16 @@ import io.csiorchestrator.csi.CsiRpc;
 import io.csiorchestrator.csi.CsiSocketException;
 import io.csiorchestrator.csi.MountOptions;
 import io.csiorchestrator.csi.VolumeCapabilities;
+import io.csiorchestrator.csi.v1.CapacityRange;
 import io.csiorchestrator.csi.v1.ControllerPublishVolumeRequest;
+import io.csiorchestrator.csi.v1.CreateVolumeRequest;
+import io.csiorchestrator.csi.v1.DeleteVolumeRequest;
+import io.csiorchestrator.csi.v1.Topology;
+import io.csiorchestrator.csi.v1.TopologyRequirement;
+import io.csiorchestrator.csi.v1.Volume;
+import io.csiorchestrator.csi.v1.VolumeContentSource;
+import io.csiorchestrator.events.ProvisionSpec;
+import io.csiorchestrator.events.ProvisionedVolume;
 import io.csiorchestrator.csi.v1.ControllerUnpublishVolumeRequest;
 import io.csiorchestrator.csi.v1.NodeGetVolumeStatsRequest;
 import io.csiorchestrator.csi.v1.NodeGetVolumeStatsResponse;
@@ -157,6 +166,46 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
     public void controllerUnpublish(String externalVolumeId, String externalNodeId, Map<String, String> secrets) {
         await(CsiRpc.CONTROLLER_UNPUBLISH_VOLUME, client.controllerUnpublish(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
                 .setNodeId(externalNodeId).putAllSecrets(secrets).build()));
+    }
+
+    @Override
+    public ProvisionedVolume createVolume(VolumeRequest r, ProvisionSpec spec) {
+        CreateVolumeRequest.Builder request = CreateVolumeRequest.newBuilder()
+                .setName(spec.name())
+                .addVolumeCapabilities(capability(r))
+                .putAllParameters(spec.parameters())
+                .putAllSecrets(r.secrets());
+        long min = spec.capacityMinBytes() == null ? 0 : spec.capacityMinBytes();
+        long max = spec.capacityMaxBytes() == null ? 0 : spec.capacityMaxBytes();
+        if (min > 0 || max > 0) {
+            request.setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(min).setLimitBytes(max));
+        }
+        if (!spec.topology().isEmpty()) {
+            Topology segment = Topology.newBuilder().putAllSegments(spec.topology()).build();
+            request.setAccessibilityRequirements(TopologyRequirement.newBuilder().addRequisite(segment).addPreferred(segment));
+        }
+        if (spec.sourceSnapshotId() != null) {
+            request.setVolumeContentSource(VolumeContentSource.newBuilder().setSnapshot(
+                    VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(spec.sourceSnapshotId())));
+        } else if (spec.sourceVolumeId() != null) {
+            request.setVolumeContentSource(VolumeContentSource.newBuilder().setVolume(
+                    VolumeContentSource.VolumeSource.newBuilder().setVolumeId(spec.sourceVolumeId())));
+        }
+        Volume volume = await(CsiRpc.CREATE_VOLUME, client.createVolume(request.build())).getVolume();
+        return new ProvisionedVolume(volume.getVolumeId(), volume.getCapacityBytes(), volume.getVolumeContextMap(),
+                volume.getAccessibleTopologyList().stream().map(Topology::getSegmentsMap).toList());
+    }
+
+    @Override
+    public void deleteVolume(String externalVolumeId, Map<String, String> secrets) {
+        try {
+            await(CsiRpc.DELETE_VOLUME, client.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
+                    .putAllSecrets(secrets).build()));
+        } catch (PluginCallFailure failure) {
+            if (!"NOT_FOUND".equals(failure.code())) {
+                throw failure;
+            }
+        }
     }
 
     private String plugin(Path hostPath) {

@@ -26,6 +26,7 @@ import io.csiorchestrator.events.EventType;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.ProvisionSpec;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.NodePartitioner;
@@ -1013,6 +1014,64 @@ class NodeMountWorkerTest {
             if (worker.plugins().get(controller.id).isPresent()) {
                 removePlugin(controller); // a failed run leaves no second plugin behind for the other tests
             }
+        }
+    }
+
+    /**
+     * Issue 14's create-volume and delete-volume commands, run by the worker against the shared plugin's controller:
+     * create answers the plugin's volume (id, capacity at least the minimum asked) and ListVolumes lists it; the same
+     * CSI name again (a new command: a re-send after a crash) answers the same volume, no second one; a fault-injected
+     * INVALID_ARGUMENT reaches mount-done as the code and the plugin's message, not retried (one more CreateVolume
+     * call); delete removes it from ListVolumes, and a second delete succeeds (NOT_FOUND is done). The commands leave
+     * no volume record on the node.
+     */
+    @Test
+    void createAndDeleteVolumeCommandsCallThePluginsControllerIdempotentlyByName() throws Exception {
+        await().atMost(WAIT).until(() -> worker.plugins().controller(PLUGIN).isPresent());
+        ProvisionSpec spec = new ProvisionSpec("default.prov-1", 1L << 20, null, Map.of(), Map.of(), null, null);
+        MountDone created = run(provision("prov-1", spec));
+        assertTrue(created.succeeded(), created.toString());
+        String ext = created.provisioned().externalVolumeId();
+        assertTrue(created.provisioned().capacityBytes() >= 1L << 20, created.toString());
+        assertTrue(pluginVolumes().contains(ext), pluginVolumes().toString());
+
+        MountDone again = run(provision("prov-1", spec));
+        assertTrue(again.succeeded(), again.toString());
+        assertEquals(ext, again.provisioned().externalVolumeId());
+        assertEquals(1, pluginVolumes().stream().filter(ext::equals).count());
+
+        long before = plugin.calls("CreateVolume");
+        plugin.faults("CreateVolume INVALID_ARGUMENT 1 parameter 'type' is unknown\n");
+        MountDone refused = run(provision("prov-2", new ProvisionSpec("default.prov-2", 1L << 20, null,
+                Map.of("type", "x"), Map.of(), null, null)));
+        assertFalse(refused.succeeded());
+        assertEquals("INVALID_ARGUMENT", refused.errorCode());
+        assertTrue(refused.errorMessage().contains("parameter 'type' is unknown"), refused.errorMessage());
+        assertEquals(before + 1, plugin.calls("CreateVolume"));
+
+        NodeCommand delete = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.DELETE_VOLUME, NS,
+                "prov-1", PLUGIN, ext, null, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now());
+        MountDone deleted = run(delete);
+        assertTrue(deleted.succeeded(), deleted.toString());
+        assertFalse(pluginVolumes().contains(ext), pluginVolumes().toString());
+        MountDone deletedAgain = run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.DELETE_VOLUME, NS,
+                "prov-1", PLUGIN, ext, null, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now()));
+        assertTrue(deletedAgain.succeeded(), deletedAgain.toString());
+        assertTrue(worker.operations().record(new VolumeKey(NS, "prov-1")).isEmpty());
+    }
+
+    private static NodeCommand provision(String volumeId, ProvisionSpec spec) {
+        return new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.CREATE_VOLUME, NS, volumeId, PLUGIN,
+                null, null, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null, Map.of(),
+                Map.of(), null, Instant.now()).withProvision(spec);
+    }
+
+    /** The ids of every volume the shared plugin lists (CSI ListVolumes). */
+    private static List<String> pluginVolumes() {
+        try (CsiPluginClient client = CsiPluginClient.connect(plugin.socket, CsiClientOptions.defaults()).await()
+                .atMost(Duration.ofSeconds(10))) {
+            return client.listVolumes(io.csiorchestrator.csi.v1.ListVolumesRequest.getDefaultInstance()).await()
+                    .atMost(Duration.ofSeconds(20)).getEntriesList().stream().map(e -> e.getVolume().getVolumeId()).toList();
         }
     }
 

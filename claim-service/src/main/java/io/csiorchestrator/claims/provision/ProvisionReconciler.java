@@ -1,0 +1,71 @@
+package io.csiorchestrator.claims.provision;
+
+import io.csiorchestrator.claims.ClaimSettings;
+import io.csiorchestrator.claims.leader.Leadership;
+import io.quarkus.hibernate.reactive.panache.Panache;
+import io.quarkus.scheduler.Scheduled;
+import io.smallrye.mutiny.Multi;
+import io.smallrye.mutiny.Uni;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import java.time.Instant;
+import java.util.List;
+import java.util.function.Function;
+import org.jboss.logging.Logger;
+
+/**
+ * The provisions' reconcile loop, on the leader only, on the claims' {@code csi.claims.reconcile-interval}: due
+ * retries send their command again, commands without an answer past {@code csi.claims.command-timeout} count as
+ * DEADLINE_EXCEEDED; at most {@code csi.claims.reconcile-batch} of each per tick. After a restart this is what
+ * re-sends a create whose answer was lost (the same CSI name: the same volume).
+ */
+@ApplicationScoped
+public class ProvisionReconciler {
+
+    private static final Logger LOG = Logger.getLogger(ProvisionReconciler.class);
+
+    @Inject
+    ProvisionService provisions;
+    @Inject
+    ClaimSettings settings;
+    @Inject
+    Leadership leadership;
+
+    @Scheduled(every = "${csi.claims.reconcile-interval:5s}", delayed = "${csi.claims.reconcile-interval:5s}",
+            concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    Uni<Void> tick() {
+        if (!leadership.isLeader()) {
+            return Uni.createFrom().voidItem();
+        }
+        return reconcile().onFailure().invoke(t -> LOG.warnf("provision reconcile tick failed: %s", t.toString()))
+                .onFailure().recoverWithNull();
+    }
+
+    /** One pass: due retries, then timed-out commands. */
+    public Uni<Void> reconcile() {
+        Instant now = Instant.now();
+        int batch = settings.reconcileBatch();
+        return keys("SELECT volume_key FROM provisions WHERE command_id IS NULL AND retry_at <= :now ORDER BY retry_at LIMIT :n",
+                now, batch)
+                .chain(keys -> each(keys, provisions::retryDue))
+                .chain(() -> keys("SELECT volume_key FROM provisions WHERE command_id IS NOT NULL AND command_deadline < :now"
+                        + " ORDER BY command_deadline LIMIT :n", now, batch))
+                .chain(keys -> each(keys, provisions::commandTimedOut));
+    }
+
+    private static Uni<List<String>> keys(String sql, Instant at, int limit) {
+        return Panache.withSession(() -> Panache.getSession().chain(s -> s.createNativeQuery(sql, String.class)
+                .setParameter("now", at).setParameter("n", limit).getResultList()));
+    }
+
+    private static Uni<Void> each(List<String> keys, Function<String, Uni<Void>> work) {
+        if (keys.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        return Multi.createFrom().iterable(keys)
+                .onItem().transformToUniAndConcatenate(key -> work.apply(key)
+                        .onFailure().invoke(t -> LOG.warnf("provision reconcile of %s failed: %s", key, t.toString()))
+                        .onFailure().recoverWithNull())
+                .collect().last().replaceWithVoid();
+    }
+}

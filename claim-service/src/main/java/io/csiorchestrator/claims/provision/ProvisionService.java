@@ -1,0 +1,353 @@
+package io.csiorchestrator.claims.provision;
+
+import io.csiorchestrator.claims.ClaimService;
+import io.csiorchestrator.claims.ClaimSettings;
+import io.csiorchestrator.claims.Secrets;
+import io.csiorchestrator.claims.Tx;
+import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
+import io.csiorchestrator.claims.domain.ProvisionMachine;
+import io.csiorchestrator.claims.domain.ProvisionMachine.Phase;
+import io.csiorchestrator.claims.domain.ProvisionMachine.Snapshot;
+import io.csiorchestrator.claims.domain.ProvisionMachine.Transition;
+import io.csiorchestrator.claims.outbox.Outbox;
+import io.csiorchestrator.claims.store.ClaimEntity;
+import io.csiorchestrator.claims.store.Json;
+import io.csiorchestrator.claims.store.Plugins;
+import io.csiorchestrator.claims.store.ProvisionEntity;
+import io.csiorchestrator.claims.store.VolumeEntity;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.ProvisionSpec;
+import io.csiorchestrator.events.ProvisionedVolume;
+import io.quarkus.hibernate.reactive.panache.Panache;
+import io.smallrye.mutiny.Uni;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import jakarta.persistence.LockModeType;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import org.jboss.logging.Logger;
+
+/**
+ * Carries out {@link ProvisionMachine} transitions against PostgreSQL (issue 14): one transaction per input (a create
+ * or delete request, a create-volume / delete-volume mount-done, a due retry, a command timeout). The provision row
+ * and the outbox row of its command are written together, before the command leaves; the volume is registered in
+ * the transaction that records the plugin's answer and deregistered in the one that records the delete. Lock order
+ * as in {@link ClaimService}: the volume row first (when there is one), then the provision row.
+ */
+@ApplicationScoped
+public class ProvisionService {
+
+    private static final Logger LOG = Logger.getLogger(ProvisionService.class);
+
+    @Inject
+    ClaimService claims;
+    @Inject
+    Outbox outbox;
+    @Inject
+    Plugins plugins;
+    @Inject
+    Secrets secrets;
+    @Inject
+    ClaimSettings settings;
+    @Inject
+    ProvisionSettings provisionSettings;
+
+    ProvisionMachine machine() {
+        return new ProvisionMachine(provisionSettings.policy());
+    }
+
+    /** What a create or delete request found. */
+    public sealed interface Outcome permits Started, Unchanged, Refused, Missing {
+    }
+
+    /** Created a provision (or a delete of one): its row after the request. */
+    public record Started(ProvisionEntity provision) implements Outcome {
+    }
+
+    /** The same create was requested before (idempotent by name): the row as it is. */
+    public record Unchanged(ProvisionEntity provision) implements Outcome {
+    }
+
+    /** Refused (409): why. */
+    public record Refused(String reason) implements Outcome {
+    }
+
+    /** No such provision (404). */
+    public record Missing() implements Outcome {
+    }
+
+    /** The provision of a volume, or null. */
+    public Uni<ProvisionEntity> find(String namespace, String id) {
+        return Panache.withSession(() -> ProvisionEntity.findById(VolumeEntity.key(namespace, id)));
+    }
+
+    /**
+     * A create request: {@code request} is the provision row to be (phase and command unset). The same request
+     * again is {@link Unchanged}; another request for the same volume, or a volume registered by hand, is refused.
+     */
+    public Uni<Outcome> create(ProvisionEntity request, Tx tx) {
+        return claims.inTransaction(tx, () -> claims.lockVolume(request.volumeKey).chain(volume ->
+                ProvisionEntity.<ProvisionEntity>findById(request.volumeKey, LockModeType.PESSIMISTIC_WRITE).chain(existing -> {
+                    if (existing != null) {
+                        return Uni.createFrom().item(sameRequest(existing, request) ? new Unchanged(existing)
+                                : new Refused("volume " + request.volumeKey + " is already provisioned (" + existing.phase.toLowerCase()
+                                + ") with another spec; delete it first"));
+                    }
+                    if (volume != null) {
+                        return Uni.createFrom().<Outcome>item(new Refused("volume " + request.volumeKey
+                                + " is already registered (not created through the services)"));
+                    }
+                    Instant now = Instant.now();
+                    request.createdAt = now;
+                    request.updatedAt = now;
+                    Transition t = machine().create(request.sourceSnapshotId != null || request.sourceVolumeId != null);
+                    request.phase = t.next().phase().name();
+                    request.attempt = t.next().attempt();
+                    return request.persist().chain(() -> apply(request, null, t, tx)).map(x -> (Outcome) new Started(request));
+                })));
+    }
+
+    /** A delete request: refused while the volume is claimed or being created; else DeleteVolume (or the record dropped). */
+    public Uni<Outcome> delete(String namespace, String id, Tx tx) {
+        String key = VolumeEntity.key(namespace, id);
+        return claims.inTransaction(tx, () -> claims.lockVolume(key).chain(volume ->
+                ProvisionEntity.<ProvisionEntity>findById(key, LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+                    if (p == null) {
+                        return Uni.createFrom().<Outcome>item(new Missing());
+                    }
+                    return ClaimService.activeClaims(key).chain(active -> {
+                        String refusal = ProvisionMachine.deleteRefusal(snapshot(p), key,
+                                active.stream().map(c -> c.allocationId).toList());
+                        if (refusal != null) {
+                            return Uni.createFrom().<Outcome>item(new Refused(refusal));
+                        }
+                        if (volume != null) {
+                            volume.deleting = true; // new claims are rejected from now on
+                            volume.updatedAt = Instant.now();
+                        }
+                        return apply(p, volume, machine().delete(snapshot(p)), tx).map(x -> (Outcome) new Started(p));
+                    });
+                })));
+    }
+
+    /** A create-volume or delete-volume mount-done: matched by command id; a late or repeated answer changes nothing. */
+    public Uni<Void> onDone(MountDone done, Tx tx) {
+        return claims.inTransaction(tx, () -> Panache.getSession()
+                .chain(s -> s.createNativeQuery("SELECT volume_key FROM provisions WHERE command_id = :c", String.class)
+                        .setParameter("c", done.commandId()).getResultList())
+                .chain(keys -> {
+                    if (keys.isEmpty()) {
+                        LOG.debugf("%s answer %s matches no pending provision command", done.kind().wire(), done.commandId());
+                        return Uni.createFrom().voidItem();
+                    }
+                    String key = keys.get(0);
+                    return claims.lockVolume(key).chain(volume -> ProvisionEntity.<ProvisionEntity>findById(key,
+                            LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+                                if (p == null || !done.commandId().equals(p.commandId)) {
+                                    return Uni.createFrom().voidItem();
+                                }
+                                p.commandId = null;
+                                p.commandDeadline = null;
+                                if (!done.succeeded()) {
+                                    return apply(p, volume, machine().failed(snapshot(p), done.errorCode(), done.errorMessage()), tx);
+                                }
+                                if (done.kind() == NodeCommandKind.CREATE_VOLUME) {
+                                    ProvisionedVolume v = done.provisioned();
+                                    p.externalId = v.externalVolumeId();
+                                    p.capacityBytes = v.capacityBytes();
+                                    p.contextJson = Json.write(v.volumeContext());
+                                    p.accessibleTopologyJson = Json.write(v.accessibleTopology());
+                                }
+                                return apply(p, volume, machine().succeeded(snapshot(p)), tx);
+                            }));
+                }));
+    }
+
+    /** The reconciler: a provision whose backoff is over sends its command again (the same CSI name). */
+    public Uni<Void> retryDue(String volumeKey) {
+        return claims.inTransaction(() -> claims.lockVolume(volumeKey).chain(volume -> ProvisionEntity.<ProvisionEntity>findById(
+                volumeKey, LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+                    if (p == null || p.commandId != null || p.retryAt == null || p.retryAt.isAfter(Instant.now())) {
+                        return Uni.createFrom().voidItem();
+                    }
+                    return apply(p, volume, machine().retryDue(snapshot(p)), null);
+                })));
+    }
+
+    /** The reconciler: a command without an answer past {@code csi.claims.command-timeout} counts as DEADLINE_EXCEEDED. */
+    public Uni<Void> commandTimedOut(String volumeKey) {
+        return claims.inTransaction(() -> claims.lockVolume(volumeKey).chain(volume -> ProvisionEntity.<ProvisionEntity>findById(
+                volumeKey, LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+                    if (p == null || p.commandId == null || p.commandDeadline == null || p.commandDeadline.isAfter(Instant.now())) {
+                        return Uni.createFrom().voidItem();
+                    }
+                    LOG.warnf("provision %s: %s command %s got no answer in %s", volumeKey, p.phase, p.commandId,
+                            settings.commandTimeout());
+                    p.commandId = null;
+                    p.commandDeadline = null;
+                    return apply(p, volume, machine().timedOut(snapshot(p), settings.commandTimeout()), null);
+                })));
+    }
+
+    // ------------------------------------------------------------------ effects
+
+    private Uni<Void> apply(ProvisionEntity p, VolumeEntity volume, Transition t, Tx tx) {
+        Instant now = Instant.now();
+        Snapshot s = t.next();
+        if (!s.phase().name().equals(p.phase) || s.attempt() != p.attempt) {
+            LOG.infof("provision %s: %s -> %s (attempt %d)", p.volumeKey, p.phase, s.phase(), s.attempt());
+        }
+        p.phase = s.phase().name();
+        p.attempt = s.attempt();
+        p.updatedAt = now;
+        Uni<Void> chain = Uni.createFrom().voidItem();
+        for (ProvisionMachine.Effect effect : t.effects()) {
+            if (effect instanceof ProvisionMachine.Send send) {
+                chain = chain.chain(() -> send(p, volume, send.kind(), tx));
+            } else if (effect instanceof ProvisionMachine.RetryLater r) {
+                p.commandId = null;
+                p.commandDeadline = null;
+                p.retryAt = now.plus(r.delay());
+                p.lastError = r.lastError();
+                LOG.infof("provision %s: %s; retrying in %s", p.volumeKey, r.lastError(), r.delay());
+            } else if (effect instanceof ProvisionMachine.Register) {
+                p.retryAt = null;
+                p.lastError = null;
+                chain = chain.chain(() -> register(p, volume));
+            } else if (effect instanceof ProvisionMachine.Deregister) {
+                chain = chain.chain(() -> deregister(p, volume));
+            } else if (effect instanceof ProvisionMachine.Report report) {
+                if (report.phase() == Phase.CREATE_FAILED || report.phase() == Phase.DELETE_FAILED) {
+                    p.lastError = report.reason();
+                    p.retryAt = null;
+                    LOG.warnf("provision %s: %s", p.volumeKey, report.reason());
+                    if (report.phase() == Phase.DELETE_FAILED && volume != null) {
+                        volume.deleting = false; // the volume stays usable; the operator may delete again
+                    }
+                } else {
+                    LOG.infof("provision %s: %s", p.volumeKey, report.reason());
+                }
+            }
+        }
+        return chain;
+    }
+
+    /** Writes the command of the current attempt to the outbox, to a healthy controller instance's node. */
+    private Uni<Void> send(ProvisionEntity p, VolumeEntity volume, NodeCommandKind kind, Tx tx) {
+        return plugins.facts(p.pluginId).chain(plugin -> {
+            String target = pickController(plugin, p.commandNodeId);
+            if (target == null) {
+                return apply(p, volume, machine().noController(snapshot(p), p.pluginId), tx);
+            }
+            Instant now = Instant.now();
+            p.commandId = p.namespace + "." + p.volumeId + "." + kind.wire() + "." + p.attempt + "."
+                    + UUID.randomUUID().toString().substring(0, 8);
+            p.commandNodeId = target;
+            p.commandDeadline = now.plus(settings.commandTimeout());
+            p.retryAt = null;
+            boolean create = kind == NodeCommandKind.CREATE_VOLUME;
+            NodeCommand command = new NodeCommand(p.commandId, target, kind, p.namespace, p.volumeId, p.pluginId,
+                    create ? null : p.externalId, null,
+                    create ? AccessMode.fromWire(p.accessMode) : null, create ? AttachmentMode.fromWire(p.attachmentMode) : null,
+                    false, create ? p.fsType : null, null, Map.of(), Map.of(), secrets.fromJson(p.sealedJson), now);
+            if (create) {
+                command = command.withProvision(new ProvisionSpec(p.csiName, p.capacityMinBytes, p.capacityMaxBytes,
+                        Json.map(p.parametersJson), Json.map(p.topologyJson), p.sourceSnapshotId, p.sourceVolumeId));
+            }
+            return outbox.add(command, tx);
+        });
+    }
+
+    private static String pickController(PluginFacts plugin, String previous) {
+        if (previous != null && plugin.healthyControllerNodes().contains(previous)) {
+            return previous;
+        }
+        return plugin.healthyControllerNodes().isEmpty() ? null : plugin.healthyControllerNodes().get(0);
+    }
+
+    /** The created volume becomes a registered one, claimable like any other. */
+    private Uni<Void> register(ProvisionEntity p, VolumeEntity existing) {
+        if (existing != null) {
+            LOG.warnf("provision %s: a volume with this key was registered meanwhile; not replaced", p.volumeKey);
+            return Uni.createFrom().voidItem();
+        }
+        Instant now = Instant.now();
+        VolumeEntity v = new VolumeEntity();
+        v.volumeKey = p.volumeKey;
+        v.namespace = p.namespace;
+        v.id = p.volumeId;
+        v.name = p.name;
+        v.externalId = p.externalId;
+        v.pluginId = p.pluginId;
+        v.accessMode = p.accessMode;
+        v.attachmentMode = p.attachmentMode;
+        v.failover = p.failover;
+        v.fsType = p.fsType;
+        v.mountFlagCount = p.mountFlagCount;
+        v.parametersJson = p.parametersJson;
+        v.contextJson = p.contextJson == null ? "{}" : p.contextJson;
+        v.topologyJson = Json.write(Topologies.claimable(Json.map(p.topologyJson), Topologies.read(p.accessibleTopologyJson)));
+        v.secretKeysJson = p.secretKeysJson;
+        v.sealedJson = p.sealedJson;
+        v.createdAt = now;
+        v.updatedAt = now;
+        return v.persist().replaceWithVoid();
+    }
+
+    /** The deleted volume is deregistered (with its past claims) and its provision forgotten. */
+    private Uni<Void> deregister(ProvisionEntity p, VolumeEntity volume) {
+        Uni<Void> volumeGone = volume == null ? Uni.createFrom().voidItem()
+                : ClaimEntity.delete("volumeKey", p.volumeKey).chain(() -> volume.delete());
+        return volumeGone.chain(() -> p.delete());
+    }
+
+    static Snapshot snapshot(ProvisionEntity p) {
+        return new Snapshot(Phase.valueOf(p.phase), p.attempt, p.sourceSnapshotId != null || p.sourceVolumeId != null);
+    }
+
+    /** Whether {@code b} asks for what {@code a} was created with (the secrets aside: sealed, not comparable). */
+    static boolean sameRequest(ProvisionEntity a, ProvisionEntity b) {
+        return Objects.equals(a.pluginId, b.pluginId) && Objects.equals(a.accessMode, b.accessMode)
+                && Objects.equals(a.attachmentMode, b.attachmentMode) && Objects.equals(a.capacityMinBytes, b.capacityMinBytes)
+                && Objects.equals(a.capacityMaxBytes, b.capacityMaxBytes) && Objects.equals(a.sourceSnapshotId, b.sourceSnapshotId)
+                && Objects.equals(a.sourceVolumeId, b.sourceVolumeId)
+                && Json.map(a.parametersJson).equals(Json.map(b.parametersJson))
+                && Json.map(a.topologyJson).equals(Json.map(b.topologyJson));
+    }
+
+    /** Topology helpers: what the registered volume's single topology map is. */
+    static final class Topologies {
+        private Topologies() {
+        }
+
+        static List<Map<String, String>> read(String json) {
+            if (json == null || json.isBlank()) {
+                return List.of();
+            }
+            try {
+                return io.csiorchestrator.events.EventCodec.mapper().readValue(json,
+                        new com.fasterxml.jackson.core.type.TypeReference<List<Map<String, String>>>() { });
+            } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+                throw new IllegalStateException("stored accessible topology is unreadable", e);
+            }
+        }
+
+        /**
+         * The requested segment when one was asked for; else the plugin's one accessible segment; else none (several
+         * segments: accessible from any of them, which the single map of a registration cannot say).
+         */
+        static Map<String, String> claimable(Map<String, String> requested, List<Map<String, String>> accessible) {
+            if (!requested.isEmpty()) {
+                return requested;
+            }
+            return accessible.size() == 1 ? accessible.get(0) : Map.of();
+        }
+    }
+}

@@ -1,0 +1,33 @@
+package io.csiorchestrator.claims.provision;
+
+import io.csiorchestrator.claims.domain.ProvisionMachine;
+import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithDefault;
+import io.smallrye.config.WithName;
+import java.time.Duration;
+
+/** {@code csi.provision.*}: volumes created and deleted through the services (issue 14). */
+@ConfigMapping(prefix = "csi.provision")
+public interface ProvisionSettings {
+
+    /**
+     * Attempts of one CreateVolume or DeleteVolume on retryable errors (the CSI table in {@code ProvisionMachine})
+     * before the provision fails. Each attempt re-sends the same CSI name, so a retry never makes a second volume.
+     */
+    @WithName("max-attempts")
+    @WithDefault("8")
+    int maxAttempts();
+
+    /** The wait after the first failed attempt, doubling per attempt up to {@link #maxBackoff()}. */
+    @WithName("base-backoff")
+    @WithDefault("1s")
+    Duration baseBackoff();
+
+    @WithName("max-backoff")
+    @WithDefault("1m")
+    Duration maxBackoff();
+
+    default ProvisionMachine.Policy policy() {
+        return new ProvisionMachine.Policy(maxAttempts(), baseBackoff(), maxBackoff());
+    }
+}

@@ -1,0 +1,190 @@
+package io.csiorchestrator.claims;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.equalTo;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimRequested;
+import io.csiorchestrator.events.ClaimState;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.ProvisionedVolume;
+import io.restassured.http.ContentType;
+import io.quarkus.test.junit.QuarkusTest;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Volumes created and deleted through claim-service (issue 14) end to end through Kafka and PostgreSQL; the test
+ * answers the create-volume / delete-volume commands as the controller node's worker would (the worker's side
+ * with the real plugin is NodeMountWorkerTest's, the whole chain cli's ProvisioningIT).
+ */
+@QuarkusTest
+class ProvisionFlowTest {
+
+    final Bus bus = new Bus();
+
+    @AfterEach
+    void close() {
+        bus.close();
+    }
+
+    private static String unique(String prefix) {
+        return prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    private static Map<String, Object> createBody(String ns, String vol, String plugin, Object capacityMin) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("id", vol);
+        body.put("namespace", ns);
+        body.put("pluginId", plugin);
+        body.put("accessMode", "single-node-writer");
+        body.put("attachmentMode", "file-system");
+        body.put("mountOptions", Map.of("fsType", "ext4"));
+        body.put("parameters", Map.of("tier", "fast"));
+        body.put("secrets", Map.of("password", "s3cret-value"));
+        body.put("capacityMin", capacityMin);
+        return body;
+    }
+
+    private static void answerCreated(Bus bus, NodeCommand c, String externalId) {
+        bus.send(new MountDone(c.commandId(), c.nodeId(), c.kind(), c.namespace(), c.volumeId(), null, true, null, null,
+                Map.of(), null, null, Instant.now(), null, null,
+                new ProvisionedVolume(externalId, 1L << 30, Map.of("created-by", "test"), List.of())));
+    }
+
+    /**
+     * Create: 202 "creating"; the create-volume command goes to the plugin's healthy controller node with the CSI
+     * name namespace.id, the capacity asked (1GiB = 2^30 bytes), the parameters and the secrets sealed (never in
+     * plain text on the topic); nothing is registered before the answer. The plugin's answer registers the volume
+     * with its id and context (schedulable); the same request again answers 200 with the same state, another
+     * capacity 409. A delete while claimed is 409 naming the allocation; after the release it sends delete-volume
+     * with the plugin's id to the controller node and new claims are rejected; its answer deregisters the volume.
+     */
+    @Test
+    void aVolumeCreatedThroughTheServiceIsRegisteredClaimedReleasedAndDeleted() {
+        String plugin = unique("prov");
+        String vol = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a"));
+        awaitPluginKnown(plugin);
+
+        given().contentType(ContentType.JSON).body(createBody("ns1", vol, plugin, "1GiB")).post("/v1/provisioned-volumes")
+                .then().statusCode(202).body("phase", equalTo("creating")).body("csiName", equalTo("ns1." + vol));
+        NodeCommand create = bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME);
+        assertEquals("node-ctl", create.nodeId());
+        assertEquals("ns1." + vol, create.provision().name());
+        assertEquals(1L << 30, create.provision().capacityMinBytes());
+        assertEquals(Map.of("tier", "fast"), create.provision().parameters());
+        assertNull(create.externalVolumeId());
+        assertTrue(create.sealed() != null && !EventCodec.encodeToString(create).contains("s3cret-value"),
+                "the secrets travel sealed only");
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(404);
+
+        answerCreated(bus, create, "ext-" + vol);
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("externalId", equalTo("ext-" + vol))
+                .body("context.created-by", equalTo("test")).body("secrets.password", equalTo("[redacted]"));
+        given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("created"))
+                .body("capacityBytes", equalTo(1 << 30));
+        given().contentType(ContentType.JSON).body(createBody("ns1", vol, plugin, "1GiB")).post("/v1/provisioned-volumes")
+                .then().statusCode(200).body("phase", equalTo("created"));
+        given().contentType(ContentType.JSON).body(createBody("ns1", vol, plugin, "2GiB")).post("/v1/provisioned-volumes")
+                .then().statusCode(409).body("problems[0].message", containsString("another spec"));
+
+        ClaimRequested write = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(write);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.MOUNT));
+        bus.awaitStatus(write.requestId(), ClaimState.READY);
+        given().delete("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(409)
+                .body("problems[0].message", containsString("alloc-1"));
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT));
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+
+        given().delete("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(202).body("phase", equalTo("deleting"));
+        NodeCommand delete = bus.awaitCommand(vol, NodeCommandKind.DELETE_VOLUME);
+        assertEquals("node-ctl", delete.nodeId());
+        assertEquals("ext-" + vol, delete.externalVolumeId());
+        ClaimRequested late = Bus.claim("ns1", vol, "alloc-2", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(late);
+        bus.awaitStatus(late.requestId(), ClaimState.REJECTED);
+
+        bus.succeed(delete);
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/volumes/ns1/" + vol).then().statusCode(404));
+        given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(404);
+    }
+
+    /**
+     * The CSI error table through the service: ABORTED is retried after the backoff with the same CSI name (a new
+     * command id), INVALID_ARGUMENT fails the create with the plugin's message and registers nothing; the failed
+     * record is then deleted without a DeleteVolume. A delete answered UNAVAILABLE is retried; NOT_FOUND (the
+     * worker's success) deregisters.
+     */
+    @Test
+    void retryableErrorsAreRetriedWithTheSameNameAndFatalOnesFailWithThePluginsMessage() {
+        String plugin = unique("prov");
+        String vol = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a"));
+        awaitPluginKnown(plugin);
+
+        given().contentType(ContentType.JSON).body(createBody("ns1", vol, plugin, 1048576)).post("/v1/provisioned-volumes")
+                .then().statusCode(202);
+        NodeCommand first = bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME);
+        bus.fail(first, "ABORTED", "an operation on ns1." + vol + " is pending");
+        NodeCommand second = bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME);
+        assertNotEquals(first.commandId(), second.commandId());
+        assertEquals(first.provision().name(), second.provision().name());
+        bus.fail(second, "INVALID_ARGUMENT", "parameter 'tier' is unknown");
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("create-failed"))
+                        .body("lastError", containsString("INVALID_ARGUMENT: parameter 'tier' is unknown")));
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(404);
+        given().delete("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(202).body("phase", equalTo("deleted"));
+        given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(404);
+
+        String other = unique("pv");
+        given().contentType(ContentType.JSON).body(createBody("ns1", other, plugin, 1048576)).post("/v1/provisioned-volumes")
+                .then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(other, NodeCommandKind.CREATE_VOLUME), "ext-" + other);
+        ClaimFlowTest.awaitSchedulable("ns1", other);
+        given().delete("/v1/provisioned-volumes/ns1/" + other).then().statusCode(202);
+        bus.fail(bus.awaitCommand(other, NodeCommandKind.DELETE_VOLUME), "UNAVAILABLE", "the plugin is restarting");
+        NodeCommand retried = bus.awaitCommand(other, NodeCommandKind.DELETE_VOLUME);
+        given().get("/v1/volumes/ns1/" + other).then().statusCode(200).body("deleting", equalTo(true));
+        bus.succeed(retried);
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/volumes/ns1/" + other).then().statusCode(404));
+        assertFalse(bus.commands(other).stream().anyMatch(c -> c.kind() == NodeCommandKind.MOUNT));
+    }
+
+    /** A create body with an externalId, a bad capacity and a bad access mode is 400 naming all three. */
+    @Test
+    void aBadCreateBodyIsRefusedWithEveryProblem() {
+        Map<String, Object> body = createBody("ns1", unique("pv"), "p", "lots");
+        body.put("externalId", "mine");
+        body.put("accessMode", "everyone");
+        given().contentType(ContentType.JSON).body(body).post("/v1/provisioned-volumes").then().statusCode(400)
+                .body("problems.field", org.hamcrest.Matchers.hasItems("externalId", "capacityMin", "accessMode"));
+    }
+
+    private static void awaitPluginKnown(String plugin) {
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/status/plugins").then().statusCode(200).body(containsString(plugin)));
+    }
+}

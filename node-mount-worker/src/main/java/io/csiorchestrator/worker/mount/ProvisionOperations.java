@@ -1,0 +1,69 @@
+package io.csiorchestrator.worker.mount;
+
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.ProvisionedVolume;
+import io.csiorchestrator.events.SecretPayload;
+import java.time.Clock;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The create-volume and delete-volume commands (issue 14) on the node hosting a healthy controller instance of the
+ * plugin: CSI CreateVolume (idempotent by the command's CSI name: a redelivered or re-sent command gets the same
+ * volume) and DeleteVolume (NOT_FOUND is done). They hold no node state: no record, no mount, nothing to restore;
+ * claim-service records the request before it sends it and the answer when it comes.
+ */
+final class ProvisionOperations {
+
+    private final String nodeId;
+    private final PluginDirectory plugins;
+    private final SecretOpener secrets;
+    private final Clock clock;
+
+    ProvisionOperations(String nodeId, PluginDirectory plugins, SecretOpener secrets, Clock clock) {
+        this.nodeId = nodeId;
+        this.plugins = plugins;
+        this.secrets = secrets;
+        this.clock = clock;
+    }
+
+    MountDone execute(NodeCommand command) {
+        if (!nodeId.equals(command.nodeId())) {
+            return failed(command, VolumeOperations.INVALID_COMMAND, "command for node '" + command.nodeId()
+                    + "' reached the worker of node '" + nodeId + "'");
+        }
+        Optional<ControllerVolumePlugin> found = plugins.controller(command.pluginId());
+        if (found.isEmpty()) {
+            return failed(command, VolumeOperations.PLUGIN_NOT_FOUND, "CSI plugin '" + command.pluginId()
+                    + "' has no healthy controller instance on node " + nodeId);
+        }
+        SecretPayload opened;
+        try {
+            opened = secrets.open(command.sealed(), command.namespace(), command.volumeId());
+        } catch (RuntimeException e) {
+            return failed(command, VolumeOperations.SECRETS_UNREADABLE, e.getMessage());
+        }
+        try {
+            if (command.kind() == NodeCommandKind.CREATE_VOLUME) {
+                VolumeRequest request = new VolumeRequest(null, command.accessMode(), command.attachmentMode(),
+                        command.fsType(), opened.mountFlags(), opened.secrets(), Map.of(), Map.of(), false, null, null);
+                ProvisionedVolume volume = found.get().createVolume(request, command.provision());
+                return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
+                        null, true, null, null, Map.of(), null, null, clock.instant(), null, null, volume);
+            }
+            found.get().deleteVolume(command.externalVolumeId(), opened.secrets());
+            return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
+                    null, true, null, null, Map.of(), null, null, clock.instant());
+        } catch (PluginCallFailure failure) {
+            return failed(command, failure.code(), failure.getMessage());
+        }
+    }
+
+    private MountDone failed(NodeCommand command, String code, String message) {
+        String text = message == null || message.isBlank() ? code : message;
+        return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
+                null, false, code, text, Map.of(), null, null, clock.instant());
+    }
+}
