@@ -96,6 +96,7 @@ public class NodeMountWorker {
     private final java.time.Duration leaseTtl;
     private io.csiorchestrator.worker.lease.LeaseGate lease;
     private io.csiorchestrator.worker.lease.LeaseClient leaseClient;
+    private io.csiorchestrator.worker.lease.FenceGuard fenceGuard;
 
     public NodeMountWorker(WorkerConfig config,
                            @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092") String bootstrapServers,
@@ -151,6 +152,9 @@ public class NodeMountWorker {
             publisher.publish(new NodeEvent(nodeId, null, NodeEventKind.RESTORE, "Unreadable mount record", null, null,
                     null, null, false, problem, Map.of(), clock.instant()));
         }
+        if (leaseClient != null && config.fencingGuard()) {
+            startFenceGuard();
+        }
         PluginSupervisor.Timing timing = new PluginSupervisor.Timing(config.connectTimeout(), config.probeTimeout(),
                 config.callTimeout(), config.callAttempts());
         watcher = new PluginWatcher(config.pluginsDir(), nodeId, registry,
@@ -178,6 +182,30 @@ public class NodeMountWorker {
         registerGauges();
         started = true;
         LOG.infof("node-mount-worker of node %s started: root %s, plugins %s", nodeId, paths.root(), config.pluginsDir());
+    }
+
+    /**
+     * The guard process (README "The guard"): taken over or started now that the records are loaded (its first feed
+     * names the restored mounts), fed on the lease thread while the lease is valid with the fence plan's paths. It is
+     * left running on stop: a worker that does not come back with a valid lease in time is fenced.
+     */
+    private void startFenceGuard() throws IOException {
+        VolumeOperations ops = operations;
+        io.csiorchestrator.worker.lease.FenceGuard guard;
+        try {
+            guard = io.csiorchestrator.worker.lease.FenceGuard.startOrTakeOver(paths.root(), paths.root(),
+                    () -> io.csiorchestrator.worker.lease.FencePlan.of(ops.records().values()).paths(), System::nanoTime);
+        } catch (IOException e) {
+            throw new IOException("cannot start the fence guard (csi.worker.fencing.guard=false runs without it): "
+                    + e.getMessage(), e);
+        }
+        fenceGuard = guard;
+        leaseClient.afterEveryPoll(() -> guard.tick(lease.deadline()));
+    }
+
+    /** The fence guard's supervisor; null when there is none (fencing or the guard off, or before start). */
+    public io.csiorchestrator.worker.lease.FenceGuard fenceGuard() {
+        return fenceGuard;
     }
 
     /** The node's lease (a disabled gate while {@code csi.worker.fencing.enabled} is false); null before start. */

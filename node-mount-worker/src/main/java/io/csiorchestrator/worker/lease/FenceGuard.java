@@ -24,8 +24,8 @@ import org.jboss.logging.Logger;
  * The supervisor of the guard process (issue 19): a software watchdog beside the worker that unmounts the fenced
  * paths when the worker stops feeding it (frozen, dead, or without a valid lease). The guard is the bash script
  * {@code csi-fence-guard} (a resource of this module; bash and util-linux only), written to
- * {@code <state dir>/csi-fence-guard} (0700) and started with {@code setsid -f}, so it is in its own session and
- * outlives the JVM (a kill -9 of the worker does not end it).
+ * {@code <state dir>/csi-fence-guard} (0700) and started with {@code setsid}, so it is in its own session and
+ * process group and outlives the JVM (a kill -9 of the worker does not end it; it is reparented).
  *
  * <p>{@link #startOrTakeOver}: if {@code <state dir>/fence-guard.pid} names a live guard of this state dir (its
  * {@code /proc/<pid>/cmdline} runs this script on this state dir), this worker takes it over: it simply feeds the same
@@ -119,9 +119,10 @@ public final class FenceGuard {
             return;
         }
         Path log = stateDir.resolve(LOG_FILE);
-        // setsid -f: its own session, reparented at once (not a child of this JVM); it says "ready <pid>" on stdout
-        // once it reads its FIFO and has written its pid file, then logs to the log file only
-        Process setsid = new ProcessBuilder("setsid", "-f", "bash", script.toString(), stateDir.toString(),
+        // setsid: its own session and process group (this JVM's child, not a group leader, so setsid execs in place:
+        // no fork; with -f the JDK would close the stdout pipe as soon as the forking parent exits). It says
+        // "ready <pid>" on stdout once it reads its FIFO and has written its pid file, then logs to the log file only.
+        Process setsid = new ProcessBuilder("setsid", "bash", script.toString(), stateDir.toString(),
                 root.toString())
                 .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
                 .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()))
