@@ -68,6 +68,8 @@ public final class FenceGuard {
     private long fedEpoch;
     private long fedFenceAt;
     private List<String> fedPaths = List.of();
+    private volatile Runnable onMarker = () -> { };
+    private boolean markerSeen;
 
     private FenceGuard(Path stateDir, Path root, Supplier<List<String>> paths, LongSupplier nanoTime) {
         this.stateDir = stateDir;
@@ -88,6 +90,15 @@ public final class FenceGuard {
         FenceGuard guard = new FenceGuard(stateDir, root.normalize(), paths, nanoTime);
         guard.ensureRunning();
         return guard;
+    }
+
+    /**
+     * Runs {@code handler} on the lease thread when a tick finds the guard's marker (the guard fenced): the worker
+     * reads it, records the fence and removes it (fence-worker's part). Until the marker is removed the guard ignores
+     * feeds of the fenced epoch, so a worker that kept that epoch would be unguarded; without a handler this is logged.
+     */
+    public void onMarker(Runnable handler) {
+        this.onMarker = handler;
     }
 
     /** The guard's process id. */
@@ -197,6 +208,15 @@ public final class FenceGuard {
      * @param lease the lease now: its epoch and fence time, empty while it is not valid
      */
     public synchronized void tick(java.util.Optional<LeaseGate.Deadline> lease) {
+        boolean marker = Files.exists(stateDir.resolve(MARKER));
+        if (marker && !markerSeen) {
+            LOG.warnf("the fence guard fenced (marker %s): it ignores feeds of the fenced epoch until a newer one",
+                    stateDir.resolve(MARKER));
+        }
+        markerSeen = marker;
+        if (marker) {
+            onMarker.run();
+        }
         if (lease.isEmpty()) {
             return; // no valid lease: the guard keeps its last deadline and fences at it
         }

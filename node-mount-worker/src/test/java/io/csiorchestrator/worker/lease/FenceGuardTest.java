@@ -108,4 +108,16 @@ class FenceGuardTest {
         await().atMost(AWAIT).until(() -> log().contains("armed for epoch 3 with 0 path(s)"));
         assertTrue(log().contains("csi-fence-guard[" + guard.pid() + "] armed"), log());
     }
+
+    @Test
+    void aTickThatFindsTheGuardsMarkerHandsItToTheWorker() throws Exception {
+        FenceGuard guard = guard();
+        AtomicLong handled = new AtomicLong();
+        guard.onMarker(handled::incrementAndGet);
+        guard.tick(Optional.empty());
+        assertEquals(0, handled.get(), "no marker, nothing to handle");
+        Files.writeString(state.resolve(FenceGuard.MARKER), "epoch 2\n");
+        guard.tick(Optional.empty());
+        assertEquals(1, handled.get(), "a tick without a valid lease hands it over too");
+    }
 }
