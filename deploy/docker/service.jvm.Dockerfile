@@ -5,6 +5,9 @@
 FROM registry.access.redhat.com/ubi9/openjdk-17-runtime:1.23
 
 ARG MODULE
+# node-mount-worker's fence guard (README "The guard") is a bash script using util-linux (setsid, flock, umount).
+USER root
+RUN if [ "$MODULE" = "node-mount-worker" ]; then microdnf install -y util-linux && microdnf clean all; fi
 ENV LANGUAGE='en_US:en' \
     JAVA_APP_JAR=/deployments/quarkus-run.jar \
     JAVA_OPTS_APPEND="-Djava.util.logging.manager=org.jboss.logmanager.LogManager"

@@ -6,6 +6,8 @@
 FROM registry.access.redhat.com/ubi9/ubi-minimal:9.6
 
 ARG MODULE
+# node-mount-worker's fence guard (README "The guard") is a bash script using util-linux (setsid, flock, umount).
+RUN if [ "$MODULE" = "node-mount-worker" ]; then microdnf install -y util-linux && microdnf clean all; fi
 WORKDIR /work/
 RUN chown 1001:root /work && chmod g+rwX /work
 COPY --chown=1001:root ${MODULE}/target/*-runner /work/application

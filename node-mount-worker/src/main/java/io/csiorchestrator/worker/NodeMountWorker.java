@@ -100,6 +100,7 @@ public class NodeMountWorker {
     private io.csiorchestrator.worker.lease.LeaseGate lease;
     private io.csiorchestrator.worker.lease.LeaseClient leaseClient;
     private io.csiorchestrator.worker.lease.SelfFence selfFence;
+    private io.csiorchestrator.worker.lease.FenceGuard fenceGuard;
 
     public NodeMountWorker(WorkerConfig config,
                            @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092") String bootstrapServers,
@@ -173,6 +174,9 @@ public class NodeMountWorker {
                     }).withSecurity(kafkaSecurity);
             leaseClient.afterEveryPoll(fence::tick);
             leaseClient.start();
+            if (config.fencingGuard()) {
+                startFenceGuard(fence); // after the records are loaded and the fence record is taken in
+            }
         }
         PluginSupervisor.Timing timing = new PluginSupervisor.Timing(config.connectTimeout(), config.probeTimeout(),
                 config.callTimeout(), config.callAttempts());
@@ -201,6 +205,36 @@ public class NodeMountWorker {
         registerGauges();
         started = true;
         LOG.infof("node-mount-worker of node %s started: root %s, plugins %s", nodeId, paths.root(), config.pluginsDir());
+    }
+
+    /**
+     * The guard process (README "The guard"): taken over or started now that the records are loaded (its first feed
+     * names the restored mounts), fed on the lease thread while the lease is valid with the fence plan's paths. It is
+     * left running on stop: a worker that does not come back with a valid lease in time is fenced.
+     */
+    private void startFenceGuard(io.csiorchestrator.worker.lease.SelfFence fence) throws IOException {
+        VolumeOperations ops = operations;
+        io.csiorchestrator.worker.lease.FenceGuard guard;
+        try {
+            guard = io.csiorchestrator.worker.lease.FenceGuard.startOrTakeOver(paths.root(), paths.root(),
+                    () -> io.csiorchestrator.worker.lease.FencePlan.of(ops.records().values()).paths(), System::nanoTime);
+        } catch (IOException e) {
+            throw new IOException("cannot start the fence guard (csi.worker.fencing.guard=false runs without it): "
+                    + e.getMessage(), e);
+        }
+        fenceGuard = guard;
+        // the guard's marker is taken in by the self-fence, even while the lease is valid again (the guard fenced an
+        // epoch this worker may have renewed since); one tick after every lease poll feeds both
+        guard.onMarker(fence::markerFound);
+        leaseClient.afterEveryPoll(() -> {
+            fence.tick();
+            guard.tick(lease.deadline());
+        });
+    }
+
+    /** The fence guard's supervisor; null when there is none (fencing or the guard off, or before start). */
+    public io.csiorchestrator.worker.lease.FenceGuard fenceGuard() {
+        return fenceGuard;
     }
 
     /** The node's lease (a disabled gate while {@code csi.worker.fencing.enabled} is false); null before start. */

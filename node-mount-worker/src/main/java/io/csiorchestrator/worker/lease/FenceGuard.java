@@ -24,8 +24,8 @@ import org.jboss.logging.Logger;
  * The supervisor of the guard process (issue 19): a software watchdog beside the worker that unmounts the fenced
  * paths when the worker stops feeding it (frozen, dead, or without a valid lease). The guard is the bash script
  * {@code csi-fence-guard} (a resource of this module; bash and util-linux only), written to
- * {@code <state dir>/csi-fence-guard} (0700) and started with {@code setsid -f}, so it is in its own session and
- * outlives the JVM (a kill -9 of the worker does not end it).
+ * {@code <state dir>/csi-fence-guard} (0700) and started with {@code setsid}, so it is in its own session and
+ * process group and outlives the JVM (a kill -9 of the worker does not end it; it is reparented).
  *
  * <p>{@link #startOrTakeOver}: if {@code <state dir>/fence-guard.pid} names a live guard of this state dir (its
  * {@code /proc/<pid>/cmdline} runs this script on this state dir), this worker takes it over: it simply feeds the same
@@ -68,6 +68,8 @@ public final class FenceGuard {
     private long fedEpoch;
     private long fedFenceAt;
     private List<String> fedPaths = List.of();
+    private volatile Runnable onMarker = () -> { };
+    private boolean markerSeen;
 
     private FenceGuard(Path stateDir, Path root, Supplier<List<String>> paths, LongSupplier nanoTime) {
         this.stateDir = stateDir;
@@ -88,6 +90,15 @@ public final class FenceGuard {
         FenceGuard guard = new FenceGuard(stateDir, root.normalize(), paths, nanoTime);
         guard.ensureRunning();
         return guard;
+    }
+
+    /**
+     * Runs {@code handler} on the lease thread when a tick finds the guard's marker (the guard fenced): the worker
+     * reads it, records the fence and removes it (fence-worker's part). Until the marker is removed the guard ignores
+     * feeds of the fenced epoch, so a worker that kept that epoch would be unguarded; without a handler this is logged.
+     */
+    public void onMarker(Runnable handler) {
+        this.onMarker = handler;
     }
 
     /** The guard's process id. */
@@ -119,9 +130,10 @@ public final class FenceGuard {
             return;
         }
         Path log = stateDir.resolve(LOG_FILE);
-        // setsid -f: its own session, reparented at once (not a child of this JVM); it says "ready <pid>" on stdout
-        // once it reads its FIFO and has written its pid file, then logs to the log file only
-        Process setsid = new ProcessBuilder("setsid", "-f", "bash", script.toString(), stateDir.toString(),
+        // setsid: its own session and process group (this JVM's child, not a group leader, so setsid execs in place:
+        // no fork; with -f the JDK would close the stdout pipe as soon as the forking parent exits). It says
+        // "ready <pid>" on stdout once it reads its FIFO and has written its pid file, then logs to the log file only.
+        Process setsid = new ProcessBuilder("setsid", "bash", script.toString(), stateDir.toString(),
                 root.toString())
                 .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
                 .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()))
@@ -196,6 +208,15 @@ public final class FenceGuard {
      * @param lease the lease now: its epoch and fence time, empty while it is not valid
      */
     public synchronized void tick(java.util.Optional<LeaseGate.Deadline> lease) {
+        boolean marker = Files.exists(stateDir.resolve(MARKER));
+        if (marker && !markerSeen) {
+            LOG.warnf("the fence guard fenced (marker %s): it ignores feeds of the fenced epoch until a newer one",
+                    stateDir.resolve(MARKER));
+        }
+        markerSeen = marker;
+        if (marker) {
+            onMarker.run();
+        }
         if (lease.isEmpty()) {
             return; // no valid lease: the guard keeps its last deadline and fences at it
         }

@@ -141,6 +141,21 @@ public final class SelfFence implements AutoCloseable {
         if (!gate.isEnabled() || gate.valid()) {
             return;
         }
+        queueCheck();
+    }
+
+    /**
+     * Called when the guard's supervisor finds its marker ({@code FenceGuard.onMarker}): queues the check even while
+     * the lease is valid, since the guard may have fenced an epoch that this worker renewed after a freeze; taking the
+     * marker in ends that epoch here too ({@code LeaseGate.fenceDone}).
+     */
+    public void markerFound() {
+        if (gate.isEnabled()) {
+            queueCheck();
+        }
+    }
+
+    private void queueCheck() {
         if (checkQueued.compareAndSet(false, true)) {
             try {
                 executor.execute(() -> {

@@ -1,0 +1,244 @@
+package io.csiorchestrator.worker.it;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.csi.CsiAccessMode;
+import io.csiorchestrator.csi.CsiAttachmentMode;
+import io.csiorchestrator.csi.CsiClientOptions;
+import io.csiorchestrator.csi.CsiPluginClient;
+import io.csiorchestrator.csi.MountOptions;
+import io.csiorchestrator.csi.VolumeCapabilities;
+import io.csiorchestrator.csi.mount.MountTable;
+import io.csiorchestrator.csi.v1.CreateVolumeRequest;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.CloudEventHeaders;
+import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.EventType;
+import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.NodeLease;
+import io.csiorchestrator.events.NodeLeaseRequested;
+import io.csiorchestrator.events.NodeLeaseState;
+import io.csiorchestrator.events.NodePartitioner;
+import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.testkit.KafkaBroker;
+import io.csiorchestrator.testkit.KafkaTestClient;
+import io.csiorchestrator.worker.lease.FenceGuard;
+import io.csiorchestrator.worker.state.PosixDirs;
+import io.csiorchestrator.worker.state.WorkerPaths;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The guard process beside the real packaged worker ({@code target/quarkus-app/quarkus-run.jar}, started as
+ * {@link WorkerCrashIT} starts it) with fencing on, the hostpath plugin process and an in-process broker; this test
+ * stands in for plugin-registry-service and grants every lease request of the node (epoch 1, ttl 4 s, budget 1.5 s).
+ * A fenceOnLapse mount goes through the real plugin; then the worker is frozen with SIGSTOP: the guard, starved,
+ * unmounts the target and the staging while the worker is still stopped (its /proc state is checked before SIGCONT)
+ * and its marker names both. Then SIGCONT; then kill -9 of the worker: the guard lives on and a new worker takes it
+ * over (same pid, no second guard). No time is asserted, only the order.
+ */
+class FenceGuardIT {
+
+    static final String NODE = "guard-node";
+    static final Duration AWAIT = Duration.ofSeconds(60);
+    static Path root;
+    static Path workerRoot;
+    static KafkaBroker broker;
+    static KafkaTestClient kafka;
+    static HostpathPlugin plugin;
+    static Process worker;
+    static Thread registry;
+    static volatile boolean granting = true;
+
+    @BeforeAll
+    static void setUp() throws Exception {
+        root = Files.createTempDirectory("csi-fence-guard-it").toRealPath();
+        workerRoot = root.resolve("worker");
+        broker = KafkaBroker.start();
+        broker.createTopic("node-commands", 4);
+        broker.createTopic(Topic.NODE_LEASE_REQUESTS.baseName(), 6);
+        broker.createTopic(Topic.NODE_LEASES.baseName(), 6, Map.of("cleanup.policy", "compact"));
+        kafka = new KafkaTestClient(broker.bootstrapServers());
+        plugin = new HostpathPlugin("hp", root.resolve("plugins"), root.resolve("hp-state"),
+                "--controller-publish=false").start();
+        registry = new Thread(FenceGuardIT::grantEveryRequest, "test-registry");
+        registry.setDaemon(true);
+        registry.start();
+    }
+
+    @AfterAll
+    static void tearDown() throws Exception {
+        granting = false;
+        if (worker != null) {
+            worker.destroyForcibly(); // SIGKILL ends a stopped process too
+            worker.waitFor(10, TimeUnit.SECONDS);
+        }
+        if (workerRoot != null) {
+            FenceGuard.liveGuard(workerRoot).ifPresent(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
+        }
+        if (registry != null) {
+            registry.join(10_000);
+        }
+        HostpathPlugin.killAll();
+        WorkerRootResource.unmountAllUnder(root);
+        if (kafka != null) {
+            kafka.close();
+        }
+        if (broker != null) {
+            broker.close();
+        }
+        try (Stream<Path> files = Files.walk(root)) {
+            files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    /** The registry's part: every request of the node is answered with a valid lease of epoch 1. */
+    static void grantEveryRequest() {
+        Properties c = new Properties();
+        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+        c.put(ConsumerConfig.GROUP_ID_CONFIG, "test-registry");
+        c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        try (KafkaConsumer<String, String> requests = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer())) {
+            requests.subscribe(List.of(Topic.NODE_LEASE_REQUESTS.baseName()));
+            while (granting) {
+                for (ConsumerRecord<String, String> r : requests.poll(Duration.ofMillis(100))) {
+                    NodeLeaseRequested request = EventCodec.decode(NodeLeaseRequested.class, r.value());
+                    if (!NODE.equals(request.nodeId())) {
+                        continue;
+                    }
+                    NodeLease lease = new NodeLease(NODE, 1, NodeLeaseState.VALID, request.requestId(), 4_000, 1_500,
+                            Instant.now());
+                    RecordHeaders h = new RecordHeaders();
+                    CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
+                    kafka.send(new ProducerRecord<>(Topic.NODE_LEASES.baseName(), null, NODE,
+                            EventCodec.encodeToString(lease), h));
+                }
+            }
+        }
+    }
+
+    private static Process startWorker(String name) throws IOException {
+        Path jar = Path.of(System.getProperty("csi.worker.jar", "target/quarkus-app/quarkus-run.jar"));
+        List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx256m", "-XX:TieredStopAtLevel=1",
+                "-Dcsi.worker.node-id=" + NODE,
+                "-Dcsi.worker.root=" + workerRoot,
+                "-Dcsi.worker.plugins-dir=" + root.resolve("plugins"),
+                "-Dcsi.worker.probe-interval=500ms",
+                "-Dcsi.worker.rescan-interval=1s",
+                "-Dcsi.worker.call-timeout=20s",
+                "-Dcsi.worker.call-attempts=1",
+                "-Dcsi.worker.fencing.enabled=true",
+                "-Dcsi.fencing.lease-ttl=4s",
+                "-Dkafka.bootstrap.servers=" + broker.bootstrapServers(),
+                "-Dquarkus.http.port=0",
+                "-jar", jar.toAbsolutePath().toString());
+        return new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(root.resolve(name + ".log").toFile())).start();
+    }
+
+    private static String createVolume(String name) {
+        try (CsiPluginClient client = CsiPluginClient.connect(plugin.socket, CsiClientOptions.defaults()).await()
+                .atMost(Duration.ofSeconds(10))) {
+            return client.createVolume(CreateVolumeRequest.newBuilder().setName(name)
+                    .addVolumeCapabilities(VolumeCapabilities.build(CsiAccessMode.SINGLE_NODE_WRITER,
+                            CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE))
+                    .build()).await().atMost(Duration.ofSeconds(20)).getVolume().getVolumeId();
+        }
+    }
+
+    private static void send(NodeCommand command) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(EventType.NODE_COMMAND, "/test").writeTo(headers);
+        kafka.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
+                EventCodec.encodeToString(command), headers));
+    }
+
+    private static boolean mounted(Path path) {
+        return MountTable.readSelf().mounts().stream().anyMatch(e -> e.mountPoint().equals(path.toString()));
+    }
+
+    private static String guardLog() throws IOException {
+        Path log = workerRoot.resolve(FenceGuard.LOG_FILE);
+        return Files.exists(log) ? Files.readString(log) : "";
+    }
+
+    private static void signal(String name, long pid) throws Exception {
+        Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(pid)).redirectErrorStream(true).start();
+        assertTrue(kill.waitFor(10, TimeUnit.SECONDS) && kill.exitValue() == 0, "kill -" + name + " " + pid);
+    }
+
+    /** The process state letter in /proc/<pid>/stat: T while stopped by SIGSTOP. */
+    private static char procState(long pid) throws IOException {
+        String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+        return stat.charAt(stat.lastIndexOf(')') + 2);
+    }
+
+    @Test
+    void aFrozenWorkersGuardUnmountsItsFenceOnLapseMountWhileItIsStoppedThenOutlivesItsKillAndIsTakenOver() throws Exception {
+        String ext = createVolume("guarded-vol");
+        worker = startWorker("worker");
+        kafka.awaitRecord("plugin-health", r -> r.key().equals(PluginHealth.key("hp", NODE))
+                && EventCodec.decode(PluginHealth.class, r.value()).reportsHealthy(), AWAIT);
+        // fed once the lease is valid: armed with no path yet
+        await().atMost(AWAIT).until(() -> guardLog().contains("armed for epoch 1 with 0 path(s)"));
+        long guardPid = FenceGuard.liveGuard(workerRoot).orElseThrow();
+        assertTrue(Files.readString(root.resolve("worker.log")).contains("fence guard pid " + guardPid + " started"));
+
+        send(new NodeCommand("mount-1", NODE, NodeCommandKind.MOUNT, "default", "vol", "hp", ext, "alloc-1",
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null, Map.of(), Map.of(),
+                null, Instant.now()).withFencing(1L, 1L, true));
+        MountDone done = EventCodec.decode(MountDone.class, kafka.awaitRecord("mount-done",
+                r -> r.value().contains("\"commandId\":\"mount-1\""), AWAIT).value());
+        assertTrue(done.succeeded(), done.toString());
+        WorkerPaths paths = new WorkerPaths(workerRoot, new PosixDirs());
+        Path target = paths.targetPath("alloc-1", "default", "vol");
+        Path staging = paths.stagingPath("default", "vol");
+        assertTrue(mounted(target) && mounted(staging));
+        // the fence plan reached the guard: the target and the staging
+        await().atMost(AWAIT).until(() -> guardLog().contains("armed for epoch 1 with 2 path(s)"));
+
+        signal("STOP", worker.pid()); // frozen: no renewal, no feed, no self-fence
+        Path marker = workerRoot.resolve(FenceGuard.MARKER);
+        await().atMost(AWAIT).until(() -> !mounted(target) && !mounted(staging) && Files.exists(marker));
+        assertEquals('T', procState(worker.pid()), "unmounted while the worker is still stopped");
+        assertEquals(List.of("epoch 1", "unmounted " + target, "unmounted " + staging),
+                Files.readAllLines(marker), "the marker names both, target first");
+        assertTrue(ProcessHandle.of(guardPid).isPresent(), "the guard lives on and waits for a newer epoch");
+
+        signal("CONT", worker.pid());
+        assertTrue(worker.isAlive());
+
+        // kill -9 of the worker: the guard (its own session) lives on, and the next worker takes it over
+        worker.destroyForcibly();
+        assertTrue(worker.waitFor(10, TimeUnit.SECONDS));
+        assertTrue(ProcessHandle.of(guardPid).isPresent(), "the guard outlives the killed worker");
+        worker = startWorker("worker-2");
+        await().atMost(AWAIT).until(() -> Files.readString(root.resolve("worker-2.log"))
+                .contains("fence guard pid " + guardPid + " taken over"));
+        assertEquals(guardPid, FenceGuard.liveGuard(workerRoot).orElseThrow(), "no second guard");
+    }
+}
