@@ -14,17 +14,21 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
-/** Every worker class Jackson meets in the stored record is registered for reflection, and nothing else. */
+/**
+ * Every worker class Jackson meets in the stored records (the volume records and the fence record) is registered for
+ * reflection, and nothing else.
+ */
 class NativeReflectionTest {
 
     @Test
     void everyWorkerClassOfTheStoredRecordIsRegistered() {
         Set<String> reachable = new TreeSet<>();
         walk(VolumeRecord.class, reachable);
+        walk(io.csiorchestrator.worker.state.FenceRecord.class, reachable);
         Set<String> registered = Arrays.stream(NativeReflection.class.getAnnotation(RegisterForReflection.class).targets())
                 .map(Class::getName).collect(Collectors.toCollection(TreeSet::new));
         assertTrue(reachable.size() >= 4, "the walk found the record's classes: " + reachable);
-        assertEquals(reachable, registered, "NativeReflection must list exactly the worker classes of the record");
+        assertEquals(reachable, registered, "NativeReflection must list exactly the worker classes of the records");
     }
 
     /** Collects the io.csiorchestrator.worker classes reachable through record components and type arguments. */

@@ -100,15 +100,15 @@ public final class SelfFence implements AutoCloseable {
     public List<String> atStart() {
         List<String> problems = new ArrayList<>();
         try {
-            if (Files.exists(markerFile)) {
-                takeInMarker(false);
-            }
+            // reported just now (its acknowledgement may still be on its way): not a second time below
+            boolean reported = Files.exists(markerFile) && takeInMarker(false);
             Optional<FenceRecord> recorded = store.load();
             if (recorded.isPresent() && recorded.get().phase() == FenceRecord.Phase.FENCING) {
                 LOG.warnf("the fence of epoch %d was not finished before the worker stopped: fencing again",
                         recorded.get().epoch());
                 fence(recorded.get().epoch(), false);
                 recorded = store.load();
+                reported = true;
             }
             if (recorded.isPresent()) {
                 FenceRecord r = recorded.get();
@@ -120,7 +120,7 @@ public final class SelfFence implements AutoCloseable {
                                 + " published again", marked, r.epoch());
                     }
                 }
-                if (r.phase() == FenceRecord.Phase.FENCED && !r.reported()) {
+                if (r.phase() == FenceRecord.Phase.FENCED && !r.reported() && !reported) {
                     report(r);
                 }
             }
@@ -327,9 +327,9 @@ public final class SelfFence implements AutoCloseable {
      * records ({@link VolumeOperations#applyGuardFence}); the fence is recorded (by {@code guard}) and reported, the
      * lease learns the epoch was fenced, and the marker is removed. A marker that cannot be read is set aside as
      * {@code .unreadable} (logged). A marker whose paths are all gone from the records already (taken in before a
-     * crash) is only removed.
+     * crash) is only removed. Returns whether a FENCED was sent.
      */
-    private void takeInMarker(boolean running) throws IOException {
+    private boolean takeInMarker(boolean running) throws IOException {
         FenceMarker marker;
         try {
             marker = FenceMarker.parse(Files.readString(markerFile));
@@ -337,7 +337,7 @@ public final class SelfFence implements AutoCloseable {
             Path aside = markerFile.resolveSibling(markerFile.getFileName() + ".unreadable");
             Files.move(markerFile, aside, StandardCopyOption.REPLACE_EXISTING);
             LOG.errorf("the fence guard's marker %s could not be read (%s); kept as %s", markerFile, e.getMessage(), aside);
-            return;
+            return false;
         }
         Map<String, VolumeOperations.FenceOutcome> byPath = new LinkedHashMap<>();
         marker.unmounted().forEach(p -> byPath.put(p, VolumeOperations.FenceOutcome.UNMOUNTED));
@@ -374,10 +374,11 @@ public final class SelfFence implements AutoCloseable {
             Files.deleteIfExists(markerFile);
             report(completed);
             unfenceIfNewer(marker.epoch());
-        } else {
-            gate.fenceDone(marker.epoch());
-            Files.deleteIfExists(markerFile);
+            return true;
         }
+        gate.fenceDone(marker.epoch());
+        Files.deleteIfExists(markerFile);
+        return false;
     }
 
     private static FenceReport join(CompletableFuture<FenceReport> future) {

@@ -33,8 +33,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The worker's lease I/O against the real broker, the test standing in as plugin-registry-service (it answers
  * node-lease-requests on node-leases itself), ttl 3 s: the worker asks at start, a grant makes its lease valid, with
- * requests going out and no answer coming back (a one-way partition) it lapses, the next grant's higher epoch makes it
- * valid again, and a command of the older epoch is refused.
+ * requests going out and no answer coming back (a one-way partition) it lapses (its fence is due), once fenced the next
+ * grant's higher epoch makes it valid again, and a command of the older epoch is refused.
  */
 class LeaseClientKafkaTest {
 
@@ -100,6 +100,10 @@ class LeaseClientKafkaTest {
         assertEquals(node, renewal.nodeId());
         await().atMost(TIMEOUT).until(() -> !gate.valid());
         assertTrue(gate.invalidReason().startsWith(node + " has no valid lease (epoch 1"), gate.invalidReason());
+        // the fence of epoch 1 is due now; the worker's SelfFence does it (here: begun and done at once), else the
+        // next epoch would stay invalid until it is (an overdue fence)
+        assertEquals(1, gate.beginFence());
+        gate.fenceDone(1);
 
         // the registry grants epoch 2: valid again; a command of epoch 1 is refused as stale
         await().atMost(TIMEOUT).until(() -> {

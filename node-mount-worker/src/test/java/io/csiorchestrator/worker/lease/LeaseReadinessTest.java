@@ -28,7 +28,8 @@ import org.junit.jupiter.api.Test;
 /**
  * With {@code csi.worker.fencing.enabled} the worker is ready only with a valid lease (so {@code ./csi up} waits for
  * the first grant): not ready before a grant, ready once the test (standing in as plugin-registry-service) answers
- * its request, not ready again after the ttl (3 s) without answers.
+ * its request, not ready again without answers (at expiry - budget, 2 s after the last answered request, the worker
+ * fences itself: "epoch 1 fenced").
  */
 @QuarkusTest
 @TestProfile(LeaseReadinessTest.Fencing.class)
@@ -65,9 +66,9 @@ class LeaseReadinessTest {
             });
             assertEquals("valid (epoch 1)", lease(leaseCheck(200)));
 
-            // nobody answers any more: not ready after the ttl
+            // nobody answers any more: not ready once the fence is due, and the worker fenced itself
             await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertEquals(
-                    NODE + " has no valid lease (epoch 1 expired)", lease(leaseCheck(503))));
+                    NODE + " has no valid lease (epoch 1 fenced)", lease(leaseCheck(503))));
         }
     }
 

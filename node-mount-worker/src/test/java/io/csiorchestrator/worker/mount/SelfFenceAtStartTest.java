@@ -1,0 +1,160 @@
+package io.csiorchestrator.worker.mount;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.SecretPayload;
+import io.csiorchestrator.worker.lease.FenceMarker;
+import io.csiorchestrator.worker.lease.LeaseGate;
+import io.csiorchestrator.worker.lease.SelfFence;
+import io.csiorchestrator.worker.state.FenceRecord;
+import io.csiorchestrator.worker.state.FenceRecordStore;
+import io.csiorchestrator.worker.state.MountRecordStore;
+import io.csiorchestrator.worker.state.PosixDirs;
+import io.csiorchestrator.worker.state.VolumeKey;
+import io.csiorchestrator.worker.state.WorkerPaths;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link SelfFence#atStart} (issue 19 item 2, 3, 5): what a restarted worker does, before its restore, with the guard's
+ * marker and with a fence its previous process did not finish, against the in-memory plugin of
+ * {@link VolumeOperationsTest} (no plugin registered yet at start: paths are detached lazily).
+ */
+class SelfFenceAtStartTest {
+
+    private static final VolumeKey VOL1 = new VolumeKey("ns", "vol1");
+
+    @TempDir
+    Path temp;
+
+    private VolumeOperationsTest.FakePlugin plugin;
+    private WorkerPaths paths;
+    private final List<NodeEvent> sent = new ArrayList<>();
+    private final List<String> detached = new ArrayList<>();
+    /** Whether Kafka acknowledges what is sent (else it stays in flight, as when the broker is away). */
+    private boolean acked = true;
+
+    @BeforeEach
+    void setUp() {
+        plugin = new VolumeOperationsTest.FakePlugin();
+        paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
+    }
+
+    private VolumeOperations operations(boolean pluginUp) throws Exception {
+        PluginDirectory directory = new PluginDirectory() {
+            @Override
+            public Optional<NodeVolumePlugin> node(String pluginId) {
+                return pluginUp ? Optional.of(plugin) : Optional.empty();
+            }
+
+            @Override
+            public Optional<ControllerVolumePlugin> controller(String pluginId) {
+                return Optional.empty();
+            }
+        };
+        VolumeOperations ops = new VolumeOperations("node-1", paths, new MountRecordStore(paths), directory,
+                plugin::table, (sealed, ns, vol) -> SecretPayload.EMPTY, e -> { }, Clock.systemUTC());
+        ops.load();
+        return ops;
+    }
+
+    private SelfFence selfFence(VolumeOperations ops, LeaseGate gate) {
+        LazyUnmount lazy = path -> {
+            detached.add(path.toString());
+            plugin.mounted.remove(path.toString());
+            return Optional.empty();
+        };
+        return new SelfFence("node-1", gate, ops, new VolumeSerializer(Runnable::run), new FenceRecordStore(paths),
+                paths.root().resolve(FenceMarker.FILE_NAME), lazy, e -> {
+                    sent.add(e);
+                    return acked ? CompletableFuture.completedFuture(null) : new CompletableFuture<>();
+                }, Clock.systemUTC());
+    }
+
+    private static NodeCommand mount(String alloc, boolean fenceOnLapse) {
+        return new NodeCommand("c-" + alloc, "node-1", NodeCommandKind.MOUNT, "ns", "vol1", "hostpath", "ext-vol1", alloc,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null, Map.of(), Map.of(), null,
+                Instant.now()).withFencing(2L, 1L, fenceOnLapse);
+    }
+
+    /**
+     * The guard detached the fenced target while the worker was down and left its marker: at start the publication
+     * leaves the record before the restore (which then publishes nothing), FENCED by guard is sent with it as lazily
+     * detached, the fence is recorded and marked reported, the lease knows epoch 3 was fenced, the marker is gone.
+     */
+    @Test
+    void theGuardsMarkerAtStartTakesItsPublicationOutOfTheRecordBeforeTheRestore() throws Exception {
+        assertTrue(operations(true).execute(mount("w1", true)).succeeded());
+        Path target = paths.targetPath("w1", "ns", "vol1");
+        plugin.mounted.remove(target.toString()); // the guard's umount -l
+        Path marker = paths.root().resolve(FenceMarker.FILE_NAME);
+        Files.writeString(marker, "epoch 3\nlazy " + target + "\n");
+
+        VolumeOperations ops = operations(false);
+        LeaseGate gate = LeaseGate.enabled("node-1", System::nanoTime);
+        assertEquals(List.of(), selfFence(ops, gate).atStart());
+        assertEquals(1, sent.size());
+        NodeEvent fenced = sent.get(0);
+        assertEquals(NodeEventKind.FENCED, fenced.kind());
+        assertEquals("3", fenced.details().get("epoch"));
+        assertEquals("guard", fenced.details().get("fencedBy"));
+        assertEquals("ns/vol1/w1", fenced.details().get("lazilyDetached"));
+        assertFalse(Files.exists(marker));
+        assertTrue(ops.record(VOL1).orElseThrow().usages().isEmpty());
+        FenceRecord record = new FenceRecordStore(paths).load().orElseThrow();
+        assertEquals(3, record.epoch());
+        assertTrue(record.reported());
+        assertEquals("node-1 has no valid lease (epoch 3 fenced)", gate.invalidReason());
+
+        VolumeOperations restarted = operations(true);
+        restarted.restore(VOL1);
+        assertEquals(1, plugin.count("publish"), "the restore publishes nothing");
+    }
+
+    /**
+     * The previous process wrote "fencing at epoch 2" and stopped before unmounting: at start the fence is done again
+     * (no plugin yet: lazily), recorded FENCED and reported once (also while Kafka has not acknowledged it yet); the
+     * restore then publishes nothing.
+     */
+    @Test
+    void aFenceLeftUnfinishedIsDoneAgainAtStartAndReportedOnce() throws Exception {
+        assertTrue(operations(true).execute(mount("w1", true)).succeeded());
+        new FenceRecordStore(paths).save(FenceRecord.started(2, FenceRecord.BY_WORKER, Instant.now()));
+        acked = false;
+
+        VolumeOperations ops = operations(false);
+        LeaseGate gate = LeaseGate.enabled("node-1", System::nanoTime);
+        assertEquals(List.of(), selfFence(ops, gate).atStart());
+        assertEquals(List.of(paths.targetPath("w1", "ns", "vol1").toString(), paths.stagingPath("ns", "vol1").toString()),
+                detached);
+        assertEquals(1, sent.size(), "reported once");
+        assertEquals("ns/vol1/w1", sent.get(0).details().get("lazilyDetached"));
+        assertEquals("worker", sent.get(0).details().get("fencedBy"));
+        FenceRecord record = new FenceRecordStore(paths).load().orElseThrow();
+        assertEquals(FenceRecord.Phase.FENCED, record.phase());
+        assertEquals(2, record.epoch());
+        assertFalse(record.reported(), "not acknowledged: reported again at the next start");
+
+        VolumeOperations restarted = operations(true);
+        restarted.restore(VOL1);
+        assertEquals(1, plugin.count("publish"), "the restore publishes nothing");
+    }
+}
