@@ -115,7 +115,13 @@ class FenceGuardIT {
         }
     }
 
-    /** The registry's part: every request of the node is answered with a valid lease of epoch 1. */
+    /** The epoch the test's registry grants now. */
+    static final java.util.concurrent.atomic.AtomicLong epoch = new java.util.concurrent.atomic.AtomicLong(1);
+
+    /**
+     * The registry's part: every request of the node is answered with a valid lease of {@link #epoch}; the test moves
+     * it on when the worker reports FENCED, as plugin-registry-service does (the next grant after a fence is E+1).
+     */
     static void grantEveryRequest() {
         Properties c = new Properties();
         c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
@@ -129,8 +135,8 @@ class FenceGuardIT {
                     if (!NODE.equals(request.nodeId())) {
                         continue;
                     }
-                    NodeLease lease = new NodeLease(NODE, 1, NodeLeaseState.VALID, request.requestId(), 4_000, 1_500,
-                            Instant.now());
+                    NodeLease lease = new NodeLease(NODE, epoch.get(), NodeLeaseState.VALID, request.requestId(), 4_000,
+                            1_500, Instant.now());
                     RecordHeaders h = new RecordHeaders();
                     CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
                     kafka.send(new ProducerRecord<>(Topic.NODE_LEASES.baseName(), null, NODE,
@@ -229,8 +235,26 @@ class FenceGuardIT {
                 Files.readAllLines(marker), "the marker names both, target first");
         assertTrue(ProcessHandle.of(guardPid).isPresent(), "the guard lives on and waits for a newer epoch");
 
+        long fencedEpoch = epoch.get();
         signal("CONT", worker.pid());
         assertTrue(worker.isAlive());
+        // continued: the worker takes the guard's marker in, reports FENCED by the guard, and gets a newer epoch
+        ConsumerRecord<String, String> fenced = kafka.awaitRecord("node-events", r -> r.value().contains("\"kind\":\"fenced\"")
+                && r.value().contains("\"fencedBy\":\"guard\""), AWAIT);
+        assertTrue(fenced.value().contains("\"epoch\":\"" + fencedEpoch + "\""), fenced.value());
+        await().atMost(AWAIT).until(() -> !Files.exists(marker));
+        epoch.incrementAndGet(); // the registry took the FENCED report in: its next grant is a newer epoch
+        kafka.awaitRecord("node-events", r -> r.value().contains("\"kind\":\"unfenced\""), AWAIT);
+        assertTrue(epoch.get() > fencedEpoch, "a newer epoch was granted after the fence");
+        // a command of the fenced epoch is refused before any plugin call; nothing is mounted again
+        send(new NodeCommand("mount-stale", NODE, NodeCommandKind.MOUNT, "default", "vol", "hp", ext, "alloc-1",
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null, Map.of(), Map.of(),
+                null, Instant.now()).withFencing(fencedEpoch, 1L, true));
+        MountDone stale = EventCodec.decode(MountDone.class, kafka.awaitRecord("mount-done",
+                r -> r.value().contains("\"commandId\":\"mount-stale\""), AWAIT).value());
+        assertEquals(false, stale.succeeded(), stale.toString());
+        assertEquals("STALE_LEASE_EPOCH", stale.errorCode(), stale.toString());
+        assertTrue(!mounted(target) && !mounted(staging), "the fenced volume stays unmounted");
 
         // kill -9 of the worker: the guard (its own session) lives on, and the next worker takes it over
         worker.destroyForcibly();
