@@ -197,6 +197,9 @@ public class ClaimService {
                 return outbox.add(status(request, ready ? ClaimState.READY : ClaimState.ACCEPTED,
                         "allocation " + request.allocationId() + " already holds this claim", ready ? held.hostPath : null), tx);
             }
+            if (decision instanceof ClaimRules.WaitForRelease pending) {
+                return pend(request, requestedAt, tx, volume, claims, plugin, flags, pending);
+            }
             ClaimRules.WaitForPlugin wait = decision instanceof ClaimRules.WaitForPlugin w ? w : null;
             if (wait != null) {
                 LOG.infof("claim waits: %s", wait.reason());
@@ -221,6 +224,125 @@ public class ClaimService {
             return claim.persist().chain(() -> apply(volume, claim, wait == null ? machine().start(fresh)
                     : machine().waitForPlugin(fresh, wait.since(), wait.until(), wait.reason(), true)));
         });
+    }
+
+    /**
+     * The claim conflicts only with a claim being released (issue 19: e.g. the previous writer's release waiting for its
+     * node's lease to lapse): it is stored pending (RELEASE_WAIT, claim-status PENDING with what it waits for), woken
+     * when that release ends ({@link #wakePending}), rejected past {@code csi.claims.pending-timeout}.
+     */
+    private Uni<Void> pend(ClaimRequested request, Instant requestedAt, Tx tx, VolumeEntity volume, List<ClaimEntity> claims,
+                           PluginFacts plugin, RequestedFlags flags, ClaimRules.WaitForRelease pending) {
+        ClaimEntity blocker = claims.stream().filter(c -> c.allocationId.equals(pending.blocker().allocationId()))
+                .findFirst().orElseThrow();
+        String reason = releaseWaitText(volume, blocker) + " (" + pending.reason() + ")";
+        LOG.infof("claim pending: %s", reason);
+        tx.afterCommit(() -> metrics.decision("waiting", "release-pending"));
+        ClaimEntity claim = newClaim(request, flags.flags(), volume, plugin);
+        if (request.mode() == ClaimMode.WRITE) {
+            volume.writeGeneration++;
+            claim.claimGeneration = volume.writeGeneration;
+        }
+        claim.requestedAt = requestedAt;
+        claim.tx = tx;
+        volume.updatedAt = Instant.now();
+        return claim.persist().chain(() -> apply(volume, claim, machine().waitForRelease(
+                Snapshot.fresh(claim.controllerRequired), Instant.now().plus(settings.pendingTimeout()), reason)));
+    }
+
+    /** What a claim pending on {@code blocker}'s release waits for, e.g. "waiting for node-1's lease to lapse: 41 s left". */
+    private String releaseWaitText(VolumeEntity volume, ClaimEntity blocker) {
+        Phase phase = Phase.valueOf(blocker.phase);
+        if (phase == Phase.STORAGE_FENCING) {
+            return "waiting for the storage fence of " + blocker.nodeId + " by ControllerUnpublish";
+        }
+        boolean leaseWait = blocker.fenceWait != null
+                || !StorageFence.leaseValid(fencing.book().entry(blocker.nodeId), fencing.timers(), fencing.now());
+        if (!leaseWait) {
+            return "waiting for allocation " + blocker.allocationId + "'s release on " + blocker.nodeId + " ("
+                    + phase.name().toLowerCase().replace('_', '-') + ")";
+        }
+        if (!Failover.effective(volume.failover).freedByLapse()) {
+            return "waiting for " + blocker.nodeId + " to report the unmount, or an operator's forced detach (volume "
+                    + volume.volumeKey + " has failover manual)";
+        }
+        return fencing.book().verdict(blocker.nodeId, blocker.leaseEpoch == null ? 0 : blocker.leaseEpoch,
+                fencing.timers(), fencing.now()).reason();
+    }
+
+    /**
+     * A claim of the volume ended (past): each pending claim of the volume is decided again at once (event-driven, in
+     * the same transaction, the volume locked): started when the rules accept it now, left pending while another
+     * release blocks it, rejected when a rule refuses it.
+     */
+    private Uni<Void> wakePending(VolumeEntity volume, Tx tx) {
+        return ClaimEntity.<ClaimEntity>list("volumeKey = ?1 and past = false and phase = ?2 order by createdAt",
+                volume.volumeKey, Phase.RELEASE_WAIT.name()).chain(pending -> {
+            Uni<Void> chain = Uni.createFrom().voidItem();
+            for (ClaimEntity claim : pending) {
+                chain = chain.chain(() -> {
+                    claim.tx = tx;
+                    return decidePending(volume, claim, false);
+                });
+            }
+            return chain;
+        });
+    }
+
+    /** Decides a pending claim again; {@code due}: its pending timeout passed (still blocked = rejected). */
+    private Uni<Void> decidePending(VolumeEntity volume, ClaimEntity claim, boolean due) {
+        if (claim.past || !Phase.RELEASE_WAIT.name().equals(claim.phase)) {
+            return Uni.createFrom().voidItem();
+        }
+        return activeClaims(volume.volumeKey).chain(claims -> plugins.facts(volume.pluginId).chain(plugin -> {
+            List<ClaimEntity> others = claims.stream().filter(c -> !c.claimId.equals(claim.claimId)).toList();
+            var decision = ClaimRules.decide(facts(volume, others), plugin, new ClaimRules.Request(claim.allocationId,
+                            claim.nodeId, ClaimMode.fromWire(claim.mode), AccessMode.fromWire(claim.accessMode),
+                            AttachmentMode.fromWire(claim.attachmentMode), io.csiorchestrator.events.MountSupport.ALL, false),
+                    new ClaimRules.PluginGrace(Instant.now(), settings.pluginGrace()));
+            String mode = claim.mode;
+            Instant requestedAt = claim.requestedAt;
+            if (decision instanceof ClaimRules.WaitForRelease w) {
+                if (!due) {
+                    return Uni.createFrom().voidItem();
+                }
+                ClaimEntity blocker = others.stream().filter(c -> c.allocationId.equals(w.blocker().allocationId()))
+                        .findFirst().orElseThrow();
+                String reason = w.reason().replace(" pending: ", " rejected: still pending after "
+                        + io.csiorchestrator.claims.domain.FenceTimers.text(settings.pendingTimeout()) + ", ") + "; " + releaseWaitText(volume, blocker);
+                observe(claim, () -> {
+                    metrics.decision("rejected", "release-pending-timeout");
+                    metrics.claimLatency(mode, "rejected", requestedAt);
+                });
+                LOG.infof("claim rejected: %s", reason);
+                return apply(volume, claim, machine().releaseWaitRejected(snapshot(claim), reason));
+            }
+            if (decision instanceof ClaimRules.Reject reject) {
+                observe(claim, () -> {
+                    metrics.decision("rejected", reject.code());
+                    metrics.claimLatency(mode, "rejected", requestedAt);
+                });
+                LOG.infof("claim rejected: %s", reject.reason());
+                return apply(volume, claim, machine().releaseWaitRejected(snapshot(claim), reject.reason()));
+            }
+            // The release ended: the claim starts (or waits for its node's plugin), with the plugin as it is now.
+            claim.controllerRequired = plugin.controllerRequired();
+            var node = plugin.nodes().get(claim.nodeId);
+            claim.externalNodeId = node == null ? null : node.externalNodeId();
+            claim.retryAt = null;
+            claim.lastError = null;
+            if (others.isEmpty()) {
+                volume.claimedAccessMode = claim.accessMode;
+            }
+            Snapshot fresh = Snapshot.fresh(claim.controllerRequired);
+            if (decision instanceof ClaimRules.WaitForPlugin wait) {
+                return apply(volume, claim, machine().waitForPlugin(fresh, wait.since(), wait.until(), wait.reason(), true));
+            }
+            observe(claim, () -> metrics.decision("accepted", "release-ended"));
+            LOG.infof("claim accepted: volume %s: %s claim by allocation %s on node %s, after the release it waited for",
+                    claim.volumeKey, mode, claim.allocationId, claim.nodeId);
+            return apply(volume, claim, machine().releaseWaitOver(snapshot(claim)));
+        }));
     }
 
     /** The request's mount flags (opened from sealedMountFlags), or why they cannot be used. */
@@ -354,6 +476,9 @@ public class ClaimService {
         return onLockedClaim(claimId, (volume, claim) -> {
             if (claim.past || claim.commandId != null || claim.retryAt == null || claim.retryAt.isAfter(Instant.now())) {
                 return Uni.createFrom().voidItem();
+            }
+            if (Phase.RELEASE_WAIT.name().equals(claim.phase)) {
+                return decidePending(volume, claim, true);
             }
             if (claim.pluginWaitSince != null) {
                 return plugins.facts(volume.pluginId).chain(plugin -> onPluginOutage(volume, claim, plugin, false, null));
@@ -537,8 +662,8 @@ public class ClaimService {
     public Uni<Void> fenceCheck(String claimId) {
         return onLockedClaim(claimId, (volume, claim) -> {
             Phase phase = Phase.valueOf(claim.phase);
-            if (claim.past || phase == Phase.PLUGIN_WAIT || phase == Phase.CONTROLLER_UNPUBLISHING
-                    || phase == Phase.STORAGE_FENCING) {
+            if (claim.past || phase == Phase.PLUGIN_WAIT || phase == Phase.RELEASE_WAIT
+                    || phase == Phase.CONTROLLER_UNPUBLISHING || phase == Phase.STORAGE_FENCING) {
                 return Uni.createFrom().voidItem();
             }
             LeaseBook.Verdict lease = fencing.book().verdict(claim.nodeId, claim.leaseEpoch == null ? 0 : claim.leaseEpoch,
@@ -702,6 +827,7 @@ public class ClaimService {
     /** Stores {@code t} as the claim's new checkpoint and carries out its effects (in the caller's transaction). */
     Uni<Void> apply(VolumeEntity volume, ClaimEntity claim, Transition t) {
         Instant now = Instant.now();
+        boolean wasPending = Phase.RELEASE_WAIT.name().equals(claim.phase);
         Snapshot s = t.next();
         if (!s.phase().name().equals(claim.phase) || claim.attempt != s.attempt()) {
             LOG.infof("claim %s (volume %s, allocation %s, node %s): %s -> %s (attempt %d)", claim.claimId, claim.volumeKey,
@@ -737,6 +863,11 @@ public class ClaimService {
                 claim.pluginWaitSince = w.since();
                 claim.lastError = w.reason();
                 LOG.infof("claim %s: %s; decided again by %s at the latest", claim.claimId, w.reason(), w.until());
+            } else if (effect instanceof ClaimMachine.WaitForRelease w) {
+                claim.commandId = null;
+                claim.commandDeadline = null;
+                claim.retryAt = w.until();
+                claim.lastError = w.reason();
             } else if (effect instanceof ClaimMachine.Abandoned a) {
                 claim.lastError = a.reason();
                 LOG.warnf("claim %s: %s abandoned: %s", claim.claimId, a.kind().wire(), a.reason());
@@ -756,7 +887,8 @@ public class ClaimService {
                     .chain(() -> ClaimEntity.count("volumeKey = ?1 and past = false", volume.volumeKey))
                     .chain(remaining -> {
                         if (remaining > 0) {
-                            return Uni.createFrom().voidItem();
+                            // A claim pending on this one's release goes on now (not when a timer fires).
+                            return wasPending ? Uni.createFrom().voidItem() : wakePending(volume, claim.tx);
                         }
                         volume.claimedAccessMode = null;
                         if (volume.deleting) {
@@ -946,7 +1078,8 @@ public class ClaimService {
     public static VolumeFacts facts(VolumeEntity v, List<ClaimEntity> claims) {
         List<HeldClaim> held = new ArrayList<>();
         for (ClaimEntity c : claims) {
-            held.add(new HeldClaim(c.allocationId, c.nodeId, ClaimMode.fromWire(c.mode)));
+            held.add(new HeldClaim(c.allocationId, c.nodeId, ClaimMode.fromWire(c.mode),
+                    !Phase.RELEASE_WAIT.name().equals(c.phase) && (c.releaseRequested || c.rollingBack)));
         }
         return new VolumeFacts(v.namespace, v.id, v.pluginId, AccessMode.fromWire(v.accessMode),
                 AttachmentMode.fromWire(v.attachmentMode),

@@ -31,6 +31,14 @@ public interface ClaimSettings {
     @WithDefault("2m")
     Duration commandTimeout();
 
+    /**
+     * How long a claim stays pending (claim-status PENDING) while a conflicting claim's release ends (e.g. the previous
+     * writer's lease wait or storage fence, issue 19); past it the claim is rejected with what it waited for.
+     */
+    @WithName("pending-timeout")
+    @WithDefault("2m")
+    Duration pendingTimeout();
+
     /** A node whose plugin instance is missing or unhealthy for longer than this is assumed detached. */
     @WithName("node-gone-timeout")
     @WithDefault("10m")

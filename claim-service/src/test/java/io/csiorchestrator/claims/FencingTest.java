@@ -326,7 +326,8 @@ class FencingTest {
      * sends ControllerUnpublish(volume, X) to the controller on the other node Y (never to X's own controller), says so
      * in a RELEASING status, and the fence's success releases the claim with "storage-fenced X by ControllerUnpublish"
      * (the lease path's "assumed detached" never comes, and no second ControllerUnpublish is sent). A new writer on Y
-     * then gets its ControllerPublish, after the fence's ControllerUnpublish.
+     * sent during the fence is PENDING ("waiting for the storage fence of X by ControllerUnpublish (...)"), nothing is
+     * sent for it until the fence succeeded, then it is ACCEPTED, controller-published on Y and READY.
      */
     @Test
     void aReleaseOnAnUnreachableNodeOfAStorageFencingPluginIsFreedByAControllerUnpublishFromAnotherNode() {
@@ -346,17 +347,27 @@ class FencingTest {
         ClaimStatus fencing = bus.awaitStatus(release.requestId(), ClaimState.RELEASING, r -> r.startsWith(x + " is unreachable"));
         assertEquals(x + " is unreachable (its lease is not valid): storage-fencing it by ControllerUnpublish through the"
                 + " controller on " + y, fencing.reason());
+
+        // A new writer on Y meanwhile is pending on the fence, and nothing is published for it before the fence ended.
+        ClaimRequested next = Bus.claim("ns1", vol, "alloc-b", y, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(next);
+        ClaimStatus pending = bus.awaitStatus(next.requestId(), ClaimState.PENDING);
+        assertTrue(pending.reason().startsWith("waiting for the storage fence of " + x + " by ControllerUnpublish ("),
+                pending.reason());
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-b".equals(c.allocationId())
+                || c.kind() == NodeCommandKind.CONTROLLER_PUBLISH && ("ext-" + y).equals(c.externalNodeId())),
+                "sent for the pending claim before the fence ended: " + bus.commands(vol));
         bus.succeedAt(fence, 1);
         ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
         assertEquals("storage-fenced " + x + " by ControllerUnpublish", released.reason());
 
-        ClaimRequested next = Bus.claim("ns1", vol, "alloc-b", y, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
-        bus.send(next);
         NodeCommand publishY = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
         assertEquals("ext-" + y, publishY.externalNodeId());
         bus.succeedAt(publishY, 1);
         bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
         bus.awaitStatus(next.requestId(), ClaimState.READY);
+        assertEquals(List.of(ClaimState.PENDING, ClaimState.ACCEPTED, ClaimState.READY),
+                bus.statuses(next.requestId()).stream().map(ClaimStatus::state).toList());
         List<NodeCommand> unpublishes = bus.commands(vol).stream()
                 .filter(c -> c.kind() == NodeCommandKind.CONTROLLER_UNPUBLISH).toList();
         assertEquals(List.of(fence.commandId()), unpublishes.stream().map(NodeCommand::commandId).toList(),
@@ -398,5 +409,88 @@ class FencingTest {
         assertEquals(null, released.reason(), "a failed fence is not reported as one");
         List<ClaimStatus> order = bus.statuses(release.requestId());
         assertTrue(order.indexOf(fallback) < order.indexOf(released), order.toString());
+    }
+
+    /**
+     * A write claim on Y for a single-node-writer volume whose writer on X is being released and waits for X's lease
+     * (its unmount fails) is PENDING, not rejected, with "waiting for X's lease to lapse: N s left (...)"; nothing is
+     * sent for it. When the release ends (the lease lapsed and the fence wait passed) the pending claim is woken by that
+     * end (its mount is sent before its pendingUntil, when its timer would have decided it again), ACCEPTED, mounted on
+     * Y and READY.
+     */
+    @Test
+    void aNewWriterIsPendingWhileThePreviousWritersReleaseWaitsForTheLeaseAndGoesOnWhenItEnds() {
+        String x = ClaimFlowTest.unique("node");
+        String y = ClaimFlowTest.unique("node");
+        bus.lease(x, 1, NodeLeaseState.VALID);
+        bus.lease(y, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(x, 1, "valid");
+        Bus.awaitLease(y, 1, "valid");
+        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.SINGLE_NODE_WRITER, x, y);
+        ClaimRequested a = Bus.claim("ns1", vol, "alloc-a", x, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(a);
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(a.requestId(), ClaimState.READY);
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-a");
+        bus.send(release);
+        bus.fail(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT), "INTERNAL", "device busy");
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASING, r -> r.startsWith("waiting for " + x + "'s lease to lapse"));
+
+        ClaimRequested b = Bus.claim("ns1", vol, "alloc-b", y, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(b);
+        ClaimStatus pending = bus.awaitStatus(b.requestId(), ClaimState.PENDING);
+        assertTrue(pending.reason().matches("waiting for " + x + "'s lease to lapse: \\d+ s left \\(volume ns1/" + vol
+                + ": write claim by allocation alloc-b on node " + y + " .* pending: .*allocation alloc-a on node " + x
+                + " holds the write claim, being released\\)"), pending.reason());
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims.find { it.allocationId == 'alloc-b' }.state",
+                equalTo("release-wait"));
+        java.time.Instant pendingUntil = java.time.Instant.parse(given().get("/v1/volumes/ns1/" + vol).then().extract()
+                .path("claims.find { it.allocationId == 'alloc-b' }.pendingUntil"));
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-b".equals(c.allocationId())), "sent while pending");
+
+        bus.lease(x, 1, NodeLeaseState.LAPSED);
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        NodeCommand mountB = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals("alloc-b", mountB.allocationId());
+        assertEquals(y, mountB.nodeId());
+        assertTrue(mountB.issuedAt().isBefore(pendingUntil), "sent when the release ended (" + mountB.issuedAt()
+                + "), not when the pending claim's timer came due (" + pendingUntil + ")");
+        bus.succeedAt(mountB, 1);
+        bus.awaitStatus(b.requestId(), ClaimState.READY);
+        assertEquals(List.of(ClaimState.PENDING, ClaimState.ACCEPTED, ClaimState.READY),
+                bus.statuses(b.requestId()).stream().map(ClaimStatus::state).toList());
+    }
+
+    /**
+     * A pending claim whose blocking release never ends (X's lease stays valid, its unmount keeps failing) is rejected
+     * once csi.claims.pending-timeout (15 s here) passed, with what it waited for; nothing was ever sent for it, and
+     * the release it waited for is still held.
+     */
+    @Test
+    void aPendingClaimIsRejectedPastThePendingTimeoutWithWhatItWaitedFor() {
+        String x = ClaimFlowTest.unique("node");
+        String y = ClaimFlowTest.unique("node");
+        bus.lease(x, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(x, 1, "valid");
+        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.SINGLE_NODE_WRITER, x, y);
+        ClaimRequested a = Bus.claim("ns1", vol, "alloc-a", x, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(a);
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(a.requestId(), ClaimState.READY);
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-a");
+        bus.send(release);
+        bus.fail(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT), "INTERNAL", "device busy");
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASING, r -> r.startsWith("waiting for " + x + "'s lease to lapse"));
+        ClaimRequested b = Bus.claim("ns1", vol, "alloc-b", y, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(b);
+        bus.awaitStatus(b.requestId(), ClaimState.PENDING);
+        ClaimStatus rejected = bus.awaitStatus(b.requestId(), ClaimState.REJECTED);
+        assertTrue(rejected.reason().contains("write claim by allocation alloc-b on node " + y)
+                && rejected.reason().contains(" rejected: still pending after 15s, access mode single-node-writer allows a"
+                + " single writer and allocation alloc-a on node " + x + " holds the write claim, being released; waiting for "
+                + x + "'s lease to lapse: "), rejected.reason());
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-b".equals(c.allocationId())), "sent for a pending claim");
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims", hasSize(1))
+                .body("claims[0].allocationId", equalTo("alloc-a"));
     }
 }

@@ -94,7 +94,7 @@ public class VolumeResource {
     public record ClaimView(String allocationId, String nodeId, String mode, String state, String requestId,
                             String releaseRequestId, String accessMode, String attachmentMode, boolean readOnly,
                             String hostPath, String lastError, int attempt, Instant createdAt, Instant endedAt,
-                            Instant waitingForPluginSince, Instant waitingForPluginUntil) {
+                            Instant waitingForPluginSince, Instant waitingForPluginUntil, Instant pendingUntil) {
     }
 
     public record MountOptionsView(String fsType, List<String> mountFlags) {
@@ -397,7 +397,9 @@ public class VolumeResource {
             ClaimView view = new ClaimView(c.allocationId, c.nodeId, c.mode, c.phase.toLowerCase().replace('_', '-'),
                     c.requestId, c.releaseRequestId, c.accessMode, c.attachmentMode, c.readOnly, c.hostPath, c.lastError,
                     c.attempt, c.createdAt, c.endedAt, c.pluginWaitSince,
-                    c.pluginWaitSince == null ? null : c.retryAt);
+                    c.pluginWaitSince == null ? null : c.retryAt,
+                    // A pending claim (issue 19): rejected at this time unless the release it waits for ends first.
+                    "RELEASE_WAIT".equals(c.phase) ? c.retryAt : null);
             (c.past ? past : current).add(view);
         }
         return new VolumeDetail(v.namespace, v.id, v.name, v.externalId, v.pluginId, v.accessMode, v.attachmentMode,

@@ -22,6 +22,8 @@ import java.util.Set;
  *           -> the publish path when the plugin is back, or REJECTED -> FAILED past the grace
  * storage fence: UNMOUNTING on an unreachable node of a storage-fencing plugin -> STORAGE_FENCING (ControllerUnpublish
  *           from another node's controller) -> FREED (or FAILED when rolling back); failed or no answer -> UNMOUNTING
+ * pending:  RELEASE_WAIT (accepted by every rule but a conflicting claim is being released; PENDING status with the
+ *           reason) -> the publish path when that release ended, or REJECTED -> FAILED past the pending timeout
  * rollback: a fatal failure while publishing -> failed status, then the same teardown -> FAILED
  * anti-entropy: READY whose mount the node reports gone -> MOUNTING (accepted status) -> READY, or failed and rolled back;
  *           an orphan mount (no claim) -> a new claim in UNMOUNTING (releasing status) -> ... -> FREED
@@ -45,7 +47,10 @@ public final class ClaimMachine {
 
     /** Where a claim is. FREED and FAILED are past claims. */
     public enum Phase {
-        PLUGIN_WAIT, CONTROLLER_PUBLISHING, MOUNTING, READY, UNMOUNTING, CONTROLLER_UNPUBLISHING, FREED, FAILED,
+        PLUGIN_WAIT,
+        /** Pending: the claim waits for a conflicting claim's release to end ({@link ClaimRules.WaitForRelease}). */
+        RELEASE_WAIT,
+        CONTROLLER_PUBLISHING, MOUNTING, READY, UNMOUNTING, CONTROLLER_UNPUBLISHING, FREED, FAILED,
         /**
          * A teardown whose node is unreachable, ended by a ControllerUnpublish of the volume from that node sent to a
          * controller on another node ({@link StorageFence}): its success is the fence, its failure falls back to
@@ -120,7 +125,11 @@ public final class ClaimMachine {
     }
 
     /** What the caller carries out. */
-    public sealed interface Effect permits SendCommand, EmitStatus, RetryLater, Abandoned, WaitForPlugin {
+    public sealed interface Effect permits SendCommand, EmitStatus, RetryLater, Abandoned, WaitForPlugin, WaitForRelease {
+    }
+
+    /** Send nothing: the claim is pending until a conflicting release ends, decided again at {@code until} at the latest. */
+    public record WaitForRelease(java.time.Instant until, String reason) implements Effect {
     }
 
     /**
@@ -187,6 +196,39 @@ public final class ClaimMachine {
             effects.add(new EmitStatus(ClaimState.RELEASING, reason));
         }
         return new Transition(s, effects);
+    }
+
+    /**
+     * A fresh claim conflicts only with a claim being released ({@link ClaimRules.WaitForRelease}): it is pending
+     * (PENDING with {@code reason}, nothing sent) until that release ends or {@code until}.
+     */
+    public Transition waitForRelease(Snapshot fresh, java.time.Instant until, String reason) {
+        return new Transition(fresh.to(Phase.RELEASE_WAIT), List.of(new EmitStatus(ClaimState.PENDING, reason),
+                new WaitForRelease(until, reason)));
+    }
+
+    /** The release a pending claim waited for ended and the rules accept it now: it starts. */
+    public Transition releaseWaitOver(Snapshot s) {
+        if (s.phase() != Phase.RELEASE_WAIT) {
+            return new Transition(s, List.of());
+        }
+        return start(Snapshot.fresh(s.controllerRequired()));
+    }
+
+    /**
+     * A pending claim is given up: the rules reject it now, or it waited past the pending timeout ({@code reason}
+     * says for what). REJECTED, and RELEASED too when its release was asked meanwhile.
+     */
+    public Transition releaseWaitRejected(Snapshot s, String reason) {
+        if (s.phase() != Phase.RELEASE_WAIT) {
+            return new Transition(s, List.of());
+        }
+        List<Effect> effects = new ArrayList<>();
+        effects.add(new EmitStatus(ClaimState.REJECTED, reason));
+        if (s.releaseRequested()) {
+            effects.add(new EmitStatus(ClaimState.RELEASED, "the claim was rejected before it started: " + reason));
+        }
+        return new Transition(s.to(Phase.FAILED), effects);
     }
 
     /** The node's plugin instance is back: a waiting claim starts, a waiting step is sent (same attempt). */
@@ -319,6 +361,11 @@ public final class ClaimMachine {
                 effects.add(new EmitStatus(ClaimState.RELEASED, "released while waiting for its node's plugin; nothing was mounted"));
                 return new Transition(s.withReleaseRequested().to(Phase.FREED), effects);
             }
+            case RELEASE_WAIT -> {
+                effects.add(new EmitStatus(ClaimState.REJECTED, "released while pending"));
+                effects.add(new EmitStatus(ClaimState.RELEASED, "released while pending; nothing was mounted"));
+                return new Transition(s.withReleaseRequested().to(Phase.FREED), effects);
+            }
             case CONTROLLER_PUBLISHING, MOUNTING -> {
                 if (s.releaseRequested() || s.rollingBack()) {
                     return new Transition(s, List.of());
@@ -392,7 +439,7 @@ public final class ClaimMachine {
      * owed. A claim still controller-publishing, waiting, unpublishing or past changes nothing (no mount to remove).
      */
     public Transition fenced(Snapshot s, String reason) {
-        if (s.phase() == null || s.phase().past() || s.phase() == Phase.PLUGIN_WAIT
+        if (s.phase() == null || s.phase().past() || s.phase() == Phase.PLUGIN_WAIT || s.phase() == Phase.RELEASE_WAIT
                 || s.phase() == Phase.CONTROLLER_PUBLISHING || s.phase() == Phase.CONTROLLER_UNPUBLISHING
                 || s.phase() == Phase.STORAGE_FENCING) {
             return new Transition(s, List.of());

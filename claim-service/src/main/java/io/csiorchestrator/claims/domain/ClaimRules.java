@@ -43,8 +43,16 @@ public final class ClaimRules {
     private ClaimRules() {
     }
 
-    /** A claim the volume holds now (including claims being published or released). */
-    public record HeldClaim(String allocationId, String nodeId, ClaimMode mode) {
+    /**
+     * A claim the volume holds now (including claims being published or released).
+     *
+     * @param releasing its release (or rollback) is under way: a claim it conflicts with waits for it
+     *                  ({@link WaitForRelease}) instead of being rejected
+     */
+    public record HeldClaim(String allocationId, String nodeId, ClaimMode mode, boolean releasing) {
+        public HeldClaim(String allocationId, String nodeId, ClaimMode mode) {
+            this(allocationId, nodeId, mode, false);
+        }
     }
 
     /**
@@ -129,7 +137,15 @@ public final class ClaimRules {
     }
 
     /** The outcome of {@link #decide}. */
-    public sealed interface Decision permits Accept, Reject, AlreadyHeld, WaitForPlugin {
+    public sealed interface Decision permits Accept, Reject, AlreadyHeld, WaitForPlugin, WaitForRelease {
+    }
+
+    /**
+     * Every rule accepts the claim except that it conflicts with {@code blocker}, a claim whose release is under way
+     * (issue 19: the previous writer's release may wait for its node's lease to lapse): the claim is pending, decided
+     * again when that release ends, rejected past the pending timeout. {@code reason} names both claims.
+     */
+    public record WaitForRelease(HeldClaim blocker, String reason) implements Decision {
     }
 
     /**
@@ -239,28 +255,43 @@ public final class ClaimRules {
                     + "), up to the grace of " + seconds(grace.grace()));
         }
         AccessMode mode = request.accessMode();
+        // A conflicting claim whose release is under way makes the claim wait for it, not fail (issue 19).
+        WaitForRelease pending = null;
         if (request.mode() == ClaimMode.WRITE) {
             if (!mode.allowsWrite()) {
                 return new Reject("access-mode-read-only", subject + " rejected: access mode " + mode.wire() + " does not allow writers");
             }
             if (mode.singleWriter()) {
                 for (HeldClaim held : volume.claims()) {
-                    if (held.mode() == ClaimMode.WRITE) {
-                        return new Reject("single-writer-held", subject + " rejected: access mode " + mode.wire()
-                                + " allows a single writer and allocation " + held.allocationId() + " on node "
-                                + held.nodeId() + " holds the write claim");
+                    if (held.mode() != ClaimMode.WRITE) {
+                        continue;
                     }
+                    String conflict = "access mode " + mode.wire() + " allows a single writer and allocation "
+                            + held.allocationId() + " on node " + held.nodeId() + " holds the write claim";
+                    if (!held.releasing()) {
+                        return new Reject("single-writer-held", subject + " rejected: " + conflict);
+                    }
+                    pending = pending != null ? pending
+                            : new WaitForRelease(held, subject + " pending: " + conflict + ", being released");
                 }
             }
         }
         if (!mode.multiNode()) {
             for (HeldClaim held : volume.claims()) {
-                if (!held.nodeId().equals(request.nodeId())) {
-                    return new Reject("single-node-held", subject + " rejected: access mode " + mode.wire()
-                            + " allows one node only and allocation " + held.allocationId() + " holds a "
-                            + held.mode().wire() + " claim on node " + held.nodeId());
+                if (held.nodeId().equals(request.nodeId())) {
+                    continue;
                 }
+                String conflict = "access mode " + mode.wire() + " allows one node only and allocation "
+                        + held.allocationId() + " holds a " + held.mode().wire() + " claim on node " + held.nodeId();
+                if (!held.releasing()) {
+                    return new Reject("single-node-held", subject + " rejected: " + conflict);
+                }
+                pending = pending != null ? pending : new WaitForRelease(held, subject + " pending: " + conflict
+                        + ", being released");
             }
+        }
+        if (pending != null) {
+            return pending; // the plugin's health is decided again when the release ends
         }
         return wait != null ? wait : new Accept(subject + " accepted");
     }

@@ -518,4 +518,36 @@ class ClaimMachineTest {
         assertTrue(ClaimMachine.controllerUnpublishPending("node-1", List.of(new Peer("node-1", Phase.STORAGE_FENCING, true))),
                 "a controller-publish to the fenced node waits for the fence");
     }
+
+    /**
+     * A pending claim (issue 19 item 2): PENDING with the reason and nothing sent; when the release it waits for ended it
+     * starts like a new claim (ACCEPTED, then its first command); given up it is REJECTED (and RELEASED when its release
+     * was asked meanwhile); a release of it while pending ends it at once, nothing mounted.
+     */
+    @Test
+    void aPendingClaimWaitsSendingNothingAndStartsOrIsRejected() {
+        java.time.Instant until = java.time.Instant.parse("2026-01-01T00:02:00Z");
+        Transition t = machine.waitForRelease(Snapshot.fresh(true), until, "waiting for node-1's lease to lapse: 41 s left");
+        assertEquals(Phase.RELEASE_WAIT, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.PENDING, "waiting for node-1's lease to lapse: 41 s left"),
+                new ClaimMachine.WaitForRelease(until, "waiting for node-1's lease to lapse: 41 s left")), t.effects());
+        Snapshot pending = t.next();
+
+        Transition started = machine.releaseWaitOver(pending);
+        assertEquals(Phase.CONTROLLER_PUBLISHING, started.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.ACCEPTED, null), new SendCommand(NodeCommandKind.CONTROLLER_PUBLISH)),
+                started.effects());
+
+        Transition rejected = machine.releaseWaitRejected(pending, "still pending after 2m");
+        assertEquals(Phase.FAILED, rejected.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.REJECTED, "still pending after 2m")), rejected.effects());
+
+        Transition released = machine.release(pending);
+        assertEquals(Phase.FREED, released.next().phase());
+        assertEquals(List.of(ClaimState.REJECTED, ClaimState.RELEASED),
+                released.effects().stream().map(e -> ((EmitStatus) e).state()).toList());
+        Snapshot ready = machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next();
+        assertEquals(new Transition(ready, List.of()), machine.releaseWaitOver(ready));
+        assertEquals(new Transition(ready, List.of()), machine.releaseWaitRejected(ready, "x"));
+    }
 }

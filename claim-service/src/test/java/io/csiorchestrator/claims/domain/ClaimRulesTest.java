@@ -326,4 +326,39 @@ public class ClaimRulesTest {
             assertEquals(readerOnly, ClaimRules.controllerPublishReadOnly(mode), mode.wire());
         }
     }
+
+    /**
+     * A claim that conflicts only with a claim whose release is under way (issue 19: the previous writer's release may
+     * wait for its node's lease) is pending, not rejected, naming that claim; a conflict with a claim not being released
+     * is still a rejection, even next to a releasing one; a reader of a multi-node mode is not held up at all.
+     */
+    @Test
+    void aClaimConflictingOnlyWithAReleaseUnderWayIsPendingNotRejected() {
+        Request w2 = new Request("b1", "n2", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM,
+                MountSupport.ALL, false);
+        VolumeFacts releasing = volume(AccessMode.SINGLE_NODE_WRITER, AccessMode.SINGLE_NODE_WRITER,
+                List.of(new HeldClaim("a1", "n1", ClaimMode.WRITE, true)));
+        ClaimRules.WaitForRelease pending = assertInstanceOf(ClaimRules.WaitForRelease.class,
+                ClaimRules.decide(releasing, HEALTHY, w2));
+        assertEquals("a1", pending.blocker().allocationId());
+        assertTrue(pending.reason().endsWith(" pending: access mode single-node-writer allows a single writer and"
+                + " allocation a1 on node n1 holds the write claim, being released"), pending.reason());
+
+        VolumeFacts held = volume(AccessMode.SINGLE_NODE_WRITER, AccessMode.SINGLE_NODE_WRITER,
+                List.of(new HeldClaim("a1", "n1", ClaimMode.WRITE, false)));
+        assertEquals("single-writer-held", assertInstanceOf(Reject.class, ClaimRules.decide(held, HEALTHY, w2)).code());
+        // single-node: a reader on n1 being released, another reader on n1 not: rejected for the one that stays
+        VolumeFacts mixed = volume(AccessMode.SINGLE_NODE_WRITER, AccessMode.SINGLE_NODE_WRITER,
+                List.of(new HeldClaim("a1", "n1", ClaimMode.WRITE, true), new HeldClaim("r1", "n1", ClaimMode.READ, false)));
+        Reject stays = assertInstanceOf(Reject.class, ClaimRules.decide(mixed, HEALTHY, w2));
+        assertEquals("single-node-held", stays.code());
+        assertTrue(stays.reason().contains("allocation r1"), stays.reason());
+        // multi-node-single-writer: a second writer waits, a reader elsewhere goes on
+        VolumeFacts mnsw = volume(AccessMode.MULTI_NODE_SINGLE_WRITER, AccessMode.MULTI_NODE_SINGLE_WRITER,
+                List.of(new HeldClaim("a1", "n1", ClaimMode.WRITE, true)));
+        assertInstanceOf(ClaimRules.WaitForRelease.class, ClaimRules.decide(mnsw, HEALTHY, new Request("b1", "n2",
+                ClaimMode.WRITE, AccessMode.MULTI_NODE_SINGLE_WRITER, AttachmentMode.FILE_SYSTEM, MountSupport.ALL, false)));
+        assertInstanceOf(ClaimRules.Accept.class, ClaimRules.decide(mnsw, HEALTHY, new Request("c1", "n2",
+                ClaimMode.READ, AccessMode.MULTI_NODE_SINGLE_WRITER, AttachmentMode.FILE_SYSTEM, MountSupport.ALL, false)));
+    }
 }

@@ -76,6 +76,25 @@ class LeaseBookTest {
         assertInstanceOf(Verdict.Fenced.class, book.verdict("node-1", 3, T, s(46.5)));
     }
 
+    /**
+     * claim-service restarted while node-1 is partitioned (issue 19 item 3): the compacted topic hands the new book the
+     * node's last VALID record (granted who knows when before the restart) at once, and the registry's LAPSED comes
+     * later. The VALID counts as granted at its receipt after the start, so the claim goes no earlier than that receipt
+     * + the failover wait, even though the lapse's own wait (budget + margin) ended sooner; a node whose lease is only
+     * known VALID is never assumed detached, however long after the restart.
+     */
+    @Test
+    void afterARestartDuringAPartitionTheReplayedValidLeaseCountsAsJustGranted() {
+        LeaseBook book = new LeaseBook(START);
+        book.receive("node-1", 4, State.VALID, s(0.2));
+        book.receive("node-2", 7, State.VALID, s(0.2));
+        book.receive("node-1", 4, State.LAPSED, s(20));
+        assertEquals(new Verdict.Wait(true, Duration.ofMillis(100), "node-1 lease lapsed, waiting for its fence: 1 s left"),
+                book.verdict("node-1", 4, T, s(46.6)));
+        assertInstanceOf(Verdict.Fenced.class, book.verdict("node-1", 4, T, s(46.7)));
+        assertInstanceOf(Verdict.Wait.class, book.verdict("node-2", 7, T, s(10_000)));
+    }
+
     @Test
     void staleEpochsAreIgnoredAndAnEndedEpochIsNeverValidAgain() {
         LeaseBook book = new LeaseBook(START);
