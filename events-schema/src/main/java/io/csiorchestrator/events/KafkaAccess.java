@@ -179,6 +179,28 @@ public final class KafkaAccess {
         return List.copyOf(rows.grants);
     }
 
+    /**
+     * A principal's broker quotas (Strimzi KafkaUser {@code quotas}): bytes per second it may produce and fetch, and
+     * the share of a broker's request threads it may hold, so one principal (e.g. a flooding node) cannot starve the
+     * others.
+     */
+    public record Quota(long producerByteRate, long consumerByteRate, int requestPercentage) {
+    }
+
+    private static final long MIB = 1024 * 1024;
+
+    /** The quotas of {@code role}. */
+    public static Quota quota(Role role) {
+        return switch (role) {
+            case CLAIM_SERVICE -> new Quota(10 * MIB, 20 * MIB, 50);
+            case PLUGIN_REGISTRY -> new Quota(5 * MIB, 10 * MIB, 25);
+            case NODE -> new Quota(MIB, 2 * MIB, 10);
+            case SCHEDULER -> new Quota(2 * MIB, 4 * MIB, 20);
+            case OPERATOR -> new Quota(MIB, 4 * MIB, 10);
+            case BENCH, SIMULATOR -> new Quota(10 * MIB, 20 * MIB, 50);
+        };
+    }
+
     /** The ACL bindings of {@code principal}: one per {@link Grant}. */
     public static List<AclBinding> bindings(Principal principal, TopicCatalog topics) {
         return grants(principal, topics).stream().map(g -> g.binding(principal.name())).toList();
