@@ -27,14 +27,26 @@ final class CliKafkaSecurity {
     }
 
     static KafkaClientSecurity resolve(Path upWorkDir) {
+        return resolve(upWorkDir, KafkaAccess.OPERATOR);
+    }
+
+    /**
+     * {@code ./csi bench}'s settings: as {@link #resolve()}, but as {@value KafkaAccess#BENCH} (which may also read
+     * node-commands and mount-done, and owns the probe topic) when the credential comes from {@code .csi/up/}.
+     */
+    static KafkaClientSecurity bench() {
+        return resolve(Path.of(".csi", "up"), KafkaAccess.BENCH);
+    }
+
+    private static KafkaClientSecurity resolve(Path upWorkDir, String user) {
         KafkaClientSecurity configured = KafkaClientSecurity.fromEnvironment();
         if (configured.secured()) {
             return configured;
         }
-        Path password = passwordFile(upWorkDir, KafkaAccess.OPERATOR);
+        Path password = passwordFile(upWorkDir, user);
         Path truststore = upWorkDir.resolve(TRUSTSTORE);
         if (Files.isRegularFile(password) && Files.isRegularFile(truststore)) {
-            return KafkaClientSecurity.scram(KafkaAccess.OPERATOR, password, truststore);
+            return KafkaClientSecurity.scram(user, password, truststore);
         }
         return configured;
     }
