@@ -7,6 +7,7 @@ import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.ClaimStatus;
 import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
@@ -108,10 +109,11 @@ final class Bench {
 
         Thread reader;
         try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(
-                ClaimClient.producerProps(endpoints.kafkaBootstrap(), "csi-bench"), new StringSerializer(),
+                CliKafkaSecurity.bench().applyTo(ClaimClient.producerProps(endpoints.kafkaBootstrap(), "csi-bench")),
+                new StringSerializer(),
                 new ByteArraySerializer());
              KafkaConsumer<String, String> consumer = new KafkaConsumer<>(
-                     ClaimClient.consumerProps(endpoints.kafkaBootstrap(), "csi-bench"))) {
+                     CliKafkaSecurity.bench().applyTo(ClaimClient.consumerProps(endpoints.kafkaBootstrap(), "csi-bench")))) {
             List<TopicPartition> partitions = new ArrayList<>();
             for (Topic topic : List.of(Topic.CLAIM_STATUS, Topic.NODE_COMMANDS, Topic.MOUNT_DONE)) {
                 List<PartitionInfo> infos = consumer.partitionsFor(topics.name(topic), Duration.ofSeconds(15));

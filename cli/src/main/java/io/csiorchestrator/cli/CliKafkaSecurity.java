@@ -9,7 +9,8 @@ import io.csiorchestrator.events.KafkaClientSecurity;
 /**
  * How the CLI's Kafka clients ({@code volume claim}, {@code events}, {@code bench}, {@code chaos}) authenticate:
  * {@code CSI_KAFKA_USERNAME} / {@code _PASSWORD_FILE} / {@code _TRUSTSTORE} (or the {@code csi.kafka.*} system
- * properties) when set; else the operator credential {@code ./csi up} wrote under {@code .csi/up/} (principal
+ * properties) when set; else the operator credential {@code ./csi up} wrote in its work dir ({@code .csi/up/} or
+ * {@code --work-dir}; principal
  * {@value KafkaAccess#OPERATOR}); else PLAINTEXT.
  */
 final class CliKafkaSecurity {
@@ -19,22 +20,41 @@ final class CliKafkaSecurity {
     /** The CA certificate of {@code ./csi up}'s broker, relative to its work directory. */
     static final String TRUSTSTORE = "kafka/security/ca.pem";
 
+    private static volatile Path workDir = Path.of(".csi", "up");
+
     private CliKafkaSecurity() {
     }
 
+    /** The work dir of {@code ./csi up} whose credentials the CLI uses (Main sets it from {@code --work-dir}). */
+    static void useWorkDir(Path dir) {
+        workDir = dir;
+    }
+
     static KafkaClientSecurity resolve() {
-        return resolve(Path.of(".csi", "up"));
+        return resolve(workDir);
     }
 
     static KafkaClientSecurity resolve(Path upWorkDir) {
+        return resolve(upWorkDir, KafkaAccess.OPERATOR);
+    }
+
+    /**
+     * {@code ./csi bench}'s settings: as {@link #resolve()}, but as {@value KafkaAccess#BENCH} (which may also read
+     * node-commands and mount-done, and owns the probe topic) when the credential comes from {@code .csi/up/}.
+     */
+    static KafkaClientSecurity bench() {
+        return resolve(workDir, KafkaAccess.BENCH);
+    }
+
+    private static KafkaClientSecurity resolve(Path upWorkDir, String user) {
         KafkaClientSecurity configured = KafkaClientSecurity.fromEnvironment();
         if (configured.secured()) {
             return configured;
         }
-        Path password = passwordFile(upWorkDir, KafkaAccess.OPERATOR);
+        Path password = passwordFile(upWorkDir, user);
         Path truststore = upWorkDir.resolve(TRUSTSTORE);
         if (Files.isRegularFile(password) && Files.isRegularFile(truststore)) {
-            return KafkaClientSecurity.scram(KafkaAccess.OPERATOR, password, truststore);
+            return KafkaClientSecurity.scram(user, password, truststore);
         }
         return configured;
     }

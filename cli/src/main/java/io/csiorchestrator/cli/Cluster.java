@@ -22,10 +22,14 @@ import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
+import io.csiorchestrator.events.KafkaAccess;
+import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.localinfra.AccessTokens;
+import io.csiorchestrator.localinfra.BrokerSecurity;
 import io.csiorchestrator.localinfra.KafkaMain;
+import io.csiorchestrator.localinfra.KafkaUsers;
 import io.csiorchestrator.localinfra.Kraft;
 import io.csiorchestrator.localinfra.PostgresMain;
 import io.csiorchestrator.localinfra.StateDir;
@@ -340,12 +344,68 @@ public final class Cluster {
         Properties postgresReady = awaitInfra(postgres, postgresDir());
         infra = infraProperties(kafkaReady, postgresReady);
         TopicCatalog catalog = new TopicCatalog(TOPIC_PREFIX);
+        KafkaClientSecurity admin = kafkaAdmin();
         for (Map.Entry<String, Topic> entry : catalog.all().entrySet()) {
             Topic topic = entry.getValue();
             Map<String, String> configs = topic.compacted() ? Map.of("cleanup.policy", "compact") : Map.of();
-            Kraft.createTopic(kafkaBootstrap(), entry.getKey(), topic.defaultPartitions(), configs);
-            Kraft.createTopic(kafkaBootstrap(), catalog.deadLetterName(topic), 1, Map.of());
+            Kraft.createTopic(kafkaBootstrap(), admin, entry.getKey(), topic.defaultPartitions(), configs);
+            Kraft.createTopic(kafkaBootstrap(), admin, catalog.deadLetterName(topic), 1, Map.of());
         }
+        issueKafkaCredentials(catalog);
+    }
+
+    /** The broker's admin (a super user): its password and CA are in Kafka's own directory ({@link KafkaMain}). */
+    public KafkaClientSecurity kafkaAdmin() {
+        Path dir = kafkaDir().resolve(KafkaMain.SECURITY_DIR);
+        return KafkaClientSecurity.scram(KafkaAccess.ADMIN, dir.resolve(BrokerSecurity.ADMIN_PASSWORD),
+                dir.resolve(BrokerSecurity.CA_FILE));
+    }
+
+    /** The CA certificate every Kafka client of this system trusts. */
+    public Path kafkaTruststore() {
+        return kafkaDir().resolve(KafkaMain.SECURITY_DIR).resolve(BrokerSecurity.CA_FILE);
+    }
+
+    /**
+     * Gives every principal of this system its SCRAM credential and ACLs ({@link KafkaAccess}): the two services,
+     * each worker's node, the simulator, the CLI's operator and bench users. Passwords are kept (0600) under
+     * {@code <work>/kafka-credentials/}, so a restart (or {@code ./csi up} again) reuses them; the CLI's Kafka
+     * clients use them ({@link CliKafkaSecurity}).
+     */
+    private void issueKafkaCredentials(TopicCatalog catalog) throws IOException {
+        List<KafkaAccess.Principal> principals = new ArrayList<>(List.of(KafkaAccess.Principal.claimService(),
+                KafkaAccess.Principal.pluginRegistry(), KafkaAccess.Principal.operator(), KafkaAccess.Principal.bench(),
+                KafkaAccess.Principal.simulator()));
+        for (String node : NODES) {
+            principals.add(KafkaAccess.Principal.node(node));
+        }
+        Files.createDirectories(workDir.resolve(CliKafkaSecurity.CREDENTIALS_DIR));
+        try (org.apache.kafka.clients.admin.Admin admin = Kraft.admin(kafkaBootstrap(), kafkaAdmin())) {
+            KafkaUsers users = new KafkaUsers(admin);
+            for (KafkaAccess.Principal principal : principals) {
+                Path file = CliKafkaSecurity.passwordFile(workDir, principal.name());
+                if (!Files.isRegularFile(file)) {
+                    BrokerSecurity.writeOwnerOnly(file, BrokerSecurity.newPassword() + "\n");
+                }
+                users.issue(principal, Files.readString(file).strip(), catalog);
+            }
+        }
+        // this process's own Kafka clients (chaos, demo) act as the operator
+        System.setProperty(KafkaClientSecurity.USERNAME, KafkaAccess.OPERATOR);
+        System.setProperty(KafkaClientSecurity.PASSWORD_FILE, CliKafkaSecurity.passwordFile(workDir, KafkaAccess.OPERATOR).toString());
+        System.setProperty(KafkaClientSecurity.TRUSTSTORE, kafkaTruststore().toString());
+    }
+
+    /** The client settings of {@code user}, issued by {@link #issueKafkaCredentials}. */
+    public KafkaClientSecurity kafkaClient(String user) {
+        return KafkaClientSecurity.scram(user, CliKafkaSecurity.passwordFile(workDir, user), kafkaTruststore());
+    }
+
+    /** The {@code -D} settings that make a started process's Kafka clients authenticate as {@code user}. */
+    private List<String> kafkaCredentials(String user) {
+        return List.of("-D" + KafkaClientSecurity.USERNAME + "=" + user,
+                "-D" + KafkaClientSecurity.PASSWORD_FILE + "=" + CliKafkaSecurity.passwordFile(workDir, user),
+                "-D" + KafkaClientSecurity.TRUSTSTORE + "=" + kafkaTruststore());
     }
 
     /** Starts the Kafka process (its own log {@code logs/kafka.log}); {@link #awaitInfra} waits for it. */
@@ -454,6 +514,7 @@ public final class Cluster {
     public Proc startRegistry() throws IOException {
         List<String> cmd = java("plugin-registry-service", 384);
         cmd.addAll(tokenVerification());
+        cmd.addAll(kafkaCredentials(KafkaAccess.PLUGIN_REGISTRY));
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + ports.registry(),
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
@@ -476,6 +537,7 @@ public final class Cluster {
     public Proc startClaims(String name, int port) throws IOException {
         List<String> cmd = java(name, 384);
         cmd.addAll(tokenVerification());
+        cmd.addAll(kafkaCredentials(KafkaAccess.CLAIM_SERVICE));
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + port,
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
@@ -507,6 +569,7 @@ public final class Cluster {
 
     public Proc startWorker(String node) throws IOException {
         List<String> cmd = java("node-mount-worker-" + node, 384);
+        cmd.addAll(kafkaCredentials(KafkaAccess.Principal.node(node).name()));
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + ports.workers().get(node),
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(node),
@@ -534,6 +597,7 @@ public final class Cluster {
     public Proc startSimulator() throws IOException {
         // per node: a consumer, a producer, a few threads and their buffers
         List<String> cmd = java(SIMULATOR, Math.min(2048, 256 + 4 * simulatedNodes));
+        cmd.addAll(kafkaCredentials(KafkaAccess.SIMULATOR));
         cmd.addAll(List.of(
                 "-Djava.util.logging.manager=org.jboss.logmanager.LogManager",
                 "-jar", built(SIMULATOR, home.resolve(SIMULATOR).resolve("target/node-simulator.jar")).toString(),

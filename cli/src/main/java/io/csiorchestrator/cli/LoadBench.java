@@ -10,6 +10,7 @@ import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.ClaimStatus;
 import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
@@ -390,15 +391,16 @@ final class LoadBench {
 
     /** P50 of a produce (acks=all) → consume round trip on the probe topic {@code <prefix>bench-probe}. */
     private double kafkaHopP50Ms() throws Exception {
-        String topic = endpoints.topicPrefix() + "bench-probe";
-        Kraft.createTopic(endpoints.kafkaBootstrap(), topic, 1, Map.of());
+        String topic = endpoints.topicPrefix() + io.csiorchestrator.events.KafkaAccess.BENCH_PROBE_TOPIC;
+        Kraft.createTopic(endpoints.kafkaBootstrap(), CliKafkaSecurity.bench(), topic, 1, Map.of());
         Histogram histogram = new Histogram(HIGHEST_MICROS, 3);
         TopicPartition partition = new TopicPartition(topic, 0);
         try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(
-                ClaimClient.producerProps(endpoints.kafkaBootstrap(), "csi-bench-probe"), new StringSerializer(),
+                CliKafkaSecurity.bench().applyTo(ClaimClient.producerProps(endpoints.kafkaBootstrap(), "csi-bench-probe")),
+                new StringSerializer(),
                 new ByteArraySerializer());
              KafkaConsumer<String, String> consumer = new KafkaConsumer<>(
-                     ClaimClient.consumerProps(endpoints.kafkaBootstrap(), "csi-bench-probe"))) {
+                     CliKafkaSecurity.bench().applyTo(ClaimClient.consumerProps(endpoints.kafkaBootstrap(), "csi-bench-probe")))) {
             consumer.assign(List.of(partition));
             consumer.seekToEnd(List.of(partition));
             consumer.position(partition, Duration.ofSeconds(15));

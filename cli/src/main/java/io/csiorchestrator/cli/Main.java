@@ -127,6 +127,8 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(argv, 1, argv.length);
         try {
             Args args = Args.parse(rest);
+            // Kafka credentials of `up` in this work dir (`--work-dir`, else <home>/.csi/up), unless CSI_KAFKA_* say otherwise
+            CliKafkaSecurity.useWorkDir(Up.workDir(args, home(args)));
             return switch (command) {
                 case "demo" -> {
                     args.only(Set.of("work-dir", "json-logs")).atMost(0);

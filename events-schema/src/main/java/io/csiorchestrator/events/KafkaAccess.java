@@ -26,9 +26,10 @@ import org.apache.kafka.common.resource.ResourceType;
  *   <tr><th>role</th><th>principal</th><th>reads (topic, group)</th><th>writes</th></tr>
  *   <tr><td>claim-service</td><td>{@code claim-service}</td><td>claim-requested, mount-done, plugin-status,
  *       node-events, node-state, node-leases, claim-status (its status feed); groups {@code claim-service*}</td>
- *       <td>claim-status, node-commands, node-events (repairs), its inputs' dead letters; creates its topics</td></tr>
- *   <tr><td>plugin-registry</td><td>{@code plugin-registry-service}</td><td>plugin-health, node-lease-requests;
- *       groups {@code plugin-registry-service*}</td><td>plugin-status, node-leases, its inputs' dead letters;
+ *       <td>claim-status, node-commands, node-events (repairs), its inputs' dead letters; creates the contract's
+ *       topics</td></tr>
+ *   <tr><td>plugin-registry</td><td>{@code plugin-registry-service}</td><td>plugin-health, node-lease-requests,
+ *       node-events (FENCED reports); groups {@code plugin-registry-service*}</td><td>plugin-status, node-leases, its inputs' dead letters;
  *       creates its topics</td></tr>
  *   <tr><td>node</td><td>{@code node-<id>}</td><td>node-commands, node-leases; group
  *       {@code node-mount-worker-<id>}</td><td>mount-done, plugin-health, node-events, node-state,
@@ -38,7 +39,8 @@ import org.apache.kafka.common.resource.ResourceType;
  *   <tr><td>operator (CLI: {@code volume claim}, {@code events}, {@code chaos})</td><td>{@value #OPERATOR}</td>
  *       <td>claim-status, node-events, plugin-status (assigned partitions, no group)</td><td>claim-requested</td></tr>
  *   <tr><td>bench (CLI {@code bench})</td><td>{@value #BENCH}</td><td>the operator's, plus node-commands and
- *       mount-done to time each step (sealed secrets stay sealed: it has no key)</td><td>claim-requested</td></tr>
+ *       mount-done to time each step (sealed secrets stay sealed: it has no key); its probe topic {@code bench-probe}</td>
+ *       <td>claim-requested, bench-probe (which it creates)</td></tr>
  *   <tr><td>node simulator (load tests only)</td><td>{@value #SIMULATOR}</td><td>a node's, for every node:
  *       groups {@code node-mount-worker-*}</td><td>a node's</td></tr>
  * </table>
@@ -59,6 +61,8 @@ public final class KafkaAccess {
     public static final String OPERATOR = "csi-operator";
     public static final String BENCH = "csi-bench";
     public static final String SIMULATOR = "node-simulator";
+    /** {@code ./csi bench}'s Kafka round-trip probe topic (after the topic prefix). */
+    public static final String BENCH_PROBE_TOPIC = "bench-probe";
     /** The consumer group of node {@code <id>}'s worker is {@code NODE_GROUP_PREFIX + <id>}. */
     public static final String NODE_GROUP_PREFIX = "node-mount-worker-";
 
@@ -136,12 +140,13 @@ public final class KafkaAccess {
                     Topic.NODE_STATE, Topic.NODE_LEASES);
                 rows.read(Topic.CLAIM_STATUS); // the status page's feed
                 rows.write(Topic.CLAIM_STATUS, Topic.NODE_COMMANDS, Topic.NODE_EVENTS);
-                rows.create(Topic.CLAIM_REQUESTED, Topic.CLAIM_STATUS, Topic.NODE_COMMANDS, Topic.MOUNT_DONE,
-                    Topic.NODE_EVENTS, Topic.NODE_STATE, Topic.PLUGIN_STATUS);
+                // it provisions the whole contract where topics are not managed elsewhere (csi.topics.create)
+                rows.create(Topic.values());
                 rows.groupPrefix(CLAIM_SERVICE);
             }
             case PLUGIN_REGISTRY -> {
                 rows.consume(Topic.PLUGIN_HEALTH, Topic.NODE_LEASE_REQUESTS);
+                rows.read(Topic.NODE_EVENTS); // a worker's FENCED report fences its lease epoch
                 rows.write(Topic.PLUGIN_STATUS, Topic.NODE_LEASES);
                 rows.create(Topic.PLUGIN_HEALTH, Topic.PLUGIN_STATUS, Topic.NODE_LEASE_REQUESTS, Topic.NODE_LEASES);
                 rows.groupPrefix(PLUGIN_REGISTRY);
@@ -166,6 +171,10 @@ public final class KafkaAccess {
                 rows.write(Topic.CLAIM_REQUESTED);
                 rows.read(Topic.CLAIM_STATUS, Topic.NODE_EVENTS, Topic.PLUGIN_STATUS, Topic.NODE_COMMANDS,
                     Topic.MOUNT_DONE);
+                // its own round-trip probe topic
+                rows.topic(topics.prefix() + BENCH_PROBE_TOPIC, AclOperation.CREATE);
+                rows.topic(topics.prefix() + BENCH_PROBE_TOPIC, AclOperation.WRITE);
+                rows.topic(topics.prefix() + BENCH_PROBE_TOPIC, AclOperation.READ);
             }
             case SIMULATOR -> {
                 rows.consume(Topic.NODE_COMMANDS);
@@ -177,6 +186,28 @@ public final class KafkaAccess {
             default -> throw new IllegalStateException("no rows for " + principal.role());
         }
         return List.copyOf(rows.grants);
+    }
+
+    /**
+     * A principal's broker quotas (Strimzi KafkaUser {@code quotas}): bytes per second it may produce and fetch, and
+     * the share of a broker's request threads it may hold, so one principal (e.g. a flooding node) cannot starve the
+     * others.
+     */
+    public record Quota(long producerByteRate, long consumerByteRate, int requestPercentage) {
+    }
+
+    private static final long MIB = 1024 * 1024;
+
+    /** The quotas of {@code role}. */
+    public static Quota quota(Role role) {
+        return switch (role) {
+            case CLAIM_SERVICE -> new Quota(10 * MIB, 20 * MIB, 50);
+            case PLUGIN_REGISTRY -> new Quota(5 * MIB, 10 * MIB, 25);
+            case NODE -> new Quota(MIB, 2 * MIB, 10);
+            case SCHEDULER -> new Quota(2 * MIB, 4 * MIB, 20);
+            case OPERATOR -> new Quota(MIB, 4 * MIB, 10);
+            case BENCH, SIMULATOR -> new Quota(10 * MIB, 20 * MIB, 50);
+        };
     }
 
     /** The ACL bindings of {@code principal}: one per {@link Grant}. */

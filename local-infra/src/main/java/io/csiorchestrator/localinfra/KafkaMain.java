@@ -4,6 +4,8 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 
@@ -25,7 +27,11 @@ import kafka.server.KafkaRaftServer;
  * a clean stop (the demo). Writes {@code <dir>/ready.properties} ({@code bootstrap.servers}) once the broker
  * answers; SIGTERM stops it cleanly.
  *
- * <p>{@code --listener NAME=ADDRESS} (repeatable): one more PLAINTEXT listener bound to and advertised at
+ * <p>Closed by default ({@link BrokerSecurity}): SASL_SSL with SCRAM-SHA-512, the StandardAuthorizer, no access
+ * without an ACL; the CA certificate, the broker's key and the {@code csi-admin} password are made on the first
+ * start in {@code <dir>/security} (0600) and kept. A log made by an open broker of an earlier version is refused.
+ *
+ * <p>{@code --listener NAME=ADDRESS} (repeatable): one more SASL_SSL listener bound to and advertised at
  * {@code ADDRESS} on a free port kept like the others ({@code listener.NAME.port}); its {@code host:port} is in
  * {@code ready.properties} as {@code listener.NAME}. {@code ./csi chaos} uses it for a node in a network namespace
  * of its own ({@link NetNamespace}): the address is the host end of its veth, the only way in from there.
@@ -33,6 +39,8 @@ import kafka.server.KafkaRaftServer;
 public final class KafkaMain {
 
     private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(120);
+    /** The broker's key material and the admin's credential ({@link BrokerSecurity}), under the state directory. */
+    public static final String SECURITY_DIR = "security";
 
     private KafkaMain() {
     }
@@ -68,20 +76,32 @@ public final class KafkaMain {
         int brokerPort = Integer.parseInt(kept.getProperty("broker.port"));
         int controllerPort = Integer.parseInt(kept.getProperty("controller.port"));
         Path logDir = state.path().resolve("log");
+        Path securityDir = state.path().resolve(SECURITY_DIR);
+        if (Files.exists(logDir.resolve("meta.properties")) && !Files.exists(securityDir.resolve(BrokerSecurity.CA_FILE))) {
+            throw new IllegalStateException("the Kafka log in " + logDir + " was made by an open (PLAINTEXT) broker, "
+                    + "which had no credentials: start afresh (./csi up --fresh)");
+        }
+        List<String> names = new ArrayList<>(BrokerSecurity.LOOPBACK_NAMES);
+        for (String address : extra.values()) {
+            names.add(address.substring(0, address.lastIndexOf(':')));
+        }
+        BrokerSecurity security = BrokerSecurity.createOrLoad(securityDir, names, BrokerSecurity.DEFAULT_REAUTHENTICATION);
         Properties props = Kraft.brokerProperties(logDir, brokerPort, controllerPort);
+        security.configure(props, "127.0.0.1", brokerPort, controllerPort);
         for (java.util.Map.Entry<String, String> listener : extra.entrySet()) {
             String spec = listener.getKey() + "://" + listener.getValue();
             props.put("listeners", props.getProperty("listeners") + "," + spec);
             props.put("advertised.listeners", props.getProperty("advertised.listeners") + "," + spec);
             props.put("listener.security.protocol.map", props.getProperty("listener.security.protocol.map") + ","
-                    + listener.getKey() + ":PLAINTEXT");
+                    + listener.getKey() + ":" + BrokerSecurity.LISTENER_PROTOCOL);
         }
         Path propsFile = state.path().resolve("server.properties");
+        BrokerSecurity.writeOwnerOnly(propsFile, ""); // it holds the key store's and the broker's passwords
         try (OutputStream out = Files.newOutputStream(propsFile)) {
             props.store(out, "csi-orchestrator local Kafka (KafkaMain)");
         }
         KafkaConfig config = new KafkaConfig(props, false);
-        Kraft.format(kept.getProperty("cluster.id"), propsFile);
+        Kraft.format(kept.getProperty("cluster.id"), propsFile, security.formatArguments());
         KafkaRaftServer server = new KafkaRaftServer(config, Time.SYSTEM);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -99,7 +119,7 @@ public final class KafkaMain {
         }, "csi-kafka-stop"));
         server.startup();
         String bootstrap = "127.0.0.1:" + brokerPort;
-        Kraft.awaitReady(bootstrap, STARTUP_TIMEOUT);
+        Kraft.awaitReady(bootstrap, security.admin(), STARTUP_TIMEOUT);
         Properties ready = new Properties();
         ready.setProperty("bootstrap.servers", bootstrap);
         extra.forEach((name, address) -> ready.setProperty("listener." + name, address));

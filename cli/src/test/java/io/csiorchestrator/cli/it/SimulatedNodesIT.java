@@ -144,7 +144,11 @@ class SimulatedNodesIT {
     private void awaitClaimServiceHandledPluginStatusWithAllNodes() throws IOException {
         Properties e = endpoints();
         String topic = e.getProperty("csi.topics.prefix") + "plugin-status";
-        Properties props = new Properties();
+        // the broker is closed: read as its admin (the group offsets below are claim-service's)
+        io.csiorchestrator.events.KafkaClientSecurity kafkaAdmin = io.csiorchestrator.events.KafkaClientSecurity.scram(
+                io.csiorchestrator.events.KafkaAccess.ADMIN, work.resolve("kafka/security/admin.password"),
+                work.resolve("kafka/security/ca.pem"));
+        Properties props = kafkaAdmin.applyTo(new Properties());
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, e.getProperty("kafka.bootstrap.servers"));
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
@@ -172,7 +176,7 @@ class SimulatedNodesIT {
                         return Optional.empty();
                     });
         }
-        Properties admin = new Properties();
+        Properties admin = kafkaAdmin.applyTo(new Properties());
         admin.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, e.getProperty("kafka.bootstrap.servers"));
         try (Admin client = Admin.create(admin)) {
             Wait.until("claim-service committed past " + found[0] + "@" + offset[0], Duration.ofSeconds(90), null, () -> {
