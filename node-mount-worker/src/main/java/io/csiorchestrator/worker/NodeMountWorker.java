@@ -130,11 +130,15 @@ public class NodeMountWorker {
                 telemetry.tracing(), EventSpool.open(paths));
         lease = config.fencingEnabled() ? io.csiorchestrator.worker.lease.LeaseGate.enabled(nodeId, System::nanoTime)
                 : io.csiorchestrator.worker.lease.LeaseGate.disabled(nodeId);
+        io.csiorchestrator.events.identity.IdentityKey identity = io.csiorchestrator.worker.kafka.WorkerIdentity.load(
+                config.identityKeyFile(), nodeId);
+        publisher.signWith(identity);
         publisher.stampLeaseEpoch(lease::epochOrNull);
         publisher.start();
         if (lease.isEnabled()) {
             leaseClient = new io.csiorchestrator.worker.lease.LeaseClient(bootstrapServers, topics, nodeId, SOURCE, lease,
                     leaseTtl, (change, granted) -> { });
+            leaseClient.signWith(identity);
             leaseClient.start();
         }
         registry = new PluginRegistry();
