@@ -83,6 +83,28 @@ public final class ClaimClient {
     }
 
     static final String TRACEPARENT = "traceparent";
+
+    /** The scheduler the CLI, the demo, chaos and the bench sign claim requests as ({@code scheduler:csi-cli}). */
+    public static final String CLI_SCHEDULER = "csi-cli";
+    private static volatile java.nio.file.Path schedulerKeyFile;
+    private static volatile io.csiorchestrator.events.identity.IdentityKey schedulerKey;
+
+    /**
+     * Claim requests are signed from now on with the scheduler key in {@code file} (read on first use; issue 20
+     * item 5): {@code CSI_IDENTITY_KEY_FILE}, else the work dir's {@code security/identities/scheduler-csi-cli.key}
+     * that {@code ./csi up} makes. No such file: requests go unsigned (and the services dead-letter them).
+     */
+    static void signWithKeyFile(java.nio.file.Path file) {
+        schedulerKeyFile = file;
+        schedulerKey = null;
+    }
+
+    private static synchronized io.csiorchestrator.events.identity.IdentityKey schedulerKey() {
+        if (schedulerKey == null && schedulerKeyFile != null && java.nio.file.Files.exists(schedulerKeyFile)) {
+            schedulerKey = io.csiorchestrator.events.identity.IdentityKey.read(schedulerKeyFile);
+        }
+        return schedulerKey;
+    }
     private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 
     private final String bootstrap;
@@ -215,6 +237,10 @@ public final class ClaimClient {
         ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(Topic.CLAIM_REQUESTED),
                 request.recordKey(), EventCodec.encode(request));
         CloudEventHeaders.create(request.eventType(), SOURCE).writeTo(record.headers());
+        io.csiorchestrator.events.identity.IdentityKey key = schedulerKey();
+        if (key != null) {
+            io.csiorchestrator.events.identity.RecordSignature.sign(key, record.key(), record.value(), record.headers());
+        }
         record.headers().add(TRACEPARENT, traceparent.getBytes(java.nio.charset.StandardCharsets.UTF_8));
         return record;
     }

@@ -504,12 +504,41 @@ public final class Cluster {
         return adminToken;
     }
 
-    /** The services' token settings: the key set to verify with, the revoked token ids. */
+    /** The services' token settings: the key set to verify with, the revoked token ids, the record signers' trust file. */
     private List<String> tokenVerification() {
         adminToken();
         return List.of("-Dmp.jwt.verify.publickey.location=" + securityDir().resolve("jwks.json"),
-                "-Dcsi.security.revoked-tokens-file=" + securityDir().resolve("revoked-tokens"));
+                "-Dcsi.security.revoked-tokens-file=" + securityDir().resolve("revoked-tokens"),
+                "-Dcsi.security.trust-file=" + identities().trustFile());
     }
+
+    /**
+     * The record-signing identities of this work dir ({@code <work>/security/identities}, issue 20 items 3 and 5),
+     * made once and kept: a key per node (real or simulated) and the CLI's scheduler key ({@code scheduler:csi-cli}),
+     * all in the trust file the services read.
+     */
+    public synchronized io.csiorchestrator.events.identity.IdentityDirectory identities() {
+        io.csiorchestrator.events.identity.IdentityDirectory dir = new io.csiorchestrator.events.identity.IdentityDirectory(
+                securityDir().resolve(IDENTITIES_DIR));
+        if (!identitiesMade) {
+            for (String node : NODES) {
+                dir.ensure(io.csiorchestrator.events.identity.Principal.node(node));
+            }
+            for (int i = 1; i <= simulatedNodes; i++) {
+                dir.ensure(io.csiorchestrator.events.identity.Principal.node(SIM_NODE_PREFIX + i));
+            }
+            dir.ensure(io.csiorchestrator.events.identity.Principal.scheduler(ClaimClient.CLI_SCHEDULER));
+            if (System.getenv("CSI_IDENTITY_KEY_FILE") == null) {
+                ClaimClient.signWithKeyFile(dir.keyFile(io.csiorchestrator.events.identity.Principal.scheduler(
+                        ClaimClient.CLI_SCHEDULER)));
+            }
+            identitiesMade = true;
+        }
+        return dir;
+    }
+
+    private boolean identitiesMade;
+    public static final String IDENTITIES_DIR = "identities";
 
     public Proc startRegistry() throws IOException {
         List<String> cmd = java("plugin-registry-service", 384);
@@ -575,6 +604,7 @@ public final class Cluster {
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(node),
                 "-Dcsi.topics.prefix=" + TOPIC_PREFIX,
                 "-Dcsi.worker.node-id=" + node,
+                "-Dcsi.worker.identity-key-file=" + identities().keyFile(io.csiorchestrator.events.identity.Principal.node(node)),
                 "-Dcsi.worker.root=" + workerRoot(node),
                 "-Dcsi.worker.plugins-dir=" + pluginsDir(node),
                 "-Dcsi.worker.probe-interval=1s",
@@ -595,6 +625,7 @@ public final class Cluster {
      * {@link #simulatorUrl()} waits until every node reads its partition and was heard by the broker.
      */
     public Proc startSimulator() throws IOException {
+        identities();
         // per node: a consumer, a producer, a few threads and their buffers
         List<String> cmd = java(SIMULATOR, Math.min(2048, 256 + 4 * simulatedNodes));
         cmd.addAll(kafkaCredentials(KafkaAccess.SIMULATOR));
@@ -609,7 +640,8 @@ public final class Cluster {
                 "--plugin-id", SIM_PLUGIN_ID,
                 "--plugin-delay", pluginDelay,
                 "--http-port", Integer.toString(simulatorPort)));
-        return start(SIMULATOR, cmd, Map.of("CSI_SECRETS_KEYRING", keyring));
+        return start(SIMULATOR, cmd, Map.of("CSI_SECRETS_KEYRING", keyring,
+                "CSI_IDENTITY_DIR", securityDir().resolve(IDENTITIES_DIR).toString()));
     }
 
     /**

@@ -97,6 +97,11 @@ public final class Main {
                                            volume-detach, plugin-read, admin; namespaces default *)
               token revoke <token id>      refuse that token from now on (no restart)
               token roll-key [--retire]    sign with a new key, keep the old one accepted; --retire drops old keys
+              identity join-node <id>      make a node's record-signing key (0600) and trust it; `up` makes its nodes'
+              identity scheduler <id>      the same for a scheduler (claim requests); `up` makes scheduler:csi-cli's
+              identity rotate <principal>  a new key for node:<id> / scheduler:<id>; the old one stays trusted
+              identity retire <principal>  drop that principal's old keys from the trust file
+              identity list                the trust file's keys
 
             Options: -json (machine output), --namespace NS (default "default"), --timeout SECONDS,
               --claims-url URL (env CSI_CLAIMS_URL), --registry-url URL (env CSI_REGISTRY_URL),
@@ -129,6 +134,10 @@ public final class Main {
             Args args = Args.parse(rest);
             // Kafka credentials of `up` in this work dir (`--work-dir`, else <home>/.csi/up), unless CSI_KAFKA_* say otherwise
             CliKafkaSecurity.useWorkDir(Up.workDir(args, home(args)));
+            String keyFile = System.getenv("CSI_IDENTITY_KEY_FILE");
+            ClaimClient.signWithKeyFile(keyFile != null ? Path.of(keyFile) : Up.workDir(args, home(args))
+                    .resolve(Cluster.SECURITY_DIR).resolve(Cluster.IDENTITIES_DIR)
+                    .resolve("scheduler-" + ClaimClient.CLI_SCHEDULER + ".key"));
             return switch (command) {
                 case "demo" -> {
                     args.only(Set.of("work-dir", "json-logs")).atMost(0);
@@ -148,6 +157,7 @@ public final class Main {
                 case "bench" -> new Bench(args.only(Bench.OPTIONS).atMost(1),
                         Endpoints.resolve(args, System.getenv(), home(args)), out).run();
                 case "token" -> new TokenCommand(args.only(TokenCommand.OPTIONS), home(args), out, err).run();
+                case "identity" -> new IdentityCommand(args.only(IdentityCommand.OPTIONS), home(args), out).run();
                 case "events" -> Follow.events(Endpoints.resolve(args.only(Set.of("for")).atMost(0), System.getenv(),
                         home(args)), args.flag("json"), Follow.deadline(args), out);
                 case "volume", "plugin", "node" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)

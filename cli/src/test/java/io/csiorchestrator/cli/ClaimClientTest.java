@@ -46,6 +46,31 @@ class ClaimClientTest {
         assertEquals(io.csiorchestrator.events.EventType.CLAIM_REQUESTED.cloudEventType(), ce.type());
     }
 
+    /**
+     * With the scheduler key ./csi up makes (scheduler:csi-cli, found through the work dir), every claim request the CLI
+     * sends verifies against the trust file as that scheduler's (issue 20 item 5).
+     */
+    @Test
+    void recordsAreSignedAsTheCliScheduler(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+        io.csiorchestrator.events.identity.IdentityDirectory ids = new io.csiorchestrator.events.identity.IdentityDirectory(dir);
+        io.csiorchestrator.events.identity.Principal scheduler = io.csiorchestrator.events.identity.Principal.scheduler(
+                ClaimClient.CLI_SCHEDULER);
+        ids.ensure(scheduler);
+        ClaimClient.signWithKeyFile(ids.keyFile(scheduler));
+        try {
+            ClaimRequested claim = ClaimClient.claim("default", "vol", "a1", "node-1", ClaimMode.WRITE,
+                    AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM);
+            var record = ClaimClient.record(io.csiorchestrator.events.TopicCatalog.unprefixed(), claim,
+                    ClaimClient.newTraceparent());
+            var verdict = io.csiorchestrator.events.identity.RecordSignature.verify(ids.trust(), record.key(), record.value(),
+                    record.headers());
+            assertEquals(io.csiorchestrator.events.identity.RecordSignature.Outcome.VALID, verdict.outcome());
+            assertEquals(scheduler, verdict.signer().principal());
+        } finally {
+            ClaimClient.signWithKeyFile(null);
+        }
+    }
+
     @Test
     void aStatusAnswersItsRequestOnly() {
         ClaimRequested claim = ClaimClient.claim("default", "vol", "a1", "node-1", ClaimMode.WRITE,

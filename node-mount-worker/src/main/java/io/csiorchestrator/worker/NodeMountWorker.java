@@ -137,6 +137,9 @@ public class NodeMountWorker {
                 telemetry.tracing(), EventSpool.open(paths)).withSecurity(kafkaSecurity);
         lease = config.fencingEnabled() ? io.csiorchestrator.worker.lease.LeaseGate.enabled(nodeId, System::nanoTime)
                 : io.csiorchestrator.worker.lease.LeaseGate.disabled(nodeId);
+        io.csiorchestrator.events.identity.IdentityKey identity = io.csiorchestrator.worker.kafka.WorkerIdentity.load(
+                config.identityKeyFile(), nodeId);
+        publisher.signWith(identity);
         publisher.stampLeaseEpoch(lease::epochOrNull);
         publisher.start();
         registry = new PluginRegistry();
@@ -172,6 +175,7 @@ public class NodeMountWorker {
                             fence.onNewEpoch(granted.epoch());
                         }
                     }).withSecurity(kafkaSecurity);
+            leaseClient.signWith(identity);
             leaseClient.afterEveryPoll(fence::tick);
             leaseClient.start();
             if (config.fencingGuard()) {

@@ -13,6 +13,13 @@ public interface WorkerConfig {
     /** This node's id (a PathSafeId); the key of its node-commands records. */
     String nodeId();
 
+    /**
+     * This node's record-signing key file ({@code csi.worker.identity-key-file}, env {@code CSI_IDENTITY_KEY_FILE} or
+     * {@code CSI_WORKER_IDENTITY_KEY_FILE}; issue 20 item 3): every record the worker writes is signed with it. Empty:
+     * unsigned (warned at start), and the services dead-letter them.
+     */
+    Optional<Path> identityKeyFile();
+
     /** The worker's root: staging/, per-alloc/ and records/ live under it. Absolute. */
     @WithDefault("/var/lib/csi-worker")
     Path root();

@@ -63,6 +63,14 @@ public final class NodeFleet implements AutoCloseable {
         this.telemetry = telemetry;
     }
 
+    /**
+     * The directory of the nodes' signing keys ({@code CSI_IDENTITY_DIR}: {@code node-<id>.key} per node, as
+     * {@code ./csi up} makes them); unset: the simulated nodes' records go unsigned.
+     */
+    private static final io.csiorchestrator.events.identity.IdentityDirectory identities =
+            System.getenv("CSI_IDENTITY_DIR") == null ? null
+                    : new io.csiorchestrator.events.identity.IdentityDirectory(java.nio.file.Path.of(System.getenv("CSI_IDENTITY_DIR")));
+
     public synchronized void start() throws IOException {
         // one principal for the whole fleet (KafkaAccess.SIMULATOR): CSI_KAFKA_* or -Dcsi.kafka.*
         KafkaClientSecurity kafkaSecurity = KafkaClientSecurity.fromEnvironment();
@@ -75,6 +83,11 @@ public final class NodeFleet implements AutoCloseable {
             KafkaEventPublisher publisher = new KafkaEventPublisher(settings.bootstrapServers(), settings.topics(),
                     SimulatedNode.SOURCE, 10_000, telemetry.tracing(),
                     EventSpool.open(new WorkerPaths(root.toRealPath(), new PosixDirs()))).withSecurity(kafkaSecurity);
+            if (identities != null) {
+                // each simulated node signs as itself, with the key ./csi up made for it (issue 20 item 3)
+                publisher.signWith(io.csiorchestrator.events.identity.IdentityKey.read(identities.keyFile(
+                        io.csiorchestrator.events.identity.Principal.node(nodeId))));
+            }
             SimulatedPlugin plugin = new SimulatedPlugin(settings.pluginId(), nodeId, settings.pluginDelay(),
                     settings.controllerPublish(), metrics.csiAttempts(settings.pluginId()));
             SimulatedNode node = new SimulatedNode(nodeId, root, plugin, settings.secrets(), publisher, clock);

@@ -148,8 +148,10 @@ class ConcurrentReportsTest {
     /** Sends a report, keyed by its record key, to one partition of {@code plugin-health}. */
     private static void sendToPartition(KafkaTestClient kafka, PluginHealth report, int partition) {
         List<Header> headers = new ArrayList<>();
-        HealthRecords.cloudEventHeaders().forEach((k, v) -> headers.add(new RecordHeader(k, v.getBytes(StandardCharsets.UTF_8))));
-        kafka.send(new ProducerRecord<>(healthTopic(), partition, report.recordKey(), EventCodec.encodeToString(report), headers));
+        String value = EventCodec.encodeToString(report);
+        HealthRecords.signed(report.recordKey(), value, HealthRecords.cloudEventHeaders())
+                .forEach((k, v) -> headers.add(new RecordHeader(k, v.getBytes(StandardCharsets.UTF_8))));
+        kafka.send(new ProducerRecord<>(healthTopic(), partition, report.recordKey(), value, headers));
     }
 
     /**

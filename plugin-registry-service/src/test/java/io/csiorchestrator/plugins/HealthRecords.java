@@ -10,6 +10,7 @@ import io.csiorchestrator.events.PluginType;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.testkit.KafkaTestClient;
+import io.csiorchestrator.testkit.TestIdentities;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -90,7 +91,8 @@ final class HealthRecords {
 
     /** Sends a report keyed by its record key, with CloudEvents headers. */
     static void send(KafkaTestClient kafka, PluginHealth report) {
-        kafka.send(healthTopic(), report.recordKey(), EventCodec.encodeToString(report), cloudEventHeaders());
+        String value = EventCodec.encodeToString(report);
+        kafka.send(healthTopic(), report.recordKey(), value, signed(report.recordKey(), value, cloudEventHeaders()));
     }
 
     /** Sends a report to one partition, so the order of several records is the order they are read in. */
@@ -100,8 +102,24 @@ final class HealthRecords {
 
     static void sendRawToPartition0(KafkaTestClient kafka, String key, String value) {
         List<Header> headers = new ArrayList<>();
-        cloudEventHeaders().forEach((k, v) -> headers.add(new RecordHeader(k, v.getBytes(StandardCharsets.UTF_8))));
+        signed(key, value, cloudEventHeaders()).forEach((k, v) -> headers.add(new RecordHeader(k, v.getBytes(StandardCharsets.UTF_8))));
         kafka.send(new ProducerRecord<>(healthTopic(), 0, key, value, headers));
+    }
+
+    /**
+     * {@code headers} signed by the node the key {@code pluginId/nodeId} names, as that node's worker signs; a key
+     * without a usable node id (a hostile record's) leaves them unsigned.
+     */
+    static Map<String, String> signed(String key, String value, Map<String, String> headers) {
+        int slash = key == null ? -1 : key.lastIndexOf('/');
+        if (slash < 0 || value == null) {
+            return headers;
+        }
+        try {
+            return TestIdentities.signed(TestIdentities.node(key.substring(slash + 1)), key, value, headers);
+        } catch (IllegalArgumentException notAnId) {
+            return headers;
+        }
     }
 
     static PluginStatus decodeStatus(ConsumerRecord<String, String> record) {

@@ -20,6 +20,7 @@ import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.testkit.HostileRecords;
+import io.csiorchestrator.testkit.TestIdentities;
 import io.csiorchestrator.testkit.KafkaTestClient;
 import io.quarkus.test.junit.QuarkusTest;
 import java.time.Instant;
@@ -95,7 +96,9 @@ class MalformedHealthRecordTest {
      * Every kind of {@link HostileRecords} (bad CloudEvents headers, bodies that are not a report) sent to
      * one partition of plugin-health, then a valid report on the same partition: the report is recorded
      * (its plugin-status arrives within {@link HealthRecords#TIMEOUT}) and every hostile record is on the
-     * dead-letter topic with a reason naming its header or field.
+     * dead-letter topic with a reason naming its header or field. The {@link HostileRecords#unauthentic} kinds too:
+     * a well-formed report of node n1 unsigned, forged, signed by an unknown key, signed by node n2 ("node mismatch"),
+     * or altered after signing.
      */
     @Test
     void everyHostileKindIsDeadLetteredWithItsReasonAndTheValidReportAfterThemIsRecorded() {
@@ -106,8 +109,10 @@ class MalformedHealthRecordTest {
                 List.of("pluginId", "nodeId", "type", "healthy", "observedAt"), List.of("pluginId", "nodeId"), List.of("type"),
                 List.of("observedAt"), EventCodec.encodeToString(new MountDone("cmd-1", "n1", NodeCommandKind.UNMOUNT, "ns1",
                         "vol-1", "alloc-1", true, null, null, Map.of(), null, null, now())));
-        List<HostileRecords.Kind> kinds = HostileRecords.of(shape);
+        List<HostileRecords.Kind> kinds = new java.util.ArrayList<>(HostileRecords.of(shape));
         assertTrue(kinds.size() >= 50, kinds.size() + " kinds");
+        kinds.addAll(HostileRecords.unauthentic(shape, TestIdentities.node("n1"), TestIdentities.node("n2"),
+                TestIdentities.stranger(TestIdentities.node("n1").principal()), "node mismatch", 0));
         Map<HostileRecords.Kind, RecordMetadata> sent = HostileRecords.send(kafka, healthTopic(), kinds);
 
         HealthRecords.send(kafka, node(plugin, "n1", true, now()));

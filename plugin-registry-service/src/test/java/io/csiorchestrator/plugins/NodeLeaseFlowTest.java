@@ -21,6 +21,7 @@ import io.csiorchestrator.events.NodeLeaseState;
 import io.csiorchestrator.events.PluginHealth;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.testkit.KafkaTestClient;
+import io.csiorchestrator.testkit.TestIdentities;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.path.json.JsonPath;
 import io.vertx.mutiny.sqlclient.Pool;
@@ -75,8 +76,9 @@ class NodeLeaseFlowTest {
     private static String request(String node, long held) {
         String id = "req-" + UUID.randomUUID();
         NodeLeaseRequested r = new NodeLeaseRequested(id, node, held, Instant.now());
-        kafka.send(topics().name(Topic.NODE_LEASE_REQUESTS), node, EventCodec.encodeToString(r),
-                headers(EventType.NODE_LEASE_REQUESTED));
+        String value = EventCodec.encodeToString(r);
+        kafka.send(topics().name(Topic.NODE_LEASE_REQUESTS), node, value,
+                TestIdentities.signed(TestIdentities.node(node), node, value, headers(EventType.NODE_LEASE_REQUESTED)));
         return id;
     }
 
@@ -141,14 +143,14 @@ class NodeLeaseFlowTest {
         // a heartbeat of epoch 1 (a node back from a partition) is ignored and dead-lettered with the reason
         String plugin = uniquePluginId("stale");
         PluginHealth stale = node(plugin, node, true, now()).withLeaseEpoch(1L);
-        kafka.send(healthTopic(), stale.recordKey(), EventCodec.encodeToString(stale), cloudEventHeaders());
+        HealthRecords.send(kafka, stale);
         ConsumerRecord<String, String> dead = kafka.awaitRecord(topics().deadLetterName(Topic.PLUGIN_HEALTH),
                 r -> stale.recordKey().equals(r.key()), TIMEOUT);
         assertEquals("stale lease epoch 1 < 2 for " + node, KafkaTestClient.header(dead, DeadLetters.REASON));
         given().get("/v1/plugins/" + plugin).then().statusCode(404);
         // the current epoch is recorded as usual
         PluginHealth current = node(plugin, node, true, now()).withLeaseEpoch(2L);
-        kafka.send(healthTopic(), current.recordKey(), EventCodec.encodeToString(current), cloudEventHeaders());
+        HealthRecords.send(kafka, current);
         HealthRecords.awaitStatus(kafka, plugin, HealthRecords.counts(0, 0, 1, 1));
 
         String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
@@ -175,8 +177,9 @@ class NodeLeaseFlowTest {
                 io.csiorchestrator.events.NodeEventKind.FENCED, "Fenced: lease not renewed", null, null, null, null,
                 true, null, Map.of("epoch", "1", "fencedBy", "worker", "unmounted", "default/vol-1/a1"), Instant.now())
                 .withLeaseEpoch(1L);
-        kafka.send(topics().name(Topic.NODE_EVENTS), node, EventCodec.encodeToString(fencedEvent),
-                headers(EventType.NODE_EVENT));
+        String fencedValue = EventCodec.encodeToString(fencedEvent);
+        kafka.send(topics().name(Topic.NODE_EVENTS), node, fencedValue,
+                TestIdentities.signed(TestIdentities.node(node), node, fencedValue, headers(EventType.NODE_EVENT)));
         NodeLease fenced = awaitLease(node, l -> l.state() == NodeLeaseState.FENCED);
         assertEquals(1, fenced.epoch());
         JsonPath lease = given().get("/v1/nodes/" + node).then().statusCode(200).extract().jsonPath();
@@ -198,5 +201,27 @@ class NodeLeaseFlowTest {
                 r -> key.equals(r.key()), TIMEOUT);
         assertTrue(KafkaTestClient.header(dead, DeadLetters.REASON).contains("nodeId"),
                 KafkaTestClient.header(dead, DeadLetters.REASON));
+    }
+
+    /**
+     * A node acts only as itself (issue 20 item 3): a well-formed lease request for node B signed by node A's trusted
+     * key is dead-lettered "node mismatch" and grants B nothing; the same request signed by B is granted epoch 1.
+     */
+    @Test
+    void aLeaseRequestSignedByAnotherNodeIsDeadLetteredNodeMismatchAndGrantsNothing() {
+        String nodeA = "lease-a-" + UUID.randomUUID().toString().substring(0, 8);
+        String nodeB = "lease-b-" + UUID.randomUUID().toString().substring(0, 8);
+        NodeLeaseRequested forged = new NodeLeaseRequested("req-" + UUID.randomUUID(), nodeB, 0, Instant.now());
+        String value = EventCodec.encodeToString(forged);
+        kafka.send(topics().name(Topic.NODE_LEASE_REQUESTS), nodeB, value,
+                TestIdentities.signed(TestIdentities.node(nodeA), nodeB, value, headers(EventType.NODE_LEASE_REQUESTED)));
+        ConsumerRecord<String, String> dead = kafka.awaitRecord(topics().deadLetterName(Topic.NODE_LEASE_REQUESTS),
+                r -> nodeB.equals(r.key()), TIMEOUT);
+        String reason = KafkaTestClient.header(dead, DeadLetters.REASON);
+        assertTrue(reason.contains("node mismatch") && reason.contains("node:" + nodeA), reason);
+
+        String granted = request(nodeB, 0);
+        assertEquals(1, awaitLease(nodeB, l -> granted.equals(l.requestId())).epoch(),
+                "the forged request granted nothing: B's own first request gets epoch 1");
     }
 }

@@ -60,7 +60,8 @@ class TracePropagationTest {
             PluginHealth report = node(plugin, nodeId, true, now());
             Map<String, String> headers = new LinkedHashMap<>(cloudEventHeaders());
             headers.put("traceparent", "00-" + traceId + "-" + spanId + "-01");
-            kafka.send(healthTopic(), report.recordKey(), EventCodec.encodeToString(report), headers);
+            String value = EventCodec.encodeToString(report);
+            kafka.send(healthTopic(), report.recordKey(), value, HealthRecords.signed(report.recordKey(), value, headers));
 
             ConsumerRecord<String, String> status = kafka.awaitRecord(statusTopic(),
                     r -> plugin.equals(r.key()) && r.value() != null, Duration.ofSeconds(30));

@@ -127,20 +127,25 @@ public final class HostileRecords {
      */
     public static List<String> deadLetterProblems(KafkaTestClient kafka, String deadLetterTopic,
                                                   Map<Kind, RecordMetadata> sent, Duration wait) {
-        Map<String, String> reasons = new HashMap<>();
+        // each poll builds a map of its own and publishes it whole: a poll cut short by the timeout never leaves a
+        // half-cleared map behind (which listed every kind as missing)
+        java.util.concurrent.atomic.AtomicReference<Map<String, String>> last = new java.util.concurrent.atomic.AtomicReference<>(
+                Map.of());
         try {
             Awaitility.await().atMost(wait).pollInterval(Duration.ofMillis(200)).until(() -> {
-                reasons.clear();
+                Map<String, String> found = new HashMap<>();
                 for (ConsumerRecord<String, String> dead : kafka.readAll(deadLetterTopic)) {
                     String partition = KafkaTestClient.header(dead, DEAD_LETTER_PARTITION);
                     String offset = KafkaTestClient.header(dead, DEAD_LETTER_OFFSET);
-                    reasons.put(partition + "@" + offset, String.valueOf(KafkaTestClient.header(dead, DEAD_LETTER_REASON)));
+                    found.put(partition + "@" + offset, String.valueOf(KafkaTestClient.header(dead, DEAD_LETTER_REASON)));
                 }
-                return sent.values().stream().allMatch(m -> reasons.containsKey(m.partition() + "@" + m.offset()));
+                last.set(found);
+                return sent.values().stream().allMatch(m -> found.containsKey(m.partition() + "@" + m.offset()));
             });
         } catch (ConditionTimeoutException e) {
             // some are missing: listed below
         }
+        Map<String, String> reasons = last.get();
         List<String> problems = new ArrayList<>();
         sent.forEach((kind, m) -> {
             String reason = reasons.get(m.partition() + "@" + m.offset());

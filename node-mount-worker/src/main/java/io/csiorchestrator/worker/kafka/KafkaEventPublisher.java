@@ -116,6 +116,16 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
         }
     }
 
+    private volatile io.csiorchestrator.events.identity.IdentityKey identity;
+
+    /**
+     * Every record sent from now on is signed with {@code key} (issue 20 item 3: consumers believe a node's records
+     * only when signed by that node; {@link io.csiorchestrator.events.identity.RecordSignature}); null: unsigned.
+     */
+    public void signWith(io.csiorchestrator.events.identity.IdentityKey key) {
+        this.identity = key;
+    }
+
     private volatile java.util.function.Supplier<Long> leaseEpoch = () -> null;
 
     /** Every node event, plugin-health report and node-state report sent from now on carries this lease epoch. */
@@ -171,6 +181,11 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
         String topic = topics.name(event.eventType().topic());
         ProducerRecord<String, byte[]> record = new ProducerRecord<>(topic, event.recordKey(), EventCodec.encode(event));
         CloudEventHeaders.create(event.eventType(), source).writeTo(record.headers());
+        io.csiorchestrator.events.identity.IdentityKey key = identity;
+        if (key != null) {
+            // over the key, the CloudEvents headers and the value; the trace context added below is not covered
+            io.csiorchestrator.events.identity.RecordSignature.sign(key, record.key(), record.value(), record.headers());
+        }
         Span span = tracing.startPublish(cause, topic, record.headers());
         CompletableFuture<Void> acked;
         if (spool != null && event instanceof NodeEvent) {

@@ -75,6 +75,13 @@ public final class LeaseClient implements AutoCloseable {
         return this;
     }
 
+    private volatile io.csiorchestrator.events.identity.IdentityKey identity;
+
+    /** Lease requests sent from now on are signed with {@code key} (the node's; null: unsigned). */
+    public void signWith(io.csiorchestrator.events.identity.IdentityKey key) {
+        this.identity = key;
+    }
+
     public void start() {
         Properties c = security.applyTo(new Properties());
         c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
@@ -185,6 +192,11 @@ public final class LeaseClient implements AutoCloseable {
         ProducerRecord<String, String> record = new ProducerRecord<>(requests, nodeId,
                 EventCodec.encodeToString(new NodeLeaseRequested(id, nodeId, held, Instant.now())));
         CloudEventHeaders.create(EventType.NODE_LEASE_REQUESTED, source).writeTo(record.headers());
+        io.csiorchestrator.events.identity.IdentityKey key = identity;
+        if (key != null) {
+            io.csiorchestrator.events.identity.RecordSignature.sign(key, record.key(),
+                    record.value().getBytes(java.nio.charset.StandardCharsets.UTF_8), record.headers());
+        }
         try {
             producer.send(record, (meta, failure) -> {
                 if (failure != null) {

@@ -145,4 +145,35 @@ class KafkaEventPublisherTest {
             publisher.close(Duration.ofSeconds(5));
         }
     }
+
+    /**
+     * With its node's key (issue 20 item 3) every record the publisher sends carries a signature that the node's
+     * trusted key verifies over what arrived at the broker (key, CloudEvents headers, value); a trace context added
+     * after signing does not break it. The record is a node event of {@code offline-node}.
+     */
+    @Test
+    void recordsAreSignedWithTheNodeKeyAndVerifyAtTheConsumer() throws Exception {
+        io.csiorchestrator.events.identity.IdentityKey key = io.csiorchestrator.testkit.TestIdentities.node("offline-node");
+        io.csiorchestrator.events.identity.TrustSet trust = io.csiorchestrator.events.identity.TrustSet.of(
+                List.of(key.publicEntry()));
+        TopicCatalog topics = new TopicCatalog("signed-test.");
+        KafkaEventPublisher publisher = new KafkaEventPublisher(KafkaResource.bootstrapServers(), topics, "/node-mount-worker",
+                100);
+        publisher.signWith(key);
+        publisher.start();
+        try {
+            publisher.send(event(7)).get(60, TimeUnit.SECONDS);
+        } finally {
+            publisher.close(Duration.ofSeconds(5));
+        }
+        try (KafkaTestClient kafka = new KafkaTestClient(KafkaResource.bootstrapServers())) {
+            ConsumerRecord<String, String> record = kafka.awaitRecord("signed-test.node-events", r -> true,
+                    Duration.ofSeconds(20));
+            io.csiorchestrator.events.identity.RecordSignature.Verdict verdict = io.csiorchestrator.events.identity
+                    .RecordSignature.verify(trust, record.key(), record.value().getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                            record.headers());
+            assertEquals(io.csiorchestrator.events.identity.RecordSignature.Outcome.VALID, verdict.outcome());
+            assertEquals(io.csiorchestrator.events.identity.Principal.node("offline-node"), verdict.signer().principal());
+        }
+    }
 }

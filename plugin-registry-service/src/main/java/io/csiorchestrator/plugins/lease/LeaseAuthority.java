@@ -81,6 +81,8 @@ public class LeaseAuthority {
     TopicCatalog topics;
     @Inject
     MeterRegistry meters;
+    @Inject
+    io.csiorchestrator.support.security.RecordAuthenticity authenticity;
 
     @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092")
     String bootstrapServers;
@@ -237,6 +239,8 @@ public class LeaseAuthority {
             if (!request.recordKey().equals(record.key())) {
                 throw new IllegalArgumentException("key " + record.key() + " must be the node id " + request.nodeId());
             }
+            // a node asks for its own lease only (issue 20 item 3): signed by node:<nodeId>, else dead-lettered
+            authenticity.requireNode(record, EventType.NODE_LEASE_REQUESTED.displayName(), request.nodeId());
         } catch (RuntimeException e) {
             deadLetter(record, e.getMessage(), e);
             return;
@@ -288,6 +292,14 @@ public class LeaseAuthority {
             return;
         }
         if (event.kind() != io.csiorchestrator.events.NodeEventKind.FENCED) {
+            return;
+        }
+        try {
+            // only the node itself may say it fenced (issue 20 item 3); claim-service dead-letters the record
+            authenticity.requireNode(record, EventType.NODE_EVENT.displayName(), event.nodeId());
+        } catch (RuntimeException e) {
+            LOG.warnf("ignoring FENCED node event %s-%d@%d: %s", record.topic(), record.partition(), record.offset(),
+                    e.getMessage());
             return;
         }
         String epochText = event.details().get("epoch");

@@ -46,6 +46,8 @@ public class PluginHealthConsumer {
     RegistryConfig config;
     @Inject
     io.csiorchestrator.plugins.lease.LeaseAuthority leases;
+    @Inject
+    io.csiorchestrator.support.security.RecordAuthenticity authenticity;
 
     @Incoming("plugin-health")
     public Uni<Void> consume(ConsumerRecord<String, String> record) {
@@ -58,6 +60,8 @@ public class PluginHealthConsumer {
         PluginHealth report;
         try {
             report = read(record);
+            // a node reports its own plugins only (issue 20 item 3): signed by node:<nodeId>, else dead-lettered
+            authenticity.requireNode(record, EVENT, report.nodeId());
         } catch (RuntimeException e) {
             LOG.warnf("dead-lettering %s record %s-%d@%d: %s", EVENT, record.topic(), record.partition(),
                     record.offset(), e.getMessage());
