@@ -18,6 +18,8 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         Usage.class,
         StageState.class,
         PublishState.class,
+        io.csiorchestrator.worker.state.FenceRecord.class,
+        io.csiorchestrator.worker.state.FenceRecord.Phase.class,
 })
 public final class NativeReflection {
 

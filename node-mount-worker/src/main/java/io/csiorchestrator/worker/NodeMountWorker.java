@@ -96,6 +96,7 @@ public class NodeMountWorker {
     private final java.time.Duration leaseTtl;
     private io.csiorchestrator.worker.lease.LeaseGate lease;
     private io.csiorchestrator.worker.lease.LeaseClient leaseClient;
+    private io.csiorchestrator.worker.lease.SelfFence selfFence;
 
     public NodeMountWorker(WorkerConfig config,
                            @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092") String bootstrapServers,
@@ -132,11 +133,6 @@ public class NodeMountWorker {
                 : io.csiorchestrator.worker.lease.LeaseGate.disabled(nodeId);
         publisher.stampLeaseEpoch(lease::epochOrNull);
         publisher.start();
-        if (lease.isEnabled()) {
-            leaseClient = new io.csiorchestrator.worker.lease.LeaseClient(bootstrapServers, topics, nodeId, SOURCE, lease,
-                    leaseTtl, (change, granted) -> { });
-            leaseClient.start();
-        }
         registry = new PluginRegistry();
         scheduler = Executors.newScheduledThreadPool(2, daemon("csi-worker-scheduler"));
         probeExecutor = Executors.newCachedThreadPool(daemon("csi-plugin-probe"));
@@ -150,6 +146,28 @@ public class NodeMountWorker {
             LOG.error(problem);
             publisher.publish(new NodeEvent(nodeId, null, NodeEventKind.RESTORE, "Unreadable mount record", null, null,
                     null, null, false, problem, Map.of(), clock.instant()));
+        }
+        if (lease.isEnabled()) {
+            operations.publishFencedOnlyWhile(lease::valid);
+            // the self-fence (issue 19): before the restore, a fence found in the record (or the guard's marker) keeps
+            // its publications from being mounted again; then the lease thread ticks it after every poll
+            selfFence = new io.csiorchestrator.worker.lease.SelfFence(nodeId, lease, operations, serializer,
+                    new io.csiorchestrator.worker.state.FenceRecordStore(paths),
+                    paths.root().resolve(io.csiorchestrator.worker.lease.FenceMarker.FILE_NAME),
+                    io.csiorchestrator.worker.mount.LazyUnmount.system(), event -> publisher.send(event), clock);
+            for (String problem : selfFence.atStart()) {
+                publisher.publish(new NodeEvent(nodeId, null, NodeEventKind.RESTORE, "Unreadable fence record", null,
+                        null, null, null, false, problem, Map.of(), clock.instant()));
+            }
+            io.csiorchestrator.worker.lease.SelfFence fence = selfFence;
+            leaseClient = new io.csiorchestrator.worker.lease.LeaseClient(bootstrapServers, topics, nodeId, SOURCE, lease,
+                    leaseTtl, (change, granted) -> {
+                        if (change == io.csiorchestrator.worker.lease.LeaseKeeper.Change.NEW_EPOCH) {
+                            fence.onNewEpoch(granted.epoch());
+                        }
+                    });
+            leaseClient.afterEveryPoll(fence::tick);
+            leaseClient.start();
         }
         PluginSupervisor.Timing timing = new PluginSupervisor.Timing(config.connectTimeout(), config.probeTimeout(),
                 config.callTimeout(), config.callAttempts());
@@ -379,6 +397,10 @@ public class NodeMountWorker {
         if (leaseClient != null) {
             leaseClient.close();
             leaseClient = null;
+        }
+        if (selfFence != null) {
+            selfFence.close();
+            selfFence = null;
         }
         if (!started) {
             return;

@@ -46,6 +46,7 @@ public final class LeaseClient implements AutoCloseable {
     private final long defaultTtlNanos;
     private final BiConsumer<LeaseKeeper.Change, NodeLease> onChange;
     private volatile boolean running;
+    private volatile Runnable afterPoll = () -> { };
     private Thread thread;
     private KafkaConsumer<String, String> consumer;
 
@@ -59,6 +60,11 @@ public final class LeaseClient implements AutoCloseable {
         this.gate = gate;
         this.defaultTtlNanos = defaultTtl.toNanos();
         this.onChange = onChange;
+    }
+
+    /** Runs {@code task} on the lease thread after every poll (at least every 200 ms), e.g. the guard's feed. */
+    public void afterEveryPoll(Runnable task) {
+        this.afterPoll = task;
     }
 
     public void start() {
@@ -98,6 +104,7 @@ public final class LeaseClient implements AutoCloseable {
                 }
                 if (!assigned) {
                     sleepUntil(Math.min(nextRequest, System.nanoTime() + 200_000_000L));
+                    runAfterPoll();
                     continue;
                 }
                 long waitMs = Math.max(1, Math.min(200, (nextRequest - System.nanoTime()) / 1_000_000L));
@@ -123,6 +130,7 @@ public final class LeaseClient implements AutoCloseable {
                         onChange.accept(change, lease);
                     }
                 }
+                runAfterPoll();
             }
         } catch (WakeupException e) {
             if (running) {
@@ -132,6 +140,14 @@ public final class LeaseClient implements AutoCloseable {
             LOG.error("node lease thread stopped: the lease lapses", e);
         } finally {
             consumer.close(Duration.ofSeconds(2));
+        }
+    }
+
+    private void runAfterPoll() {
+        try {
+            afterPoll.run();
+        } catch (RuntimeException e) {
+            LOG.errorf(e, "after-poll task of the lease thread failed");
         }
     }
 

@@ -26,6 +26,9 @@ public final class LeaseGate {
     private final LeaseKeeper keeper;
     private final LongSupplier nanoTime;
     private final boolean enabled;
+    /** An epoch that ended without this worker fencing it (a new one was granted first, e.g. after a freeze); 0: none. */
+    private long overdueFence;
+    private boolean overdueBegun;
 
     private LeaseGate(String nodeId, LongSupplier nanoTime, boolean enabled) {
         this.keeper = new LeaseKeeper(nodeId);
@@ -54,12 +57,62 @@ public final class LeaseGate {
         return keeper.heldEpochForRequest();
     }
 
+    /**
+     * Applies a record of node-leases. A new epoch granted while the previous one was never fenced (the worker was
+     * frozen past its fence and the registry already ended it) leaves that epoch's fence overdue: the lease is not
+     * valid until it is done ({@link #beginFence}, {@link #fenceDone}).
+     */
     public synchronized LeaseKeeper.Change onLease(NodeLease lease) {
-        return keeper.onLease(lease, nanoTime.getAsLong());
+        long previous = keeper.epoch();
+        boolean previousFenced = keeper.fencedEpoch() == previous;
+        LeaseKeeper.Change change = keeper.onLease(lease, nanoTime.getAsLong());
+        if (change == LeaseKeeper.Change.NEW_EPOCH && previous > 0 && !previousFenced && overdueFence == 0) {
+            overdueFence = previous;
+            overdueBegun = false;
+        }
+        return change;
     }
 
     public synchronized boolean valid() {
-        return !enabled || keeper.valid(nanoTime.getAsLong());
+        return !enabled || (overdueFence == 0 && keeper.valid(nanoTime.getAsLong()));
+    }
+
+    /**
+     * The epoch to fence now, or 0: an overdue fence of an ended epoch, or the held epoch once expiry - budget passed
+     * without renewal or the registry ended it. Marks it begun (the next call returns 0 for it), so one fence runs per
+     * epoch.
+     */
+    public synchronized long beginFence() {
+        if (!enabled) {
+            return 0;
+        }
+        if (overdueFence > 0 && !overdueBegun) {
+            overdueBegun = true;
+            return overdueFence;
+        }
+        if (keeper.fenceDue(nanoTime.getAsLong())) {
+            keeper.fenced();
+            return keeper.epoch();
+        }
+        return 0;
+    }
+
+    /** The fence of {@code epoch} is done (by the worker or, read from its marker, by the guard). */
+    public synchronized void fenceDone(long epoch) {
+        if (overdueFence == epoch) {
+            overdueFence = 0;
+        }
+        keeper.restoreFenced(epoch);
+    }
+
+    /** A fence of {@code epoch} found in the crash-safe record at start (the epoch a previous process fenced). */
+    public synchronized void restoreFenced(long epoch) {
+        keeper.restoreFenced(epoch);
+    }
+
+    /** Nanoseconds until the local expiry of the held epoch (negative once past; meaningless without an epoch). */
+    public synchronized long nanosUntilExpiry() {
+        return keeper.expiryNanos() - nanoTime.getAsLong();
     }
 
     public synchronized long renewIntervalNanos(long defaultTtlNanos) {
@@ -73,6 +126,9 @@ public final class LeaseGate {
 
     /** Why the lease is not valid now, or null. */
     public synchronized String invalidReason() {
+        if (enabled && overdueFence > 0) {
+            return keeper.nodeId() + " has no valid lease (the fence of epoch " + overdueFence + " is not done yet)";
+        }
         return enabled ? keeper.refusal(nanoTime.getAsLong()) : null;
     }
 
@@ -86,7 +142,8 @@ public final class LeaseGate {
             return Optional.of(failed(command, STALE_LEASE_EPOCH, stale, now));
         }
         if (command.kind() == NodeCommandKind.MOUNT) {
-            String noLease = keeper.refusal(nanoTime.getAsLong());
+            String noLease = overdueFence > 0 ? keeper.nodeId() + " has no valid lease (the fence of epoch "
+                    + overdueFence + " is not done yet)" : keeper.refusal(nanoTime.getAsLong());
             if (noLease != null) {
                 return Optional.of(failed(command, NO_VALID_LEASE, noLease, now));
             }

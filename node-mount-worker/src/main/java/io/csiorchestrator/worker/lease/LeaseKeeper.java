@@ -120,6 +120,10 @@ public final class LeaseKeeper {
         return epoch > 0 && !ended && fencedEpoch != epoch && nowNanos - fenceAtNanos() < 0;
     }
 
+    public String nodeId() {
+        return nodeId;
+    }
+
     /** The held (or last held) epoch; 0 if none was ever granted to this process. */
     public long epoch() {
         return epoch;
@@ -144,6 +148,11 @@ public final class LeaseKeeper {
             return false;
         }
         return ended || nowNanos - fenceAtNanos() >= 0;
+    }
+
+    /** The last epoch this worker fenced (or a previous process did, {@link #restoreFenced}); 0 if none. */
+    public long fencedEpoch() {
+        return fencedEpoch;
     }
 
     /** Records that the worker fenced at the held epoch (so {@link #fenceDue} is false until a new epoch). */

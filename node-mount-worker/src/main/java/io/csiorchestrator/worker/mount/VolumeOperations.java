@@ -66,6 +66,7 @@ public final class VolumeOperations {
     private final Clock clock;
     private final MountCheck mountCheck;
     private final Map<VolumeKey, VolumeRecord> records = new ConcurrentHashMap<>();
+    private volatile java.util.function.BooleanSupplier leaseValid = () -> true;
 
     public VolumeOperations(String nodeId, WorkerPaths paths, MountRecordStore store, PluginDirectory plugins,
                             Supplier<MountTable> mountTable, SecretOpener secrets, Consumer<NodeEvent> events,
@@ -85,6 +86,18 @@ public final class VolumeOperations {
         this.secrets = secrets;
         this.events = events;
         this.clock = clock;
+    }
+
+    /**
+     * With fencing on (issue 19): the restore and the healer publish (and stage for) a publication fenced on a lapse
+     * only while {@code valid} says the node's lease is valid; without a lease it is left as it is until then.
+     */
+    public void publishFencedOnlyWhile(java.util.function.BooleanSupplier valid) {
+        this.leaseValid = valid;
+    }
+
+    private boolean mayPublish(Usage usage) {
+        return !usage.fencesOnLapse() || leaseValid.getAsBoolean();
     }
 
     /** Loads every record from disk; returns the problems (unreadable records set aside). */
@@ -214,7 +227,7 @@ public final class VolumeOperations {
         Usage usage = new Usage(alloc, target.toString(), command.readOnly(), command.accessMode(),
                 command.attachmentMode(), command.fsType(), command.volumeContext(), command.publishContext(),
                 command.sealed(), previous.map(Usage::state).filter(s -> s == PublishState.PUBLISHED)
-                .orElse(PublishState.PUBLISHING), command.commandId());
+                .orElse(PublishState.PUBLISHING), command.commandId(), command.fenceOnLapse());
         record = record.withUsage(usage);
         if (staged && record.stage() != StageState.STAGED) {
             record = record.withStage(StageState.STAGING);
@@ -383,6 +396,191 @@ public final class VolumeOperations {
         }
     }
 
+    // ------------------------------------------------------------------ fence (issue 19)
+
+    /** How a fence left one path. */
+    public enum FenceOutcome {
+        /** Unmounted through the plugin, or nothing was mounted there. */
+        UNMOUNTED,
+        /** Detached with umount2(MNT_DETACH): the plugin was not there or could not unmount it (busy). */
+        LAZY,
+        /** Still mounted. */
+        FAILED
+    }
+
+    /**
+     * Fences one volume (on its volume thread): every publication of it that the record says is fenced on a lapse is
+     * first recorded as being released ({@code UNPUBLISHING}: a restart never publishes it again), then unpublished
+     * through its plugin (NodeUnpublishVolume), or lazily detached when the plugin is not there or fails (busy); an
+     * unmounted one leaves the record. The staging follows (NodeUnstageVolume, else lazy) when no other publication
+     * keeps it. Publications not fenced are left alone. Works from the record as it is now (a publication released
+     * meanwhile is not fenced twice).
+     */
+    public io.csiorchestrator.worker.lease.FenceReport fence(VolumeKey key, LazyUnmount lazy) {
+        io.csiorchestrator.worker.lease.FenceReport report = new io.csiorchestrator.worker.lease.FenceReport();
+        VolumeRecord record = records.get(key);
+        if (record == null) {
+            return report;
+        }
+        List<io.csiorchestrator.worker.lease.FencePlan.Volume> planned =
+                io.csiorchestrator.worker.lease.FencePlan.of(List.of(record)).volumes();
+        if (planned.isEmpty()) {
+            return report;
+        }
+        io.csiorchestrator.worker.lease.FencePlan.Volume volume = planned.get(0);
+        Optional<NodeVolumePlugin> plugin = plugins.node(record.pluginId());
+        String externalId = record.externalVolumeId();
+        try {
+            for (io.csiorchestrator.worker.lease.FencePlan.Target t : volume.targets()) {
+                Usage usage = records.get(key).usage(t.allocationId()).orElseThrow();
+                if (usage.state() != PublishState.UNPUBLISHING) {
+                    save(records.get(key).withUsage(usage.withState(PublishState.UNPUBLISHING)));
+                }
+            }
+            for (io.csiorchestrator.worker.lease.FencePlan.Target t : volume.targets()) {
+                String id = key.namespace() + "/" + key.volumeId() + "/" + t.allocationId();
+                Path target = Path.of(t.path());
+                FenceOutcome outcome = unmountForFence(target, plugin, p -> p.unpublish(externalId, target), lazy,
+                        id, report.problems);
+                switch (outcome) {
+                    case UNMOUNTED -> report.unmounted.add(id);
+                    case LAZY -> report.lazilyDetached.add(id);
+                    case FAILED -> report.failed.add(id);
+                }
+                if (outcome != FenceOutcome.FAILED) {
+                    removeEmptyTarget(target, t.allocationId());
+                    save(records.get(key).withoutUsage(t.allocationId()));
+                }
+            }
+            record = records.get(key);
+            if (volume.stagingPath() != null && record.unstageAllowed()) {
+                Path staging = Path.of(record.stagingPath());
+                save(record.withStage(StageState.UNSTAGING));
+                boolean stages = plugin.map(NodeVolumePlugin::requiresStaging).orElse(false);
+                String id = key.namespace() + "/" + key.volumeId();
+                FenceOutcome outcome = unmountForFence(staging, stages ? plugin : Optional.empty(),
+                        p -> p.unstage(externalId, staging), lazy, id + " staging", report.problems);
+                if (outcome == FenceOutcome.FAILED) {
+                    report.stagingFailed.add(id);
+                } else {
+                    save(records.get(key).withStage(StageState.UNSTAGED));
+                    removeEmptyDirectory(staging);
+                    removeEmptyDirectory(staging.getParent());
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            report.problems.add(key + ": " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            LOG.log(Level.WARNING, "fence of volume " + key + " could not update its record", e);
+        }
+        return report;
+    }
+
+    /**
+     * Unmounts {@code path} for a fence: through the plugin when it is there, else (or when it failed, or the path is
+     * still mounted after it) lazily; a path with nothing mounted counts as unmounted. A path refused by
+     * {@link WorkerPaths#requireNoLinks} is never touched (failed).
+     */
+    private FenceOutcome unmountForFence(Path path, Optional<NodeVolumePlugin> plugin,
+                                         java.util.function.Consumer<NodeVolumePlugin> call, LazyUnmount lazy,
+                                         String what, List<String> problems) {
+        try {
+            paths.requireNoLinks(path);
+        } catch (IOException e) {
+            problems.add(what + ": " + e.getMessage());
+            return FenceOutcome.FAILED;
+        }
+        if (plugin.isPresent()) {
+            try {
+                call.accept(plugin.get());
+                if (!mountTable.get().isMountPoint(path)) {
+                    return FenceOutcome.UNMOUNTED;
+                }
+                problems.add(what + ": still mounted after the plugin's call");
+            } catch (PluginCallFailure f) {
+                problems.add(what + ": " + f.getMessage());
+            }
+        } else if (mountTable.get().isMountPoint(path)) {
+            problems.add(what + ": no healthy node plugin to unmount it");
+        }
+        if (!mountTable.get().isMountPoint(path)) {
+            return FenceOutcome.UNMOUNTED;
+        }
+        Optional<String> error = lazy.detach(path);
+        if (error.isPresent()) {
+            problems.add(what + ": " + error.get());
+            return FenceOutcome.FAILED;
+        }
+        return FenceOutcome.LAZY;
+    }
+
+    /**
+     * The guard's fence of this volume (its marker, read by the worker): each target or staging path it names as
+     * unmounted or lazily detached leaves the record (the publication, or the staging when no publication is left);
+     * a failed one is recorded as being released ({@code UNPUBLISHING}/{@code UNSTAGING}), so it is never published
+     * again and a restore finishes it. Returns the publications ({@code namespace/volumeId/allocationId}) per outcome.
+     */
+    public io.csiorchestrator.worker.lease.FenceReport applyGuardFence(VolumeKey key, Map<String, FenceOutcome> byPath) {
+        io.csiorchestrator.worker.lease.FenceReport report = new io.csiorchestrator.worker.lease.FenceReport();
+        VolumeRecord record = records.get(key);
+        if (record == null) {
+            return report;
+        }
+        try {
+            for (Usage usage : List.copyOf(record.users())) {
+                FenceOutcome outcome = byPath.get(usage.targetPath());
+                if (outcome == null) {
+                    continue;
+                }
+                String id = key.namespace() + "/" + key.volumeId() + "/" + usage.allocationId();
+                if (outcome == FenceOutcome.FAILED) {
+                    report.failed.add(id);
+                    save(records.get(key).withUsage(usage.withState(PublishState.UNPUBLISHING)));
+                } else {
+                    (outcome == FenceOutcome.LAZY ? report.lazilyDetached : report.unmounted).add(id);
+                    removeEmptyTarget(Path.of(usage.targetPath()), usage.allocationId());
+                    save(records.get(key).withoutUsage(usage.allocationId()));
+                }
+            }
+            record = records.get(key);
+            FenceOutcome staging = byPath.get(record.stagingPath());
+            if (staging != null && record.unstageAllowed()) {
+                if (staging == FenceOutcome.FAILED) {
+                    report.stagingFailed.add(key.namespace() + "/" + key.volumeId());
+                    save(record.withStage(StageState.UNSTAGING));
+                } else {
+                    save(record.withStage(StageState.UNSTAGED));
+                    removeEmptyDirectory(Path.of(record.stagingPath()));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            report.problems.add(key + ": " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            LOG.log(Level.WARNING, "the guard's fence of volume " + key + " could not update its record", e);
+        }
+        return report;
+    }
+
+    /**
+     * At start, before the restore: every publication a recorded fence removed ({@code namespace/volumeId/allocationId})
+     * that the volume records still hold as published (a crash between the fence and its record update) is recorded
+     * as being released, so the restore finishes its release instead of publishing it again. Returns how many.
+     */
+    public int markFencedReleased(java.util.Collection<String> publications) throws IOException {
+        int marked = 0;
+        for (String id : publications) {
+            String[] parts = id.split("/");
+            if (parts.length != 3) {
+                continue;
+            }
+            VolumeRecord record = records.get(new VolumeKey(parts[0], parts[1]));
+            Optional<Usage> usage = record == null ? Optional.empty() : record.usage(parts[2]);
+            if (usage.isPresent() && usage.get().state() != PublishState.UNPUBLISHING) {
+                save(record.withUsage(usage.get().withState(PublishState.UNPUBLISHING)));
+                marked++;
+            }
+        }
+        return marked;
+    }
+
     // -------------------------------------------------------- restore and heal
 
     /** Why a volume is converged: the event's message says it. */
@@ -467,7 +665,8 @@ public final class VolumeOperations {
     List<Repair> damaged(VolumeRecord record) {
         MountTable table = mountTable.get();
         List<Repair> found = new ArrayList<>();
-        List<Usage> wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING).toList();
+        List<Usage> wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING)
+                .filter(this::mayPublish).toList();
         if (wanted.isEmpty()) {
             return found;
         }
@@ -532,7 +731,10 @@ public final class VolumeOperations {
             }
             // a usage still UNPUBLISHING (its release failed above) is left for a later restore, heal
             // or unmount to finish: publishing it again would undo a release the record announced
-            List<Usage> wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING).toList();
+            // a publication fenced on a lapse is not published again while the lease is not valid (a restore
+            // before the first grant, a heal after a freeze): that is what the fence takes away
+            List<Usage> wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING)
+                    .filter(this::mayPublish).toList();
             if (wanted.isEmpty()) {
                 return reported(record, new Convergence(key, staged, published, released, errors, repairs), cause);
             }
@@ -557,7 +759,12 @@ public final class VolumeOperations {
                     }
                     repairs.add(new Repair("staging", null, stagingFound));
                     record = records.get(key);
-                    wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING).toList();
+                    wanted = record.users().stream().filter(u -> u.state() != PublishState.UNPUBLISHING)
+                            .filter(this::mayPublish).toList();
+                    if (wanted.isEmpty()) {
+                        return reported(record, new Convergence(key, staged, published, released, errors, repairs),
+                                cause);
+                    }
                     table = mountTable.get();
                 } else if (stagingFound.damage() == MountDamage.NOT_MOUNTED && record.stage() == StageState.STAGED) {
                     repairs.add(new Repair("staging", null, stagingFound));

@@ -81,4 +81,39 @@ class LeaseGateTest {
         assertNull(gate.epochOrNull());
         assertTrue(gate.valid());
     }
+
+    /** The fence begins once at expiry - budget (one fence per epoch), and a fenced epoch stays invalid. */
+    @Test
+    void theFenceBeginsOnceAtTheFenceMomentAndTheEpochStaysInvalid() {
+        LeaseGate gate = granted(3);
+        assertEquals(0, gate.beginFence(), "not due while valid");
+        clock.addAndGet(20 * S);
+        assertEquals(3, gate.beginFence());
+        assertEquals(0, gate.beginFence(), "begun already");
+        gate.fenceDone(3);
+        assertFalse(gate.valid());
+        assertEquals("node-1 has no valid lease (epoch 3 fenced)", gate.invalidReason());
+    }
+
+    /**
+     * A new epoch granted while the previous one was never fenced (a worker frozen past its fence, the registry ended
+     * the epoch and granted the next): that fence is overdue, the lease is not valid and mounts are refused until it
+     * is done.
+     */
+    @Test
+    void aNewEpochBeforeThePreviousWasFencedLeavesThatFenceOverdueAndMountsRefused() {
+        LeaseGate gate = granted(3);
+        clock.addAndGet(25 * S); // frozen past the fence moment, no tick ran
+        gate.requestSent("r2");
+        assertEquals(LeaseKeeper.Change.NEW_EPOCH,
+                gate.onLease(new NodeLease("node-1", 4, NodeLeaseState.VALID, "r2", 30_000, 10_000, NOW)));
+        assertFalse(gate.valid());
+        MountDone refused = gate.refusal(command(NodeCommandKind.MOUNT, 4L), NOW).orElseThrow();
+        assertEquals("node-1 has no valid lease (the fence of epoch 3 is not done yet)", refused.errorMessage());
+        assertEquals(3, gate.beginFence());
+        assertEquals(0, gate.beginFence());
+        gate.fenceDone(3);
+        assertTrue(gate.valid(), "epoch 4 once epoch 3 is fenced");
+        assertEquals(4L, gate.epochOrNull());
+    }
 }

@@ -212,6 +212,19 @@ class VolumeOperationsTest {
         assertEquals(List.of("stage ext-vol1", "publish a1", "publish a2"), volumeRootModes.calls);
     }
 
+    /** The mount command's fenceOnLapse is kept on its publication in the record (and absent means false). */
+    @Test
+    void theRecordKeepsFenceOnLapseOfEachMountCommand() throws Exception {
+        VolumeOperations ops = operations(plugin, true);
+        assertTrue(ops.execute(mount("w1", false).withFencing(1L, 1L, true)).succeeded());
+        assertTrue(ops.execute(mount("r1", true)).succeeded());
+        VolumeOperations restarted = operations(plugin, true);
+        restarted.load();
+        VolumeRecord record = restarted.record(new VolumeKey("ns", "vol1")).orElseThrow();
+        assertTrue(record.usage("w1").orElseThrow().fencesOnLapse());
+        assertFalse(record.usage("r1").orElseThrow().fencesOnLapse());
+    }
+
     @Test
     void aRedeliveredCommandIsAnsweredFromTheRecord() throws Exception {
         VolumeOperations ops = operations(plugin, true);
@@ -426,5 +439,116 @@ class VolumeOperationsTest {
         assertTrue(ops.healDamaged(new VolumeKey("ns", "vol1")).nothingToDo());
         assertTrue(plugin.calls.isEmpty());
         assertTrue(events.isEmpty());
+    }
+
+    // ------------------------------------------------------------------ fence (issue 19)
+
+    private static final VolumeKey VOL1 = new VolumeKey("ns", "vol1");
+
+    /** A lazy unmount that detaches from the fake plugin's mounts (or fails with {@code error}). */
+    private LazyUnmount lazy(List<String> detached, String error) {
+        return path -> {
+            detached.add(path.toString());
+            if (error != null) {
+                return Optional.of(error);
+            }
+            plugin.mounted.remove(path.toString());
+            return Optional.empty();
+        };
+    }
+
+    /** Through the plugin: the fenced publication is unpublished, a reader that is not fenced keeps it and its staging. */
+    @Test
+    void theFenceUnpublishesOnlyTheFencedPublicationAndAReaderKeepsTheStaging() {
+        VolumeOperations ops = operations(plugin, true);
+        assertTrue(ops.execute(mount("w1", false).withFencing(1L, 1L, true)).succeeded());
+        assertTrue(ops.execute(mount("r1", true)).succeeded());
+        List<String> detached = new ArrayList<>();
+        io.csiorchestrator.worker.lease.FenceReport report = ops.fence(VOL1, lazy(detached, null));
+        assertEquals(List.of("ns/vol1/w1"), report.unmounted);
+        assertEquals(List.of(), report.lazilyDetached);
+        assertEquals(List.of("stage ext-vol1", "publish w1", "publish r1", "unpublish w1"), plugin.calls);
+        assertEquals(List.of(), detached);
+        VolumeRecord record = ops.record(VOL1).orElseThrow();
+        assertEquals(Set.of("r1"), record.usages().keySet());
+        assertEquals(StageState.STAGED, record.stage());
+        assertTrue(plugin.mounted.contains(paths.stagingPath("ns", "vol1").toString()));
+    }
+
+    /**
+     * The only user fenced: unpublish and unstage; a busy target (the plugin's unpublish fails) is detached lazily
+     * and still leaves the record, so neither a restart nor the healer publishes it again.
+     */
+    @Test
+    void aBusyTargetIsDetachedLazilyAndTheStagingUnstagedAndARestartPublishesNothing() throws Exception {
+        VolumeOperations ops = operations(plugin, true);
+        assertTrue(ops.execute(mount("w1", false).withFencing(1L, 1L, true)).succeeded());
+        plugin.failNextUnpublish = new PluginCallFailure("INTERNAL", "umount: target is busy", false);
+        List<String> detached = new ArrayList<>();
+        io.csiorchestrator.worker.lease.FenceReport report = ops.fence(VOL1, lazy(detached, null));
+        assertEquals(List.of("ns/vol1/w1"), report.lazilyDetached);
+        assertEquals(List.of(paths.targetPath("w1", "ns", "vol1").toString()), detached);
+        assertTrue(report.problems.get(0).contains("target is busy"), report.problems.toString());
+        assertEquals(List.of("stage ext-vol1", "publish w1", "unpublish w1", "unstage ext-vol1"), plugin.calls);
+        VolumeOperations restarted = operations(plugin, true);
+        restarted.load();
+        VolumeRecord record = restarted.record(VOL1).orElseThrow();
+        assertTrue(record.usages().isEmpty());
+        assertEquals(StageState.UNSTAGED, record.stage());
+        assertTrue(restarted.restore(VOL1).nothingToDo());
+        assertEquals(1, plugin.count("publish"));
+    }
+
+    /**
+     * Without the plugin the fence detaches target and staging lazily; a detach that fails leaves the publication
+     * recorded as being released (UNPUBLISHING): a restart finishes the release through the plugin, never publishes.
+     */
+    @Test
+    void withoutThePluginPathsAreDetachedLazilyAndOneThatCannotBeStaysReleasing() throws Exception {
+        assertTrue(operations(plugin, true).execute(mount("w1", false).withFencing(1L, 1L, true)).succeeded());
+        VolumeOperations down = operations(plugin, false);
+        down.load();
+        List<String> detached = new ArrayList<>();
+        io.csiorchestrator.worker.lease.FenceReport report = down.fence(VOL1, lazy(detached, "EBUSY"));
+        assertEquals(List.of("ns/vol1/w1"), report.failed);
+        assertEquals(List.of(paths.targetPath("w1", "ns", "vol1").toString()), detached, "the staging waits for it");
+        assertEquals(PublishState.UNPUBLISHING, down.record(VOL1).orElseThrow().usage("w1").orElseThrow().state());
+
+        VolumeOperations restarted = operations(plugin, true);
+        restarted.load();
+        restarted.restore(VOL1);
+        assertEquals(List.of("stage ext-vol1", "publish w1", "unpublish w1", "unstage ext-vol1"), plugin.calls);
+        assertTrue(restarted.record(VOL1).orElseThrow().usages().isEmpty());
+
+        assertTrue(operations(plugin, true).execute(mount("w2", false).withFencing(1L, 1L, true)).succeeded());
+        VolumeOperations noPlugin = operations(plugin, false);
+        noPlugin.load();
+        detached.clear();
+        report = noPlugin.fence(VOL1, lazy(detached, null));
+        assertEquals(List.of("ns/vol1/w2"), report.lazilyDetached);
+        assertEquals(List.of(paths.targetPath("w2", "ns", "vol1").toString(), paths.stagingPath("ns", "vol1").toString()),
+                detached);
+        assertEquals(StageState.UNSTAGED, noPlugin.record(VOL1).orElseThrow().stage());
+    }
+
+    /**
+     * With fencing on, the healer (and the restore) publish a publication fenced on a lapse only while the lease is
+     * valid: after a freeze or before the first grant a lost fenced target stays unmounted, a reader is healed.
+     */
+    @Test
+    void aLostFencedPublicationIsPublishedAgainOnlyWithAValidLease() {
+        VolumeOperations ops = operations(plugin, true);
+        boolean[] valid = {false};
+        ops.publishFencedOnlyWhile(() -> valid[0]);
+        assertTrue(ops.execute(mount("w1", false).withFencing(1L, 1L, true)).succeeded());
+        assertTrue(ops.execute(mount("r1", true)).succeeded());
+        plugin.mounted.remove(paths.targetPath("w1", "ns", "vol1").toString());
+        plugin.mounted.remove(paths.targetPath("r1", "ns", "vol1").toString());
+        ops.healDamaged(VOL1);
+        assertEquals(List.of("stage ext-vol1", "publish w1", "publish r1", "publish r1"), plugin.calls);
+        assertTrue(ops.restore(VOL1).nothingToDo(), "the restore leaves the fenced target too");
+        valid[0] = true;
+        ops.healDamaged(VOL1);
+        assertEquals(List.of("stage ext-vol1", "publish w1", "publish r1", "publish r1", "publish w1"), plugin.calls);
     }
 }

@@ -53,6 +53,29 @@ class MountRecordStoreTest {
         assertEquals(0700, new PosixDirs().mode(paths.recordsDir()));
     }
 
+    /** fenceOnLapse of a publication survives a save and load; a record written before it was kept reads as false. */
+    @Test
+    void fenceOnLapseRoundTripsAndIsFalseInOlderRecords() throws Exception {
+        WorkerPaths paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
+        MountRecordStore store = new MountRecordStore(paths);
+        Usage plain = sample(paths).usage("a1").orElseThrow();
+        Usage fenced = new Usage("a2", paths.targetPath("a2", "ns", "v1").toString(), false, plain.accessMode(),
+                plain.attachmentMode(), null, null, null, null, PublishState.PUBLISHED, "cmd-2", true);
+        store.save(sample(paths).withUsage(fenced));
+        VolumeRecord back = store.load(new VolumeKey("ns", "v1")).orElseThrow();
+        assertTrue(back.usage("a2").orElseThrow().fencesOnLapse());
+        assertFalse(back.usage("a1").orElseThrow().fencesOnLapse());
+        assertTrue(back.usage("a2").orElseThrow().withState(PublishState.UNPUBLISHING).fencesOnLapse(),
+                "a state change keeps the flag");
+        String json = Files.readString(paths.recordFile("ns", "v1"));
+        assertEquals(1, json.split("\"fenceOnLapse\"", -1).length - 1, "written for the fenced publication only");
+
+        // a record as written before the flag existed: no fenceOnLapse anywhere
+        Files.writeString(paths.recordFile("ns", "v1"), json.replaceAll(",\\s*\"fenceOnLapse\"\\s*:\\s*true", ""));
+        VolumeRecord old = store.load(new VolumeKey("ns", "v1")).orElseThrow();
+        assertFalse(old.usage("a2").orElseThrow().fencesOnLapse());
+    }
+
     @Test
     void aTornTemporaryFileIsIgnoredOnLoad() throws Exception {
         WorkerPaths paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
