@@ -728,6 +728,19 @@ final class Chaos {
                 synchronized (lock) {
                     nodeEvents.add(new ChaosCheck.NodeEv(e.nodeId(), e.kind(), e.volumeId(), e.allocationId(),
                             Boolean.TRUE.equals(e.success()), e.occurredAt().toEpochMilli()));
+                    if (e.kind() == io.csiorchestrator.events.NodeEventKind.FENCED && e.details() != null) {
+                        // a fence ends publications of several volumes at once (details "ns/volume/alloc,..."): one
+                        // entry per publication it removed, at the fence's time, so the checks see node-1's unmount
+                        for (String key : List.of("unmounted", "lazilyDetached")) {
+                            for (String pub : e.details().getOrDefault(key, "").split(",")) {
+                                String[] parts = pub.split("/");
+                                if (parts.length == 3) {
+                                    nodeEvents.add(new ChaosCheck.NodeEv(e.nodeId(), e.kind(), parts[1], parts[2], true,
+                                            e.occurredAt().toEpochMilli()));
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } catch (MalformedEventException e) {

@@ -174,7 +174,7 @@ public final class ChaosCheck {
                     all.add(new Violation(faultOf(faults, e.at()), "two-writers-mounted", "volume " + e.volume()
                             + " (" + claim.accessMode().wire() + ") mounted for writers " + mounted + " at " + e.at()));
                 }
-            } else if (e.kind() == NodeEventKind.UNMOUNT) {
+            } else if (e.kind() == NodeEventKind.UNMOUNT || e.kind() == NodeEventKind.FENCED) {
                 mounted.remove(e.alloc());
             }
         }

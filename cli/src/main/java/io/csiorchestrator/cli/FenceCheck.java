@@ -152,7 +152,7 @@ public final class FenceCheck {
                             + ": " + e.node() + " mounted " + e.alloc() + " at " + t(e.at()) + " while " + mounted
                             + " (node events)"));
                 }
-            } else if (e.kind() == NodeEventKind.UNMOUNT) {
+            } else if (e.kind() == NodeEventKind.UNMOUNT || e.kind() == NodeEventKind.FENCED) {
                 allocs.remove(e.alloc());
             }
         }

@@ -158,6 +158,22 @@ class FenceCheckTest {
         assertThrows(Args.UsageException.class, () -> Chaos.env("lower=1"));
     }
 
+    /**
+     * node-1's writer removed by its self-fence (a FENCED node event naming the publication, at the fence's time)
+     * before node-2's mount is no overlap; without that event node-2's mount overlaps node-1's.
+     */
+    @Test
+    void aFencedPublicationEndsTheOldNodesWriterInTheNodeEvents() {
+        mounted(1_000, "node-1", "/w/node-1/root/per-alloc/a1/chaos/" + V);
+        event("node-1", NodeEventKind.MOUNT, "a1", 1_000);
+        mounted(25_000, "node-1");
+        event("node-2", NodeEventKind.MOUNT, "b1", 30_000);
+        mounted(30_050, "node-2", "/w/node-2/root/per-alloc/b1/chaos/" + V);
+        assertEquals(List.of("writable-publish-overlap"), kinds(check(32_000)));
+        event("node-1", NodeEventKind.FENCED, "a1", 25_000);
+        assertEquals(List.of(), check(32_000));
+    }
+
     // ------------------------------------------------------------------ the registry's restart
 
     private static final Timers TTL_30 = Timers.of(Map.of(), Duration.ofSeconds(30));
