@@ -173,6 +173,42 @@ class ProvisionFlowTest {
         assertFalse(bus.commands(other).stream().anyMatch(c -> c.kind() == NodeCommandKind.MOUNT));
     }
 
+    /**
+     * A clone: the create names a registered volume of the same namespace as its source; the create-volume command
+     * carries that volume's plugin id as its content source, and a failed precondition (the source busy) is retried
+     * for a create from a source. A source that is not registered is refused (409) and nothing is sent.
+     */
+    @Test
+    void aCloneCarriesItsSourcesPluginIdAndAnUnknownSourceIsRefused() {
+        String plugin = unique("prov");
+        String src = unique("pv");
+        String clone = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a"));
+        awaitPluginKnown(plugin);
+        given().contentType(ContentType.JSON).body(createBody("ns1", src, plugin, "1MiB")).post("/v1/provisioned-volumes")
+                .then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(src, NodeCommandKind.CREATE_VOLUME), "ext-" + src);
+        ClaimFlowTest.awaitSchedulable("ns1", src);
+
+        Map<String, Object> body = createBody("ns1", clone, plugin, "1MiB");
+        body.put("source", Map.of("volume", src));
+        given().contentType(ContentType.JSON).body(body).post("/v1/provisioned-volumes").then().statusCode(202);
+        NodeCommand first = bus.awaitCommand(clone, NodeCommandKind.CREATE_VOLUME);
+        assertEquals("ext-" + src, first.provision().sourceVolumeId());
+        bus.fail(first, "FAILED_PRECONDITION", "the source volume is being copied");
+        NodeCommand second = bus.awaitCommand(clone, NodeCommandKind.CREATE_VOLUME);
+        assertEquals("ext-" + src, second.provision().sourceVolumeId());
+        answerCreated(bus, second, "ext-" + clone);
+        ClaimFlowTest.awaitSchedulable("ns1", clone);
+
+        String orphan = unique("pv");
+        Map<String, Object> unknown = createBody("ns1", orphan, plugin, "1MiB");
+        unknown.put("source", Map.of("volume", "no-such-volume"));
+        given().contentType(ContentType.JSON).body(unknown).post("/v1/provisioned-volumes").then().statusCode(409)
+                .body("problems[0].message", containsString("ns1/no-such-volume is not registered"));
+        given().get("/v1/provisioned-volumes/ns1/" + orphan).then().statusCode(404);
+    }
+
     /** A create body with an externalId, a bad capacity and a bad access mode is 400 naming all three. */
     @Test
     void aBadCreateBodyIsRefusedWithEveryProblem() {

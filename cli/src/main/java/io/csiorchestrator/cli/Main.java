@@ -53,7 +53,8 @@ public final class Main {
 
             Volumes, plugins and nodes (claim-service and plugin-registry-service REST, Kafka):
               volume create <id> --capacity SIZE [--capacity-max SIZE] [--plugin hostpath] [--access-mode M]
-                           [--attachment-mode M] [--fs-type T] [--parameter k=v ...] [--topology k=v ...] [--timeout 2m]
+                           [--attachment-mode M] [--fs-type T] [--parameter k=v ...] [--topology k=v ...]
+                           [--source-volume ID (a clone)] [--timeout 2m]
                                                             through the services (issue 14): claim-service sends CSI
                                                             CreateVolume to a healthy controller's node worker, then
                                                             registers the volume; waits for created (prints externalId)

@@ -79,7 +79,7 @@ final class Operator {
         return switch (verb) {
             case "create" -> args.option("capacity").isPresent()
                     ? provision(args.only(Set.of("plugin", "capacity", "capacity-max", "access-mode", "attachment-mode",
-                            "fs-type", "parameter", "topology", "timeout")).atMost(2).positional(1, "volume id"))
+                            "fs-type", "parameter", "topology", "source-volume", "timeout")).atMost(2).positional(1, "volume id"))
                     : create(args.only(Set.of("plugin", "work-dir")).atMost(2).positional(1, "volume name"));
             case "delete" -> deleteProvisioned(args.only(Set.of("timeout")).atMost(2).positional(1, "volume id"));
             case "register" -> register(args.only(Set.of()).atMost(2).positional(1, "volume file"));
@@ -171,6 +171,7 @@ final class Operator {
                 .put("capacityMin", args.option("capacity").orElseThrow());
         args.option("capacity-max").ifPresent(max -> body.put("capacityMax", max));
         args.option("fs-type").ifPresent(fs -> body.putObject("mountOptions").put("fsType", fs));
+        args.option("source-volume").ifPresent(source -> body.putObject("source").put("volume", source));
         ObjectNode parameters = body.putObject("parameters");
         for (String kv : args.options("parameter")) {
             String[] pair = keyValue(kv, "--parameter");

@@ -93,6 +93,29 @@ public class ProvisionService {
      * again is {@link Unchanged}; another request for the same volume, or a volume registered by hand, is refused.
      */
     public Uni<Outcome> create(ProvisionEntity request, Tx tx) {
+        return create(request, null, tx);
+    }
+
+    /**
+     * {@link #create(ProvisionEntity, Tx)} of a clone: {@code sourceVolumeId} (nullable) names a registered volume of
+     * the same namespace whose plugin id is the clone's content source (CSI CLONE_VOLUME).
+     */
+    public Uni<Outcome> create(ProvisionEntity request, String sourceVolumeId, Tx tx) {
+        if (sourceVolumeId == null) {
+            return createResolved(request, tx);
+        }
+        String sourceKey = VolumeEntity.key(request.namespace, sourceVolumeId);
+        return Panache.withSession(() -> VolumeEntity.<VolumeEntity>findById(sourceKey)).chain(source -> {
+            if (source == null || !source.pluginId.equals(request.pluginId)) {
+                return Uni.createFrom().<Outcome>item(new Refused("the source volume " + sourceKey + " is not registered"
+                        + (source == null ? "" : " with plugin " + request.pluginId)));
+            }
+            request.sourceVolumeId = source.externalId;
+            return createResolved(request, tx);
+        });
+    }
+
+    private Uni<Outcome> createResolved(ProvisionEntity request, Tx tx) {
         return claims.inTransaction(tx, () -> claims.lockVolume(request.volumeKey).chain(volume ->
                 ProvisionEntity.<ProvisionEntity>findById(request.volumeKey, LockModeType.PESSIMISTIC_WRITE).chain(existing -> {
                     if (existing != null) {
