@@ -65,6 +65,8 @@ public class Consumers {
     Fencing fencing;
     @Inject
     io.csiorchestrator.claims.provision.ProvisionService provisions;
+    @Inject
+    io.csiorchestrator.claims.provision.SnapshotService snapshots;
 
     @Incoming("claim-requested")
     public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
@@ -101,6 +103,10 @@ public class Consumers {
             CloudEventHeaders.requireValid(record.headers(), EventType.MOUNT_DONE);
             MountDone done = EventCodec.decode(MountDone.class, record.value());
             refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
+            if (done.kind().snapshotting()) {
+                // create-snapshot / delete-snapshot answers (issue 14 item 2)
+                return retried(() -> snapshots.onDone(done, tx), "mount-done " + done.commandId());
+            }
             if (done.kind().provisioning()) {
                 // create-volume / delete-volume answers (issue 14)
                 return retried(() -> provisions.onDone(done, tx), "mount-done " + done.commandId());
