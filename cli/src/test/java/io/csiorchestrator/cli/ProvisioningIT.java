@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.csiorchestrator.csi.CsiClientOptions;
 import io.csiorchestrator.csi.CsiPluginClient;
+import io.csiorchestrator.csi.v1.ListSnapshotsRequest;
 import io.csiorchestrator.csi.v1.ListVolumesRequest;
 import io.csiorchestrator.csi.v1.ListVolumesResponse;
 import io.csiorchestrator.events.AccessMode;
@@ -179,5 +180,75 @@ class ProvisioningIT {
         assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-aborted").status());
         awaitGone("pv-aborted");
         assertEquals(before, pluginVolumes());
+    }
+
+    private Set<String> pluginSnapshots() {
+        try (CsiPluginClient plugin = CsiPluginClient.connect(cluster.pluginSocket(NODE), CsiClientOptions.defaults())
+                .await().atMost(Duration.ofSeconds(30))) {
+            Set<String> ids = new TreeSet<>();
+            plugin.listSnapshots(ListSnapshotsRequest.getDefaultInstance()).await().atMost(Duration.ofSeconds(30))
+                    .getEntriesList().forEach(e -> ids.add(e.getSnapshot().getSnapshotId()));
+            return ids;
+        }
+    }
+
+    /** Writes {@code text} to data.txt through a write claim of {@code id} on node-1 (or reads it when null); releases. */
+    private String throughAClaim(String id, String allocation, String text) throws Exception {
+        ClaimClient.Outcome ready = client.request(ClaimClient.claim(NS, id, allocation, NODE, ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM), START, s -> { });
+        assertTrue(ready.is(ClaimState.READY), ready.describe());
+        Path data = Path.of(ready.last().hostPath()).resolve("data.txt");
+        String read = null;
+        if (text != null) {
+            Files.writeString(data, text);
+        } else {
+            read = Files.readString(data);
+        }
+        ClaimClient.Outcome released = client.request(ClaimClient.release(NS, id, allocation), START, s -> { });
+        assertTrue(released.is(ClaimState.RELEASED), released.describe());
+        return read;
+    }
+
+    /**
+     * Issue 14 item 2 through the whole chain: create a volume, write a file through a claim, snapshot it (POST
+     * /v1/snapshots: the plugin lists the snapshot, phase created), restore it into a new volume (source snapshot)
+     * and read the same file through a claim of the restored volume; then delete the restored volume, the snapshot
+     * and the source: the plugin lists the volumes and snapshots it listed at the start.
+     */
+    @Test
+    void aSnapshotIsRestoredIntoANewVolumeWithTheSameDataAndAllIsDeleted() throws Exception {
+        Set<String> volumesBefore = pluginVolumes();
+        Set<String> snapshotsBefore = pluginSnapshots();
+        assertEquals(202, create("pv-snap-src", "1MiB").status());
+        assertEquals("created", awaitPast("pv-snap-src", "creating").path("phase").asText());
+        throughAClaim("pv-snap-src", "alloc-snap-w", "the data the snapshot keeps");
+
+        assertEquals(202, claims.post("/v1/snapshots", Http.MAPPER.writeValueAsString(Map.of("namespace", NS,
+                "id", "snap-1", "sourceVolume", "pv-snap-src"))).status());
+        JsonNode snapshot = Wait.until("snapshot snap-1 past creating", START, null, () -> {
+            Http.Response r = claims.get("/v1/snapshots/" + NS + "/snap-1");
+            return r.ok() && !r.body().path("phase").asText().equals("creating") ? Optional.of(r.body()) : Optional.empty();
+        });
+        assertEquals("created", snapshot.path("phase").asText(), snapshot.toString());
+        assertTrue(pluginSnapshots().contains(snapshot.path("externalId").asText()), pluginSnapshots().toString());
+
+        Map<String, Object> restore = new java.util.LinkedHashMap<>(Map.of("id", "pv-restored", "namespace", NS,
+                "pluginId", Cluster.PLUGIN_ID, "accessMode", AccessMode.SINGLE_NODE_WRITER.wire(),
+                "attachmentMode", AttachmentMode.FILE_SYSTEM.wire(), "capacityMin", "1MiB"));
+        restore.put("source", Map.of("snapshot", "snap-1"));
+        assertEquals(202, claims.post("/v1/provisioned-volumes", Http.MAPPER.writeValueAsString(restore)).status());
+        JsonNode restored = awaitPast("pv-restored", "creating");
+        assertEquals("created", restored.path("phase").asText(), restored.toString());
+        assertEquals("the data the snapshot keeps", throughAClaim("pv-restored", "alloc-snap-r", null));
+
+        assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-restored").status());
+        awaitGone("pv-restored");
+        assertEquals(202, claims.delete("/v1/snapshots/" + NS + "/snap-1").status());
+        Wait.until("snapshot snap-1 deleted", START, null, () ->
+                claims.get("/v1/snapshots/" + NS + "/snap-1").status() == 404 ? Optional.of(true) : Optional.empty());
+        assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-snap-src").status());
+        awaitGone("pv-snap-src");
+        assertEquals(volumesBefore, pluginVolumes());
+        assertEquals(snapshotsBefore, pluginSnapshots());
     }
 }
