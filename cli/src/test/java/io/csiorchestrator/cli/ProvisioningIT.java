@@ -209,11 +209,26 @@ class ProvisioningIT {
         return read;
     }
 
+    /** A {@code ./csi} command run in this JVM against the cluster's claim-service; asserts exit 0, returns stdout. */
+    private String csi(String... command) throws java.io.IOException {
+        Path token = cluster.workDir().resolve("snapshots-it.token");
+        Files.writeString(token, cluster.adminToken());
+        List<String> argv = new ArrayList<>(List.of(command));
+        argv.addAll(List.of("--claims-url", cluster.claimsUrl(), "--token-file", token.toString()));
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        int code = Main.run(argv.toArray(String[]::new), new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8),
+                new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
+        assertEquals(0, code, String.join(" ", command) + ": " + err.toString(java.nio.charset.StandardCharsets.UTF_8));
+        return out.toString(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
     /**
-     * Issue 14 item 2 through the whole chain: create a volume, write a file through a claim, snapshot it (POST
-     * /v1/snapshots: the plugin lists the snapshot, phase created), restore it into a new volume (source snapshot)
+     * Issue 14 item 2 through the whole chain: create a volume, write a file through a claim, snapshot it with
+     * {@code ./csi volume snapshot create} (it prints the plugin's snapshot id once created; the plugin lists it;
+     * {@code volume snapshot list} shows it created), restore it into a new volume (source snapshot)
      * and read the same file through a claim of the restored volume; then delete the restored volume, the snapshot
-     * and the source: the plugin lists the volumes and snapshots it listed at the start.
+     * ({@code ./csi volume snapshot delete}) and the source: the plugin lists the volumes and snapshots it listed at the start.
      */
     @Test
     void aSnapshotIsRestoredIntoANewVolumeWithTheSameDataAndAllIsDeleted() throws Exception {
@@ -223,14 +238,13 @@ class ProvisioningIT {
         assertEquals("created", awaitPast("pv-snap-src", "creating").path("phase").asText());
         throughAClaim("pv-snap-src", "alloc-snap-w", "the data the snapshot keeps");
 
-        assertEquals(202, claims.post("/v1/snapshots", Http.MAPPER.writeValueAsString(Map.of("namespace", NS,
-                "id", "snap-1", "sourceVolume", "pv-snap-src"))).status());
-        JsonNode snapshot = Wait.until("snapshot snap-1 past creating", START, null, () -> {
-            Http.Response r = claims.get("/v1/snapshots/" + NS + "/snap-1");
-            return r.ok() && !r.body().path("phase").asText().equals("creating") ? Optional.of(r.body()) : Optional.empty();
-        });
+        String made = csi("volume", "snapshot", "create", "snap-1", "--volume", "pv-snap-src");
+        JsonNode snapshot = claims.get("/v1/snapshots/" + NS + "/snap-1").body();
         assertEquals("created", snapshot.path("phase").asText(), snapshot.toString());
-        assertTrue(pluginSnapshots().contains(snapshot.path("externalId").asText()), pluginSnapshots().toString());
+        String snapshotId = snapshot.path("externalId").asText();
+        assertTrue(made.contains("created snapshot default/snap-1 of volume pv-snap-src: externalId " + snapshotId), made);
+        assertTrue(pluginSnapshots().contains(snapshotId), pluginSnapshots().toString());
+        assertTrue(csi("volume", "snapshot", "list").contains("snap-1  volume=pv-snap-src  phase=created"));
 
         Map<String, Object> restore = new java.util.LinkedHashMap<>(Map.of("id", "pv-restored", "namespace", NS,
                 "pluginId", Cluster.PLUGIN_ID, "accessMode", AccessMode.SINGLE_NODE_WRITER.wire(),
@@ -243,9 +257,8 @@ class ProvisioningIT {
 
         assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-restored").status());
         awaitGone("pv-restored");
-        assertEquals(202, claims.delete("/v1/snapshots/" + NS + "/snap-1").status());
-        Wait.until("snapshot snap-1 deleted", START, null, () ->
-                claims.get("/v1/snapshots/" + NS + "/snap-1").status() == 404 ? Optional.of(true) : Optional.empty());
+        assertTrue(csi("volume", "snapshot", "delete", "snap-1").contains("deleted snapshot default/snap-1"));
+        assertEquals(404, claims.get("/v1/snapshots/" + NS + "/snap-1").status());
         assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-snap-src").status());
         awaitGone("pv-snap-src");
         assertEquals(volumesBefore, pluginVolumes());
