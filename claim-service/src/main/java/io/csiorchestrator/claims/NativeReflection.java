@@ -23,6 +23,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         VolumeResource.ConditionView.class,
         VolumeResource.Released.class,
         io.csiorchestrator.claims.api.ProvisionResource.ProvisionView.class,
+        io.csiorchestrator.claims.api.SnapshotResource.SnapshotView.class,
         // The status page's data (StatusResource: JSON and server-sent events).
         io.csiorchestrator.claims.status.FeedEntry.class,
         io.csiorchestrator.claims.status.StatusResource.Condition.class,

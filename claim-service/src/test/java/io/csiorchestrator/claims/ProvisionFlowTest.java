@@ -3,6 +3,7 @@ package io.csiorchestrator.claims;
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.hasItem;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -171,6 +172,113 @@ class ProvisionFlowTest {
         org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
                 given().get("/v1/volumes/ns1/" + other).then().statusCode(404));
         assertFalse(bus.commands(other).stream().anyMatch(c -> c.kind() == NodeCommandKind.MOUNT));
+    }
+
+    /**
+     * Snapshots and restore (issue 14 item 2): POST /v1/snapshots of a created volume is 202 "creating" and sends
+     * create-snapshot to the controller node with the volume's plugin id and the CSI name namespace.id;
+     * SNAPSHOT_NOT_READY (not ready_to_use yet) re-sends it with the same name (a new command id); the ready answer
+     * makes it "created" with the plugin's id, listed in the namespace; the same request again is 200, another source
+     * 409. A volume created with source {"snapshot": id} carries the snapshot's plugin id as content source; while
+     * that restore is creating, the snapshot's delete is 409 naming the volume; after it, the delete sends
+     * delete-snapshot with the snapshot's plugin id and its answer forgets the snapshot. A restore from an unknown
+     * snapshot is 409 and sends nothing.
+     */
+    @Test
+    void aSnapshotIsPolledUntilReadyRestoredAndNotDeletedWhileARestoreIsInFlight() {
+        String plugin = unique("prov");
+        String src = unique("pv");
+        String snap = unique("snap");
+        String restored = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a"));
+        awaitPluginKnown(plugin);
+        given().contentType(ContentType.JSON).body(createBody("ns1", src, plugin, "1MiB")).post("/v1/provisioned-volumes")
+                .then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(src, NodeCommandKind.CREATE_VOLUME), "ext-" + src);
+        ClaimFlowTest.awaitSchedulable("ns1", src);
+
+        Map<String, Object> snapBody = Map.of("namespace", "ns1", "id", snap, "sourceVolume", src);
+        given().contentType(ContentType.JSON).body(snapBody).post("/v1/snapshots").then().statusCode(202)
+                .body("phase", equalTo("creating")).body("csiName", equalTo("ns1." + snap));
+        NodeCommand first = bus.awaitCommand(src, NodeCommandKind.CREATE_SNAPSHOT);
+        assertEquals("node-ctl", first.nodeId());
+        assertEquals("ext-" + src, first.externalVolumeId());
+        assertEquals("ns1." + snap, first.provision().name());
+        bus.fail(first, "SNAPSHOT_NOT_READY", "snapshot ext-snap is not ready to use yet");
+        NodeCommand second = bus.awaitCommand(src, NodeCommandKind.CREATE_SNAPSHOT);
+        assertNotEquals(first.commandId(), second.commandId());
+        assertEquals(first.provision().name(), second.provision().name());
+        bus.send(new MountDone(second.commandId(), second.nodeId(), second.kind(), second.namespace(), second.volumeId(),
+                null, true, null, null, Map.of(), null, null, Instant.now(), null, null, null,
+                new io.csiorchestrator.events.ProvisionedSnapshot("ext-" + snap, "ext-" + src, 1048576L, true)));
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/snapshots/ns1/" + snap).then().statusCode(200).body("phase", equalTo("created"))
+                        .body("externalId", equalTo("ext-" + snap)).body("sourceVolume", equalTo(src)));
+        given().get("/v1/snapshots/ns1").then().statusCode(200).body("id", hasItem(snap));
+        given().contentType(ContentType.JSON).body(snapBody).post("/v1/snapshots").then().statusCode(200)
+                .body("phase", equalTo("created"));
+        given().contentType(ContentType.JSON).body(Map.of("namespace", "ns1", "id", snap, "sourceVolume", restored))
+                .post("/v1/snapshots").then().statusCode(409);
+
+        Map<String, Object> restore = createBody("ns1", restored, plugin, "1MiB");
+        restore.put("source", Map.of("snapshot", snap));
+        given().contentType(ContentType.JSON).body(restore).post("/v1/provisioned-volumes").then().statusCode(202);
+        NodeCommand create = bus.awaitCommand(restored, NodeCommandKind.CREATE_VOLUME);
+        assertEquals("ext-" + snap, create.provision().sourceSnapshotId());
+        given().delete("/v1/snapshots/ns1/" + snap).then().statusCode(409)
+                .body("problems[0].message", containsString("ns1/" + restored));
+        answerCreated(bus, create, "ext-" + restored);
+        ClaimFlowTest.awaitSchedulable("ns1", restored);
+
+        given().delete("/v1/snapshots/ns1/" + snap).then().statusCode(202).body("phase", equalTo("deleting"));
+        NodeCommand delete = bus.awaitCommand(src, NodeCommandKind.DELETE_SNAPSHOT);
+        assertEquals("ext-" + snap, delete.provision().sourceSnapshotId());
+        bus.succeed(delete);
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/snapshots/ns1/" + snap).then().statusCode(404));
+
+        String orphan = unique("pv");
+        Map<String, Object> unknown = createBody("ns1", orphan, plugin, "1MiB");
+        unknown.put("source", Map.of("snapshot", snap));
+        given().contentType(ContentType.JSON).body(unknown).post("/v1/provisioned-volumes").then().statusCode(409)
+                .body("problems[0].message", containsString("does not exist"));
+        assertTrue(bus.commands(orphan).isEmpty());
+    }
+
+    /**
+     * A clone: the create names a registered volume of the same namespace as its source; the create-volume command
+     * carries that volume's plugin id as its content source, and a failed precondition (the source busy) is retried
+     * for a create from a source. A source that is not registered is refused (409) and nothing is sent.
+     */
+    @Test
+    void aCloneCarriesItsSourcesPluginIdAndAnUnknownSourceIsRefused() {
+        String plugin = unique("prov");
+        String src = unique("pv");
+        String clone = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a"));
+        awaitPluginKnown(plugin);
+        given().contentType(ContentType.JSON).body(createBody("ns1", src, plugin, "1MiB")).post("/v1/provisioned-volumes")
+                .then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(src, NodeCommandKind.CREATE_VOLUME), "ext-" + src);
+        ClaimFlowTest.awaitSchedulable("ns1", src);
+
+        Map<String, Object> body = createBody("ns1", clone, plugin, "1MiB");
+        body.put("source", Map.of("volume", src));
+        given().contentType(ContentType.JSON).body(body).post("/v1/provisioned-volumes").then().statusCode(202);
+        NodeCommand first = bus.awaitCommand(clone, NodeCommandKind.CREATE_VOLUME);
+        assertEquals("ext-" + src, first.provision().sourceVolumeId());
+        bus.fail(first, "FAILED_PRECONDITION", "the source volume is being copied");
+        NodeCommand second = bus.awaitCommand(clone, NodeCommandKind.CREATE_VOLUME);
+        assertEquals("ext-" + src, second.provision().sourceVolumeId());
+        answerCreated(bus, second, "ext-" + clone);
+        ClaimFlowTest.awaitSchedulable("ns1", clone);
+
+        String orphan = unique("pv");
+        Map<String, Object> unknown = createBody("ns1", orphan, plugin, "1MiB");
+        unknown.put("source", Map.of("volume", "no-such-volume"));
+        given().contentType(ContentType.JSON).body(unknown).post("/v1/provisioned-volumes").then().statusCode(409)
+                .body("problems[0].message", containsString("ns1/no-such-volume is not registered"));
+        given().get("/v1/provisioned-volumes/ns1/" + orphan).then().statusCode(404);
     }
 
     /** A create body with an externalId, a bad capacity and a bad access mode is 400 naming all three. */

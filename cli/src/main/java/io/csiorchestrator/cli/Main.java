@@ -53,7 +53,8 @@ public final class Main {
 
             Volumes, plugins and nodes (claim-service and plugin-registry-service REST, Kafka):
               volume create <id> --capacity SIZE [--capacity-max SIZE] [--plugin hostpath] [--access-mode M]
-                           [--attachment-mode M] [--fs-type T] [--parameter k=v ...] [--topology k=v ...] [--timeout 2m]
+                           [--attachment-mode M] [--fs-type T] [--parameter k=v ...] [--topology k=v ...]
+                           [--source-volume ID (a clone) | --source-snapshot ID (a restore)] [--timeout 2m]
                                                             through the services (issue 14): claim-service sends CSI
                                                             CreateVolume to a healthy controller's node worker, then
                                                             registers the volume; waits for created (prints externalId)
@@ -62,6 +63,11 @@ public final class Main {
                                                             plugin of `up` (prints externalId; not registered)
               volume delete <id> [--timeout 2m]             a volume created through the services: refused while
                                                             claimed; CSI DeleteVolume, then deregistered
+              volume snapshot create <id> --volume V [--parameter k=v ...] [--timeout 2m]
+                                                            CSI CreateSnapshot of volume V through the services;
+                                                            waits until ready to use (prints externalId) or failed
+              volume snapshot list                          the namespace's snapshots and their phase
+              volume snapshot delete <id> [--timeout 2m]    refused while a volume is being created from it
               volume register <file.json>                   register the volume(s) in the file (claim-service POST /v1/volumes)
               volume status [id] [-w [--interval 1s]]       all volumes, or one with its claims; -w follows: printed
                                                             again whenever it changes, woken by claim-service's live

@@ -81,9 +81,10 @@ final class Operator {
         return switch (verb) {
             case "create" -> args.option("capacity").isPresent()
                     ? provision(args.only(Set.of("plugin", "capacity", "capacity-max", "access-mode", "attachment-mode",
-                            "fs-type", "parameter", "topology", "timeout")).atMost(2).positional(1, "volume id"))
+                            "fs-type", "parameter", "topology", "source-volume", "source-snapshot", "timeout")).atMost(2).positional(1, "volume id"))
                     : create(args.only(Set.of("plugin", "work-dir")).atMost(2).positional(1, "volume name"));
             case "delete" -> deleteProvisioned(args.only(Set.of("timeout")).atMost(2).positional(1, "volume id"));
+            case "snapshot" -> snapshot(args.positional(1, "snapshot verb (create, list, delete)"));
             case "register" -> register(args.only(Set.of()).atMost(2).positional(1, "volume file"));
             case "status" -> {
                 String id = args.only(Set.of("w", "watch", "for", "interval")).atMost(2).positionalOpt(1).orElse(null);
@@ -178,6 +179,11 @@ final class Operator {
                 .put("capacityMin", args.option("capacity").orElseThrow());
         args.option("capacity-max").ifPresent(max -> body.put("capacityMax", max));
         args.option("fs-type").ifPresent(fs -> body.putObject("mountOptions").put("fsType", fs));
+        if (args.option("source-volume").isPresent() && args.option("source-snapshot").isPresent()) {
+            throw new Args.UsageException("a volume has one source: --source-volume or --source-snapshot");
+        }
+        args.option("source-volume").ifPresent(source -> body.putObject("source").put("volume", source));
+        args.option("source-snapshot").ifPresent(source -> body.putObject("source").put("snapshot", source));
         ObjectNode parameters = body.putObject("parameters");
         for (String kv : args.options("parameter")) {
             String[] pair = keyValue(kv, "--parameter");
@@ -244,6 +250,88 @@ final class Operator {
         out.println(json ? "{\"volume\":\"" + namespace + "/" + id + "\",\"deleted\":true}"
                 : "deleted volume " + namespace + "/" + id + " (DeleteVolume done, deregistered)");
         return 0;
+    }
+
+    /**
+     * {@code volume snapshot create <id> --volume SRC [--parameter k=v ...] [--timeout 2m]} (waits until created, i.e.
+     * ready to use, or failed), {@code volume snapshot list}, {@code volume snapshot delete <id> [--timeout 2m]}
+     * (issue 14 item 2) through claim-service's /v1/snapshots.
+     */
+    int snapshot(String verb) {
+        String base = "/v1/snapshots/" + enc(namespace);
+        Duration timeout = Follow.parseDuration(args.option("timeout").orElse("2m"));
+        switch (verb) {
+            case "create" -> {
+                String id = args.only(Set.of("volume", "parameter", "timeout")).atMost(3).positional(2, "snapshot id");
+                checkId("snapshot id", id);
+                String source = args.option("volume").orElseThrow(() -> new Args.UsageException(
+                        "volume snapshot create needs --volume <id of the volume to snapshot>"));
+                checkId("volume id", source);
+                ObjectNode body = Http.MAPPER.createObjectNode();
+                body.put("namespace", namespace).put("id", id).put("sourceVolume", source);
+                ObjectNode parameters = body.putObject("parameters");
+                for (String kv : args.options("parameter")) {
+                    String[] pair = keyValue(kv, "--parameter");
+                    parameters.put(pair[0], pair[1]);
+                }
+                Http.Response r = claims().post("/v1/snapshots", body.toString());
+                if (r.status() == 400 || r.status() == 409) {
+                    throw new Failure("snapshot " + namespace + "/" + id + " not created: " + r.error());
+                }
+                expectOk(r, "create snapshot " + id);
+                JsonNode done = Wait.until("snapshot " + namespace + "/" + id + " ready", timeout, null, () -> {
+                    Http.Response p = claims().get(base + "/" + enc(id));
+                    String phase = p.body() == null ? "" : p.body().path("phase").asText();
+                    return p.ok() && !phase.equals("creating") ? java.util.Optional.of(p.body()) : java.util.Optional.empty();
+                });
+                if (!done.path("phase").asText().equals("created")) {
+                    throw new Failure("snapshot " + namespace + "/" + id + " not created: " + done.path("lastError").asText());
+                }
+                out.println(json ? done.toString() : "created snapshot " + namespace + "/" + id + " of volume " + source
+                        + ": externalId " + done.path("externalId").asText() + ", " + done.path("sizeBytes").asLong()
+                        + " bytes; ready to use");
+                return 0;
+            }
+            case "list" -> {
+                args.only(Set.of()).atMost(2);
+                Http.Response r = claims().get(base);
+                expectOk(r, "list snapshots");
+                if (json) {
+                    out.println(r.body().toString());
+                    return 0;
+                }
+                for (JsonNode s : r.body()) {
+                    out.println(s.path("id").asText() + "  volume=" + s.path("sourceVolume").asText() + "  phase="
+                            + s.path("phase").asText() + "  externalId=" + s.path("externalId").asText("-")
+                            + "  sizeBytes=" + s.path("sizeBytes").asLong());
+                }
+                return 0;
+            }
+            case "delete" -> {
+                String id = args.only(Set.of("timeout")).atMost(3).positional(2, "snapshot id");
+                checkId("snapshot id", id);
+                Http.Response r = claims().delete(base + "/" + enc(id));
+                if (r.status() == 404 || r.status() == 409) {
+                    throw new Failure("snapshot " + namespace + "/" + id + " not deleted: " + r.error());
+                }
+                expectOk(r, "delete snapshot " + id);
+                String failed = Wait.until("snapshot " + namespace + "/" + id + " deleted", timeout, null, () -> {
+                    Http.Response p = claims().get(base + "/" + enc(id));
+                    if (p.status() == 404) {
+                        return java.util.Optional.of("");
+                    }
+                    return p.ok() && p.body().path("phase").asText().equals("delete-failed")
+                            ? java.util.Optional.of(p.body().path("lastError").asText()) : java.util.Optional.empty();
+                });
+                if (!failed.isEmpty()) {
+                    throw new Failure("snapshot " + namespace + "/" + id + " not deleted: " + failed);
+                }
+                out.println(json ? "{\"snapshot\":\"" + namespace + "/" + id + "\",\"deleted\":true}"
+                        : "deleted snapshot " + namespace + "/" + id + " (DeleteSnapshot done)");
+                return 0;
+            }
+            default -> throw new Args.UsageException("unknown command 'volume snapshot " + verb + "' (create, list, delete)");
+        }
     }
 
     private static String[] keyValue(String kv, String option) {

@@ -18,6 +18,7 @@ import java.util.Map;
  * @param leaseEpoch     the worker's lease epoch when it answered; null from a worker that predates leases
  * @param claimGeneration the command's claimGeneration, echoed
  * @param provisioned    for a successful create-volume: the plugin's volume (id, capacity, context, topology)
+ * @param snapshot       for a successful create-snapshot: the plugin's snapshot (id, source, size, ready)
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record MountDone(
@@ -36,7 +37,8 @@ public record MountDone(
         Instant completedAt,
         Long leaseEpoch,
         Long claimGeneration,
-        ProvisionedVolume provisioned) implements ContractEvent {
+        ProvisionedVolume provisioned,
+        ProvisionedSnapshot snapshot) implements ContractEvent {
 
     public MountDone {
         publishContext = Copies.map(publishContext);
@@ -48,7 +50,16 @@ public record MountDone(
                      Map<String, String> publishContext, String hostPath, String stagingPath, Instant completedAt,
                      Long leaseEpoch, Long claimGeneration) {
         this(commandId, nodeId, kind, namespace, volumeId, allocationId, success, errorCode, errorMessage,
-                publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration, null);
+                publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration, null, null);
+    }
+
+    /** A result with a provisioned volume and no snapshot (create-volume). */
+    public MountDone(String commandId, String nodeId, NodeCommandKind kind, String namespace, String volumeId,
+                     String allocationId, Boolean success, String errorCode, String errorMessage,
+                     Map<String, String> publishContext, String hostPath, String stagingPath, Instant completedAt,
+                     Long leaseEpoch, Long claimGeneration, ProvisionedVolume provisioned) {
+        this(commandId, nodeId, kind, namespace, volumeId, allocationId, success, errorCode, errorMessage,
+                publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration, provisioned, null);
     }
 
     /** A result without fencing token (leaseEpoch and claimGeneration absent). */
@@ -62,7 +73,8 @@ public record MountDone(
     /** This result with the worker's lease epoch and the command's claim generation. */
     public MountDone withFencing(Long leaseEpoch, Long claimGeneration) {
         return new MountDone(commandId, nodeId, kind, namespace, volumeId, allocationId, success, errorCode,
-                errorMessage, publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration, provisioned);
+                errorMessage, publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration, provisioned,
+                snapshot);
     }
 
     @Override
@@ -101,6 +113,12 @@ public record MountDone(
         }
         if (provisioned != null) {
             provisioned.checkFields("provisioned.", v);
+        }
+        if (kind == NodeCommandKind.CREATE_SNAPSHOT && Boolean.TRUE.equals(success)) {
+            v.required("snapshot", snapshot);
+        }
+        if (snapshot != null) {
+            snapshot.checkFields("snapshot.", v);
         }
         if (leaseEpoch != null && leaseEpoch < 1) {
             v.add("leaseEpoch", leaseEpoch, "must be at least 1");

@@ -28,7 +28,9 @@ import java.util.Map;
  * @param claimGeneration  the volume's write generation of the claim this command serves (echoed in mount-done)
  * @param fenceOnLapse     for a mount: true = the worker unmounts it when its lease lapses (a write mount of a volume
  *                         whose failover is "fence"); absent means false
- * @param provision        for create-volume: the CSI name, capacity, parameters, topology and content source
+ * @param provision        for create-volume: the CSI name, capacity, parameters, topology and content source;
+ *                         for create-snapshot: the snapshot's CSI name and parameters only (its source volume is
+ *                         externalVolumeId); for delete-snapshot: sourceSnapshotId, the plugin's id of the snapshot
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record NodeCommand(
@@ -130,6 +132,20 @@ public record NodeCommand(
         }
         if (provision != null) {
             provision.checkFields("provision.", v);
+        }
+        if (kind == NodeCommandKind.CREATE_SNAPSHOT) {
+            v.required("provision", provision);
+            if (provision != null && (provision.sourceSnapshotId() != null || provision.sourceVolumeId() != null
+                    || !provision.topology().isEmpty() || provision.capacityMinBytes() != null
+                    || provision.capacityMaxBytes() != null)) {
+                v.add("provision", provision.name(), "a create-snapshot carries only the snapshot's name and parameters");
+            }
+        }
+        if (kind == NodeCommandKind.DELETE_SNAPSHOT) {
+            v.required("provision", provision);
+            if (provision != null) {
+                v.text("provision.sourceSnapshotId", provision.sourceSnapshotId(), 1024);
+            }
         }
         if (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT) {
             v.id("allocationId", allocationId);

@@ -12,7 +12,11 @@ public enum NodeCommandKind implements WireValue {
     /** CSI CreateVolume on the node hosting a healthy controller instance (issue 14). */
     CREATE_VOLUME("create-volume"),
     /** CSI DeleteVolume on the node hosting a healthy controller instance (issue 14). */
-    DELETE_VOLUME("delete-volume");
+    DELETE_VOLUME("delete-volume"),
+    /** CSI CreateSnapshot of the command's volume, polled until ready_to_use (issue 14 item 2). */
+    CREATE_SNAPSHOT("create-snapshot"),
+    /** CSI DeleteSnapshot of {@code provision.sourceSnapshotId} (issue 14 item 2). */
+    DELETE_SNAPSHOT("delete-snapshot");
 
     private final String wire;
 
@@ -20,9 +24,14 @@ public enum NodeCommandKind implements WireValue {
         this.wire = wire;
     }
 
-    /** Whether the command creates or deletes a volume (no node state, no allocation). */
+    /** Whether the command creates or deletes a volume or a snapshot (no node state, no allocation). */
     public boolean provisioning() {
-        return this == CREATE_VOLUME || this == DELETE_VOLUME;
+        return this == CREATE_VOLUME || this == DELETE_VOLUME || snapshotting();
+    }
+
+    /** Whether the command creates or deletes a snapshot (no node state, no allocation). */
+    public boolean snapshotting() {
+        return this == CREATE_SNAPSHOT || this == DELETE_SNAPSHOT;
     }
 
     @Override

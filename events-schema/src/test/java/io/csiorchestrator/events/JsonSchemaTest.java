@@ -166,6 +166,47 @@ class JsonSchemaTest {
         assertFalse(schema(EventType.MOUNT_DONE).validate(createdJson).isEmpty(), "the provisioned volume has its id");
     }
 
+    /**
+     * Issue 14 item 2's snapshot kinds: a create-snapshot (source volume's external id, a spec with the snapshot's
+     * CSI name) and its successful answer (the snapshot) pass the schema and the codec; a create-snapshot whose spec
+     * carries a capacity, a delete-snapshot without the snapshot's id and a successful create-snapshot answer
+     * without the snapshot fail both.
+     */
+    @Test
+    void createAndDeleteSnapshotCommandsAndAnswersFollowTheSameRulesInSchemaAndCodec() throws IOException {
+        NodeCommand create = new NodeCommand("cmd-s", "node-1", NodeCommandKind.CREATE_SNAPSHOT, "default", "vol-1",
+                "hostpath", "ext-vol-1", null, null, null, false, null, null, Map.of(), Map.of(), null,
+                java.time.Instant.parse("2026-01-31T12:00:00Z"))
+                .withProvision(new ProvisionSpec("default.snap-1", null, null, Map.of("k", "v"), Map.of(), null, null));
+        ObjectNode createJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(create));
+        assertTrue(schema(EventType.NODE_COMMAND).validate(createJson).isEmpty(), createJson.toString());
+        assertEquals(create, EventCodec.decode(NodeCommand.class, EventCodec.encode(create)));
+        ObjectNode sized = createJson.deepCopy();
+        ((ObjectNode) sized.get("provision")).put("capacityMinBytes", 5);
+        assertFalse(schema(EventType.NODE_COMMAND).validate(sized).isEmpty(), "a snapshot has no capacity");
+        assertFalse(javaAccepts(sized, NodeCommand.class), "the Java check refuses it too");
+
+        ObjectNode delete = createJson.deepCopy();
+        delete.put("kind", "delete-snapshot");
+        assertFalse(schema(EventType.NODE_COMMAND).validate(delete).isEmpty(), "a delete-snapshot names the snapshot");
+        assertFalse(javaAccepts(delete, NodeCommand.class), "the Java check refuses it too");
+        ((ObjectNode) delete.get("provision")).put("sourceSnapshotId", "ext-snap-1");
+        assertTrue(schema(EventType.NODE_COMMAND).validate(delete).isEmpty(), delete.toString());
+        assertTrue(javaAccepts(delete, NodeCommand.class));
+
+        MountDone created = new MountDone("cmd-s", "node-1", NodeCommandKind.CREATE_SNAPSHOT, "default", "vol-1", null,
+                true, null, null, Map.of(), null, null, java.time.Instant.parse("2026-01-31T12:00:01Z"), null, null,
+                null, new ProvisionedSnapshot("ext-snap-1", "ext-vol-1", 4096L, true));
+        ObjectNode createdJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(created));
+        assertTrue(schema(EventType.MOUNT_DONE).validate(createdJson).isEmpty(), createdJson.toString());
+        assertEquals(created, EventCodec.decode(MountDone.class, EventCodec.encode(created)));
+        ObjectNode noSnapshot = createdJson.deepCopy();
+        noSnapshot.remove("snapshot");
+        assertFalse(javaAccepts(noSnapshot, MountDone.class), "a created snapshot's answer names the snapshot");
+        ((ObjectNode) createdJson.get("snapshot")).remove("externalSnapshotId");
+        assertFalse(schema(EventType.MOUNT_DONE).validate(createdJson).isEmpty(), "the snapshot has its id");
+    }
+
     private static boolean javaAccepts(ObjectNode json, Class<? extends ContractEvent> type) {
         try {
             EventCodec.decode(type, EventCodec.mapper().writeValueAsBytes(json));

@@ -70,7 +70,9 @@ public class ProvisionResource {
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Create a volume through its plugin", description = "The fields of a registration (POST /v1/volumes) "
-            + "without externalId, plus capacityMin and capacityMax (bytes, or a size such as \"1GiB\", \"500MiB\", \"2G\"). "
+            + "without externalId, plus capacityMin and capacityMax (bytes, or a size such as \"1GiB\", \"500MiB\", \"2G\") "
+            + "and an optional source {\"volume\": \"<id>\"}: a clone of a registered volume of the same namespace, or "
+            + "{\"snapshot\": \"<id>\"}: a restore of a ready snapshot of the same namespace and plugin (POST /v1/snapshots). "
             + "The request is recorded, then CSI CreateVolume (name <namespace>.<id>) is sent to a healthy controller "
             + "instance's node worker; on success the volume is registered with the plugin's id, context and topology. "
             + "Retried per the CSI error table; the same request again answers 200 with the volume's state.")
@@ -101,6 +103,24 @@ public class ProvisionResource {
         if (registration.has("externalId")) {
             v.add("externalId", Violation.quote(registration.get("externalId").asText()), "is given by the plugin; leave it out");
         }
+        String sourceVolume = null;
+        String sourceSnapshot = null;
+        JsonNode source = registration.remove("source");
+        if (source != null && !source.isNull()) {
+            JsonNode volume = source.path("volume");
+            JsonNode snapshot = source.path("snapshot");
+            JsonNode given = volume.isTextual() ? volume : snapshot;
+            if (!source.isObject() || !given.isTextual() || source.size() != 1) {
+                v.add("source", source.toString(), "must be {\"volume\": \"<id of a registered volume in the same namespace>\"}"
+                        + " or {\"snapshot\": \"<id of a snapshot in the same namespace>\"}");
+            } else if (!io.csiorchestrator.events.PathSafeId.isValid(given.asText())) {
+                v.add(volume.isTextual() ? "source.volume" : "source.snapshot", Violation.quote(given.asText()), "is not a valid id");
+            } else if (volume.isTextual()) {
+                sourceVolume = volume.asText();
+            } else {
+                sourceSnapshot = snapshot.asText();
+            }
+        }
         Long min = capacity(registration.remove("capacityMin"), "capacityMin", v);
         Long max = capacity(registration.remove("capacityMax"), "capacityMax", v);
         if (min != null && max != null && max > 0 && max < min) {
@@ -119,7 +139,7 @@ public class ProvisionResource {
             return Uni.createFrom().item(VolumeResource.errors(Response.Status.BAD_REQUEST, "invalid volume creation", problems));
         }
         ProvisionEntity request = toEntity(parsed.volumes().get(0), min, max);
-        return provisions.create(request, Tx.untraced()).map(outcome -> {
+        return provisions.create(request, sourceVolume, sourceSnapshot, Tx.untraced()).map(outcome -> {
             if (outcome instanceof ProvisionService.Started s) {
                 return Response.status(Response.Status.ACCEPTED).entity(view(s.provision())).build();
             }

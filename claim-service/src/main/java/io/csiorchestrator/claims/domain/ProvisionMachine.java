@@ -25,7 +25,8 @@ import java.util.Set;
  *
  * <p>The CSI error table ({@link #retryable}): UNAVAILABLE, DEADLINE_EXCEEDED, CANCELED (the call may be in
  * progress), ABORTED (another operation on the volume is pending), RESOURCE_EXHAUSTED (no capacity or topology
- * now) and the worker's own transient codes are retried with backoff; FAILED_PRECONDITION is retried for a create
+ * now), the worker's own transient codes and SNAPSHOT_NOT_READY (a snapshot not ready_to_use yet: polled by re-sending
+ * CreateSnapshot with the same name) are retried with backoff; FAILED_PRECONDITION is retried for a create
  * from a content source (the snapshot is not ready yet) and for a delete (the volume still has snapshots or is
  * still published), fatal otherwise; NOT_FOUND completes a delete; everything else (INVALID_ARGUMENT,
  * ALREADY_EXISTS for the name with another capacity or source, OUT_OF_RANGE, UNIMPLEMENTED, ...) is fatal.
@@ -43,7 +44,7 @@ public final class ProvisionMachine {
 
     /** Codes retried with backoff for both create and delete. */
     static final Set<String> TRANSIENT = Set.of("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELED", "ABORTED",
-            "RESOURCE_EXHAUSTED", "PLUGIN_NOT_FOUND", "WORKER_ERROR", "WORKER_IO_ERROR", "STALE_LEASE_EPOCH",
+            "RESOURCE_EXHAUSTED", "PLUGIN_NOT_FOUND", "WORKER_ERROR", "WORKER_IO_ERROR", "STALE_LEASE_EPOCH", "SNAPSHOT_NOT_READY",
             "NO_VALID_LEASE");
 
     /** Retry settings: attempts per create or delete, exponential backoff between them. */

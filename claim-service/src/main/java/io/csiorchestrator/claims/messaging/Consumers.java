@@ -69,6 +69,8 @@ public class Consumers {
     @Inject
     io.csiorchestrator.support.security.RecordAuthenticity authenticity;
     io.csiorchestrator.claims.provision.ProvisionService provisions;
+    @Inject
+    io.csiorchestrator.claims.provision.SnapshotService snapshots;
 
     @Incoming("claim-requested")
     public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
@@ -107,6 +109,10 @@ public class Consumers {
             MountDone done = EventCodec.decode(MountDone.class, record.value());
             authenticity.requireNode(record, EventType.MOUNT_DONE.displayName(), done.nodeId());
             refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
+            if (done.kind().snapshotting()) {
+                // create-snapshot / delete-snapshot answers (issue 14 item 2)
+                return retried(() -> snapshots.onDone(done, tx), "mount-done " + done.commandId());
+            }
             if (done.kind().provisioning()) {
                 // create-volume / delete-volume answers (issue 14)
                 return retried(() -> provisions.onDone(done, tx), "mount-done " + done.commandId());

@@ -27,6 +27,8 @@ public class ProvisionReconciler {
     @Inject
     ProvisionService provisions;
     @Inject
+    SnapshotService snapshots;
+    @Inject
     ClaimSettings settings;
     @Inject
     Leadership leadership;
@@ -41,7 +43,7 @@ public class ProvisionReconciler {
                 .onFailure().recoverWithNull();
     }
 
-    /** One pass: due retries, then timed-out commands. */
+    /** One pass: due retries, then timed-out commands; the provisions', then the snapshots' (issue 14 item 2). */
     public Uni<Void> reconcile() {
         Instant now = Instant.now();
         int batch = settings.reconcileBatch();
@@ -50,7 +52,13 @@ public class ProvisionReconciler {
                 .chain(keys -> each(keys, provisions::retryDue))
                 .chain(() -> keys("SELECT volume_key FROM provisions WHERE command_id IS NOT NULL AND command_deadline < :now"
                         + " ORDER BY command_deadline LIMIT :n", now, batch))
-                .chain(keys -> each(keys, provisions::commandTimedOut));
+                .chain(keys -> each(keys, provisions::commandTimedOut))
+                .chain(() -> keys("SELECT snapshot_key FROM snapshots WHERE command_id IS NULL AND retry_at <= :now"
+                        + " ORDER BY retry_at LIMIT :n", now, batch))
+                .chain(keys -> each(keys, snapshots::retryDue))
+                .chain(() -> keys("SELECT snapshot_key FROM snapshots WHERE command_id IS NOT NULL AND command_deadline < :now"
+                        + " ORDER BY command_deadline LIMIT :n", now, batch))
+                .chain(keys -> each(keys, snapshots::commandTimedOut));
     }
 
     private static Uni<List<String>> keys(String sql, Instant at, int limit) {

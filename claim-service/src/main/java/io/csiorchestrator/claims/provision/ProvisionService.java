@@ -93,6 +93,51 @@ public class ProvisionService {
      * again is {@link Unchanged}; another request for the same volume, or a volume registered by hand, is refused.
      */
     public Uni<Outcome> create(ProvisionEntity request, Tx tx) {
+        return create(request, null, tx);
+    }
+
+    /**
+     * {@link #create(ProvisionEntity, Tx)} of a clone: {@code sourceVolumeId} (nullable) names a registered volume of
+     * the same namespace whose plugin id is the clone's content source (CSI CLONE_VOLUME).
+     */
+    public Uni<Outcome> create(ProvisionEntity request, String sourceVolumeId, Tx tx) {
+        return create(request, sourceVolumeId, null, tx);
+    }
+
+    /**
+     * {@link #create(ProvisionEntity, String, Tx)} or a restore: {@code sourceSnapshotId} (nullable) names a snapshot
+     * of the same namespace and plugin, created through the services and ready (its plugin id becomes the content
+     * source). While this create is in progress, the snapshot's delete is refused ({@link SnapshotService}).
+     */
+    public Uni<Outcome> create(ProvisionEntity request, String sourceVolumeId, String sourceSnapshotId, Tx tx) {
+        if (sourceSnapshotId != null) {
+            String snapKey = VolumeEntity.key(request.namespace, sourceSnapshotId);
+            return Panache.withSession(() -> io.csiorchestrator.claims.store.SnapshotEntity
+                    .<io.csiorchestrator.claims.store.SnapshotEntity>findById(snapKey)).chain(snap -> {
+                if (snap == null || !snap.pluginId.equals(request.pluginId) || !Phase.CREATED.name().equals(snap.phase)) {
+                    return Uni.createFrom().<Outcome>item(new Refused("the source snapshot " + snapKey + (snap == null
+                            ? " does not exist" : !snap.pluginId.equals(request.pluginId) ? " is of plugin " + snap.pluginId
+                            : " is not ready (" + snap.phase.toLowerCase() + ")")));
+                }
+                request.sourceSnapshotId = snap.externalId;
+                return createResolved(request, tx);
+            });
+        }
+        if (sourceVolumeId == null) {
+            return createResolved(request, tx);
+        }
+        String sourceKey = VolumeEntity.key(request.namespace, sourceVolumeId);
+        return Panache.withSession(() -> VolumeEntity.<VolumeEntity>findById(sourceKey)).chain(source -> {
+            if (source == null || !source.pluginId.equals(request.pluginId)) {
+                return Uni.createFrom().<Outcome>item(new Refused("the source volume " + sourceKey + " is not registered"
+                        + (source == null ? "" : " with plugin " + request.pluginId)));
+            }
+            request.sourceVolumeId = source.externalId;
+            return createResolved(request, tx);
+        });
+    }
+
+    private Uni<Outcome> createResolved(ProvisionEntity request, Tx tx) {
         return claims.inTransaction(tx, () -> claims.lockVolume(request.volumeKey).chain(volume ->
                 ProvisionEntity.<ProvisionEntity>findById(request.volumeKey, LockModeType.PESSIMISTIC_WRITE).chain(existing -> {
                     if (existing != null) {

@@ -61,6 +61,7 @@ class ProvisionMachineTest {
             "ABORTED,             R, R, R",
             "RESOURCE_EXHAUSTED,  R, R, R",
             "PLUGIN_NOT_FOUND,    R, R, R",
+            "SNAPSHOT_NOT_READY,  R, R, R",
             "FAILED_PRECONDITION, F, R, R",
             "NOT_FOUND,           F, F, D",
             "INVALID_ARGUMENT,    F, F, F",

@@ -1,6 +1,7 @@
 package io.csiorchestrator.worker.mount;
 
 import io.csiorchestrator.events.ProvisionSpec;
+import io.csiorchestrator.events.ProvisionedSnapshot;
 import io.csiorchestrator.events.ProvisionedVolume;
 import java.util.Map;
 
@@ -26,5 +27,19 @@ public interface ControllerVolumePlugin {
     /** CSI DeleteVolume; NOT_FOUND counts as done (the volume is gone). */
     default void deleteVolume(String externalVolumeId, Map<String, String> secrets) {
         throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot delete volumes", false);
+    }
+
+    /**
+     * CSI CreateSnapshot named {@code name} of {@code externalVolumeId}; idempotent by name (the same name again
+     * answers the same snapshot, so calling it again is how its {@code ready_to_use} is polled).
+     */
+    default ProvisionedSnapshot createSnapshot(String name, String externalVolumeId, Map<String, String> parameters,
+                                               Map<String, String> secrets) {
+        throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot create snapshots", false);
+    }
+
+    /** CSI DeleteSnapshot; NOT_FOUND counts as done (the snapshot is gone). */
+    default void deleteSnapshot(String externalSnapshotId, Map<String, String> secrets) {
+        throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot delete snapshots", false);
     }
 }

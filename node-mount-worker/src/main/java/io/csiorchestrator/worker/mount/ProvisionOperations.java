@@ -3,6 +3,7 @@ package io.csiorchestrator.worker.mount;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.ProvisionedSnapshot;
 import io.csiorchestrator.events.ProvisionedVolume;
 import io.csiorchestrator.events.SecretPayload;
 import java.time.Clock;
@@ -10,12 +11,15 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The create-volume and delete-volume commands (issue 14) on the node hosting a healthy controller instance of the
+ * The create-volume, delete-volume, create-snapshot and delete-snapshot commands (issue 14) on the node hosting a healthy controller instance of the
  * plugin: CSI CreateVolume (idempotent by the command's CSI name: a redelivered or re-sent command gets the same
  * volume) and DeleteVolume (NOT_FOUND is done). They hold no node state: no record, no mount, nothing to restore;
  * claim-service records the request before it sends it and the answer when it comes.
  */
 final class ProvisionOperations {
+
+    /** A create-snapshot's answer while the plugin's snapshot is not ready_to_use: re-send it later (same name). */
+    public static final String SNAPSHOT_NOT_READY = "SNAPSHOT_NOT_READY";
 
     private final String nodeId;
     private final PluginDirectory plugins;
@@ -46,6 +50,22 @@ final class ProvisionOperations {
             return failed(command, VolumeOperations.SECRETS_UNREADABLE, e.getMessage());
         }
         try {
+            if (command.kind() == NodeCommandKind.CREATE_SNAPSHOT) {
+                ProvisionedSnapshot snapshot = found.get().createSnapshot(command.provision().name(),
+                        command.externalVolumeId(), command.provision().parameters(), opened.secrets());
+                if (!Boolean.TRUE.equals(snapshot.readyToUse())) {
+                    // CSI: poll CreateSnapshot (same name) until ready_to_use; claim-service re-sends it with backoff
+                    return failed(command, SNAPSHOT_NOT_READY, "snapshot " + snapshot.externalSnapshotId()
+                            + " of " + command.externalVolumeId() + " is not ready to use yet");
+                }
+                return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
+                        null, true, null, null, Map.of(), null, null, clock.instant(), null, null, null, snapshot);
+            }
+            if (command.kind() == NodeCommandKind.DELETE_SNAPSHOT) {
+                found.get().deleteSnapshot(command.provision().sourceSnapshotId(), opened.secrets());
+                return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
+                        null, true, null, null, Map.of(), null, null, clock.instant());
+            }
             if (command.kind() == NodeCommandKind.CREATE_VOLUME) {
                 VolumeRequest request = new VolumeRequest(null, command.accessMode(), command.attachmentMode(),
                         command.fsType(), opened.mountFlags(), opened.secrets(), Map.of(), Map.of(), false, null, null);

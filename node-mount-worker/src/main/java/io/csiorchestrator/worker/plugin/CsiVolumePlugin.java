@@ -10,13 +10,16 @@ import io.csiorchestrator.csi.MountOptions;
 import io.csiorchestrator.csi.VolumeCapabilities;
 import io.csiorchestrator.csi.v1.CapacityRange;
 import io.csiorchestrator.csi.v1.ControllerPublishVolumeRequest;
+import io.csiorchestrator.csi.v1.CreateSnapshotRequest;
 import io.csiorchestrator.csi.v1.CreateVolumeRequest;
+import io.csiorchestrator.csi.v1.DeleteSnapshotRequest;
 import io.csiorchestrator.csi.v1.DeleteVolumeRequest;
 import io.csiorchestrator.csi.v1.Topology;
 import io.csiorchestrator.csi.v1.TopologyRequirement;
 import io.csiorchestrator.csi.v1.Volume;
 import io.csiorchestrator.csi.v1.VolumeContentSource;
 import io.csiorchestrator.events.ProvisionSpec;
+import io.csiorchestrator.events.ProvisionedSnapshot;
 import io.csiorchestrator.events.ProvisionedVolume;
 import io.csiorchestrator.csi.v1.ControllerUnpublishVolumeRequest;
 import io.csiorchestrator.csi.v1.NodeGetVolumeStatsRequest;
@@ -201,6 +204,28 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
         try {
             await(CsiRpc.DELETE_VOLUME, client.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
                     .putAllSecrets(secrets).build()));
+        } catch (PluginCallFailure failure) {
+            if (!"NOT_FOUND".equals(failure.code())) {
+                throw failure;
+            }
+        }
+    }
+
+    @Override
+    public ProvisionedSnapshot createSnapshot(String name, String externalVolumeId, Map<String, String> parameters,
+                                              Map<String, String> secrets) {
+        io.csiorchestrator.csi.v1.Snapshot snapshot = await(CsiRpc.CREATE_SNAPSHOT, client.createSnapshot(
+                CreateSnapshotRequest.newBuilder().setName(name).setSourceVolumeId(externalVolumeId)
+                        .putAllParameters(parameters).putAllSecrets(secrets).build())).getSnapshot();
+        return new ProvisionedSnapshot(snapshot.getSnapshotId(), snapshot.getSourceVolumeId(), snapshot.getSizeBytes(),
+                snapshot.getReadyToUse());
+    }
+
+    @Override
+    public void deleteSnapshot(String externalSnapshotId, Map<String, String> secrets) {
+        try {
+            await(CsiRpc.DELETE_SNAPSHOT, client.deleteSnapshot(DeleteSnapshotRequest.newBuilder()
+                    .setSnapshotId(externalSnapshotId).putAllSecrets(secrets).build()));
         } catch (PluginCallFailure failure) {
             if (!"NOT_FOUND".equals(failure.code())) {
                 throw failure;

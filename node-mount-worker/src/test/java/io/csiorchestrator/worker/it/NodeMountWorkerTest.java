@@ -1060,6 +1060,59 @@ class NodeMountWorkerTest {
         assertTrue(worker.operations().record(new VolumeKey(NS, "prov-1")).isEmpty());
     }
 
+    /**
+     * Issue 14 item 2's create-snapshot and delete-snapshot commands against the shared plugin's controller: a
+     * snapshot of a created volume answers the plugin's snapshot (ready to use, its source the volume) and
+     * ListSnapshots lists it; the same CSI name again (a re-send) answers the same snapshot id; delete removes it
+     * from ListSnapshots and a second delete succeeds (NOT_FOUND is done). No volume record is left on the node.
+     */
+    @Test
+    void createAndDeleteSnapshotCommandsCallThePluginsControllerIdempotentlyByName() throws Exception {
+        await().atMost(WAIT).until(() -> worker.plugins().controller(PLUGIN).isPresent());
+        MountDone created = run(provision("snap-src", new ProvisionSpec("default.snap-src", 1L << 20, null, Map.of(),
+                Map.of(), null, null)));
+        assertTrue(created.succeeded(), created.toString());
+        String ext = created.provisioned().externalVolumeId();
+
+        MountDone snap = run(snapshotCommand(NodeCommandKind.CREATE_SNAPSHOT, ext,
+                new ProvisionSpec("default.snap-1", null, null, Map.of(), Map.of(), null, null)));
+        assertTrue(snap.succeeded(), snap.toString());
+        String snapId = snap.snapshot().externalSnapshotId();
+        assertEquals(ext, snap.snapshot().sourceVolumeId());
+        assertEquals(Boolean.TRUE, snap.snapshot().readyToUse());
+        assertTrue(pluginSnapshots().contains(snapId), pluginSnapshots().toString());
+
+        MountDone again = run(snapshotCommand(NodeCommandKind.CREATE_SNAPSHOT, ext,
+                new ProvisionSpec("default.snap-1", null, null, Map.of(), Map.of(), null, null)));
+        assertEquals(snapId, again.snapshot().externalSnapshotId(), again.toString());
+        assertEquals(1, pluginSnapshots().stream().filter(snapId::equals).count());
+
+        ProvisionSpec deleteSpec = new ProvisionSpec("default.snap-1", null, null, Map.of(), Map.of(), snapId, null);
+        MountDone deleted = run(snapshotCommand(NodeCommandKind.DELETE_SNAPSHOT, ext, deleteSpec));
+        assertTrue(deleted.succeeded(), deleted.toString());
+        assertFalse(pluginSnapshots().contains(snapId), pluginSnapshots().toString());
+        MountDone deletedAgain = run(snapshotCommand(NodeCommandKind.DELETE_SNAPSHOT, ext, deleteSpec));
+        assertTrue(deletedAgain.succeeded(), deletedAgain.toString());
+        assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.DELETE_VOLUME, NS, "snap-src",
+                PLUGIN, ext, null, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())).succeeded());
+        assertTrue(worker.operations().record(new VolumeKey(NS, "snap-src")).isEmpty());
+    }
+
+    private static NodeCommand snapshotCommand(NodeCommandKind kind, String externalVolumeId, ProvisionSpec spec) {
+        return new NodeCommand("cmd-" + UUID.randomUUID(), NODE, kind, NS, "snap-src", PLUGIN, externalVolumeId, null,
+                null, null, false, null, null, Map.of(), Map.of(), null, Instant.now()).withProvision(spec);
+    }
+
+    /** The ids of every snapshot the shared plugin lists (CSI ListSnapshots). */
+    private static List<String> pluginSnapshots() {
+        try (CsiPluginClient client = CsiPluginClient.connect(plugin.socket, CsiClientOptions.defaults()).await()
+                .atMost(Duration.ofSeconds(10))) {
+            return client.listSnapshots(io.csiorchestrator.csi.v1.ListSnapshotsRequest.getDefaultInstance()).await()
+                    .atMost(Duration.ofSeconds(20)).getEntriesList().stream().map(e -> e.getSnapshot().getSnapshotId())
+                    .toList();
+        }
+    }
+
     private static NodeCommand provision(String volumeId, ProvisionSpec spec) {
         return new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.CREATE_VOLUME, NS, volumeId, PLUGIN,
                 null, null, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null, Map.of(),

@@ -1,0 +1,267 @@
+package io.csiorchestrator.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.csiorchestrator.csi.CsiClientOptions;
+import io.csiorchestrator.csi.CsiPluginClient;
+import io.csiorchestrator.csi.v1.ListSnapshotsRequest;
+import io.csiorchestrator.csi.v1.ListVolumesRequest;
+import io.csiorchestrator.csi.v1.ListVolumesResponse;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
+import io.csiorchestrator.events.ClaimState;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * Issue 14: volumes created and deleted through the services, across separate processes (Kafka, PostgreSQL,
+ * claim-service, plugin-registry-service, the hostpath plugin of node-1 with its controller, node-1's worker, real
+ * bind mounts). The plugin's volumes are read with CSI ListVolumes; faults are injected through its faults file.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class ProvisioningIT {
+
+    private static final Duration START = Duration.ofSeconds(180);
+    private static final String NS = "default";
+    private static final String NODE = "node-1";
+
+    private Cluster cluster;
+    private Http claims;
+    private ClaimClient client;
+
+    @BeforeAll
+    void up() throws Exception {
+        Path home = Path.of(System.getProperty("csi.home", "..")).toAbsolutePath().normalize();
+        Path work = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "provisioning-");
+        cluster = new Cluster(home, work, Cluster.Ports.free(), false);
+        cluster.prepare();
+        cluster.startInfra();
+        Cluster.Proc registry = cluster.startRegistry();
+        Cluster.Proc claimService = cluster.startClaims();
+        cluster.awaitReady(registry, cluster.registryUrl(), START);
+        cluster.awaitReady(claimService, cluster.claimsUrl(), START);
+        cluster.startPlugin(NODE);
+        cluster.awaitReady(cluster.startWorker(NODE), cluster.workerUrl(NODE), START);
+        claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
+        client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
+        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
+        Wait.until("plugin hostpath healthy on " + NODE, START, null, () -> {
+            Http.Response r = registryApi.get("/v1/plugins/" + Cluster.PLUGIN_ID);
+            return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() >= 1
+                    && r.body().path("controllersHealthy").asInt() >= 1 ? Optional.of(true) : Optional.empty();
+        });
+    }
+
+    @AfterAll
+    void down() {
+        if (cluster != null) {
+            cluster.stopAll(Duration.ofSeconds(30));
+            Mounts.unmountAllUnder(cluster.workDir());
+        }
+    }
+
+    private Http.Response create(String id, String capacity) throws Exception {
+        return claims.post("/v1/provisioned-volumes", Http.MAPPER.writeValueAsString(Map.of("id", id, "namespace", NS,
+                "pluginId", Cluster.PLUGIN_ID, "accessMode", AccessMode.SINGLE_NODE_WRITER.wire(),
+                "attachmentMode", AttachmentMode.FILE_SYSTEM.wire(), "capacityMin", capacity)));
+    }
+
+    /** Waits until the provision of {@code id} leaves {@code phase}; returns it. */
+    private JsonNode awaitPast(String id, String phase) {
+        return Wait.until("volume " + id + " past " + phase, START, null, () -> {
+            Http.Response r = claims.get("/v1/provisioned-volumes/" + NS + "/" + id);
+            return r.ok() && !r.body().path("phase").asText().equals(phase) ? Optional.of(r.body()) : Optional.empty();
+        });
+    }
+
+    private void awaitGone(String id) {
+        Wait.until("volume " + id + " deleted and deregistered", START, null, () ->
+                claims.get("/v1/provisioned-volumes/" + NS + "/" + id).status() == 404
+                        && claims.get("/v1/volumes/" + NS + "/" + id).status() == 404 ? Optional.of(true) : Optional.empty());
+    }
+
+    private Set<String> pluginVolumes() {
+        try (CsiPluginClient plugin = CsiPluginClient.connect(cluster.pluginSocket(NODE), CsiClientOptions.defaults())
+                .await().atMost(Duration.ofSeconds(30))) {
+            Set<String> ids = new TreeSet<>();
+            String token = "";
+            do {
+                ListVolumesResponse page = plugin.listVolumes(ListVolumesRequest.newBuilder().setStartingToken(token).build())
+                        .await().atMost(Duration.ofSeconds(30));
+                page.getEntriesList().forEach(e -> ids.add(e.getVolume().getVolumeId()));
+                token = page.getNextToken();
+            } while (!token.isEmpty());
+            return ids;
+        }
+    }
+
+    /** Replaces the plugin's fault rules, atomically (the plugin re-reads the file on every call). */
+    private void faults(String... rules) throws java.io.IOException {
+        Path file = cluster.nodeDir(NODE).resolve("hostpath-state").resolve("faults");
+        Path tmp = file.resolveSibling("faults.tmp");
+        Files.writeString(tmp, String.join("\n", rules) + "\n");
+        Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    /**
+     * create (1MiB) through claim-service → the plugin's controller on node-1 created it (ListVolumes lists the
+     * registered externalId, capacity at least 1MiB) and it is registered → a write claim on node-1 is READY and
+     * takes a file → release → delete → the plugin lists it no more and it is deregistered; every volume the plugin
+     * lists at the end it listed at the start (no leak).
+     */
+    @Test
+    void aVolumeIsCreatedClaimedReleasedAndDeletedThroughTheServices() throws Exception {
+        Set<String> before = pluginVolumes();
+        assertEquals(202, create("pv-flow", "1MiB").status());
+        JsonNode created = awaitPast("pv-flow", "creating");
+        assertEquals("created", created.path("phase").asText(), created.toString());
+        String externalId = created.path("externalId").asText();
+        assertTrue(created.path("capacityBytes").asLong() >= 1 << 20, created.toString());
+        assertTrue(pluginVolumes().contains(externalId), pluginVolumes() + " lacks " + externalId);
+        assertEquals(externalId, claims.get("/v1/volumes/" + NS + "/pv-flow").body().path("externalId").asText());
+
+        ClaimClient.Outcome ready = client.request(ClaimClient.claim(NS, "pv-flow", "alloc-w", NODE, ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM), START, s -> { });
+        assertTrue(ready.is(ClaimState.READY), ready.describe());
+        Path hostPath = Path.of(ready.last().hostPath());
+        Files.writeString(hostPath.resolve("data.txt"), "written through a created volume");
+        assertEquals(409, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-flow").status());
+        ClaimClient.Outcome released = client.request(ClaimClient.release(NS, "pv-flow", "alloc-w"), START, s -> { });
+        assertTrue(released.is(ClaimState.RELEASED), released.describe());
+
+        assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-flow").status());
+        awaitGone("pv-flow");
+        assertEquals(before, pluginVolumes());
+    }
+
+    /**
+     * The plugin's faults through the whole chain: ABORTED on every attempt the worker's CSI client makes (3) reaches
+     * claim-service, which sends CreateVolume again with the same name after its backoff: the volume is created once
+     * (one new id in ListVolumes). INVALID_ARGUMENT fails the create with the plugin's message and leaves nothing in
+     * the plugin; its record is then deleted. After deleting the first, the plugin lists what it listed at the start.
+     */
+    @Test
+    void pluginFaultsGiveTheCsiRetryOrAClearErrorAndLeakNothing() throws Exception {
+        Set<String> before = pluginVolumes();
+        faults("CreateVolume ABORTED 3 an operation on this volume is pending");
+        assertEquals(202, create("pv-aborted", "1MiB").status());
+        JsonNode created = awaitPast("pv-aborted", "creating");
+        assertEquals("created", created.path("phase").asText(), created.toString());
+        assertTrue(created.path("attempt").asInt() >= 2, created.toString());
+        List<String> added = new ArrayList<>(pluginVolumes());
+        added.removeAll(before);
+        assertEquals(List.of(created.path("externalId").asText()), added);
+
+        faults("CreateVolume INVALID_ARGUMENT 1 parameter 'tier' is not known");
+        assertEquals(202, create("pv-invalid", "1MiB").status());
+        JsonNode failed = awaitPast("pv-invalid", "creating");
+        assertEquals("create-failed", failed.path("phase").asText(), failed.toString());
+        String lastError = failed.path("lastError").asText();
+        assertTrue(lastError.contains("INVALID_ARGUMENT") && lastError.contains("plugin says: parameter 'tier' is not known"),
+                failed.toString());
+        assertEquals(404, claims.get("/v1/volumes/" + NS + "/pv-invalid").status());
+        assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-invalid").status());
+        awaitGone("pv-invalid");
+
+        assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-aborted").status());
+        awaitGone("pv-aborted");
+        assertEquals(before, pluginVolumes());
+    }
+
+    private Set<String> pluginSnapshots() {
+        try (CsiPluginClient plugin = CsiPluginClient.connect(cluster.pluginSocket(NODE), CsiClientOptions.defaults())
+                .await().atMost(Duration.ofSeconds(30))) {
+            Set<String> ids = new TreeSet<>();
+            plugin.listSnapshots(ListSnapshotsRequest.getDefaultInstance()).await().atMost(Duration.ofSeconds(30))
+                    .getEntriesList().forEach(e -> ids.add(e.getSnapshot().getSnapshotId()));
+            return ids;
+        }
+    }
+
+    /** Writes {@code text} to data.txt through a write claim of {@code id} on node-1 (or reads it when null); releases. */
+    private String throughAClaim(String id, String allocation, String text) throws Exception {
+        ClaimClient.Outcome ready = client.request(ClaimClient.claim(NS, id, allocation, NODE, ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM), START, s -> { });
+        assertTrue(ready.is(ClaimState.READY), ready.describe());
+        Path data = Path.of(ready.last().hostPath()).resolve("data.txt");
+        String read = null;
+        if (text != null) {
+            Files.writeString(data, text);
+        } else {
+            read = Files.readString(data);
+        }
+        ClaimClient.Outcome released = client.request(ClaimClient.release(NS, id, allocation), START, s -> { });
+        assertTrue(released.is(ClaimState.RELEASED), released.describe());
+        return read;
+    }
+
+    /** A {@code ./csi} command run in this JVM against the cluster's claim-service; asserts exit 0, returns stdout. */
+    private String csi(String... command) throws java.io.IOException {
+        Path token = cluster.workDir().resolve("snapshots-it.token");
+        Files.writeString(token, cluster.adminToken());
+        List<String> argv = new ArrayList<>(List.of(command));
+        argv.addAll(List.of("--claims-url", cluster.claimsUrl(), "--token-file", token.toString()));
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        int code = Main.run(argv.toArray(String[]::new), new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8),
+                new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
+        assertEquals(0, code, String.join(" ", command) + ": " + err.toString(java.nio.charset.StandardCharsets.UTF_8));
+        return out.toString(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Issue 14 item 2 through the whole chain: create a volume, write a file through a claim, snapshot it with
+     * {@code ./csi volume snapshot create} (it prints the plugin's snapshot id once created; the plugin lists it;
+     * {@code volume snapshot list} shows it created), restore it into a new volume (source snapshot)
+     * and read the same file through a claim of the restored volume; then delete the restored volume, the snapshot
+     * ({@code ./csi volume snapshot delete}) and the source: the plugin lists the volumes and snapshots it listed at the start.
+     */
+    @Test
+    void aSnapshotIsRestoredIntoANewVolumeWithTheSameDataAndAllIsDeleted() throws Exception {
+        Set<String> volumesBefore = pluginVolumes();
+        Set<String> snapshotsBefore = pluginSnapshots();
+        assertEquals(202, create("pv-snap-src", "1MiB").status());
+        assertEquals("created", awaitPast("pv-snap-src", "creating").path("phase").asText());
+        throughAClaim("pv-snap-src", "alloc-snap-w", "the data the snapshot keeps");
+
+        String made = csi("volume", "snapshot", "create", "snap-1", "--volume", "pv-snap-src");
+        JsonNode snapshot = claims.get("/v1/snapshots/" + NS + "/snap-1").body();
+        assertEquals("created", snapshot.path("phase").asText(), snapshot.toString());
+        String snapshotId = snapshot.path("externalId").asText();
+        assertTrue(made.contains("created snapshot default/snap-1 of volume pv-snap-src: externalId " + snapshotId), made);
+        assertTrue(pluginSnapshots().contains(snapshotId), pluginSnapshots().toString());
+        assertTrue(csi("volume", "snapshot", "list").contains("snap-1  volume=pv-snap-src  phase=created"));
+
+        Map<String, Object> restore = new java.util.LinkedHashMap<>(Map.of("id", "pv-restored", "namespace", NS,
+                "pluginId", Cluster.PLUGIN_ID, "accessMode", AccessMode.SINGLE_NODE_WRITER.wire(),
+                "attachmentMode", AttachmentMode.FILE_SYSTEM.wire(), "capacityMin", "1MiB"));
+        restore.put("source", Map.of("snapshot", "snap-1"));
+        assertEquals(202, claims.post("/v1/provisioned-volumes", Http.MAPPER.writeValueAsString(restore)).status());
+        JsonNode restored = awaitPast("pv-restored", "creating");
+        assertEquals("created", restored.path("phase").asText(), restored.toString());
+        assertEquals("the data the snapshot keeps", throughAClaim("pv-restored", "alloc-snap-r", null));
+
+        assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-restored").status());
+        awaitGone("pv-restored");
+        assertTrue(csi("volume", "snapshot", "delete", "snap-1").contains("deleted snapshot default/snap-1"));
+        assertEquals(404, claims.get("/v1/snapshots/" + NS + "/snap-1").status());
+        assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-snap-src").status());
+        awaitGone("pv-snap-src");
+        assertEquals(volumesBefore, pluginVolumes());
+        assertEquals(snapshotsBefore, pluginSnapshots());
+    }
+}
