@@ -190,6 +190,21 @@ public final class BrokerSecurity {
         p.put("auto.create.topics.enable", "false");
     }
 
+    /**
+     * Adds one more client listener {@code name} at {@code address} ({@code host:port}): {@code SASL_SSL} with SCRAM
+     * like the main one (each SASL listener needs its own JAAS entry; the broker's certificate must name the host,
+     * see {@link #createOrLoad}).
+     */
+    public void addListener(Properties p, String name, String address) {
+        String spec = name + "://" + address;
+        p.put("listeners", p.getProperty("listeners") + "," + spec);
+        p.put("advertised.listeners", p.getProperty("advertised.listeners") + "," + spec);
+        p.put("listener.security.protocol.map", p.getProperty("listener.security.protocol.map") + "," + name + ":"
+                + LISTENER_PROTOCOL);
+        p.put("listener.name." + name.toLowerCase(java.util.Locale.ROOT) + ".scram-sha-512.sasl.jaas.config",
+                KafkaClientSecurity.jaasConfig(KafkaAccess.BROKER, secret(BROKER_PASSWORD)));
+    }
+
     /** The security protocol of every listener but the controller's. */
     public static final String LISTENER_PROTOCOL = "SASL_SSL";
 }
