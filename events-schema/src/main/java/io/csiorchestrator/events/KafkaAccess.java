@@ -37,7 +37,7 @@ import org.apache.kafka.common.resource.ResourceType;
  *   <tr><td>scheduler</td><td>{@code scheduler-<id>}</td><td>claim-status; groups {@code scheduler-<id>*}</td>
  *       <td>claim-requested</td></tr>
  *   <tr><td>operator (CLI: {@code volume claim}, {@code events}, {@code chaos})</td><td>{@value #OPERATOR}</td>
- *       <td>claim-status, node-events, plugin-status (assigned partitions, no group)</td><td>claim-requested</td></tr>
+ *       <td>claim-status, node-events, plugin-status, node-leases (assigned partitions, no group)</td><td>claim-requested</td></tr>
  *   <tr><td>bench (CLI {@code bench})</td><td>{@value #BENCH}</td><td>the operator's, plus node-commands and
  *       mount-done to time each step (sealed secrets stay sealed: it has no key); its probe topic {@code bench-probe}</td>
  *       <td>claim-requested, bench-probe (which it creates)</td></tr>
@@ -165,7 +165,8 @@ public final class KafkaAccess {
             }
             case OPERATOR -> {
                 rows.write(Topic.CLAIM_REQUESTED);
-                rows.read(Topic.CLAIM_STATUS, Topic.NODE_EVENTS, Topic.PLUGIN_STATUS);
+                // node-leases: ./csi chaos checks the registry's grants and lapses (issue 19)
+                rows.read(Topic.CLAIM_STATUS, Topic.NODE_EVENTS, Topic.PLUGIN_STATUS, Topic.NODE_LEASES);
             }
             case BENCH -> {
                 rows.write(Topic.CLAIM_REQUESTED);
