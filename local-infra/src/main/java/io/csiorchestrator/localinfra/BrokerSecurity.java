@@ -190,6 +190,23 @@ public final class BrokerSecurity {
         p.put("auto.create.topics.enable", "false");
     }
 
+    /**
+     * Adds the extra {@code SASL_SSL} listener {@code name} (e.g. the one {@code ./csi chaos} advertises into a node's
+     * network namespace) bound to {@code bind} and advertised at {@code advertised} ({@code host:port}), with its own
+     * SCRAM login entry: Kafka looks a listener's JAAS entry up by its name
+     * ({@code listener.name.<name>.scram-sha-512.sasl.jaas.config}), so without it the broker fails at start
+     * ("Could not find a 'KafkaServer' ... entry in the JAAS configuration").
+     */
+    public void addListener(Properties p, String name, String bind, String advertised) {
+        p.put("listeners", p.getProperty("listeners") + "," + name + "://" + bind);
+        p.put("advertised.listeners", p.getProperty("advertised.listeners") + "," + name + "://" + advertised);
+        p.put("listener.security.protocol.map", p.getProperty("listener.security.protocol.map") + "," + name + ":"
+            + LISTENER_PROTOCOL);
+        p.put("listener.name." + name.toLowerCase(java.util.Locale.ROOT) + "."
+                + KafkaClientSecurity.MECHANISM.toLowerCase(java.util.Locale.ROOT) + ".sasl.jaas.config",
+            KafkaClientSecurity.jaasConfig(KafkaAccess.BROKER, secret(BROKER_PASSWORD)));
+    }
+
     /** The security protocol of every listener but the controller's. */
     public static final String LISTENER_PROTOCOL = "SASL_SSL";
 }

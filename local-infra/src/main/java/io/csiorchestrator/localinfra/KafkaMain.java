@@ -89,11 +89,7 @@ public final class KafkaMain {
         Properties props = Kraft.brokerProperties(logDir, brokerPort, controllerPort);
         security.configure(props, "127.0.0.1", brokerPort, controllerPort);
         for (java.util.Map.Entry<String, String> listener : extra.entrySet()) {
-            String spec = listener.getKey() + "://" + listener.getValue();
-            props.put("listeners", props.getProperty("listeners") + "," + spec);
-            props.put("advertised.listeners", props.getProperty("advertised.listeners") + "," + spec);
-            props.put("listener.security.protocol.map", props.getProperty("listener.security.protocol.map") + ","
-                    + listener.getKey() + ":" + BrokerSecurity.LISTENER_PROTOCOL);
+            security.addListener(props, listener.getKey(), listener.getValue(), listener.getValue());
         }
         Path propsFile = state.path().resolve("server.properties");
         BrokerSecurity.writeOwnerOnly(propsFile, ""); // it holds the key store's and the broker's passwords
