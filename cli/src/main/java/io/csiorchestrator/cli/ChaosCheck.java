@@ -330,13 +330,22 @@ public final class ChaosCheck {
 
     /** claim-service's reason of a claim ended by its node's FENCED report (issue 19). */
     private static final Pattern FENCE_END = Pattern.compile(".+ fenced at epoch \\d+: mount removed");
+    /** claim-service's reason of a claim it freed itself once its node's lease ended and the fence wait passed. */
+    private static final Pattern LAPSE_END = Pattern.compile(
+            ".+'s lease epoch \\d+ (lapsed|was fenced) and the fence wait passed: assumed detached");
 
     /**
-     * Whether {@code a} is the claim-status that ends a held claim because its node fenced itself (FAILED, "node-1
-     * fenced at epoch 3: mount removed"): sent under the claim's own request id after its ready answer.
+     * Whether {@code a} is a claim-status that ends a held claim because of its node's fence, sent under the claim's
+     * own request id after its ready answer: FAILED "node-1 fenced at epoch 3: mount removed" (the node's FENCED
+     * report), or RELEASED "node-1's lease epoch 3 lapsed and the fence wait passed: assumed detached" (claim-service
+     * freed it after the lapse, no release asked).
      */
     public static boolean fenceEnded(Answer a) {
-        return a.state() == ClaimState.FAILED && a.reason() != null && FENCE_END.matcher(a.reason()).matches();
+        if (a.reason() == null) {
+            return false;
+        }
+        return a.state() == ClaimState.FAILED && FENCE_END.matcher(a.reason()).matches()
+                || a.state() == ClaimState.RELEASED && LAPSE_END.matcher(a.reason()).matches();
     }
 
     /**
