@@ -949,7 +949,8 @@ public class ClaimService {
                 boolean storageFence = Phase.STORAGE_FENCING.name().equals(claim.phase);
                 target = storageFence
                         ? StorageFence.controllerFor(plugin.healthyControllerNodes(), claim.controllerNodeId, claim.nodeId)
-                        : pickController(plugin, claim.controllerNodeId);
+                        : StorageFence.controllerFor(plugin.healthyControllerNodes(), claim.controllerNodeId,
+                                n -> StorageFence.leaseValid(fencing.book().entry(n), fencing.timers(), fencing.now()));
                 if (target == null && storageFence) {
                     return storageFenceFailed(volume, claim, "UNAVAILABLE", "plugin " + volume.pluginId
                             + " has no healthy controller instance on a node other than " + claim.nodeId);
@@ -992,13 +993,6 @@ public class ClaimService {
                                     AccessMode.fromWire(claim.accessMode), ClaimMode.fromWire(claim.mode), claim.readOnly) : null);
             return outbox.add(command, claim.tx);
         });
-    }
-
-    private static String pickController(PluginFacts plugin, String previous) {
-        if (previous != null && plugin.healthyControllerNodes().contains(previous)) {
-            return previous;
-        }
-        return plugin.healthyControllerNodes().isEmpty() ? null : plugin.healthyControllerNodes().get(0);
     }
 
     /** The claim latency ends at ready / failed, the release latency at released; counted after commit. */

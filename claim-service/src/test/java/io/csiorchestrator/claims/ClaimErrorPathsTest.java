@@ -83,11 +83,12 @@ class ClaimErrorPathsTest {
 
     /**
      * Node gone while CONTROLLER_PUBLISHING (its lease lapsed and the fence wait passed; ClaimMachine.nodeDetached):
-     * the claim announces RELEASING with the lapse reason, sends a controller-unpublish to the controller with the node's external id (the publish may
-     * have reached it) and, once that is done, is released; nothing is ever sent to mount.
+     * the claim, never answered, fails with the lapse reason (a claim always ends answered), sends a controller-unpublish
+     * to the controller with the node's external id (the publish may have reached it) and, once that is done, ends
+     * failed with no second answer; nothing is ever sent to mount.
      */
     @Test
-    void aNodeGoneWhileControllerPublishingIsControllerUnpublishedThenReleased() {
+    void aNodeGoneWhileControllerPublishingFailsTheClaimAndIsControllerUnpublished() {
         String node = leasedNode();
         String[] pv = volume(true, List.of("ctrl-1"), List.of(node));
         String plugin = pv[0];
@@ -97,24 +98,23 @@ class ClaimErrorPathsTest {
         bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH); // never answered
         bus.plugin(plugin, true, List.of("ctrl-1"), List.of()); // the node's instance disappears
         bus.lease(node, 1, io.csiorchestrator.events.NodeLeaseState.LAPSED);
-        assertEquals(nodeGone(node), bus.awaitStatus(w.requestId(), ClaimState.RELEASING).reason());
+        assertEquals(nodeGone(node), bus.awaitStatus(w.requestId(), ClaimState.FAILED).reason());
         NodeCommand unpublish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
         assertEquals("ctrl-1", unpublish.nodeId());
         assertEquals("ext-" + node, unpublish.externalNodeId());
         bus.succeed(unpublish);
-        bus.awaitStatus(w.requestId(), ClaimState.RELEASED);
-        awaitPastClaim(vol, "freed");
-        assertEquals(List.of(ClaimState.ACCEPTED, ClaimState.RELEASING, ClaimState.RELEASED), states(w.requestId()));
+        awaitPastClaim(vol, "failed");
+        assertEquals(List.of(ClaimState.ACCEPTED, ClaimState.FAILED), states(w.requestId()));
         assertEquals(List.of(NodeCommandKind.CONTROLLER_PUBLISH, NodeCommandKind.CONTROLLER_UNPUBLISH), kinds(vol));
     }
 
     /**
      * Node gone while MOUNTING (its lease lapsed and the fence wait passed): the node side is assumed detached, so
-     * the claim is released with the lapse reason
+     * the claim, never answered, fails with the lapse reason (not only released: a claim always ends answered)
      * and no unmount is sent to the gone node.
      */
     @Test
-    void aNodeGoneWhileMountingIsReleasedWithoutAnUnmount() {
+    void aNodeGoneWhileMountingFailsTheClaimWithoutAnUnmount() {
         String node = leasedNode();
         String[] pv = volume(false, List.of(), List.of(node));
         String vol = pv[1];
@@ -123,10 +123,9 @@ class ClaimErrorPathsTest {
         bus.awaitCommand(vol, NodeCommandKind.MOUNT); // never answered
         bus.plugin(pv[0], false, List.of(), List.of());
         bus.lease(node, 1, io.csiorchestrator.events.NodeLeaseState.LAPSED);
-        assertEquals(nodeGone(node), bus.awaitStatus(w.requestId(), ClaimState.RELEASING).reason());
-        assertEquals(nodeGone(node), bus.awaitStatus(w.requestId(), ClaimState.RELEASED).reason());
-        awaitPastClaim(vol, "freed");
-        assertEquals(List.of(ClaimState.ACCEPTED, ClaimState.RELEASING, ClaimState.RELEASED), states(w.requestId()));
+        assertEquals(nodeGone(node), bus.awaitStatus(w.requestId(), ClaimState.FAILED).reason());
+        awaitPastClaim(vol, "failed");
+        assertEquals(List.of(ClaimState.ACCEPTED, ClaimState.FAILED), states(w.requestId()));
         assertEquals(List.of(NodeCommandKind.MOUNT), kinds(vol), "no unmount to a gone node");
     }
 

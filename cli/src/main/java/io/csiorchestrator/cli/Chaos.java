@@ -89,6 +89,8 @@ final class Chaos {
     private final List<Vol> volumes = new ArrayList<>();
     private final List<ChaosCheck.Request> requests = new ArrayList<>();
     private final Map<String, ChaosCheck.Request> pending = new HashMap<>();
+    /** Every request sent, by id (a claim's later status, e.g. its end by a fence, names its request). */
+    private final Map<String, ChaosCheck.Request> sent = new HashMap<>();
     private final List<ChaosCheck.Answer> answers = new ArrayList<>();
     private final List<ChaosCheck.NodeEv> nodeEvents = new ArrayList<>();
     /** Every node-leases record read (issue 19: the registry restart's checks). */
@@ -636,6 +638,7 @@ final class Chaos {
                 request.nodeId(), request.mode(), v.mode, sentAt, mustReject);
         synchronized (lock) {
             requests.add(r);
+            sent.put(r.id(), r);
             pending.put(r.id(), r);
             // The answer may have come before this thread got here.
             Map<String, ChaosCheck.Answer> done = ChaosCheck.finalAnswers(List.of(r), answers);
@@ -713,6 +716,12 @@ final class Chaos {
                     ChaosCheck.Request r = pending.get(s.requestId());
                     if (r != null && (r.isClaim() ? ChaosCheck.CLAIM_FINAL : ChaosCheck.RELEASE_FINAL).contains(s.state())) {
                         answered(r, a);
+                    } else if (r == null && ChaosCheck.fenceEnded(a)) {
+                        // a held claim ended by its node's fence (issue 19): no longer held, as a real scheduler learns
+                        ChaosCheck.Request claim = sent.get(s.requestId());
+                        if (claim != null && ChaosCheck.fenceEnd(volume(claim.volume()).held, claim, a)) {
+                            out.println("csi chaos: note: " + claim.alloc() + " on " + claim.volume() + " ended: " + a.reason());
+                        }
                     }
                 }
             } else if (record.topic().equals(topics.name(Topic.NODE_LEASES))) {
@@ -825,12 +834,7 @@ final class Chaos {
                     heldThere.add(c.path("allocationId").asText());
                 }
             }
-            for (String alloc : expected) {
-                if (!heldThere.contains(alloc)) {
-                    lost.add("volume " + v.id + ": allocation " + alloc + " was answered ready and never released, but"
-                            + " claim-service does not hold it (holds " + heldThere + "; HTTP " + r.status() + ")");
-                }
-            }
+            lost.addAll(ChaosCheck.claimsLost(v.id, expected, heldThere, r.status()));
         }
         out.println("csi chaos: releasing " + toRelease.size() + " claim(s)");
         for (String[] vr : toRelease) {

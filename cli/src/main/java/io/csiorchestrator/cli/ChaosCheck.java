@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.regex.Pattern;
 
 /**
  * The invariants of {@code ./csi chaos}, checked over what the system published: the requests the suite's
@@ -24,7 +25,9 @@ import java.util.TreeSet;
  * <ul>
  *   <li>{@code unanswered}: a request without a final answer (claim: ready, rejected, failed; release:
  *       released, rejected, failed);</li>
- *   <li>{@code answered-twice-differently}: two different final answers to one request;</li>
+ *   <li>{@code answered-twice-differently}: two different final answers to one request (a claim answered ready
+ *       and later ended by its node's fence, {@link #fenceEnded}, is not answered twice: that status ends the held
+ *       claim, it answers no request);</li>
  *   <li>{@code granted-against-rules}: a claim the rules must refuse (a second writer of a single-writer
  *       volume, a claim on a second node of a single-node volume, a writer of a read-only volume, judged
  *       from the claims answered ready and not released when it was sent) answered ready;</li>
@@ -137,6 +140,10 @@ public final class ChaosCheck {
         for (Answer a : sorted(answers)) {
             Request r = byId.get(a.requestId());
             if (r != null && (r.isClaim() ? CLAIM_FINAL : RELEASE_FINAL).contains(a.state())) {
+                Set<ClaimState> before = finals.getOrDefault(a.requestId(), Set.of());
+                if (r.isClaim() && before.contains(ClaimState.READY) && fenceEnded(a)) {
+                    continue; // the held claim ended by its node's fence: no second answer to the claim request
+                }
                 finals.computeIfAbsent(a.requestId(), k -> new TreeSet<>()).add(a.state());
             }
         }
@@ -319,6 +326,59 @@ public final class ChaosCheck {
             }
         }
         return false;
+    }
+
+    /** claim-service's reason of a claim ended by its node's FENCED report (issue 19). */
+    private static final Pattern FENCE_END = Pattern.compile(".+ fenced at epoch \\d+: mount removed");
+    /** claim-service's reason of a claim it freed itself once its node's lease ended and the fence wait passed. */
+    private static final Pattern LAPSE_END = Pattern.compile(
+            ".+'s lease epoch \\d+ (lapsed|was fenced) and the fence wait passed: assumed detached");
+
+    /**
+     * Whether {@code a} is a claim-status that ends a held claim because of its node's fence, sent under the claim's
+     * own request id after its ready answer: FAILED "node-1 fenced at epoch 3: mount removed" (the node's FENCED
+     * report), or RELEASED "node-1's lease epoch 3 lapsed and the fence wait passed: assumed detached" (claim-service
+     * freed it after the lapse, no release asked).
+     */
+    public static boolean fenceEnded(Answer a) {
+        if (a.reason() == null) {
+            return false;
+        }
+        return a.state() == ClaimState.FAILED && FENCE_END.matcher(a.reason()).matches()
+                || a.state() == ClaimState.RELEASED && LAPSE_END.matcher(a.reason()).matches();
+    }
+
+    /**
+     * The scheduler learns of a held claim its node's fence ended, as a real scheduler does from claim-status: when
+     * {@code a} is such a status ({@link #fenceEnded}) for the claim request {@code r} held in {@code held}
+     * (allocation → node and mode), that allocation is no longer held. Returns whether it was removed.
+     */
+    public static boolean fenceEnd(Map<String, Held> held, Request r, Answer a) {
+        if (r == null || !r.isClaim() || !fenceEnded(a) || !r.id().equals(a.requestId())) {
+            return false;
+        }
+        Held h = held.get(r.alloc());
+        if (h == null || !h.node().equals(r.node())) {
+            return false;
+        }
+        held.remove(r.alloc());
+        return true;
+    }
+
+    /**
+     * The claims lost on {@code volume}: each allocation the scheduler holds ({@code expected}: answered ready, not
+     * released, not ended by a fence) that claim-service does not hold ({@code heldThere}; {@code status} the HTTP
+     * status of that read).
+     */
+    public static List<String> claimsLost(String volume, Set<String> expected, Set<String> heldThere, int status) {
+        List<String> lost = new ArrayList<>();
+        for (String alloc : new TreeSet<>(expected)) {
+            if (!heldThere.contains(alloc)) {
+                lost.add("volume " + volume + ": allocation " + alloc + " was answered ready and never released, but"
+                        + " claim-service does not hold it (holds " + new TreeSet<>(heldThere) + "; HTTP " + status + ")");
+            }
+        }
+        return lost;
     }
 
     /** A claim held on a volume: its node and mode. */

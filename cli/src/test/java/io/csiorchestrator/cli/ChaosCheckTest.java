@@ -205,6 +205,62 @@ class ChaosCheckTest {
                 Chaos.table(report));
     }
 
+    /**
+     * A write claim answered ready and later ended by its node's fence (claim-status FAILED "node-1 fenced at epoch 3:
+     * mount removed" under the claim's request id, issue 19): the scheduler following claim-status no longer holds it,
+     * so claim-service not holding it is no lost claim, and the fence's status is no second answer to the claim. A
+     * ready claim ended by any other failed status (or by none) that claim-service does not hold is still lost, and a
+     * ready-then-failed claim is still answered twice.
+     */
+    @Test
+    void claimEndedByItsNodesFenceIsNeitherLostNorAnsweredTwiceAnyOtherEndStillIs() {
+        cleanRun();
+        claim("c6", "v3", "a6", "node-1", ClaimMode.WRITE, 30_000, false);
+        answer("c6", ClaimState.READY, 30_500);
+        claim("c7", "v4", "a7", "node-1", ClaimMode.WRITE, 31_000, false);
+        answer("c7", ClaimState.READY, 31_500);
+        Answer fence = new Answer("c6", ClaimState.FAILED, "node-1 fenced at epoch 3: mount removed", 40_000);
+        Answer other = new Answer("c7", ClaimState.FAILED, "volume v4 gone", 40_000);
+        answers.add(fence);
+        answers.add(other);
+
+        // The scheduler's view: both held once ready; the fence's status ends c6 only.
+        Map<String, Held> heldV3 = new java.util.HashMap<>(Map.of("a6", new Held("node-1", ClaimMode.WRITE)));
+        Map<String, Held> heldV4 = new java.util.HashMap<>(Map.of("a7", new Held("node-1", ClaimMode.WRITE)));
+        Request c6 = requests.get(requests.size() - 2);
+        Request c7 = requests.get(requests.size() - 1);
+        assertTrue(ChaosCheck.fenceEnd(heldV3, c6, fence));
+        assertFalse(ChaosCheck.fenceEnd(heldV4, c7, other));
+        assertEquals(Map.of(), heldV3);
+        assertEquals(List.of(), ChaosCheck.claimsLost("v3", heldV3.keySet(), java.util.Set.of(), 200));
+        List<String> lost = ChaosCheck.claimsLost("v4", heldV4.keySet(), java.util.Set.of(), 200);
+        assertEquals(1, lost.size(), lost.toString());
+        assertTrue(lost.get(0).contains("allocation a7"), lost.toString());
+
+        Report report = check(new EndState(List.of(), List.of(), lost));
+        assertEquals(List.of("answered-twice-differently", "claim-lost"), kinds(report));
+        assertTrue(report.violations().get(0).detail().contains("c7"), report.violations().toString());
+    }
+
+    /**
+     * A ready claim claim-service freed itself after its node's lease lapsed (RELEASED "node-1's lease epoch 2 lapsed
+     * and the fence wait passed: assumed detached" under the claim's request id, no release asked) is learned as ended
+     * too; a RELEASED with another reason under a claim's id, or a RELEASING, is not.
+     */
+    @Test
+    void claimFreedAfterItsNodesLapseIsLearnedAsEnded() {
+        Request c = new Request("c8", "v5", "a8", "node-1", ClaimMode.READ, SW, 30_000, false);
+        Map<String, Held> held = new java.util.HashMap<>(Map.of("a8", new Held("node-1", ClaimMode.READ)));
+        String why = "node-1's lease epoch 2 lapsed and the fence wait passed: assumed detached";
+        assertFalse(ChaosCheck.fenceEnd(held, c, new Answer("c8", ClaimState.RELEASING, why, 40_000)));
+        assertFalse(ChaosCheck.fenceEnd(held, c, new Answer("c8", ClaimState.RELEASED, "the failed claim was rolled back", 40_000)));
+        assertEquals(1, held.size());
+        assertTrue(ChaosCheck.fenceEnd(held, c, new Answer("c8", ClaimState.RELEASED, why, 41_000)));
+        assertEquals(Map.of(), held);
+        assertTrue(ChaosCheck.fenceEnded(new Answer("c8", ClaimState.RELEASED,
+                "node-1's lease epoch 2 was fenced and the fence wait passed: assumed detached", 41_000)));
+    }
+
     /** The rules the scheduler judges claims by: which claims must be refused. */
     @Test
     void mustRejectSecondWritersOtherNodesOfSingleNodeVolumesAndWritersOfReadOnlyVolumes() {

@@ -165,7 +165,7 @@ public final class KafkaAccess {
             }
             case OPERATOR -> {
                 rows.write(Topic.CLAIM_REQUESTED);
-                // node-leases: chaos checks the leases around its faults (a registry restart keeps every epoch)
+                // node-leases: ./csi chaos checks the registry's grants and lapses (issue 19)
                 rows.read(Topic.CLAIM_STATUS, Topic.NODE_EVENTS, Topic.PLUGIN_STATUS, Topic.NODE_LEASES);
             }
             case BENCH -> {

@@ -68,6 +68,19 @@ class KafkaAccessTest {
         assertTrue(scheduler.contains(new Grant(ResourceType.GROUP, PatternType.PREFIXED, "scheduler-nomad-1", AclOperation.READ)));
     }
 
+    /**
+     * The operator (the CLI: {@code volume claim}, {@code events}, {@code chaos}) writes claim-requested only and reads the
+     * status topics, node-leases included ({@code ./csi chaos} checks the grants and lapses), in no group.
+     */
+    @Test
+    void operatorWritesClaimsAndReadsTheStatusTopicsAndLeases() {
+        List<Grant> operator = KafkaAccess.grants(Principal.operator(), TOPICS);
+        assertEquals(Set.of("p.claim-requested"), topics(operator, AclOperation.WRITE));
+        assertEquals(Set.of("p.claim-status", "p.node-events", "p.plugin-status", "p.node-leases"),
+            topics(operator, AclOperation.READ));
+        assertTrue(operator.stream().noneMatch(g -> g.type() == ResourceType.GROUP));
+    }
+
     /** claim-service alone writes node-commands and claim-status; the registry alone plugin-status and node-leases. */
     @Test
     void onlyTheOwningServiceWritesCommandsStatusAndLeases() {

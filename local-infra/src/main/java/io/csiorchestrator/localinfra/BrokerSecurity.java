@@ -191,18 +191,20 @@ public final class BrokerSecurity {
     }
 
     /**
-     * Adds one more client listener {@code name} at {@code address} ({@code host:port}): {@code SASL_SSL} with SCRAM
-     * like the main one (each SASL listener needs its own JAAS entry; the broker's certificate must name the host,
-     * see {@link #createOrLoad}).
+     * Adds the extra {@code SASL_SSL} listener {@code name} (e.g. the one {@code ./csi chaos} advertises into a node's
+     * network namespace) bound to {@code bind} and advertised at {@code advertised} ({@code host:port}), with its own
+     * SCRAM login entry: Kafka looks a listener's JAAS entry up by its name
+     * ({@code listener.name.<name>.scram-sha-512.sasl.jaas.config}), so without it the broker fails at start
+     * ("Could not find a 'KafkaServer' ... entry in the JAAS configuration").
      */
-    public void addListener(Properties p, String name, String address) {
-        String spec = name + "://" + address;
-        p.put("listeners", p.getProperty("listeners") + "," + spec);
-        p.put("advertised.listeners", p.getProperty("advertised.listeners") + "," + spec);
+    public void addListener(Properties p, String name, String bind, String advertised) {
+        p.put("listeners", p.getProperty("listeners") + "," + name + "://" + bind);
+        p.put("advertised.listeners", p.getProperty("advertised.listeners") + "," + name + "://" + advertised);
         p.put("listener.security.protocol.map", p.getProperty("listener.security.protocol.map") + "," + name + ":"
-                + LISTENER_PROTOCOL);
-        p.put("listener.name." + name.toLowerCase(java.util.Locale.ROOT) + ".scram-sha-512.sasl.jaas.config",
-                KafkaClientSecurity.jaasConfig(KafkaAccess.BROKER, secret(BROKER_PASSWORD)));
+            + LISTENER_PROTOCOL);
+        p.put("listener.name." + name.toLowerCase(java.util.Locale.ROOT) + "."
+                + KafkaClientSecurity.MECHANISM.toLowerCase(java.util.Locale.ROOT) + ".sasl.jaas.config",
+            KafkaClientSecurity.jaasConfig(KafkaAccess.BROKER, secret(BROKER_PASSWORD)));
     }
 
     /** The security protocol of every listener but the controller's. */

@@ -88,7 +88,9 @@ public final class KafkaMain {
         BrokerSecurity security = BrokerSecurity.createOrLoad(securityDir, names, BrokerSecurity.DEFAULT_REAUTHENTICATION);
         Properties props = Kraft.brokerProperties(logDir, brokerPort, controllerPort);
         security.configure(props, "127.0.0.1", brokerPort, controllerPort);
-        extra.forEach((name, address) -> security.addListener(props, name, address));
+        for (java.util.Map.Entry<String, String> listener : extra.entrySet()) {
+            security.addListener(props, listener.getKey(), listener.getValue(), listener.getValue());
+        }
         Path propsFile = state.path().resolve("server.properties");
         BrokerSecurity.writeOwnerOnly(propsFile, ""); // it holds the key store's and the broker's passwords
         try (OutputStream out = Files.newOutputStream(propsFile)) {

@@ -402,6 +402,11 @@ public final class KafkaBroker implements AutoCloseable {
                     String name = listener.getKey();
                     int port = ports[next++];
                     extraPorts.put(name, port);
+                    if (security != null) {
+                        // with its own SCRAM login entry, without which a secured broker fails at start
+                        security.addListener(props, name, "127.0.0.1:" + port, "127.0.0.1:" + listener.getValue());
+                        continue;
+                    }
                     props.put("listeners", props.get("listeners") + "," + name + "://127.0.0.1:" + port);
                     props.put("advertised.listeners", props.get("advertised.listeners") + "," + name + "://127.0.0.1:"
                         + listener.getValue());

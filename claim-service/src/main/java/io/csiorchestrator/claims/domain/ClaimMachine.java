@@ -396,7 +396,9 @@ public final class ClaimMachine {
     /**
      * The claiming node's lease lapsed and the fence wait passed ({@link LeaseBook}), or an operator forced a detach:
      * the node side is assumed detached (Nomad 13301, made safe by the lease), the controller side still gets its
-     * unpublish.
+     * unpublish. A claim not answered yet (controller-publishing or mounting, no release asked) fails with {@code why}
+     * and is rolled back: a claim always ends answered (ready, rejected or failed), never only released under its own
+     * request id; a ready claim is released with {@code why}.
      */
     public Transition nodeDetached(Snapshot s, String why) {
         if (s.phase().past()) {
@@ -405,8 +407,13 @@ public final class ClaimMachine {
         List<Effect> effects = new ArrayList<>();
         Snapshot released = s;
         if (!s.rollingBack() && !s.releaseRequested()) {
-            released = s.withReleaseRequested();
-            effects.add(new EmitStatus(ClaimState.RELEASING, why));
+            if (s.phase() == Phase.CONTROLLER_PUBLISHING || s.phase() == Phase.MOUNTING) {
+                released = s.withRollback();
+                effects.add(new EmitStatus(ClaimState.FAILED, why));
+            } else {
+                released = s.withReleaseRequested();
+                effects.add(new EmitStatus(ClaimState.RELEASING, why));
+            }
         }
         if (s.phase() == Phase.CONTROLLER_UNPUBLISHING) {
             return new Transition(released, effects);

@@ -113,6 +113,23 @@ public final class StorageFence {
     }
 
     /**
+     * The controller for a claim's controller publish or unpublish: the previous one while it is healthy and its node
+     * reachable ({@code reachable}: its lease valid), else the first healthy reachable one, else (none reachable) the
+     * previous healthy one or the first healthy one as before; null when none is healthy. A command to a controller on
+     * a node cut off (e.g. the old writer's own node in a partition) would only time out again and again while the
+     * next writer waits for the teardown (issue 19).
+     */
+    public static String controllerFor(List<String> healthyControllerNodes, String previous,
+                                       java.util.function.Predicate<String> reachable) {
+        if (previous != null && healthyControllerNodes.contains(previous) && reachable.test(previous)) {
+            return previous;
+        }
+        return healthyControllerNodes.stream().filter(reachable).findFirst()
+                .orElse(previous != null && healthyControllerNodes.contains(previous) ? previous
+                        : healthyControllerNodes.isEmpty() ? null : healthyControllerNodes.get(0));
+    }
+
+    /**
      * Whether the node's lease is valid at {@code nowNanos}: received VALID (newest epoch) and renewed within
      * lease-ttl x (1 + clock-drift). Null (no lease known) counts as valid: unknown is not unreachable.
      */

@@ -133,25 +133,33 @@ class ClaimMachineTest {
         assertEquals(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH), t.effects().get(1));
     }
 
+    /**
+     * A claim not answered yet whose node is assumed detached while controller-publishing fails with the reason (its
+     * request answered), and is controller-unpublished to be sure; the rollback ends FAILED with no second answer.
+     */
     @Test
-    void aNodeDetachedWhileControllerPublishingIsControllerUnpublishedToBeSure() {
+    void aNodeDetachedWhileControllerPublishingFailsTheClaimAndIsControllerUnpublishedToBeSure() {
         Snapshot publishing = machine.start(Snapshot.fresh(true)).next();
         Transition t = machine.nodeDetached(publishing, "node gone");
         assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
         assertTrue(t.next().controllerPublished(), "the publish may have reached the controller");
-        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node gone"), new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)),
+        assertEquals(List.of(new EmitStatus(ClaimState.FAILED, "node gone"), new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)),
                 t.effects());
         t = machine.failed(t.next(), "NOT_FOUND", "never published");
-        assertEquals(Phase.FREED, t.next().phase());
-        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, null)), t.effects());
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(), t.effects());
     }
 
+    /**
+     * A node assumed detached while mounting or unmounting is sent nothing; a mounting claim (not answered yet) fails
+     * with the reason, so its request is answered (a claim never ends only released); an unmounting one is released.
+     */
     @Test
     void aNodeDetachedWhileMountingOrUnmountingSendsNothingToTheNode() {
         Snapshot mounting = machine.start(Snapshot.fresh(false)).next();
         Transition t = machine.nodeDetached(mounting, "node gone");
-        assertEquals(Phase.FREED, t.next().phase());
-        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node gone"), new EmitStatus(ClaimState.RELEASED, "node gone")), t.effects());
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.FAILED, "node gone")), t.effects());
 
         Snapshot unmounting = machine.release(machine.succeeded(mounting, "/h").next()).next();
         assertEquals(Phase.UNMOUNTING, unmounting.phase());
@@ -162,8 +170,11 @@ class ClaimMachineTest {
         Snapshot published = machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next();
         t = machine.nodeDetached(published, "node gone");
         assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase(), "the controller side is still unpublished");
-        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, "node gone"), new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)),
+        assertEquals(List.of(new EmitStatus(ClaimState.FAILED, "node gone"), new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)),
                 t.effects());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(), t.effects(), "answered once: failed");
 
         Snapshot rollingBack = machine.failed(machine.start(Snapshot.fresh(false)).next(), "INTERNAL", "x").next();
         assertEquals(Phase.UNMOUNTING, rollingBack.phase());

@@ -95,6 +95,23 @@ class StorageFenceTest {
         assertNull(StorageFence.controllerFor(List.of(), null, "node-1"));
     }
 
+    /**
+     * A controller publish or unpublish goes to a healthy controller on a reachable node (lease valid): the previous one
+     * only while reachable, else the first reachable one; with none reachable the previous healthy (or first healthy)
+     * one as before; none healthy: null.
+     */
+    @Test
+    void theControllerOfACommandIsOnAReachableNodeWhenThereIsOne() {
+        java.util.function.Predicate<String> node1CutOff = n -> !n.equals("node-1");
+        assertEquals("node-2", StorageFence.controllerFor(List.of("node-1", "node-2"), "node-1", node1CutOff));
+        assertEquals("node-2", StorageFence.controllerFor(List.of("node-1", "node-2"), null, node1CutOff));
+        assertEquals("node-3", StorageFence.controllerFor(List.of("node-1", "node-2", "node-3"), "node-3", node1CutOff));
+        assertEquals("node-1", StorageFence.controllerFor(List.of("node-1", "node-2"), "node-1", n -> true));
+        assertEquals("node-2", StorageFence.controllerFor(List.of("node-1", "node-2"), "node-2", n -> false));
+        assertEquals("node-1", StorageFence.controllerFor(List.of("node-1"), null, node1CutOff));
+        assertNull(StorageFence.controllerFor(List.of(), "node-1", node1CutOff));
+    }
+
     /** A lease is valid when received VALID and renewed within lease-ttl x (1 + drift); LAPSED/FENCED never; unknown counts as valid. */
     @Test
     void aLeaseIsValidOnlyWhileRenewed() {

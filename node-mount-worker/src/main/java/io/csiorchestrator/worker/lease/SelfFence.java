@@ -364,9 +364,11 @@ public final class SelfFence implements AutoCloseable {
                 report.add(running ? join(serializer.submit(key, () -> operations.applyGuardFence(key, byPath)))
                         : operations.applyGuardFence(key, byPath));
             }
-            FenceRecord completed = FenceRecord.started(marker.epoch(), FenceRecord.BY_GUARD, clock.instant())
+            // the guard's own time of its unmounts (the marker's 'at'), not this takeover's after the freeze
+            java.time.Instant fencedAt = marker.fencedAt() != null ? marker.fencedAt() : clock.instant();
+            FenceRecord completed = FenceRecord.started(marker.epoch(), FenceRecord.BY_GUARD, fencedAt)
                     .completed(report.unmounted, report.lazilyDetached, report.failed, report.stagingFailed,
-                            report.problems, null, clock.instant());
+                            report.problems, null, fencedAt);
             synchronized (recordLock) {
                 store.save(completed);
             }

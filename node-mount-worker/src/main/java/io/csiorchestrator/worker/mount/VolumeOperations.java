@@ -482,6 +482,19 @@ public final class VolumeOperations {
         return report;
     }
 
+    /** A plugin call after the guard's unmount, best effort: a failure is noted in {@code problems}. */
+    private static void tellPlugin(Optional<NodeVolumePlugin> plugin, java.util.function.Consumer<NodeVolumePlugin> call,
+                                   String what, List<String> problems) {
+        if (plugin.isEmpty()) {
+            return;
+        }
+        try {
+            call.accept(plugin.get());
+        } catch (RuntimeException f) { // PluginCallFailure included
+            problems.add(what + ": the plugin could not be told of the guard's unmount: " + f.getMessage());
+        }
+    }
+
     /**
      * Unmounts {@code path} for a fence: through the plugin when it is there, else (or when it failed, or the path is
      * still mounted after it) lazily; a path with nothing mounted counts as unmounted. A path refused by
@@ -532,6 +545,12 @@ public final class VolumeOperations {
         if (record == null) {
             return report;
         }
+        // The guard unmounted behind the plugin's back: the plugin, when it is there, is told too (NodeUnpublish /
+        // NodeUnstage of a path no longer mounted), so its own state does not keep the publication (a later
+        // NodeUnstage of the volume was refused "still published on the node" for ever). Best effort: a failure is a
+        // problem in the report, the guard's unmount stands.
+        Optional<NodeVolumePlugin> plugin = plugins.node(record.pluginId());
+        String externalId = record.externalVolumeId();
         try {
             for (Usage usage : List.copyOf(record.users())) {
                 FenceOutcome outcome = byPath.get(usage.targetPath());
@@ -544,7 +563,9 @@ public final class VolumeOperations {
                     save(records.get(key).withUsage(usage.withState(PublishState.UNPUBLISHING)));
                 } else {
                     (outcome == FenceOutcome.LAZY ? report.lazilyDetached : report.unmounted).add(id);
-                    removeEmptyTarget(Path.of(usage.targetPath()), usage.allocationId());
+                    Path target = Path.of(usage.targetPath());
+                    tellPlugin(plugin, p -> p.unpublish(externalId, target), id, report.problems);
+                    removeEmptyTarget(target, usage.allocationId());
                     save(records.get(key).withoutUsage(usage.allocationId()));
                 }
             }
@@ -555,7 +576,12 @@ public final class VolumeOperations {
                     report.stagingFailed.add(key.namespace() + "/" + key.volumeId());
                     save(record.withStage(StageState.UNSTAGING));
                 } else {
-                    save(record.withStage(StageState.UNSTAGED));
+                    if (plugin.map(NodeVolumePlugin::requiresStaging).orElse(false)) {
+                        Path stagingPath = Path.of(record.stagingPath());
+                        tellPlugin(plugin, p -> p.unstage(externalId, stagingPath),
+                                key.namespace() + "/" + key.volumeId() + " staging", report.problems);
+                    }
+                    save(records.get(key).withStage(StageState.UNSTAGED));
                     removeEmptyDirectory(Path.of(record.stagingPath()));
                 }
             }

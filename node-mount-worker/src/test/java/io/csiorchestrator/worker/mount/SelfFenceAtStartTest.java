@@ -130,6 +130,32 @@ class SelfFenceAtStartTest {
     }
 
     /**
+     * The guard unmounted a target and the staging behind the plugin's back: taking its marker in with the plugin there
+     * tells the plugin (NodeUnpublish of the target, NodeUnstage of the staging), so the plugin keeps no publication
+     * the node no longer has (else a later NodeUnstage of the volume is refused "still published" for ever); FENCED by
+     * guard is still sent with the target as unmounted.
+     */
+    @Test
+    void theGuardsMarkerTakenInWithThePluginThereTellsThePluginOfTheUnmounts() throws Exception {
+        assertTrue(operations(true).execute(mount("w1", true)).succeeded());
+        Path target = paths.targetPath("w1", "ns", "vol1");
+        VolumeOperations ops = operations(true);
+        String staging = ops.record(VOL1).orElseThrow().stagingPath();
+        plugin.mounted.remove(target.toString()); // the guard's umount
+        plugin.mounted.remove(staging);
+        Path marker = paths.root().resolve(FenceMarker.FILE_NAME);
+        Files.writeString(marker, "epoch 3\nunmounted " + target + "\nunmounted " + staging + "\n");
+        long unpublishes = plugin.count("unpublish");
+        long unstages = plugin.count("unstage");
+
+        assertEquals(List.of(), selfFence(ops, LeaseGate.enabled("node-1", System::nanoTime)).atStart());
+        assertEquals(unpublishes + 1, plugin.count("unpublish"), plugin.calls.toString());
+        assertEquals(unstages + 1, plugin.count("unstage"), plugin.calls.toString());
+        assertEquals("ns/vol1/w1", sent.get(0).details().get("unmounted"));
+        assertTrue(ops.record(VOL1).map(r -> r.usages().isEmpty()).orElse(true));
+    }
+
+    /**
      * The previous process wrote "fencing at epoch 2" and stopped before unmounting: at start the fence is done again
      * (no plugin yet: lazily), recorded FENCED and reported once (also while Kafka has not acknowledged it yet); the
      * restore then publishes nothing.
