@@ -68,6 +68,7 @@ public class Consumers {
     Fencing fencing;
     @Inject
     io.csiorchestrator.support.security.RecordAuthenticity authenticity;
+    @Inject
     io.csiorchestrator.claims.provision.ProvisionService provisions;
     @Inject
     io.csiorchestrator.claims.provision.SnapshotService snapshots;
