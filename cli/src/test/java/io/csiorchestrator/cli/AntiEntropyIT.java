@@ -45,7 +45,10 @@ class AntiEntropyIT {
         Path home = Path.of(System.getProperty("csi.home", "..")).toAbsolutePath().normalize();
         Path work = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "anti-entropy-");
         cluster = new Cluster(home, work, Cluster.Ports.free(), false).environment(Map.of(
-                "CSI_WORKER_STATE_REPORT_INTERVAL", "1s", "CSI_CLAIMS_ANTI_ENTROPY_GRACE", "4s"));
+                "CSI_WORKER_STATE_REPORT_INTERVAL", "1s", "CSI_CLAIMS_ANTI_ENTROPY_GRACE", "4s",
+                // the worker's own periodic healer off: the repairs checked here are claim-service's anti-entropy
+                // (with it on, the healer sometimes remounted first and mount-redriven stayed 0)
+                "CSI_WORKER_HEAL_INTERVAL", "0s"));
         cluster.prepare();
         cluster.startInfra();
         Cluster.Proc registry = cluster.startRegistry();

@@ -143,7 +143,9 @@ class StatusPageIT {
         Files.writeString(tokenFile, cluster.adminToken());
         String[] endpoints = {"--claims-url", cluster.claimsUrl(), "--registry-url", cluster.registryUrl(),
                 "--kafka", cluster.kafkaBootstrap(), "--topic-prefix", Cluster.TOPIC_PREFIX,
-                "--token-file", tokenFile.toString()};
+                "--token-file", tokenFile.toString(),
+                // the cluster's work dir: the CLI signs its claim requests with the scheduler key kept there
+                "--work-dir", cluster.workDir().toString()};
         Captured events = Captured.run(cat(new String[] {"events", "-json", "--for", "600s"}, endpoints));
         Captured watch = Captured.run(cat(new String[] {"volume", "status", VOLUME, "-w", "--for", "600s"}, endpoints));
         waitFor("volume status -w printed the volume", () -> watch.out().contains("pluginId"));

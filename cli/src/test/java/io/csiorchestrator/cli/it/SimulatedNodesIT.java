@@ -209,7 +209,9 @@ class SimulatedNodesIT {
         List<String> args = new ArrayList<>(List.of(command));
         args.addAll(List.of("--claims-url", e.getProperty("claims.url"), "--registry-url", e.getProperty("registry.url"),
                 "--kafka", e.getProperty("kafka.bootstrap.servers"), "--topic-prefix", e.getProperty("csi.topics.prefix"),
-                "--token-file", work.resolve("admin.token").toString()));
+                "--token-file", work.resolve("admin.token").toString(),
+                // the work dir of `up`: the CLI signs its claim requests with the scheduler key kept there
+                "--work-dir", work.toString()));
         return args.toArray(String[]::new);
     }
 

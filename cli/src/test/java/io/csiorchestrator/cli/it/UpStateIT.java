@@ -358,6 +358,10 @@ class UpStateIT {
             args.addAll(List.of("--claims-url", e.getProperty("claims.url"), "--registry-url", e.getProperty("registry.url"),
                     "--kafka", e.getProperty("kafka.bootstrap.servers"), "--topic-prefix", e.getProperty("csi.topics.prefix"),
                 "--token-file", work.resolve("admin.token").toString()));
+            if (!args.contains("--work-dir")) {
+                // up's work dir: the CLI signs claim requests with the scheduler key kept there (issue 20 item 5)
+                args.addAll(List.of("--work-dir", work.toString()));
+            }
             return args.toArray(String[]::new);
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
