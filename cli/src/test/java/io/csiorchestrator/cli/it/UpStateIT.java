@@ -331,6 +331,10 @@ class UpStateIT {
     private long endOffsets(String topic) throws Exception {
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, endpoints().getProperty("kafka.bootstrap.servers"));
+        // up's broker is closed (SASL_SSL): read the offsets as the operator, with the credential up issued
+        io.csiorchestrator.events.KafkaClientSecurity.scram(io.csiorchestrator.events.KafkaAccess.OPERATOR,
+                work.resolve("kafka-credentials").resolve(io.csiorchestrator.events.KafkaAccess.OPERATOR + ".password"),
+                work.resolve("kafka/security/ca.pem")).applyTo(props);
         try (Admin admin = Admin.create(props)) {
             int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS)
                     .get(topic).partitions().size();
