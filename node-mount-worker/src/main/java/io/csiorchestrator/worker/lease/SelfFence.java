@@ -326,8 +326,9 @@ public final class SelfFence implements AutoCloseable {
      * Takes in the guard's marker: its paths are matched to the records' publications and stagings, which leave the
      * records ({@link VolumeOperations#applyGuardFence}); the fence is recorded (by {@code guard}) and reported, the
      * lease learns the epoch was fenced, and the marker is removed. A marker that cannot be read is set aside as
-     * {@code .unreadable} (logged). A marker whose paths are all gone from the records already (taken in before a
-     * crash) is only removed. Returns whether a FENCED was sent.
+     * {@code .unreadable} (logged). A marker that names no mount of the records is recorded and reported all the same
+     * (the epoch is fenced either way); one whose epoch is recorded already (taken in before a crash) is only removed.
+     * Returns whether a FENCED was sent.
      */
     private boolean takeInMarker(boolean running) throws IOException {
         FenceMarker marker;
@@ -356,7 +357,12 @@ public final class SelfFence implements AutoCloseable {
         LOG.warnf("node %s: the fence guard fenced at epoch %d (marker %s: %d unmounted, %d lazy, %d failed)", nodeId,
                 marker.epoch(), markerFile, marker.unmounted().size(), marker.lazy().size(), marker.failed().size());
         FenceReport report = new FenceReport();
-        if (!affected.isEmpty()) {
+        Optional<FenceRecord> known = store.load();
+        boolean takenInBefore = known.isPresent() && known.get().epoch() >= marker.epoch();
+        // A marker naming nothing of the records is still a fence of its epoch (the guard found the lease expired,
+        // e.g. the worker was stopped with no mount): it is recorded and reported, so the registry ends that epoch and
+        // grants the next; only a marker already taken in before a crash (its epoch recorded) is just removed.
+        if (!affected.isEmpty() || !takenInBefore) {
             synchronized (recordLock) {
                 store.save(FenceRecord.started(marker.epoch(), FenceRecord.BY_GUARD, clock.instant()));
             }

@@ -130,6 +130,33 @@ class SelfFenceAtStartTest {
     }
 
     /**
+     * The guard fenced with no mount to take down (the worker was stopped with none, e.g. {@code ./csi down}, and the
+     * guard starved): its epoch is fenced all the same, so at start FENCED is recorded and sent (the registry ends that
+     * epoch and grants the next; without it the registry renewed the fenced epoch and the worker never became ready);
+     * a second start with the same marker left behind (a crash before its removal) sends nothing again.
+     */
+    @Test
+    void anEmptyMarkerIsStillAFenceOfItsEpochReportedOnce() throws Exception {
+        Path marker = paths.root().resolve(FenceMarker.FILE_NAME);
+        Files.createDirectories(paths.root());
+        Files.writeString(marker, "epoch 1\n");
+
+        LeaseGate gate = LeaseGate.enabled("node-1", System::nanoTime);
+        assertEquals(List.of(), selfFence(operations(false), gate).atStart());
+        assertEquals(1, sent.size(), sent.toString());
+        assertEquals(NodeEventKind.FENCED, sent.get(0).kind());
+        assertEquals("1", sent.get(0).details().get("epoch"));
+        assertEquals("", sent.get(0).details().get("unmounted"));
+        assertEquals(1, new FenceRecordStore(paths).load().orElseThrow().epoch());
+        assertFalse(Files.exists(marker));
+
+        Files.writeString(marker, "epoch 1\n");
+        assertEquals(List.of(), selfFence(operations(false), LeaseGate.enabled("node-1", System::nanoTime)).atStart());
+        assertEquals(1, sent.size(), "reported once: " + sent);
+        assertFalse(Files.exists(marker));
+    }
+
+    /**
      * The guard unmounted a target and the staging behind the plugin's back: taking its marker in with the plugin there
      * tells the plugin (NodeUnpublish of the target, NodeUnstage of the staging), so the plugin keeps no publication
      * the node no longer has (else a later NodeUnstage of the volume is refused "still published" for ever); FENCED by
