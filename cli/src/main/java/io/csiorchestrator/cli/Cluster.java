@@ -390,10 +390,10 @@ public final class Cluster {
                 users.issue(principal, Files.readString(file).strip(), catalog);
             }
         }
-        // this process's own Kafka clients (chaos, demo) act as the operator
-        System.setProperty(KafkaClientSecurity.USERNAME, KafkaAccess.OPERATOR);
-        System.setProperty(KafkaClientSecurity.PASSWORD_FILE, CliKafkaSecurity.passwordFile(workDir, KafkaAccess.OPERATOR).toString());
-        System.setProperty(KafkaClientSecurity.TRUSTSTORE, kafkaTruststore().toString());
+        // this process's own Kafka clients (chaos, demo) use this work dir's credentials, each as its role (the
+        // operator; bench as csi-bench): not process-wide csi.kafka.* properties, which would make every later
+        // client of this process (a test's in-process CLI run) the operator whatever its role
+        CliKafkaSecurity.useWorkDir(workDir);
     }
 
     /** The client settings of {@code user}, issued by {@link #issueKafkaCredentials}. */
@@ -813,8 +813,19 @@ public final class Cluster {
      * central services, then Kafka and PostgreSQL (SIGTERM, then SIGKILL after {@code grace}).
      */
     public static List<String> stop(List<Proc> procs, Duration grace) {
+        return stop(procs, grace, null);
+    }
+
+    /**
+     * As {@link #stop(List, Duration)}; with {@code guardsUnder}, the workers' fence guards of that work dir are
+     * stopped right after the workers ({@link FenceGuards}): the whole system goes down, its mounts with it.
+     */
+    public static List<String> stop(List<Proc> procs, Duration grace, Path guardsUnder) {
         List<String> killed = new ArrayList<>();
         for (int tier = 0; tier <= 3; tier++) {
+            if (tier == 1 && guardsUnder != null) {
+                FenceGuards.stopUnder(guardsUnder);
+            }
             List<Proc> group = new ArrayList<>();
             for (Proc proc : procs) {
                 if (tier(proc.name()) == tier && proc.handle().isAlive()) {
@@ -852,7 +863,7 @@ public final class Cluster {
     }
 
     public List<String> stopAll(Duration grace) {
-        return stop(procs(), grace);
+        return stop(procs(), grace, workDir);
     }
 
     /** The processes of a pids file whose pid is still alive (with the same start). */

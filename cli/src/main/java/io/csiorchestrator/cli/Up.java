@@ -155,13 +155,14 @@ final class Up {
         Path work = workDir(args, home);
         List<Cluster.Proc> procs = Cluster.readPids(work);
         if (procs.isEmpty() && (!Files.isDirectory(work) || Mounts.under(work).isEmpty())) {
+            FenceGuards.stopUnder(work).forEach(pid -> out.println("stopped the fence guard pid " + pid));
             out.println("csi down: nothing running in " + work);
             return 0;
         }
         for (Cluster.Proc proc : procs) {
             out.println("stopping " + proc.name() + " (pid " + proc.handle().pid() + ")");
         }
-        List<String> killed = Cluster.stop(procs, Duration.ofSeconds(30));
+        List<String> killed = Cluster.stop(procs, Duration.ofSeconds(30), work);
         if (!killed.isEmpty()) {
             err.println("csi down: had to SIGKILL " + killed);
         }

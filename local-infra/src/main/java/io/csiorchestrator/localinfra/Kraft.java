@@ -178,7 +178,7 @@ public final class Kraft {
                 if (e.getCause() instanceof TopicExistsException) {
                     return false;
                 }
-                throw new IllegalStateException("Could not create topic " + name, e.getCause());
+                throw new IllegalStateException("Could not create topic " + name + ": " + e.getCause(), e.getCause());
             }
             awaitTopicVisible(admin, name);
             return true;
