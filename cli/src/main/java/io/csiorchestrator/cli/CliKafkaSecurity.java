@@ -21,6 +21,7 @@ final class CliKafkaSecurity {
     static final String TRUSTSTORE = "kafka/security/ca.pem";
 
     private static volatile Path workDir = Path.of(".csi", "up");
+    private static volatile boolean byCluster;
 
     private CliKafkaSecurity() {
     }
@@ -28,6 +29,18 @@ final class CliKafkaSecurity {
     /** The work dir of {@code ./csi up} whose credentials the CLI uses (Main sets it from {@code --work-dir}). */
     static void useWorkDir(Path dir) {
         workDir = dir;
+        byCluster = false;
+    }
+
+    /** A {@link Cluster} of this process issued the credentials of {@code dir}: they are this process's from now on. */
+    static void useClusterWorkDir(Path dir) {
+        workDir = dir;
+        byCluster = true;
+    }
+
+    /** Whether the work dir was set by a {@link Cluster} this process started (see {@link #useClusterWorkDir}). */
+    static boolean setByCluster() {
+        return byCluster;
     }
 
     static KafkaClientSecurity resolve() {

@@ -393,7 +393,7 @@ public final class Cluster {
         // this process's own Kafka clients (chaos, demo) use this work dir's credentials, each as its role (the
         // operator; bench as csi-bench): not process-wide csi.kafka.* properties, which would make every later
         // client of this process (a test's in-process CLI run) the operator whatever its role
-        CliKafkaSecurity.useWorkDir(workDir);
+        CliKafkaSecurity.useClusterWorkDir(workDir);
     }
 
     /** The client settings of {@code user}, issued by {@link #issueKafkaCredentials}. */

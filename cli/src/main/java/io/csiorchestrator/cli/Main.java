@@ -138,12 +138,16 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(argv, 1, argv.length);
         try {
             Args args = Args.parse(rest);
-            // Kafka credentials of `up` in this work dir (`--work-dir`, else <home>/.csi/up), unless CSI_KAFKA_* say otherwise
-            CliKafkaSecurity.useWorkDir(Up.workDir(args, home(args)));
-            String keyFile = System.getenv("CSI_IDENTITY_KEY_FILE");
-            ClaimClient.signWithKeyFile(keyFile != null ? Path.of(keyFile) : Up.workDir(args, home(args))
-                    .resolve(Cluster.SECURITY_DIR).resolve(Cluster.IDENTITIES_DIR)
-                    .resolve("scheduler-" + ClaimClient.CLI_SCHEDULER + ".key"));
+            // Kafka credentials and scheduler key of `up` in this work dir (`--work-dir`, else <home>/.csi/up), unless
+            // CSI_KAFKA_* / CSI_IDENTITY_KEY_FILE say otherwise; a system this process started itself (a test's
+            // cluster) keeps its own unless --work-dir names another
+            if (args.option("work-dir").isPresent() || !CliKafkaSecurity.setByCluster()) {
+                CliKafkaSecurity.useWorkDir(Up.workDir(args, home(args)));
+                String keyFile = System.getenv("CSI_IDENTITY_KEY_FILE");
+                ClaimClient.signWithKeyFile(keyFile != null ? Path.of(keyFile) : Up.workDir(args, home(args))
+                        .resolve(Cluster.SECURITY_DIR).resolve(Cluster.IDENTITIES_DIR)
+                        .resolve("scheduler-" + ClaimClient.CLI_SCHEDULER + ".key"));
+            }
             return switch (command) {
                 case "demo" -> {
                     args.only(Set.of("work-dir", "json-logs")).atMost(0);
