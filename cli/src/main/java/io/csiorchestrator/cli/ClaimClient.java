@@ -99,6 +99,20 @@ public final class ClaimClient {
         schedulerKey = null;
     }
 
+    /**
+     * Why a claim request cannot be signed, or empty when it can: no scheduler key at the file {@link #signWithKeyFile}
+     * named (a closed system dead-letters unsigned requests "unsigned", so the CLI would wait for an answer that never
+     * comes).
+     */
+    static java.util.Optional<String> cannotSign() {
+        if (schedulerKey() != null) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of("cannot sign the claim request: no scheduler key at " + schedulerKeyFile
+                + " (the services dead-letter unsigned claim requests); pass the --work-dir of ./csi up, or set"
+                + " CSI_IDENTITY_KEY_FILE to a key from ./csi identity join-scheduler");
+    }
+
     private static synchronized io.csiorchestrator.events.identity.IdentityKey schedulerKey() {
         if (schedulerKey == null && schedulerKeyFile != null && java.nio.file.Files.exists(schedulerKeyFile)) {
             schedulerKey = io.csiorchestrator.events.identity.IdentityKey.read(schedulerKeyFile);

@@ -640,6 +640,7 @@ final class Operator {
             case "write" -> ClaimMode.WRITE;
             default -> throw new Args.UsageException("--mode takes read or write, got '" + modeText + "'");
         };
+        requireSigning();
         AccessMode accessMode;
         AttachmentMode attachmentMode;
         if (args.option("access-mode").isPresent() && args.option("attachment-mode").isPresent()) {
@@ -674,7 +675,20 @@ final class Operator {
         checkId("volume id", id);
         String alloc = args.required("alloc");
         checkId("allocation id", alloc);
+        requireSigning();
         return await(ClaimClient.release(namespace, id, alloc), ClaimState.RELEASED);
+    }
+
+    /**
+     * A closed broker (up's credential found) means the services verify signatures: without a scheduler key the request
+     * would only be dead-lettered "unsigned", so it is refused here, before anything is sent, with the reason.
+     */
+    private static void requireSigning() {
+        if (CliKafkaSecurity.resolve().secured()) {
+            ClaimClient.cannotSign().ifPresent(reason -> {
+                throw new Failure(reason);
+            });
+        }
     }
 
     private int await(ClaimRequested request, ClaimState wanted) {

@@ -159,6 +159,28 @@ class MainTest {
         assertEquals(0, run("help").code());
     }
 
+    /**
+     * Against a closed system (the work dir has up's Kafka credential and CA) but without a scheduler key, a claim is
+     * refused before anything is sent, naming the missing key and what to do (the services would dead-letter the
+     * unsigned request "unsigned" and the CLI would wait for an answer that never comes); nothing listens on the
+     * Kafka address given, so a request actually sent would time out instead.
+     */
+    @Test
+    void aClaimToAClosedSystemWithoutASchedulerKeyIsRefusedWithTheReason(@TempDir Path work) throws Exception {
+        Files.createDirectories(work.resolve(CliKafkaSecurity.CREDENTIALS_DIR));
+        Path password = CliKafkaSecurity.passwordFile(work, io.csiorchestrator.events.KafkaAccess.OPERATOR);
+        Files.writeString(password, "pw\n");
+        Files.setPosixFilePermissions(password, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        Files.createDirectories(work.resolve(CliKafkaSecurity.TRUSTSTORE).getParent());
+        Files.writeString(work.resolve(CliKafkaSecurity.TRUSTSTORE), "not read before the refusal\n");
+        Run r = run("volume", "claim", "v", "--alloc", "a", "--node", "n", "--mode", "write", "--work-dir",
+                work.toString(), "--kafka", "127.0.0.1:1", "--timeout", "5");
+        assertEquals(1, r.code(), r.toString());
+        assertTrue(r.err().contains("cannot sign the claim request: no scheduler key at " + work.resolve("security")),
+                r.err());
+        assertTrue(r.err().contains("CSI_IDENTITY_KEY_FILE"), r.err());
+    }
+
     /** A wrong node count for {@code up --simulated-nodes}, or a plugin delay without it, is refused before anything starts. */
     @Test
     void upRefusesABadSimulatedNodeCountBeforeStartingAnything(@TempDir Path work) {
