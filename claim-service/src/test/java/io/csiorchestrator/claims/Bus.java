@@ -41,7 +41,12 @@ public final class Bus implements AutoCloseable {
 
     public static final Duration WAIT = Duration.ofSeconds(30);
 
-    public final KafkaTestClient kafka = KafkaTestClient.forSharedBroker();
+    /**
+     * Reads claim-status and node-commands from where they ended when this Bus was made (before its test acts): each
+     * await matches only this test's answers and commands, not every record of the module's earlier tests.
+     */
+    public final KafkaTestClient kafka = KafkaTestClient.forSharedBroker()
+            .fromNow(topic(Topic.CLAIM_STATUS), topic(Topic.NODE_COMMANDS));
     private final Set<String> seenCommands = new HashSet<>();
 
     public static String topic(Topic topic) {

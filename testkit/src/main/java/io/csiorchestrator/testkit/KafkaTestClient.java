@@ -51,6 +51,8 @@ public final class KafkaTestClient implements AutoCloseable {
 
     private final String bootstrapServers;
     private KafkaProducer<String, String> producer;
+    /** Per topic, where this client's reads start instead of the beginning ({@link #fromNow}). */
+    private final Map<String, Map<TopicPartition, Long>> startOffsets = new java.util.concurrent.ConcurrentHashMap<>();
 
     public KafkaTestClient(String bootstrapServers) {
         this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -59,6 +61,18 @@ public final class KafkaTestClient implements AutoCloseable {
     /** A client on the JVM's shared broker of {@link KafkaResource} (starting it if needed). */
     public static KafkaTestClient forSharedBroker() {
         return new KafkaTestClient(KafkaResource.bootstrapServers());
+    }
+
+    /**
+     * From now on, this client's reads of {@code topics} (awaits from the beginning and {@link #readAll}) start at their
+     * current end offsets: a test that creates its client before it acts sees only its own records, and each await
+     * does not read (and match) every record earlier tests left on the shared broker. Returns this client.
+     */
+    public KafkaTestClient fromNow(String... topics) {
+        for (String topic : topics) {
+            startOffsets.put(topic, endOffsets(topic));
+        }
+        return this;
     }
 
     public String bootstrapServers() {
@@ -140,7 +154,7 @@ public final class KafkaTestClient implements AutoCloseable {
         try (KafkaConsumer<String, String> consumer = consumer()) {
             List<TopicPartition> partitions = awaitPartitions(consumer, topic, deadline);
             consumer.assign(partitions);
-            seek(consumer, partitions, fromOffsets);
+            seek(consumer, partitions, fromOffsets.isEmpty() ? startOffsets.getOrDefault(topic, Map.of()) : fromOffsets);
             while (System.nanoTime() < deadline) {
                 for (ConsumerRecord<String, String> record : consumer.poll(POLL)) {
                     seen++;
@@ -169,14 +183,17 @@ public final class KafkaTestClient implements AutoCloseable {
         }
     }
 
-    /** All records currently on {@code topic}, from the beginning up to the end offsets at the time of the call. */
+    /**
+     * All records currently on {@code topic}, from the beginning (or where {@link #fromNow} put it) up to the end
+     * offsets at the time of the call.
+     */
     public List<ConsumerRecord<String, String>> readAll(String topic) {
         long deadline = System.nanoTime() + DEFAULT_TIMEOUT.toNanos();
         List<ConsumerRecord<String, String>> records = new ArrayList<>();
         try (KafkaConsumer<String, String> consumer = consumer()) {
             List<TopicPartition> partitions = awaitPartitions(consumer, topic, deadline);
             consumer.assign(partitions);
-            consumer.seekToBeginning(partitions);
+            seek(consumer, partitions, startOffsets.getOrDefault(topic, Map.of()));
             Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
             while (!reached(consumer, end)) {
                 if (System.nanoTime() > deadline) {
