@@ -147,6 +147,22 @@ public final class KafkaBroker implements AutoCloseable {
         return KafkaClientSecurity.scramWithPassword(user, password, requireSecured().truststore());
     }
 
+    /**
+     * Rotates {@code user}'s credential: a new password (written over its password file) replaces the old one on the
+     * broker, so new connections need the new one and an open connection made with the old one ends at its next
+     * re-authentication. Returns the new client settings.
+     */
+    public KafkaClientSecurity rotate(String user) {
+        BrokerSecurity material = requireSecured();
+        String password = BrokerSecurity.newPassword();
+        Path file = passwordFile(user);
+        try (Admin admin = admin()) {
+            new KafkaUsers(admin).upsertCredential(user, password);
+        }
+        BrokerSecurity.writeOwnerOnly(file, password + "\n");
+        return KafkaClientSecurity.scram(user, file, material.truststore());
+    }
+
     /** Revokes {@code user}: deletes its SCRAM credential (its ACLs stay, harmless without a credential). */
     public void revoke(String user) {
         requireSecured();
