@@ -71,6 +71,8 @@ ssl.truststore.type=PEM
 ssl.truststore.location=$SECRETS/ca.pem
 PROPS
 
+# CSI_KAFKA_CONFIG_ONLY=1: stop here (deploy-check's ComposeKafkaBrokerTest runs a broker with these settings)
+[ "${CSI_KAFKA_CONFIG_ONLY:-0}" = 1 ] && exit 0
 /opt/kafka/bin/kafka-storage.sh format --ignore-formatted --cluster-id "$CLUSTER_ID" --config "$CONF_DIR/server.properties" \
   --add-scram "$MECHANISM=[name=csi-kafka-broker,password=$broker_password]" \
   --add-scram "$MECHANISM=[name=csi-admin,password=$admin_password]"
