@@ -142,6 +142,15 @@ public final class KafkaBroker implements AutoCloseable {
         return KafkaClientSecurity.scram(principal.name(), file, material.truststore());
     }
 
+    /**
+     * The password file of {@code user} as {@link #issue} or {@link #rotate} wrote it (under the data directory),
+     * or of {@value KafkaAccess#ADMIN}: for clients made from file paths ({@code csi.kafka.password-file}).
+     */
+    public Path passwordFileOf(String user) {
+        BrokerSecurity material = requireSecured();
+        return KafkaAccess.ADMIN.equals(user) ? material.adminPasswordFile() : passwordFile(user);
+    }
+
     /** Client settings of {@code user} with a password of the caller's choosing, without asking the broker. */
     public KafkaClientSecurity credentialOf(String user, String password) {
         return KafkaClientSecurity.scramWithPassword(user, password, requireSecured().truststore());
