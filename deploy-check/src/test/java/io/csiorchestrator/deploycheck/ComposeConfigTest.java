@@ -1,6 +1,7 @@
 package io.csiorchestrator.deploycheck;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -10,10 +11,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.yaml.snakeyaml.Yaml;
 
 /**
  * docker-compose.yml as Compose itself reads it ({@code docker compose config}, or the older
@@ -48,6 +51,47 @@ class ComposeConfigTest {
         assertTrue(noKey.output().contains("CSI_SECRETS_KEYRING"), noKey.output());
     }
 
+    /**
+     * Issue 20 item 2, on the configuration Compose would run (variables resolved): nothing in it says PLAINTEXT,
+     * the broker starts through the closed start script, and every service with a Kafka bootstrap address connects
+     * with SASL_SSL as a named principal with a password file and a CA.
+     */
+    @Test
+    void resolvedComposeConfigurationHasNoPlaintextKafka() throws Exception {
+        List<String> compose = compose().orElseGet(() -> {
+            if (!inCi() && "1".equals(System.getenv("CSI_SKIP_COMPOSE_CHECK"))) {
+                Assumptions.abort("no docker compose; skipped because CSI_SKIP_COMPOSE_CHECK=1");
+            }
+            fail("neither `docker compose` nor `docker-compose` is installed (see the test above)");
+            return List.of();
+        });
+        Path file = Manifests.root().resolve("docker-compose.yml");
+        Result resolved = run(compose, file, KEYRING, false);
+        assertEquals(0, resolved.code(), "compose config: " + resolved.output());
+        assertFalse(resolved.output().contains("PLAINTEXT"), "the resolved configuration mentions PLAINTEXT:\n"
+                + resolved.output());
+
+        Map<String, Object> services = Manifests.map(Manifests.asMap(new Yaml().load(resolved.output()), "compose config"), "services");
+        assertEquals(List.of("/bin/sh", "/deploy/kafka-start.sh"), Manifests.get(Manifests.map(services, "kafka"), "entrypoint"),
+                "the broker starts closed (deploy/compose/kafka-start.sh)");
+        int clients = 0;
+        for (Map.Entry<String, Object> entry : services.entrySet()) {
+            Map<String, Object> service = Manifests.asMap(entry.getValue(), entry.getKey());
+            if (Manifests.at(service, "environment", "KAFKA_BOOTSTRAP_SERVERS").isEmpty()
+                    || entry.getKey().equals("kafka-topics")) {
+                continue; // kafka-topics is the admin: its client settings are its --command-config (kafka-setup.sh)
+            }
+            clients++;
+            String name = entry.getKey();
+            assertEquals("SASL_SSL", Manifests.string(service, "environment", "CSI_KAFKA_SECURITY_PROTOCOL"), name);
+            for (String key : List.of("CSI_KAFKA_USERNAME", "CSI_KAFKA_PASSWORD_FILE", "CSI_KAFKA_TRUSTSTORE")) {
+                String value = Manifests.string(service, "environment", key);
+                assertTrue(value != null && !value.isBlank(), name + " has no " + key);
+            }
+        }
+        assertEquals(3, clients, "claim-service, plugin-registry-service and the worker connect to Kafka");
+    }
+
     /** CI as the usual runners announce it (CI=true or 1), or .ci/run's CSI_REQUIRE_COMPOSE=1. */
     private static boolean inCi() {
         String ci = System.getenv("CI");
@@ -59,10 +103,22 @@ class ComposeConfigTest {
     }
 
     private static Result run(List<String> compose, Path file, String keyring) throws IOException, InterruptedException {
+        return run(compose, file, keyring, true);
+    }
+
+    /** {@code compose -f file config} ({@code -q}: only check, else print the resolved configuration on stdout). */
+    private static Result run(List<String> compose, Path file, String keyring, boolean quiet)
+            throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(compose);
-        command.addAll(List.of("-f", file.toString(), "config", "-q"));
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+        command.addAll(List.of("-f", file.toString(), "config"));
+        if (quiet) {
+            command.add("-q");
+        }
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(quiet)
                 .directory(file.getParent().toFile());
+        if (!quiet) {
+            builder.redirectError(ProcessBuilder.Redirect.DISCARD); // warnings would not parse as YAML
+        }
         builder.environment().remove("CSI_SECRETS_KEYRING");
         if (keyring != null) {
             builder.environment().put("CSI_SECRETS_KEYRING", keyring);

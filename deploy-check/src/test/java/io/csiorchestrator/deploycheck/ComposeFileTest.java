@@ -9,13 +9,18 @@ import static io.csiorchestrator.deploycheck.Manifests.read;
 import static io.csiorchestrator.deploycheck.Manifests.root;
 import static io.csiorchestrator.deploycheck.Manifests.string;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -23,6 +28,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import io.csiorchestrator.events.KafkaAccess;
 import io.csiorchestrator.events.Topic;
 
 class ComposeFileTest {
@@ -41,9 +47,9 @@ class ComposeFileTest {
     void kafkaRunsKraftAndPostgresSixteenWithHealthChecks() {
         Map<String, Object> kafka = service("kafka");
         assertEquals("apache/kafka:4.1.1", kafka.get("image"));
-        assertTrue(string(kafka, "environment", "KAFKA_PROCESS_ROLES").contains("controller"), "KRaft controller role");
-        assertTrue(string(kafka, "environment", "KAFKA_ADVERTISED_LISTENERS").contains("PLAINTEXT://kafka:9092"),
-                "advertised on the compose network");
+        String start = read(root().resolve("deploy/compose/kafka-start.sh"));
+        assertTrue(start.contains("process.roles=broker,controller"), "KRaft combined mode");
+        assertTrue(start.contains("advertised.listeners=SASL_SSL://kafka:9092,"), "advertised on the compose network");
         assertNotNull(get(kafka, "healthcheck", "test"));
 
         Map<String, Object> postgres = service("postgres");
@@ -148,6 +154,109 @@ class ComposeFileTest {
         assertTrue(script.contains("-dead-letter"), "the script creates the dead-letter topics too");
         assertEquals("service_completed_successfully",
                 string(service("claim-service"), "depends_on", "kafka-topics", "condition"));
+    }
+
+    /** deploy/compose/kafka-users.sh is what ComposeKafkaUsers renders from events-schema's KafkaAccess table. */
+    @Test
+    void kafkaUsersScriptIsRenderedFromTheAccessTable() {
+        assertEquals(ComposeKafkaUsers.script(), read(root().resolve(ComposeKafkaUsers.FILE)),
+                ComposeKafkaUsers.FILE + " drifted from KafkaAccess: run ComposeKafkaUsers.main");
+    }
+
+    /**
+     * Issue 20 item 2: compose's broker is closed. Its start script declares only SASL_SSL client listeners and an SSL
+     * controller listener with client certificates required, the StandardAuthorizer with no access without an ACL and
+     * only the broker and csi-admin as super users; no compose file or script says PLAINTEXT.
+     */
+    @Test
+    void kafkaListensOnlyWithTlsAndTheAuthorizerDeniesByDefault() {
+        String start = read(root().resolve("deploy/compose/kafka-start.sh"));
+        Map<String, String> settings = new HashMap<>();
+        Matcher line = Pattern.compile("(?m)^([a-z0-9._-]+)=(.*)$").matcher(start);
+        while (line.find()) {
+            settings.put(line.group(1), line.group(2));
+        }
+        Map<String, String> protocols = new HashMap<>();
+        for (String entry : settings.getOrDefault("listener.security.protocol.map", "").split(",")) {
+            String[] pair = entry.split(":");
+            protocols.put(pair[0], pair.length > 1 ? pair[1] : "");
+        }
+        String listeners = settings.get("listeners");
+        assertNotNull(listeners, "kafka-start.sh sets listeners");
+        for (String listener : listeners.split(",")) {
+            String name = listener.substring(0, listener.indexOf(':'));
+            String protocol = protocols.get(name);
+            assertEquals(name.equals("CONTROLLER") ? "SSL" : "SASL_SSL", protocol, "protocol of listener " + name);
+        }
+        assertEquals("required", settings.get("listener.name.controller.ssl.client.auth"), "controller mTLS");
+        assertEquals("SCRAM-SHA-512", settings.get("sasl.enabled.mechanisms").replace("$MECHANISM", "SCRAM-SHA-512"));
+        assertEquals("org.apache.kafka.metadata.authorizer.StandardAuthorizer", settings.get("authorizer.class.name"));
+        assertEquals("false", settings.get("allow.everyone.if.no.acl.found"));
+        assertEquals(KafkaAccess.superUsers(), settings.get("super.users"));
+        assertEquals("false", settings.get("auto.create.topics.enable"));
+        assertTrue(Long.parseLong(settings.get("connections.max.reauth.ms")) > 0, "revoked credentials' connections end");
+        assertEquals(List.of("/bin/sh", "/deploy/kafka-start.sh"), service("kafka").get("entrypoint"));
+
+        List<Path> files = new ArrayList<>(List.of(root().resolve("docker-compose.yml")));
+        files.addAll(Manifests.filesUnder(root().resolve("deploy/compose")));
+        for (Path file : files) {
+            assertFalse(read(file).contains("PLAINTEXT"), file + " mentions PLAINTEXT");
+        }
+    }
+
+    /**
+     * Every service that talks to Kafka authenticates (SASL_SSL) as its own principal, one that kafka-users.sh issues
+     * with a credential and ACLs, with its password file on the volume kafka-init fills for it alone; and no ACL of the
+     * script is a wildcard or grants more than Read, Write or Create.
+     */
+    @Test
+    void everyKafkaClientIsItsOwnPrincipalWithAclsAndNoWildcard() {
+        String users = read(root().resolve(ComposeKafkaUsers.FILE));
+        Map<String, Integer> acls = new HashMap<>();
+        Matcher credential = Pattern.compile("(?m)^credential \"([^\"]+)\" \\d+ \\d+ \\d+$").matcher(users);
+        while (credential.find()) {
+            acls.put(credential.group(1), 0);
+        }
+        Matcher allow = Pattern.compile("(?m)^allow \"([^\"]+)\" (\\w+) (topic|group) \"([^\"]*)\" (literal|prefixed)$")
+                .matcher(users);
+        while (allow.find()) {
+            String principal = allow.group(1);
+            assertTrue(acls.containsKey(principal), "an ACL for " + principal + ", which has no credential");
+            assertTrue(Set.of("Read", "Write", "Create").contains(allow.group(2)), allow.group());
+            assertFalse(allow.group(4).isEmpty() || allow.group(4).contains("*"), "wildcard ACL: " + allow.group());
+            acls.merge(principal, 1, Integer::sum);
+        }
+        assertEquals(users.lines().filter(l -> l.startsWith("allow ")).count(),
+                acls.values().stream().mapToInt(Integer::intValue).sum(), "every allow line is well-formed");
+        acls.forEach((principal, count) -> assertTrue(count > 0, principal + " has no ACL"));
+
+        Set<String> clients = new TreeSet<>();
+        services().forEach((name, definition) -> {
+            Map<String, Object> service = Manifests.asMap(definition, name);
+            if (Manifests.at(service, "environment", "KAFKA_BOOTSTRAP_SERVERS").isEmpty()) {
+                return;
+            }
+            if (name.equals("kafka-topics")) { // the admin: its client settings are kafka-setup.sh's --command-config
+                assertEquals(List.of("/bin/sh", "/deploy/kafka-setup.sh"), service.get("entrypoint"));
+                return;
+            }
+            clients.add(name);
+            assertEquals("SASL_SSL", string(service, "environment", "CSI_KAFKA_SECURITY_PROTOCOL"), name);
+            String user = string(service, "environment", "CSI_KAFKA_USERNAME");
+            assertNotNull(user, name + " has no CSI_KAFKA_USERNAME: it would connect unauthenticated");
+            String principal = user.replace("${CSI_NODE_ID:-node-1}", "$NODE_ID");
+            assertTrue(acls.containsKey(principal), name + " authenticates as " + user
+                    + ", whom kafka-users.sh does not issue: " + acls.keySet());
+            assertEquals("/etc/csi/kafka/password", string(service, "environment", "CSI_KAFKA_PASSWORD_FILE"), name);
+            assertEquals("/etc/csi/kafka/ca.pem", string(service, "environment", "CSI_KAFKA_TRUSTSTORE"), name);
+            Map<String, Object> mount = volumeAt(service, "/etc/csi/kafka");
+            assertEquals("volume", mount.get("type"), name + ": " + mount);
+            assertTrue(isTrue(mount.get("read_only")), name + " mounts its Kafka credential read-only");
+            String volume = String.valueOf(mount.get("source"));
+            assertTrue(Manifests.asList(service("kafka-init").get("volumes"), "kafka-init volumes").stream()
+                    .anyMatch(v -> v.toString().startsWith(volume + ":/out/")), volume + " is filled by kafka-init");
+        });
+        assertEquals(Set.of("claim-service", "plugin-registry-service", "node-mount-worker"), clients);
     }
 
     private static Map<String, Object> volumeAt(Map<String, Object> service, String target) {

@@ -39,6 +39,15 @@ final class Manifests {
         return root().resolve("deploy/kubernetes");
     }
 
+    /** Every regular file under {@code dir}, sorted. */
+    static List<Path> filesUnder(Path dir) {
+        try (Stream<Path> files = Files.walk(dir)) {
+            return files.filter(Files::isRegularFile).sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     static List<Path> yamlFilesUnder(Path dir) {
         try (Stream<Path> files = Files.walk(dir)) {
             return files.filter(Files::isRegularFile)

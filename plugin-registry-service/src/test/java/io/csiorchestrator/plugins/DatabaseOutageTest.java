@@ -25,6 +25,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -40,6 +41,12 @@ class DatabaseOutageTest {
     RegistryMetrics metrics;
 
     final KafkaTestClient kafka = KafkaTestClient.forSharedBroker();
+
+    /** The application is fully up (its lease authority too, which reads PostgreSQL at assignment) before any cut. */
+    @BeforeEach
+    void applicationServing() {
+        HealthRecords.awaitLeaseAuthorityServing(kafka);
+    }
 
     @AfterEach
     void after() {

@@ -145,4 +145,23 @@ final class HealthRecords {
     static List<ConsumerRecord<String, String>> statusRecords(KafkaTestClient kafka, String pluginId) {
         return kafka.readAll(statusTopic()).stream().filter(r -> pluginId.equals(r.key())).toList();
     }
+
+    /**
+     * Waits until the node lease authority answers a lease request (of a node of its own, {@code ready-<uuid>}) with a
+     * grant: its consumer has its partitions and loaded their leases. A test that takes the database away must not do
+     * so before: the authority loads its partitions' leases from PostgreSQL when they are assigned, and a load that
+     * fails there leaves their lapses to the next assignment (LeaseAuthority.onPartitionsAssigned).
+     */
+    static void awaitLeaseAuthorityServing(KafkaTestClient kafka) {
+        String node = "ready-" + UUID.randomUUID().toString().substring(0, 8);
+        String id = "req-" + UUID.randomUUID();
+        String value = EventCodec.encodeToString(new io.csiorchestrator.events.NodeLeaseRequested(id, node, 0, Instant.now()));
+        RecordHeaders h = new RecordHeaders();
+        CloudEventHeaders.create(EventType.NODE_LEASE_REQUESTED, "/test").writeTo(h);
+        Map<String, String> headers = new LinkedHashMap<>();
+        h.forEach(header -> headers.put(header.key(), new String(header.value(), StandardCharsets.UTF_8)));
+        kafka.send(topics().name(Topic.NODE_LEASE_REQUESTS), node, value,
+                TestIdentities.signed(TestIdentities.node(node), node, value, headers));
+        kafka.awaitRecord(topics().name(Topic.NODE_LEASES), r -> node.equals(r.key()) && r.value().contains(id), TIMEOUT);
+    }
 }

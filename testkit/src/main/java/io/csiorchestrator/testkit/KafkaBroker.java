@@ -142,9 +142,34 @@ public final class KafkaBroker implements AutoCloseable {
         return KafkaClientSecurity.scram(principal.name(), file, material.truststore());
     }
 
+    /**
+     * The password file of {@code user} as {@link #issue} or {@link #rotate} wrote it (under the data directory),
+     * or of {@value KafkaAccess#ADMIN}: for clients made from file paths ({@code csi.kafka.password-file}).
+     */
+    public Path passwordFileOf(String user) {
+        BrokerSecurity material = requireSecured();
+        return KafkaAccess.ADMIN.equals(user) ? material.adminPasswordFile() : passwordFile(user);
+    }
+
     /** Client settings of {@code user} with a password of the caller's choosing, without asking the broker. */
     public KafkaClientSecurity credentialOf(String user, String password) {
         return KafkaClientSecurity.scramWithPassword(user, password, requireSecured().truststore());
+    }
+
+    /**
+     * Rotates {@code user}'s credential: a new password (written over its password file) replaces the old one on the
+     * broker, so new connections need the new one and an open connection made with the old one ends at its next
+     * re-authentication. Returns the new client settings.
+     */
+    public KafkaClientSecurity rotate(String user) {
+        BrokerSecurity material = requireSecured();
+        String password = BrokerSecurity.newPassword();
+        Path file = passwordFile(user);
+        try (Admin admin = admin()) {
+            new KafkaUsers(admin).upsertCredential(user, password);
+        }
+        BrokerSecurity.writeOwnerOnly(file, password + "\n");
+        return KafkaClientSecurity.scram(user, file, material.truststore());
     }
 
     /** Revokes {@code user}: deletes its SCRAM credential (its ACLs stay, harmless without a credential). */

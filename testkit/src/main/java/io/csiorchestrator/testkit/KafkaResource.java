@@ -1,8 +1,12 @@
 package io.csiorchestrator.testkit;
 
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
+import io.csiorchestrator.events.KafkaAccess;
+import io.csiorchestrator.events.KafkaClientSecurity;
+import io.csiorchestrator.localinfra.Kraft;
 import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
 
 /**
@@ -14,12 +18,20 @@ import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
  * <ul>
  *   <li>{@code kafka.bootstrap.servers} = {@code 127.0.0.1:<port>}</li>
  *   <li>{@code quarkus.kafka.devservices.enabled} = {@code false}</li>
+ *   <li>on a closed broker (system property {@value SharedInfrastructure#SECURED_PROPERTY}{@code =true}, set per module):
+ *       the application's principal ({@value #PRINCIPAL}) as {@code csi.kafka.*} (the service's own clients, through
+ *       service-support's {@code KafkaSecurity}) and {@code kafka.*} (the clients Quarkus makes itself: the readiness
+ *       check), issued on first use with its ACLs from {@link KafkaAccess} on the topics of {@value #TOPICS_PREFIX}</li>
  * </ul>
  *
  * <p>Init args:
  * <ul>
  *   <li>{@value #TOPICS} — topics to create before the application starts, {@code name:partitions} separated by
  *       commas, e.g. {@code node-commands:4,claim-requested:3} (existing topics are left as they are).</li>
+ *   <li>{@value #PRINCIPAL} — the application's principal on a closed broker: {@code CLAIM_SERVICE},
+ *       {@code PLUGIN_REGISTRY}, {@code NODE:<id>}, ... (a {@link KafkaAccess.Role} name, {@code :id} for nodes and
+ *       schedulers). Required when the broker is closed.</li>
+ *   <li>{@value #TOPICS_PREFIX} — the application's {@code csi.topics.prefix} (its ACLs name those topics).</li>
  * </ul>
  *
  * <pre>{@code
@@ -35,7 +47,43 @@ public class KafkaResource implements QuarkusTestResourceLifecycleManager {
     public static final String TOPICS = "topics";
     public static final String BOOTSTRAP_SERVERS_KEY = "kafka.bootstrap.servers";
 
+    /** Init arg: the application's principal on a closed broker, {@code ROLE} or {@code ROLE:id}. */
+    public static final String PRINCIPAL = "principal";
+    /** Init arg: the application's topic prefix, for its principal's ACLs. */
+    public static final String TOPICS_PREFIX = "topics-prefix";
+
     private Map<String, Integer> topics = Map.of();
+    private String principal;
+    private String prefix = "";
+
+    /** Whether the JVM's shared broker is closed (SASL_SSL, SCRAM, the authorizer). */
+    public static boolean secured() {
+        return SharedInfrastructure.kafkaSecured();
+    }
+
+    /**
+     * Client settings on the shared broker for the super user {@value KafkaAccess#ADMIN} (topics, and test
+     * observers that read every topic), PLAINTEXT when the broker is not closed.
+     */
+    public static KafkaClientSecurity adminSecurity() {
+        return secured() ? fromCredential(SharedInfrastructure.kafkaCredential("ADMIN", "", "")) : KafkaClientSecurity.plaintext();
+    }
+
+    /**
+     * Client settings on the shared broker as {@code principal}, with its ACLs on the topics of {@code prefix}
+     * (issued on first use); PLAINTEXT when the broker is not closed. For test clients that play a node, a scheduler.
+     */
+    public static KafkaClientSecurity securityOf(KafkaAccess.Principal principal, String prefix) {
+        if (!secured()) {
+            return KafkaClientSecurity.plaintext();
+        }
+        return fromCredential(SharedInfrastructure.kafkaCredential(principal.role().name(), principal.id(),
+            prefix == null ? "" : prefix));
+    }
+
+    private static KafkaClientSecurity fromCredential(String[] credential) {
+        return KafkaClientSecurity.scram(credential[0], Path.of(credential[1]), Path.of(credential[2]));
+    }
 
     /** {@code bootstrap.servers} of the JVM's shared broker (starting it if needed). */
     public static String bootstrapServers() {
@@ -44,21 +92,39 @@ public class KafkaResource implements QuarkusTestResourceLifecycleManager {
 
     /** Creates a topic on the shared broker; {@code false} if it already existed (left as it is). */
     public static boolean createTopic(String name, int partitions, Map<String, String> configs) {
-        return KafkaBroker.createTopic(bootstrapServers(), name, partitions, configs);
+        return Kraft.createTopic(bootstrapServers(), adminSecurity(), name, partitions, configs);
     }
 
     @Override
     public void init(Map<String, String> initArgs) {
         topics = KafkaBroker.parseTopics(initArgs.get(TOPICS));
+        principal = initArgs.get(PRINCIPAL);
+        prefix = initArgs.getOrDefault(TOPICS_PREFIX, "");
     }
 
     @Override
     public Map<String, String> start() {
         String bootstrap = bootstrapServers();
-        topics.forEach((name, partitions) -> KafkaBroker.createTopic(bootstrap, name, partitions, Map.of()));
+        topics.forEach((name, partitions) -> createTopic(name, partitions, Map.of()));
         Map<String, String> config = new LinkedHashMap<>();
         config.put(BOOTSTRAP_SERVERS_KEY, bootstrap);
         config.put("quarkus.kafka.devservices.enabled", "false");
+        if (secured()) {
+            if (principal == null || principal.isBlank()) {
+                throw new IllegalStateException("the shared Kafka broker is closed: give KafkaResource the application's "
+                    + "principal (init arg " + PRINCIPAL + ", e.g. PLUGIN_REGISTRY or NODE:node-1)");
+            }
+            int colon = principal.indexOf(':');
+            String role = colon < 0 ? principal : principal.substring(0, colon);
+            String id = colon < 0 ? "" : principal.substring(colon + 1);
+            String[] credential = SharedInfrastructure.kafkaCredential(role, id, prefix);
+            config.put(KafkaClientSecurity.PROTOCOL, "SASL_SSL");
+            config.put(KafkaClientSecurity.USERNAME, credential[0]);
+            config.put(KafkaClientSecurity.PASSWORD_FILE, credential[1]);
+            config.put(KafkaClientSecurity.TRUSTSTORE, credential[2]);
+            // the clients Quarkus makes itself (the Kafka readiness check) read the global kafka.* settings
+            fromCredential(credential).clientProperties().forEach((key, value) -> config.put("kafka." + key, String.valueOf(value)));
+        }
         return config;
     }
 

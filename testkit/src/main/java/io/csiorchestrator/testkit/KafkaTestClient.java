@@ -29,6 +29,8 @@ import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
+import io.csiorchestrator.events.KafkaClientSecurity;
+
 /**
  * Produces and reads String records for tests, against any broker ({@link KafkaResource#broker()} by default).
  *
@@ -50,17 +52,39 @@ public final class KafkaTestClient implements AutoCloseable {
     private static final Duration POLL = Duration.ofMillis(100);
 
     private final String bootstrapServers;
+    private final KafkaClientSecurity security;
     private KafkaProducer<String, String> producer;
     /** Per topic, where this client's reads start instead of the beginning ({@link #fromNow}). */
     private final Map<String, Map<TopicPartition, Long>> startOffsets = new java.util.concurrent.ConcurrentHashMap<>();
 
+    /** A PLAINTEXT client (a broker of the test's own without security). */
     public KafkaTestClient(String bootstrapServers) {
-        this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
+        this(bootstrapServers, KafkaClientSecurity.plaintext());
     }
 
-    /** A client on the JVM's shared broker of {@link KafkaResource} (starting it if needed). */
+    /** A client with {@code security} (e.g. {@link KafkaBroker#issue} of a closed broker). */
+    public KafkaTestClient(String bootstrapServers, KafkaClientSecurity security) {
+        this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
+        this.security = Objects.requireNonNull(security, "security");
+    }
+
+    /**
+     * A client on the JVM's shared broker of {@link KafkaResource} (starting it if needed): on a closed broker as the
+     * super user {@value io.csiorchestrator.events.KafkaAccess#ADMIN}, the test's observer that may read and write
+     * every topic.
+     */
     public static KafkaTestClient forSharedBroker() {
-        return new KafkaTestClient(KafkaResource.bootstrapServers());
+        return new KafkaTestClient(KafkaResource.bootstrapServers(), KafkaResource.adminSecurity());
+    }
+
+    /** A client on the shared broker as {@code principal} (a node, a scheduler) with its ACLs on {@code prefix}'s topics. */
+    public static KafkaTestClient forSharedBroker(io.csiorchestrator.events.KafkaAccess.Principal principal, String prefix) {
+        return new KafkaTestClient(KafkaResource.bootstrapServers(), KafkaResource.securityOf(principal, prefix));
+    }
+
+    /** This client's security settings. */
+    public KafkaClientSecurity security() {
+        return security;
     }
 
     /**
@@ -81,7 +105,7 @@ public final class KafkaTestClient implements AutoCloseable {
 
     /** Creates a topic (replication factor 1); {@code false} if it already existed (left as it is). */
     public boolean createTopic(String name, int partitions, Map<String, String> configs) {
-        return KafkaBroker.createTopic(bootstrapServers, name, partitions, configs);
+        return io.csiorchestrator.localinfra.Kraft.createTopic(bootstrapServers, security, name, partitions, configs);
     }
 
     /** Sends one record and waits for the broker's acknowledgement. Header values are UTF-8. */
@@ -221,7 +245,7 @@ public final class KafkaTestClient implements AutoCloseable {
 
     private synchronized KafkaProducer<String, String> producer() {
         if (producer == null) {
-            Properties props = new Properties();
+            Properties props = security.applyTo(new Properties());
             props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
             props.put(ProducerConfig.CLIENT_ID_CONFIG, "csi-testkit-producer-" + UUID.randomUUID());
             props.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -234,7 +258,7 @@ public final class KafkaTestClient implements AutoCloseable {
     }
 
     private KafkaConsumer<String, String> consumer() {
-        Properties props = new Properties();
+        Properties props = security.applyTo(new Properties());
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, "csi-testkit-reader-" + UUID.randomUUID());
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");

@@ -41,7 +41,8 @@ import io.csiorchestrator.localinfra.BrokerSecurity;
 /**
  * A secured broker ({@code KafkaBroker.builder().secured(true)}) refuses whoever the {@link KafkaAccess} table does
  * not let in: clients without TLS and SCRAM, a wrong password, a principal without ACLs, a node writing a topic that
- * is not its own, and a revoked credential (new connections at once, an open one at its next re-authentication).
+ * is not its own, a revoked credential and the old password of a rotated one (new connections at once, an open one
+ * at its next re-authentication).
  */
 class SecuredKafkaBrokerTest {
 
@@ -169,6 +170,34 @@ class SecuredKafkaBrokerTest {
                 assertInstanceOf(SaslAuthenticationException.class, failure, "new connection after revocation: " + failure);
             }
             Awaitility.await("the open connection's send fails after revocation").atMost(WAIT).until(() -> {
+                Throwable failure = sendFailureOrNull(open, topic);
+                return failure instanceof SaslAuthenticationException;
+            });
+        }
+    }
+
+    /**
+     * Rotation (issue 20 item 8): once node-rotated's credential is replaced by a new password, a client with the new
+     * password connects and writes, a new client with the old password is refused at authentication, and a producer
+     * connected with the old password before the rotation fails once its connection must re-authenticate.
+     */
+    @Test
+    void rotatedCredentialTakesTheNewPasswordAndRefusesTheOld() throws Exception {
+        KafkaClientSecurity old = broker.issue(Principal.node("rotated"), TOPICS);
+        String topic = TOPICS.name(Topic.MOUNT_DONE);
+        try (KafkaProducer<String, String> open = producer(old)) {
+            open.send(new ProducerRecord<>(topic, "rotated", "before")).get();
+
+            KafkaClientSecurity rotated = broker.rotate("node-rotated");
+
+            try (KafkaProducer<String, String> fresh = producer(rotated)) {
+                fresh.send(new ProducerRecord<>(topic, "rotated", "with the new password")).get();
+            }
+            try (KafkaProducer<String, String> stale = producer(old)) {
+                Throwable failure = sendFailure(stale, topic);
+                assertInstanceOf(SaslAuthenticationException.class, failure, "new connection, old password: " + failure);
+            }
+            Awaitility.await("the open connection's send fails after rotation").atMost(WAIT).until(() -> {
                 Throwable failure = sendFailureOrNull(open, topic);
                 return failure instanceof SaslAuthenticationException;
             });

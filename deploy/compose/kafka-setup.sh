@@ -1,0 +1,21 @@
+#!/bin/sh
+# The one-shot `kafka-topics` container (apache/kafka image, as root to read kafka-init's material): as csi-admin,
+# creates the contract topics (create-topics.sh), then issues every principal of docker-compose: its SCRAM credential,
+# ACLs and quotas (kafka-users.sh, rendered from events-schema's KafkaAccess). Idempotent.
+set -eu
+umask 077
+MATERIAL="${CSI_KAFKA_MATERIAL:-/material}"
+CONFIG=/tmp/csi-admin.properties
+admin_password="$(tr -d '\n' < "$MATERIAL/admin.password")"
+cat > "$CONFIG" <<PROPS
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="csi-admin" password="$admin_password";
+ssl.truststore.type=PEM
+ssl.truststore.location=$MATERIAL/ca.pem
+PROPS
+export KAFKA_COMMAND_CONFIG="$CONFIG"
+export CSI_KAFKA_MATERIAL="$MATERIAL"
+/bin/sh /deploy/create-topics.sh
+/bin/sh /deploy/kafka-users.sh "${CSI_NODE_ID:-node-1}"
+echo "kafka-topics: topics and principals issued"
