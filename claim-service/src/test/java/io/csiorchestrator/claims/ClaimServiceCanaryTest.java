@@ -12,7 +12,6 @@ import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
-import io.csiorchestrator.events.SecretKeyring;
 import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.events.SecretSealer;
 import io.csiorchestrator.testkit.KafkaTestClient;
@@ -89,8 +88,9 @@ class ClaimServiceCanaryTest {
         NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
         bus.fail(mount, "UNAVAILABLE", "transient");
         mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
-        SecretSealer workerSealer = new SecretSealer(SecretKeyring.parse("test-key:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "test-key"));
-        SecretPayload opened = workerSealer.open(mount.sealed(), SecretSealer.associatedData("ns1", vol));
+        // sealed for node-a only (issue 20 item 4): the worker of node-a opens it with its own key
+        SecretPayload opened = SecretSealer.open(mount.sealed(),
+                io.csiorchestrator.testkit.TestIdentities.sealing(io.csiorchestrator.events.identity.Principal.node("node-a")), "ns1", vol);
         assertEquals(Map.of("token", CANARY), opened.secrets());
         assertEquals(List.of("noatime", "password=" + FLAG_CANARY), opened.mountFlags());
         bus.succeed(mount);

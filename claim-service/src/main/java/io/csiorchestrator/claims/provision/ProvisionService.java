@@ -301,7 +301,7 @@ public class ProvisionService {
             NodeCommand command = new NodeCommand(p.commandId, target, kind, p.namespace, p.volumeId, p.pluginId,
                     create ? null : p.externalId, null,
                     create ? AccessMode.fromWire(p.accessMode) : null, create ? AttachmentMode.fromWire(p.attachmentMode) : null,
-                    false, create ? p.fsType : null, null, Map.of(), Map.of(), secrets.fromJson(p.sealedJson), now);
+                    false, create ? p.fsType : null, null, Map.of(), Map.of(), secrets.forNode(p.sealedJson, target, p.namespace, p.volumeId), now);
             if (create) {
                 command = command.withProvision(new ProvisionSpec(p.csiName, p.capacityMinBytes, p.capacityMaxBytes,
                         Json.map(p.parametersJson), Json.map(p.topologyJson), p.sourceSnapshotId, p.sourceVolumeId));
