@@ -623,6 +623,35 @@ class NodeMountWorkerTest {
                 ext, "alloc-n2", null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())).succeeded());
     }
 
+    /**
+     * Issue 20 item 4, rotation without downtime: a new sealing key for this node is added to its key file and
+     * published (TestIdentities.rotateSealing, as {@code ./csi identity rotate} does); the running worker, not
+     * restarted, mounts a volume whose secrets are sealed for the new key (it reads its key file again for the unknown
+     * kid) and still mounts one sealed for the old key.
+     */
+    @Test
+    void aRotatedSealingKeyOpensWithoutRestartAndTheOldKeyStillOpens() throws Exception {
+        io.csiorchestrator.events.identity.Principal self = io.csiorchestrator.events.identity.Principal.node(NODE);
+        io.csiorchestrator.events.SecretPayload payload = new io.csiorchestrator.events.SecretPayload(
+                Map.of("password", "rotated-" + UUID.randomUUID()), List.of());
+        String ext = createVolume("rotation-vol");
+        io.csiorchestrator.events.SealedSecrets old = sealFor(NODE, payload, "rotation");
+        io.csiorchestrator.events.identity.SealingKeys rotated = io.csiorchestrator.testkit.TestIdentities.rotateSealing(
+                self, "node." + NODE + ".enc.k-" + UUID.randomUUID().toString().substring(0, 8));
+        io.csiorchestrator.events.SealedSecrets fresh = sealFor(NODE, payload, "rotation");
+        assertEquals(rotated.newest().kid(), fresh.keyId(), "sealed for the new key");
+        assertFalse(fresh.keyId().equals(old.keyId()));
+        for (var sealed : List.of(fresh, old)) {
+            String alloc = "alloc-rot-" + sealed.keyId().hashCode();
+            MountDone done = run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "rotation",
+                    PLUGIN, ext, alloc, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                    null, Map.of(), Map.of(), sealed, Instant.now()));
+            assertTrue(done.succeeded(), sealed.keyId() + ": " + done);
+            assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.UNMOUNT, NS, "rotation", PLUGIN,
+                    ext, alloc, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())).succeeded());
+        }
+    }
+
     @Test
     void aHostileIdIsRejectedAndNothingIsCreatedOutsideTheRoot() throws Exception {
         Path root = paths().root();
