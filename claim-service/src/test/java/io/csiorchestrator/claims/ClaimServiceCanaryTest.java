@@ -115,7 +115,8 @@ class ClaimServiceCanaryTest {
         String dump = pool.preparedQuery("SELECT v::text AS t FROM volumes v WHERE id = $1").execute(Tuple.of(vol))
                 .await().atMost(Duration.ofSeconds(10)).iterator().next().getString("t");
         assertNoCanary("volumes row", dump);
-        assertTrue(dump.contains("AES-256-GCM"), dump);
+        assertTrue(dump.contains("X25519-HKDF-SHA256-A256GCM") && dump.contains("\"\"recipient\"\":\"\"claim-service\"\""),
+                "at rest, sealed for claim-service: " + dump);
         // The log
         // The capture works: it holds the service's own lines about this volume's claim (accepted, retried, released).
         List<String> lines = log.lines();
