@@ -176,6 +176,37 @@ class SealedMountFlagsTest {
                 "no command for a rejected claim");
     }
 
+    /**
+     * A claim for a node the trust file has no sealing key for (its plugin reported, the node not joined): claim-service
+     * sends no mount command and says why in the claim's lastError, naming the node; once the node joins (its sealing
+     * key published in the trust file), the retried mount goes out sealed for that node and opens with its key.
+     */
+    @Test
+    void aCommandForANodeWithoutASealingKeyWaitsForTheKeyThenGoesOutSealedForThatNode() throws Exception {
+        String node = "node-late-" + UUID.randomUUID().toString().substring(0, 8);
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = registerVolumeWithFlags(ClaimFlowTest.unique("late"), plugin);
+        // sent as is: Bus.send(PluginStatus) would have the node join first
+        io.csiorchestrator.events.PluginStatus status = new io.csiorchestrator.events.PluginStatus(plugin, "test.csi", "1.0",
+                false, 0, 0, 1, 1, List.of(), List.of(new io.csiorchestrator.events.PluginStatus.NodeInstance(node,
+                "ext-" + node, 10L, Map.of(), true, "ok", Instant.now())), Instant.now());
+        bus.sendRaw(Topic.PLUGIN_STATUS, status.recordKey(), EventCodec.encodeToString(status));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ClaimRequested claim = new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, "alloc-late", node,
+                ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null,
+                MountSupport.ALL, Instant.now());
+        bus.send(claim);
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).until(() -> given().get("/v1/volumes/ns1/" + vol).then()
+                .extract().asString().contains("for node:" + node + ": the trust file has no sealing (enc) key for it"));
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> c.kind() == NodeCommandKind.MOUNT),
+                "no mount command before the node's key is published");
+
+        SealingKeys joined = TestIdentities.sealing(Principal.node(node));
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals("node:" + node, mount.sealed().recipient());
+        assertEquals(List.of("volume-flag"), SecretSealer.open(mount.sealed(), joined, "ns1", vol).mountFlags());
+    }
+
     static void assertNoFlag(String flag, String where, String text) {
         if (text != null) {
             assertFalse(text.contains(flag), "plain mount flag in " + where + ": " + text);
