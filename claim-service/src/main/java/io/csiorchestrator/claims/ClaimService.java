@@ -969,6 +969,18 @@ public class ClaimService {
                 // The fencing token: a lapse of an older epoch than the mount's is no fence of it.
                 claim.leaseEpoch = fencing.book().epoch(claim.nodeId);
             }
+            // Secrets re-sealed for the target node only (issue 20 item 4); without a sealing key for it, wait for one.
+            io.csiorchestrator.events.SealedSecrets sealedForTarget;
+            try {
+                sealedForTarget = kind == NodeCommandKind.UNMOUNT ? null
+                        : secrets.forNode(claim.sealedJson, target, claim.namespace, claim.volumeId);
+            } catch (IllegalStateException | SecretSealer.SecretUnsealException e) {
+                claim.commandId = null;
+                claim.retryAt = now.plus(settings.policy().backoff(Math.max(claim.attempt, 1)));
+                claim.lastError = e.getMessage();
+                LOG.warnf("claim %s: %s", claim.claimId, claim.lastError);
+                return Uni.createFrom().voidItem();
+            }
             claim.commandId = claim.claimId + "." + kind.wire() + "." + claim.attempt + "." + UUID.randomUUID().toString().substring(0, 8);
             claim.commandNodeId = target;
             claim.commandDeadline = now.plus(settings.commandTimeout());
@@ -986,7 +998,7 @@ public class ClaimService {
                     mountSide ? null : claim.externalNodeId,
                     publishing ? Json.map(volume.contextJson) : null,
                     kind == NodeCommandKind.MOUNT ? Json.map(claim.publishContextJson) : null,
-                    kind == NodeCommandKind.UNMOUNT ? null : secrets.fromJson(claim.sealedJson), now)
+                    sealedForTarget, now)
                     // Fencing tokens (issue 19): the target node's newest known lease epoch, the claim's generation.
                     .withFencing(fencing.book().epoch(target), claim.claimGeneration,
                             kind == NodeCommandKind.MOUNT ? Failover.effective(volume.failover).fencesMount(

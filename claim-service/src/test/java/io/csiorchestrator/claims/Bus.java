@@ -59,6 +59,14 @@ public final class Bus implements AutoCloseable {
 
     /** Sends {@code event} with CloudEvents headers plus {@code extra} ones (e.g. a traceparent). */
     public void send(ContractEvent event, Map<String, String> extra) {
+        if (event instanceof PluginStatus status) {
+            // every node a plugin runs on has joined, so it has a sealing key in the trust file (issue 20 item 4):
+            // claim-service seals each node command's secrets for its node
+            status.controllers().forEach(c -> io.csiorchestrator.testkit.TestIdentities.sealing(
+                    io.csiorchestrator.events.identity.Principal.node(c.nodeId())));
+            status.nodes().forEach(n -> io.csiorchestrator.testkit.TestIdentities.sealing(
+                    io.csiorchestrator.events.identity.Principal.node(n.nodeId())));
+        }
         RecordHeaders headers = new RecordHeaders();
         CloudEventHeaders.create(event.eventType(), "/test").writeTo(headers);
         Map<String, String> h = new LinkedHashMap<>();

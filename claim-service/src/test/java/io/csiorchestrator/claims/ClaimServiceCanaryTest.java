@@ -12,7 +12,6 @@ import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
-import io.csiorchestrator.events.SecretKeyring;
 import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.events.SecretSealer;
 import io.csiorchestrator.testkit.KafkaTestClient;
@@ -89,8 +88,9 @@ class ClaimServiceCanaryTest {
         NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
         bus.fail(mount, "UNAVAILABLE", "transient");
         mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
-        SecretSealer workerSealer = new SecretSealer(SecretKeyring.parse("test-key:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "test-key"));
-        SecretPayload opened = workerSealer.open(mount.sealed(), SecretSealer.associatedData("ns1", vol));
+        // sealed for node-a only (issue 20 item 4): the worker of node-a opens it with its own key
+        SecretPayload opened = SecretSealer.open(mount.sealed(),
+                io.csiorchestrator.testkit.TestIdentities.sealing(io.csiorchestrator.events.identity.Principal.node("node-a")), "ns1", vol);
         assertEquals(Map.of("token", CANARY), opened.secrets());
         assertEquals(List.of("noatime", "password=" + FLAG_CANARY), opened.mountFlags());
         bus.succeed(mount);
@@ -115,7 +115,8 @@ class ClaimServiceCanaryTest {
         String dump = pool.preparedQuery("SELECT v::text AS t FROM volumes v WHERE id = $1").execute(Tuple.of(vol))
                 .await().atMost(Duration.ofSeconds(10)).iterator().next().getString("t");
         assertNoCanary("volumes row", dump);
-        assertTrue(dump.contains("AES-256-GCM"), dump);
+        assertTrue(dump.contains("X25519-HKDF-SHA256-A256GCM") && dump.contains("\"\"recipient\"\":\"\"claim-service\"\""),
+                "at rest, sealed for claim-service: " + dump);
         // The log
         // The capture works: it holds the service's own lines about this volume's claim (accepted, retried, released).
         List<String> lines = log.lines();

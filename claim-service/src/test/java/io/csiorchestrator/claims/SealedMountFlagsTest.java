@@ -18,10 +18,13 @@ import io.csiorchestrator.events.MountSupport;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.SealedSecrets;
-import io.csiorchestrator.events.SecretKeyring;
 import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.events.SecretSealer;
 import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.identity.Principal;
+import io.csiorchestrator.events.identity.SealingKeys;
+import io.csiorchestrator.events.identity.TrustSet;
+import io.csiorchestrator.testkit.TestIdentities;
 import io.csiorchestrator.testkit.KafkaTestClient;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.http.ContentType;
@@ -34,17 +37,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Mount flags on claim-requested travel only sealed (sealedMountFlags): sealed flags reach the
- * worker inside NodeCommand.sealed and replace the volume's; plain flags are dead-lettered without
- * stalling the partition; flags the service cannot open reject the claim, naming the key id.
+ * Mount flags on claim-requested travel only sealed (sealedMountFlags, for claim-service's public key): sealed flags
+ * reach the worker inside NodeCommand.sealed, re-sealed for the target node only, and replace the volume's; plain flags
+ * are dead-lettered without stalling the partition; flags the service cannot open reject the claim, naming the key id.
  */
 @QuarkusTest
 class SealedMountFlagsTest {
 
-    /** The keyring the service runs with in tests (application.properties, %test). */
-    static final SecretSealer SHARED = new SecretSealer(
-            SecretKeyring.parse("test-key:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "test-key"));
-    static final String OTHER_KEY_MATERIAL = "ZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmY=";
+    /** What schedulers seal for: claim-service's sealing key as the tests' trust file publishes it (issue 20 item 4). */
+    static final TrustSet.Entry CLAIM_SERVICE = TestIdentities.claimServiceSealingKey();
 
     final Bus bus = new Bus();
 
@@ -77,13 +78,21 @@ class SealedMountFlagsTest {
         ClaimFlowTest.awaitSchedulable("ns1", vol);
 
         List<String> flags = List.of("noatime", canary);
-        ClaimRequested claim = write(vol, "alloc-1", "xfs", ClaimRequested.sealFlags(SHARED, "ns1", vol, flags));
+        ClaimRequested claim = write(vol, "alloc-1", "xfs", ClaimRequested.sealFlags(CLAIM_SERVICE, "ns1", vol, flags));
         bus.send(claim);
         NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
         assertEquals("xfs", mount.fsType(), "the request's fs type replaces the volume's");
         assertNotNull(mount.sealed(), "the mount command carries the flags sealed");
-        SecretPayload opened = SHARED.open(mount.sealed(), SecretSealer.associatedData("ns1", vol));
+        assertEquals("node:node-a", mount.sealed().recipient(), "re-sealed for the target node");
+        SecretPayload opened = SecretSealer.open(mount.sealed(), TestIdentities.sealing(Principal.node("node-a")), "ns1", vol);
         assertEquals(flags, opened.mountFlags(), "the request's flags replace the volume's");
+        SealingKeys otherNode = TestIdentities.sealing(Principal.node("node-b"));
+        SecretSealer.SecretUnsealException notForB = org.junit.jupiter.api.Assertions.assertThrows(
+                SecretSealer.SecretUnsealException.class, () -> SecretSealer.open(mount.sealed(), otherNode, "ns1", vol));
+        assertTrue(notForB.getMessage().contains("node:node-a"), notForB.getMessage());
+        org.junit.jupiter.api.Assertions.assertThrows(SecretSealer.SecretUnsealException.class,
+                () -> SecretSealer.open(mount.sealed(), TestIdentities.sealing(TestIdentities.CLAIM_SERVICE), "ns1", vol),
+                "not even claim-service's key opens the node's copy");
         bus.succeed(mount);
         bus.awaitStatus(claim.requestId(), ClaimState.READY);
 
@@ -127,32 +136,75 @@ class SealedMountFlagsTest {
     void flagsTheServiceCannotOpenRejectTheClaimNamingTheKeyId() {
         String vol = bus.schedulableVolume("ns1", "unsealable", AccessMode.SINGLE_NODE_WRITER, "node-a");
 
-        SecretSealer stranger = new SecretSealer(SecretKeyring.parse("rotated-away:" + OTHER_KEY_MATERIAL, "rotated-away"));
+        // Sealed for a claim-service key the service does not hold (retired, or never handed to it).
+        SealingKeys stranger = SealingKeys.generate(TestIdentities.CLAIM_SERVICE, "rotated-away");
         ClaimRequested unknownKey = new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, "alloc-1", "node-a",
                 ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
-                ClaimRequested.sealFlags(stranger, "ns1", vol, List.of("noatime")), MountSupport.ALL, Instant.now());
+                ClaimRequested.sealFlags(stranger.publicEntry(stranger.newest()), "ns1", vol, List.of("noatime")),
+                MountSupport.ALL, Instant.now());
         bus.send(unknownKey);
         String reason = bus.awaitStatus(unknownKey.requestId(), ClaimState.REJECTED).reason();
         assertTrue(reason.contains("'rotated-away'") && reason.contains("sealedMountFlags") && reason.contains("alloc-1")
                 && reason.contains(vol), reason);
-        assertFalse(reason.contains(OTHER_KEY_MATERIAL) || reason.contains("noatime"), reason);
+        assertFalse(reason.contains("noatime"), reason);
 
-        // Sealed with the shared key but for another volume: replayed here, it does not open.
+        // Sealed for claim-service's key but for another volume: replayed here, it does not open.
         ClaimRequested replayed = new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, "alloc-2", "node-a",
                 ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
-                ClaimRequested.sealFlags(SHARED, "ns1", "some-other-volume", List.of("noatime")), MountSupport.ALL, Instant.now());
+                ClaimRequested.sealFlags(CLAIM_SERVICE, "ns1", "some-other-volume", List.of("noatime")), MountSupport.ALL, Instant.now());
         bus.send(replayed);
         String replayReason = bus.awaitStatus(replayed.requestId(), ClaimState.REJECTED).reason();
-        assertTrue(replayReason.contains("'test-key'") && replayReason.contains("ns1/" + vol)
-                && replayReason.contains("wrong volume"), replayReason);
+        assertTrue(replayReason.contains("'" + CLAIM_SERVICE.kid() + "'") && replayReason.contains("ns1/" + vol)
+                && replayReason.contains("another volume"), replayReason);
+
+        // Sealed for a node's key (node-a's), not claim-service's: claim-service cannot open it.
+        SealingKeys nodeA = TestIdentities.sealing(Principal.node("node-a"));
+        ClaimRequested forNode = new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, "alloc-4", "node-a",
+                ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                ClaimRequested.sealFlags(nodeA.publicEntry(nodeA.newest()), "ns1", vol, List.of("noatime")), MountSupport.ALL, Instant.now());
+        bus.send(forNode);
+        String forNodeReason = bus.awaitStatus(forNode.requestId(), ClaimState.REJECTED).reason();
+        assertTrue(forNodeReason.contains("sealed for node:node-a") && forNodeReason.contains("claim-service"), forNodeReason);
 
         // Neither rejected claim took the volume: the volume takes a single writer, so a writer after them is
         // accepted only if neither of them holds it; and no command was sent for them.
         ClaimRequested ok = Bus.claim("ns1", vol, "alloc-3", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(ok);
         bus.awaitStatus(ok.requestId(), ClaimState.ACCEPTED);
-        assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-1".equals(c.allocationId()) || "alloc-2".equals(c.allocationId())),
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-1".equals(c.allocationId()) || "alloc-2".equals(c.allocationId())
+                        || "alloc-4".equals(c.allocationId())),
                 "no command for a rejected claim");
+    }
+
+    /**
+     * A claim for a node the trust file has no sealing key for (its plugin reported, the node not joined): claim-service
+     * sends no mount command and says why in the claim's lastError, naming the node; once the node joins (its sealing
+     * key published in the trust file), the retried mount goes out sealed for that node and opens with its key.
+     */
+    @Test
+    void aCommandForANodeWithoutASealingKeyWaitsForTheKeyThenGoesOutSealedForThatNode() throws Exception {
+        String node = "node-late-" + UUID.randomUUID().toString().substring(0, 8);
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = registerVolumeWithFlags(ClaimFlowTest.unique("late"), plugin);
+        // sent as is: Bus.send(PluginStatus) would have the node join first
+        io.csiorchestrator.events.PluginStatus status = new io.csiorchestrator.events.PluginStatus(plugin, "test.csi", "1.0",
+                false, 0, 0, 1, 1, List.of(), List.of(new io.csiorchestrator.events.PluginStatus.NodeInstance(node,
+                "ext-" + node, 10L, Map.of(), true, "ok", Instant.now())), Instant.now());
+        bus.sendRaw(Topic.PLUGIN_STATUS, status.recordKey(), EventCodec.encodeToString(status));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ClaimRequested claim = new ClaimRequested(UUID.randomUUID().toString(), "ns1", vol, "alloc-late", node,
+                ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null,
+                MountSupport.ALL, Instant.now());
+        bus.send(claim);
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).until(() -> given().get("/v1/volumes/ns1/" + vol).then()
+                .extract().asString().contains("for node:" + node + ": the trust file has no sealing (enc) key for it"));
+        assertTrue(bus.commands(vol).stream().noneMatch(c -> c.kind() == NodeCommandKind.MOUNT),
+                "no mount command before the node's key is published");
+
+        SealingKeys joined = TestIdentities.sealing(Principal.node(node));
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals("node:" + node, mount.sealed().recipient());
+        assertEquals(List.of("volume-flag"), SecretSealer.open(mount.sealed(), joined, "ns1", vol).mountFlags());
     }
 
     static void assertNoFlag(String flag, String where, String text) {

@@ -135,16 +135,19 @@ public final class ClaimClient {
                 accessMode, attachmentMode, mode == ClaimMode.READ, null, null, null, Instant.now());
     }
 
-    /** A claim whose mount flags (replacing the volume's) travel sealed with {@code sealer}, as the contract requires. */
+    /**
+     * A claim whose mount flags (replacing the volume's) travel sealed for claim-service's public key
+     * ({@code claimService}, the trust file's), as the contract requires.
+     */
     public static ClaimRequested claim(String namespace, String volumeId, String allocationId, String nodeId,
                                        ClaimMode mode, AccessMode accessMode, AttachmentMode attachmentMode,
-                                       List<String> mountFlags, io.csiorchestrator.events.SecretSealer sealer) {
+                                       List<String> mountFlags, io.csiorchestrator.events.identity.TrustSet.Entry claimService) {
         ClaimRequested plain = claim(namespace, volumeId, allocationId, nodeId, mode, accessMode, attachmentMode);
         if (mountFlags.isEmpty()) {
             return plain;
         }
         return new ClaimRequested(plain.requestId(), namespace, volumeId, allocationId, nodeId, mode, accessMode,
-                attachmentMode, plain.readOnly(), null, ClaimRequested.sealFlags(sealer, namespace, volumeId, mountFlags),
+                attachmentMode, plain.readOnly(), null, ClaimRequested.sealFlags(claimService, namespace, volumeId, mountFlags),
                 null, plain.requestedAt());
     }
 

@@ -9,10 +9,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -50,12 +48,6 @@ public final class Cluster {
     public static final List<String> DATABASES = List.of("claims", "plugin_registry");
     /** Topic prefix of the local system, so its topics stand apart on a shared broker. */
     public static final String TOPIC_PREFIX = "csi.";
-    /**
-     * A durable system's sealing keyring ({@code ./csi up}: {@code <work dir>/secrets.keyring}, mode 0600), created at
-     * its first start and kept with the rest of its state, so what was sealed survives {@code down} + {@code up} and
-     * {@code ./csi volume claim --mount-flag} can seal with it ({@link Keyrings}).
-     */
-    public static final String KEYRING_FILE = "secrets.keyring";
     public static final List<String> NODES = List.of("node-1", "node-2");
     /** The process that serves simulated nodes ({@code ./csi up --simulated-nodes N}), module node-simulator. */
     public static final String SIMULATOR = "node-simulator";
@@ -98,7 +90,6 @@ public final class Cluster {
     private final boolean detached;
     private final List<Proc> procs = Collections.synchronizedList(new ArrayList<>());
     private final Map<String, Launch> launches = new java.util.concurrent.ConcurrentHashMap<>();
-    private String keyring;
     private Properties infra;
     private boolean jsonLogs;
     private boolean durable;
@@ -123,11 +114,6 @@ public final class Cluster {
         this.workDir = workDir.toAbsolutePath().normalize();
         this.ports = ports;
         this.detached = detached;
-        byte[] key = new byte[32];
-        new SecureRandom().nextBytes(key);
-        // Sealing key of this run: handed to the services in their environment only, never printed; a durable system
-        // (up) keeps its own in KEYRING_FILE instead (prepare()).
-        this.keyring = "local-" + System.currentTimeMillis() + ":" + Base64.getEncoder().encodeToString(key);
     }
 
     /**
@@ -222,24 +208,6 @@ public final class Cluster {
         return workDir;
     }
 
-    /** The keyring the services seal with ({@code keyId:base64}): for a test that seals as a scheduler would. */
-    String sealingKeyring() {
-        return keyring;
-    }
-
-    /** The keyring in {@code file}, or {@code fresh} written there first (owner-only) when there is none. */
-    static String keptKeyring(Path file, String fresh) throws IOException {
-        if (Files.isRegularFile(file)) {
-            return Files.readString(file).trim();
-        }
-        Files.createDirectories(file.getParent());
-        Files.deleteIfExists(file);
-        Files.createFile(file, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
-                java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
-        Files.writeString(file, fresh + "\n");
-        return fresh;
-    }
-
     public Path logs() {
         return workDir.resolve("logs");
     }
@@ -300,9 +268,6 @@ public final class Cluster {
 
     public void prepare() throws IOException {
         Files.createDirectories(logs());
-        if (durable) {
-            keyring = keptKeyring(workDir.resolve(KEYRING_FILE), keyring);
-        }
         if (simulatedNodes > 0) {
             Files.createDirectories(simulatedNodesDir());
             return;
@@ -515,7 +480,8 @@ public final class Cluster {
     /**
      * The record-signing identities of this work dir ({@code <work>/security/identities}, issue 20 items 3 and 5),
      * made once and kept: a key per node (real or simulated) and the CLI's scheduler key ({@code scheduler:csi-cli}),
-     * all in the trust file the services read.
+     * all in the trust file the services read; and the sealing keys (issue 20 item 4) of every node and of
+     * claim-service, their public halves in the same trust file.
      */
     public synchronized io.csiorchestrator.events.identity.IdentityDirectory identities() {
         io.csiorchestrator.events.identity.IdentityDirectory dir = new io.csiorchestrator.events.identity.IdentityDirectory(
@@ -528,6 +494,8 @@ public final class Cluster {
                 dir.ensure(io.csiorchestrator.events.identity.Principal.node(SIM_NODE_PREFIX + i));
             }
             dir.ensure(io.csiorchestrator.events.identity.Principal.scheduler(ClaimClient.CLI_SCHEDULER));
+            // claim-service's sealing keys (issue 20 item 4): schedulers seal mount flags for its public key
+            dir.ensureSealing(CLAIM_SERVICE);
             if (System.getenv("CSI_IDENTITY_KEY_FILE") == null) {
                 ClaimClient.signWithKeyFile(dir.keyFile(io.csiorchestrator.events.identity.Principal.scheduler(
                         ClaimClient.CLI_SCHEDULER)));
@@ -538,6 +506,8 @@ public final class Cluster {
     }
 
     private boolean identitiesMade;
+    static final io.csiorchestrator.events.identity.Principal CLAIM_SERVICE =
+            io.csiorchestrator.events.identity.Principal.service("claim-service");
     public static final String IDENTITIES_DIR = "identities";
 
     public Proc startRegistry() throws IOException {
@@ -575,8 +545,8 @@ public final class Cluster {
                 "-Dquarkus.datasource.username=" + infra.getProperty("postgres.username"),
                 "-Dcsi.claims.reconcile-interval=1s",
                 "-jar", serviceJar("claim-service").toString()));
-        return start(name, cmd, Map.of("QUARKUS_DATASOURCE_PASSWORD", "postgres",
-                "CSI_SECRETS_KEYRING", keyring, "CSI_INSTANCE_NAME", name));
+        cmd.add(cmd.indexOf("-jar"), "-Dcsi.secrets.seal-key-file=" + identities().sealKeyFile(CLAIM_SERVICE));
+        return start(name, cmd, Map.of("QUARKUS_DATASOURCE_PASSWORD", "postgres", "CSI_INSTANCE_NAME", name));
     }
 
     public Proc startPlugin(String node) throws IOException {
@@ -605,12 +575,13 @@ public final class Cluster {
                 "-Dcsi.topics.prefix=" + TOPIC_PREFIX,
                 "-Dcsi.worker.node-id=" + node,
                 "-Dcsi.worker.identity-key-file=" + identities().keyFile(io.csiorchestrator.events.identity.Principal.node(node)),
+                "-Dcsi.worker.seal-key-file=" + identities().sealKeyFile(io.csiorchestrator.events.identity.Principal.node(node)),
                 "-Dcsi.worker.root=" + workerRoot(node),
                 "-Dcsi.worker.plugins-dir=" + pluginsDir(node),
                 "-Dcsi.worker.probe-interval=1s",
                 "-Dcsi.worker.heartbeat-interval=10s",
                 "-jar", serviceJar("node-mount-worker").toString()));
-        return start("node-mount-worker-" + node, inside(node, cmd), Map.of("CSI_SECRETS_KEYRING", keyring));
+        return start("node-mount-worker-" + node, inside(node, cmd), Map.of());
     }
 
     /** {@code cmd} as is, or run inside {@code node}'s network namespace when it is isolated. */
@@ -640,8 +611,7 @@ public final class Cluster {
                 "--plugin-id", SIM_PLUGIN_ID,
                 "--plugin-delay", pluginDelay,
                 "--http-port", Integer.toString(simulatorPort)));
-        return start(SIMULATOR, cmd, Map.of("CSI_SECRETS_KEYRING", keyring,
-                "CSI_IDENTITY_DIR", securityDir().resolve(IDENTITIES_DIR).toString()));
+        return start(SIMULATOR, cmd, Map.of("CSI_IDENTITY_DIR", securityDir().resolve(IDENTITIES_DIR).toString()));
     }
 
     /**

@@ -81,11 +81,12 @@ public final class Main {
                                                             --force frees them at once: only if the node is
                                                             powered off (a running node may still write)
               volume claim <id> --alloc A --node N --mode read|write [--access-mode M] [--attachment-mode M]
-                           [--mount-flag F ...] [--keyring FILE]
+                           [--mount-flag F ...] [--trust-file FILE]
                                                             mount flags (repeat the option) replace the volume's; they
-                                                            travel sealed with the keyring claim-service uses: --keyring
-                                                            FILE, else env CSI_SECRETS_KEYRING, else `up`'s own
-                                                            (.csi/up/secrets.keyring); a wait prints progress every 5 s
+                                                            travel sealed for claim-service's public key, found in the
+                                                            trust file: --trust-file FILE, else env CSI_TRUST_FILE, else
+                                                            `up`'s (.csi/up/security/identities/trust.json); a wait
+                                                            prints progress every 5 s
               volume release <id> --alloc A                 publish claim-requested, wait for claim-status
               plugin status [id]                            plugins, or one with its instances per node
               node status [node]                            each node's lease (plugin-registry-service GET /v1/nodes):
@@ -103,10 +104,13 @@ public final class Main {
                                            volume-detach, plugin-read, admin; namespaces default *)
               token revoke <token id>      refuse that token from now on (no restart)
               token roll-key [--retire]    sign with a new key, keep the old one accepted; --retire drops old keys
-              identity join-node <id>      make a node's record-signing key (0600) and trust it; `up` makes its nodes'
+              identity join-node <id>      make a node's record-signing key and its sealing key (0600) and trust
+                                           them; `up` makes its nodes'
               identity scheduler <id>      the same for a scheduler (claim requests); `up` makes scheduler:csi-cli's
-              identity rotate <principal>  a new key for node:<id> / scheduler:<id>; the old one stays trusted
-              identity retire <principal>  drop that principal's old keys from the trust file
+              identity claim-service       claim-service's sealing key (schedulers seal mount flags for it)
+              identity rotate <principal>  a new key for node:<id> (signing and sealing) / scheduler:<id> /
+                                           claim-service (sealing); the old one stays trusted and keeps opening
+              identity retire <principal>  drop that principal's old keys from the trust file (and its key file)
               identity list                the trust file's keys
 
             Options: -json (machine output), --namespace NS (default "default"), --timeout SECONDS,

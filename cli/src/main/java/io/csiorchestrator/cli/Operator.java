@@ -9,8 +9,6 @@ import io.csiorchestrator.events.ClaimMode;
 import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.PathSafeId;
-import io.csiorchestrator.events.SecretKeyring;
-import io.csiorchestrator.events.SecretSealer;
 import io.csiorchestrator.events.WireValue;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -110,7 +108,7 @@ final class Operator {
                 yield detach(args.positional(1, "volume id"), args.positional(2, "node id"), args.flag("force"));
             }
             case "claim" -> claim(args.only(Set.of("alloc", "node", "mode", "access-mode", "attachment-mode",
-                    "timeout", "read-only", "mount-flag", "keyring", "work-dir")).atMost(2).positional(1, "volume id"));
+                    "timeout", "read-only", "mount-flag", "trust-file", "work-dir")).atMost(2).positional(1, "volume id"));
             case "release" -> release(args.only(Set.of("alloc", "timeout")).atMost(2).positional(1, "volume id"));
             default -> throw new Args.UsageException("unknown command 'volume " + verb + "'");
         };
@@ -660,10 +658,10 @@ final class Operator {
         if (flags.isEmpty()) {
             request = ClaimClient.claim(namespace, id, alloc, node, mode, accessMode, attachmentMode);
         } else {
-            SecretKeyring keyring = Keyrings.resolve(args.option("keyring"), env, Up.workDir(args, Main.home(args)));
+            io.csiorchestrator.events.identity.TrustSet.Entry claimService = ClaimServiceKey.resolve(
+                    args.option("trust-file"), env, Up.workDir(args, Main.home(args)));
             try {
-                request = ClaimClient.claim(namespace, id, alloc, node, mode, accessMode, attachmentMode, flags,
-                        new SecretSealer(keyring));
+                request = ClaimClient.claim(namespace, id, alloc, node, mode, accessMode, attachmentMode, flags, claimService);
             } catch (IllegalArgumentException e) {
                 throw new Args.UsageException("--mount-flag: " + e.getMessage());
             }

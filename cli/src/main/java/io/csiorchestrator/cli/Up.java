@@ -127,8 +127,8 @@ final class Up {
         out.println("kafka log                " + cluster.kafkaDir() + "   (./csi restart kafka)");
         out.println("postgresql data          " + cluster.postgresDir().resolve("data") + "   (server pid "
                 + cluster.postmasterPid().map(String::valueOf).orElse("?") + "; ./csi restart postgres)");
-        out.println("sealing keyring          " + work.resolve(Cluster.KEYRING_FILE)
-                + "   (owner-only; ./csi volume claim --mount-flag seals with it)");
+        out.println("identities               " + work.resolve(Cluster.SECURITY_DIR).resolve(Cluster.IDENTITIES_DIR)
+                + "   (trust.json; each node's and claim-service's keys, owner-only; ./csi identity)");
         out.println("logs                     " + cluster.logs());
         out.println("stop with                ./csi down");
         return 0;

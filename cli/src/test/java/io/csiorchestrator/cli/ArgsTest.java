@@ -28,7 +28,7 @@ class ArgsTest {
     void repeatedOptionsKeepEveryValueAndWIsAFlag() {
         Args args = Args.parse("claim", "v", "--mount-flag", "noatime", "--mount-flag=nodiratime", "-w", "x");
         assertEquals(List.of("noatime", "nodiratime"), args.options("mount-flag"));
-        assertEquals(List.of(), args.options("keyring"));
+        assertEquals(List.of(), args.options("trust-file"));
         assertTrue(args.flag("w"));
         assertEquals(List.of("claim", "v", "x"), args.positionals());
     }

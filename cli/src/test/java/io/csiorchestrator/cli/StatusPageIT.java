@@ -65,7 +65,7 @@ class StatusPageIT {
 
     /**
      * With the page open once (a marker set in its window survives to the end, so it was never reloaded): a write
-     * claim made during the test by {@code ./csi volume claim --mount-flag noatime --mount-flag nodiratime --keyring F}
+     * claim made during the test by {@code ./csi volume claim --mount-flag noatime --mount-flag nodiratime --trust-file F}
      * ends ready (each claim-status it printed on the way with the time elapsed), and both flags reached node-1's
      * hostpath plugin (its stage/publish records keep the digest of exactly those flags); the page shows
      * the claim {@code ready} in the volume's claims, one writer, and the ready
@@ -137,8 +137,8 @@ class StatusPageIT {
         js.executeScript("window.csiNotReloaded = true;");
 
         // The CLI's followers, running through the whole test: events (-json) and volume status -w.
-        Path keyringFile = work.resolve("test.keyring");
-        Files.writeString(keyringFile, cluster.sealingKeyring());
+        // mount flags are sealed for claim-service's public key, found in the cluster's trust file (issue 20 item 4)
+        Path trustFile = cluster.identities().trustFile();
         Path tokenFile = work.resolve("test.token");
         Files.writeString(tokenFile, cluster.adminToken());
         String[] endpoints = {"--claims-url", cluster.claimsUrl(), "--registry-url", cluster.registryUrl(),
@@ -150,10 +150,11 @@ class StatusPageIT {
         Captured watch = Captured.run(cat(new String[] {"volume", "status", VOLUME, "-w", "--for", "600s"}, endpoints));
         waitFor("volume status -w printed the volume", () -> watch.out().contains("pluginId"));
 
-        // 1. A claim made now (by the CLI, with two mount flags sealed by --keyring) appears, ready, without a reload.
+        // 1. A claim made now (by the CLI, with two mount flags sealed for claim-service's key from --trust-file) appears,
+        // ready, without a reload.
         Captured claim = Captured.call(cat(new String[] {"volume", "claim", VOLUME, "--alloc", "alloc-page", "--node",
-                "node-1", "--mode", "write", "--mount-flag", "noatime", "--mount-flag", "nodiratime", "--keyring",
-                keyringFile.toString()}, endpoints));
+                "node-1", "--mode", "write", "--mount-flag", "noatime", "--mount-flag", "nodiratime", "--trust-file",
+                trustFile.toString()}, endpoints));
         assertEquals(0, claim.code(), claim.out() + claim.err());
         assertTrue(claim.out().startsWith("ready in "), claim.out());
         // Each claim-status on the way is printed with the time elapsed since the request.

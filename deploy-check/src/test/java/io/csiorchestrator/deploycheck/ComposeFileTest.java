@@ -11,6 +11,7 @@ import static io.csiorchestrator.deploycheck.Manifests.string;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -126,13 +127,21 @@ class ComposeFileTest {
         }
     }
 
+    /**
+     * Issue 20 item 4: claim-service and the worker each read their own sealing keys from a compose secret file
+     * (CSI_SEAL_KEY_FILE under /run/secrets, listed in the service's secrets), never a value; no shared keyring.
+     */
     @ParameterizedTest
     @ValueSource(strings = {"claim-service", "node-mount-worker"})
-    void keyringIsARequiredVariableNeverAValue(String name) {
-        String keyring = string(service(name), "environment", "CSI_SECRETS_KEYRING");
-        assertNotNull(keyring, name + " gets CSI_SECRETS_KEYRING");
-        assertTrue(keyring.startsWith("${CSI_SECRETS_KEYRING:?") && keyring.endsWith("}"),
-                name + ": CSI_SECRETS_KEYRING must be a required variable, is " + keyring);
+    void sealKeyIsTheServicesOwnSecretFileAndNoKeyringIsShared(String name) {
+        assertNull(string(service(name), "environment", "CSI_SECRETS_KEYRING"), name + " gets no shared keyring");
+        String file = string(service(name), "environment", "CSI_SEAL_KEY_FILE");
+        assertNotNull(file, name + " gets CSI_SEAL_KEY_FILE");
+        assertTrue(file.startsWith("/run/secrets/"), name + ": CSI_SEAL_KEY_FILE must be a secret file, is " + file);
+        String target = file.substring("/run/secrets/".length());
+        Object secrets = service(name).get("secrets");
+        assertTrue(secrets instanceof List<?> list && list.stream().anyMatch(s -> s instanceof Map<?, ?> m
+                && target.equals(m.get("target"))), name + " mounts the secret " + target + ": " + secrets);
     }
 
     @Test

@@ -205,9 +205,13 @@ class KubernetesManifestsTest {
         assertEquals("true", string(env(worker, "CSI_WORKER_FENCING_ENABLED"), "value"));
     }
 
+    /**
+     * Issue 20 item 4: no shared keyring anywhere (no container gets CSI_SECRETS_KEYRING or CSI_SECRETS_ACTIVE_KEY);
+     * claim-service reads its own sealing keys from the file of Secret csi-claim-service-seal (never a literal), each
+     * worker its node's from the node's own key directory (a hostPath, not a Secret shared by every node).
+     */
     @Test
-    void keyringComesFromTheSecretEverywhere() {
-        Set<String> seen = new HashSet<>();
+    void sealingKeysAreEachRecipientsOwnFileAndNoKeyringIsShared() {
         for (String kind : List.of("Deployment", "DaemonSet")) {
             for (Map<String, Object> workload : ofKind(kubernetesObjects(), kind)) {
                 for (Map<String, Object> container : maps(workload, "spec", "template", "spec", "containers")) {
@@ -215,16 +219,32 @@ class KubernetesManifestsTest {
                         continue;
                     }
                     for (Map<String, Object> entry : maps(container, "env")) {
-                        if ("CSI_SECRETS_KEYRING".equals(entry.get("name"))) {
-                            assertFalse(entry.containsKey("value"), "a literal keyring in " + container.get("name"));
-                            assertEquals("keyring", string(entry, "valueFrom", "secretKeyRef", "key"));
-                            seen.add(container.get("name").toString());
-                        }
+                        assertFalse(Set.of("CSI_SECRETS_KEYRING", "CSI_SECRETS_ACTIVE_KEY").contains(entry.get("name")),
+                                "a shared keyring in " + container.get("name"));
                     }
                 }
             }
         }
-        assertEquals(Set.of("claim-service", "node-mount-worker"), seen, "who gets the keyring");
+        Map<String, Object> claims = named(kubernetesObjects(), "Deployment", "claim-service");
+        Map<String, Object> claimsPod = map(claims, "spec", "template", "spec");
+        Map<String, Object> claimsContainer = byName(maps(claimsPod, "containers"), "claim-service", "containers");
+        String claimsKey = string(env(claimsContainer, "CSI_SEAL_KEY_FILE"), "value");
+        Map<String, Object> mount = maps(claimsContainer, "volumeMounts").stream()
+                .filter(m -> claimsKey.startsWith(m.get("mountPath") + "/")).findFirst()
+                .orElseThrow(() -> new AssertionError("claim-service's seal key file " + claimsKey + " is on no mount"));
+        Map<String, Object> volume = byName(maps(claimsPod, "volumes"), mount.get("name").toString(), "volumes");
+        assertEquals("csi-claim-service-seal", string(volume, "secret", "secretName"));
+
+        Map<String, Object> workers = named(kubernetesObjects(), "DaemonSet", "node-mount-worker");
+        Map<String, Object> workerPod = map(workers, "spec", "template", "spec");
+        Map<String, Object> worker = byName(maps(workerPod, "containers"), "node-mount-worker", "containers");
+        String nodeKey = string(env(worker, "CSI_SEAL_KEY_FILE"), "value");
+        Map<String, Object> nodeMount = maps(worker, "volumeMounts").stream()
+                .filter(m -> nodeKey.startsWith(m.get("mountPath") + "/")).findFirst()
+                .orElseThrow(() -> new AssertionError("the worker's seal key file " + nodeKey + " is on no mount"));
+        Map<String, Object> nodeVolume = byName(maps(workerPod, "volumes"), nodeMount.get("name").toString(), "volumes");
+        assertTrue(nodeVolume.containsKey("hostPath") && !nodeVolume.containsKey("secret"),
+                "a node's sealing key stays on the node, not in a Secret every node mounts: " + nodeVolume);
     }
 
     /**

@@ -24,12 +24,16 @@ import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 
-import io.csiorchestrator.events.SecretKeyring;
 
-/** No AES key of the keyring format ({@code keyId:base64(32 bytes)}) is committed with the deployment files. */
+/**
+ * No key is committed with the deployment files: no AES key of the former keyring format ({@code keyId:base64(32
+ * bytes)}), no private JSON Web Key (a {@code "d"} member: signing or sealing keys), no shared-keyring Secret.
+ */
 class NoCommittedKeysTest {
 
-    /** keyId:base64 of 32 bytes (44 characters, one '=' of padding), as SecretKeyring.parse reads it. */
+    /** keyId:base64 of 32 bytes (44 characters, one '=' of padding), the former shared keyring's format. */
+    /** A JSON Web Key's private member ({@code "d": "<base64url>"}). */
+    private static final Pattern PRIVATE_JWK = Pattern.compile("\"d\"\\s*:\\s*\"[A-Za-z0-9_=-]{4,}\"");
     private static final Pattern KEY = Pattern.compile("([A-Za-z0-9][A-Za-z0-9._-]*):([A-Za-z0-9+/]{43}=)");
 
     @Test
@@ -37,8 +41,9 @@ class NoCommittedKeysTest {
         byte[] bytes = new byte[32];
         new SecureRandom().nextBytes(bytes);
         String keyring = "k1:" + Base64.getEncoder().encodeToString(bytes);
-        SecretKeyring.parse(keyring, "k1"); // the contract accepts it ...
-        assertFalse(keysIn("CSI_SECRETS_KEYRING: \"" + keyring + "\"").isEmpty(), "... and the detector sees it");
+        assertFalse(keysIn("CSI_SECRETS_KEYRING: \"" + keyring + "\"").isEmpty(), "the detector sees it");
+        assertTrue(PRIVATE_JWK.matcher("{\"kty\":\"OKP\",\"crv\":\"X25519\",\"x\":\"abc\",\"d\": \"c2VjcmV0\"}").find(),
+                "and a private JSON Web Key");
     }
 
     @Test
@@ -51,24 +56,25 @@ class NoCommittedKeysTest {
         assertTrue(files.size() > 5, "files checked: " + files);
         for (Path file : files) {
             assertEquals(List.of(), keysIn(read(file)), root().relativize(file) + " holds what looks like a keyring key");
+            assertFalse(PRIVATE_JWK.matcher(read(file)).find(), root().relativize(file) + " holds a private JSON Web Key");
         }
     }
 
+    /** The Secret template holds placeholders only, and no shared keyring Secret (issue 20 item 4: keys per recipient). */
     @Test
-    void theSecretTemplateHoldsOnlyPlaceholders() {
+    void theSecretTemplateHoldsOnlyPlaceholdersAndNoSharedKeyring() {
         Path template = kubernetesDir().resolve("secret.template.yaml");
         String text = read(template);
         assertTrue(text.contains("TEMPLATE"), "the template says it is one");
-        Map<String, Object> secret = documents(template).stream()
-                .filter(d -> "csi-secrets".equals(string(d, "metadata", "name")))
-                .findFirst()
-                .orElseThrow(() -> new AssertionError("no Secret csi-secrets in " + template));
-        assertEquals("Secret", secret.get("kind"));
-        String keyring = string(secret, "stringData", "keyring");
-        assertTrue(keyring.contains("REPLACE_ME"), "keyring is a placeholder: " + keyring);
-        String activeKey = string(secret, "stringData", "active-key");
-        assertThrows(RuntimeException.class, () -> SecretKeyring.parse(keyring, activeKey),
-                "the placeholder must not be a usable keyring");
+        List<Map<String, Object>> docs = documents(template);
+        assertTrue(docs.stream().noneMatch(d -> "csi-secrets".equals(string(d, "metadata", "name"))),
+                "no shared keyring Secret csi-secrets");
+        Map<String, Object> db = docs.stream().filter(d -> "csi-db".equals(string(d, "metadata", "name"))).findFirst()
+                .orElseThrow(() -> new AssertionError("no Secret csi-db in " + template));
+        assertEquals("Secret", db.get("kind"));
+        assertTrue(string(db, "stringData", "claims-password").contains("REPLACE_ME"));
+        assertTrue(text.contains("csi-claim-service-seal") && text.contains("./csi identity claim-service"),
+                "the template says how to make claim-service's sealing key Secret");
     }
 
     private static List<String> keysIn(String text) {

@@ -18,7 +18,7 @@ import java.util.Map;
  * @param mountOptions the fs type that replaces the volume's; optional. Its {@code mountFlags} must be
  *                     empty: flags may carry credentials and never travel in plain text, so a record
  *                     with plain flags is malformed (dead-lettered)
- * @param sealedMountFlags the mount flags that replace the volume's, sealed with the shared keyring
+ * @param sealedMountFlags the mount flags that replace the volume's, sealed for claim-service's public key
  *                     for {@code namespace/volumeId} (a {@link SecretPayload} with no secrets, see
  *                     {@link #sealFlags}); optional
  * @param mountSupport what the task driver can mount; absent means {@link MountSupport#ALL}
@@ -75,7 +75,7 @@ public record ClaimRequested(
         if (!mountOptions.mountFlags().isEmpty()) {
             v.addRedacted("mountOptions.mountFlags", "must not carry mount flags in plain text ("
                     + mountOptions.mountFlags().size() + " given, values not shown): seal them into sealedMountFlags"
-                    + " with the shared secret keyring (ClaimRequested.sealFlags)");
+                    + " for claim-service's public key (ClaimRequested.sealFlags)");
         }
         if (sealedMountFlags != null) {
             sealedMountFlags.checkFields("sealedMountFlags", v);
@@ -87,7 +87,8 @@ public record ClaimRequested(
      * of {@link #sealedMountFlags}. Null when there are no flags. Throws an
      * {@link IllegalArgumentException} naming the flag's index (never its value) if a flag is invalid.
      */
-    public static SealedSecrets sealFlags(SecretSealer sealer, String namespace, String volumeId, List<String> mountFlags) {
+    public static SealedSecrets sealFlags(io.csiorchestrator.events.identity.TrustSet.Entry claimService, String namespace,
+                                          String volumeId, List<String> mountFlags) {
         if (mountFlags == null || mountFlags.isEmpty()) {
             return null;
         }
@@ -97,7 +98,7 @@ public record ClaimRequested(
             throw new IllegalArgumentException("invalid mount flags for " + SecretSealer.associatedData(namespace, volumeId)
                     + ": " + v.list());
         }
-        return sealer.seal(new SecretPayload(Map.of(), mountFlags), SecretSealer.associatedData(namespace, volumeId));
+        return SecretSealer.seal(new SecretPayload(Map.of(), mountFlags), claimService, namespace, volumeId);
     }
 
     /**
@@ -105,10 +106,10 @@ public record ClaimRequested(
      * flags. Throws {@link SecretSealer.SecretUnsealException} (naming the key id, never material)
      * when they cannot be opened: unknown key, tampered, or sealed for another volume.
      */
-    public List<String> openMountFlags(SecretSealer sealer) {
+    public List<String> openMountFlags(SecretSealer.Opener opener) {
         if (sealedMountFlags == null) {
             return List.of();
         }
-        return sealer.open(sealedMountFlags, SecretSealer.associatedData(namespace, volumeId)).mountFlags();
+        return opener.open(sealedMountFlags, namespace, volumeId).mountFlags();
     }
 }

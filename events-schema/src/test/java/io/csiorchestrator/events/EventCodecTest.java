@@ -94,7 +94,10 @@ class EventCodecTest {
 
     @Test
     void sealedMountFlagsTravelSealedAndOpenOnlyForTheirVolume() {
-        SecretSealer sealer = new SecretSealer(SecretKeyring.parse("k1:" + SecretSealerTest.KEY_A, "k1"));
+        io.csiorchestrator.events.identity.SealingKeys claimService = io.csiorchestrator.events.identity.SealingKeys.generate(
+                io.csiorchestrator.events.identity.Principal.service("claim-service"), "k1");
+        io.csiorchestrator.events.identity.TrustSet.Entry sealer = claimService.publicEntry(claimService.newest());
+        SecretSealer.Opener opener = (sealed, ns, vol) -> SecretSealer.open(sealed, claimService, ns, vol);
         List<String> flags = List.of("noatime", "password=hunter2");
         ClaimRequested claim = new ClaimRequested("r", "d", "v", "a", "n", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER,
                 AttachmentMode.FILE_SYSTEM, false, new MountOptions("ext4", null),
@@ -103,22 +106,23 @@ class EventCodecTest {
         assertFalse(wire.contains("hunter2") || wire.contains("noatime"), wire);
         assertFalse(claim.toString().contains("hunter2") || claim.toString().contains("noatime"), claim.toString());
         ClaimRequested back = EventCodec.decode(ClaimRequested.class, wire);
-        assertEquals(flags, back.openMountFlags(sealer));
-        assertEquals(SecretPayload.EMPTY.secrets(), sealer.open(back.sealedMountFlags(), SecretSealer.associatedData("d", "v")).secrets());
+        assertEquals(flags, back.openMountFlags(opener));
+        assertEquals(SecretPayload.EMPTY.secrets(), opener.open(back.sealedMountFlags(), "d", "v").secrets());
 
         ClaimRequested moved = new ClaimRequested("r", "d", "other", "a", "n", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER,
                 AttachmentMode.FILE_SYSTEM, false, null, back.sealedMountFlags(), null, null);
         SecretSealer.SecretUnsealException wrongVolume = assertThrows(SecretSealer.SecretUnsealException.class,
-                () -> moved.openMountFlags(sealer));
+                () -> moved.openMountFlags(opener));
         assertTrue(wrongVolume.getMessage().contains("'k1'") && wrongVolume.getMessage().contains("d/other"), wrongVolume.getMessage());
-        SecretSealer otherRing = new SecretSealer(SecretKeyring.parse("k2:" + SecretSealerTest.KEY_B, "k2"));
+        io.csiorchestrator.events.identity.SealingKeys otherKeys = io.csiorchestrator.events.identity.SealingKeys.generate(
+                io.csiorchestrator.events.identity.Principal.service("claim-service"), "k2");
         SecretSealer.SecretUnsealException unknownKey = assertThrows(SecretSealer.SecretUnsealException.class,
-                () -> back.openMountFlags(otherRing));
+                () -> back.openMountFlags((sealed, ns, vol) -> SecretSealer.open(sealed, otherKeys, ns, vol)));
         assertTrue(unknownKey.getMessage().contains("'k1'"), unknownKey.getMessage());
 
         assertEquals(null, ClaimRequested.sealFlags(sealer, "d", "v", List.of()));
         assertEquals(List.of(), new ClaimRequested("r", "d", "v", "a", null, ClaimMode.RELEASE, null, null, null, null, null,
-                null, null).openMountFlags(sealer), "no sealed flags: none");
+                null, null).openMountFlags(opener), "no sealed flags: none");
         IllegalArgumentException invalid = assertThrows(IllegalArgumentException.class,
                 () -> ClaimRequested.sealFlags(sealer, "d", "v", List.of("ok", "pw=hunter2,uid=0")));
         assertTrue(invalid.getMessage().contains("mountFlags[1]"), invalid.getMessage());
@@ -129,8 +133,9 @@ class EventCodecTest {
     void aBadSealedEnvelopeIsNamed() {
         MalformedEventException e = reject("""
                 {"requestId":"r","namespace":"d","volumeId":"v","allocationId":"a","mode":"release",
-                 "sealedMountFlags":{"keyId":"../k","algorithm":"ROT13","nonce":"AAAA","ciphertext":"%%"}}""");
-        assertEquals(Set.of("sealedMountFlags.keyId", "sealedMountFlags.algorithm", "sealedMountFlags.ciphertext"), fields(e));
+                 "sealedMountFlags":{"keyId":"../k","algorithm":"ROT13","recipient":"x:y","epk":"AAAA","nonce":"AAAA","ciphertext":"%%"}}""");
+        assertEquals(Set.of("sealedMountFlags.keyId", "sealedMountFlags.algorithm", "sealedMountFlags.recipient",
+                "sealedMountFlags.epk", "sealedMountFlags.ciphertext"), fields(e));
     }
 
     @Test

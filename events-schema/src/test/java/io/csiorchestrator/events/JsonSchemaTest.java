@@ -105,7 +105,7 @@ class JsonSchemaTest {
         assertFalse(schema(EventType.CLAIM_REQUESTED).validate(plainFlags).isEmpty(), "mount flags never travel in plain text");
         ObjectNode badSeal = sampleJson(EventType.CLAIM_REQUESTED);
         ((ObjectNode) badSeal.get("sealedMountFlags")).put("algorithm", "ROT13");
-        assertFalse(schema(EventType.CLAIM_REQUESTED).validate(badSeal).isEmpty(), "sealed flags are AES-256-GCM");
+        assertFalse(schema(EventType.CLAIM_REQUESTED).validate(badSeal).isEmpty(), "sealed flags use the X25519-HKDF-SHA256-A256GCM scheme");
         ObjectNode fsOnly = sampleJson(EventType.CLAIM_REQUESTED);
         fsOnly.remove("sealedMountFlags");
         assertTrue(schema(EventType.CLAIM_REQUESTED).validate(fsOnly).isEmpty(), "a plain fs type without flags is fine");

@@ -16,7 +16,7 @@ final class SampleEvents {
         return new ClaimRequested("req-1", "default", "vol-1", "alloc-1", "node-1", ClaimMode.WRITE,
                 AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false,
                 new MountOptions("ext4", List.of()),
-                new SealedSecrets("k1", SealedSecrets.AES_256_GCM, "AAAAAAAAAAAAAAAA", "c2VjcmV0"), MountSupport.ALL, T);
+                new SealedSecrets("k1", SealedSecrets.ALGORITHM, "node:node-1", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "AAAAAAAAAAAAAAAA", "c2VjcmV0"), MountSupport.ALL, T);
     }
 
     static ClaimStatus claimStatus() {
@@ -28,7 +28,7 @@ final class SampleEvents {
         return new NodeCommand("cmd-1", "node-1", NodeCommandKind.MOUNT, "default", "vol-1", "hostpath",
                 "ext-vol-1", "alloc-1", AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, "ext4",
                 "ext-node-1", Map.of("ctx", "v"), Map.of("device", "/dev/x"),
-                new SealedSecrets("k1", SealedSecrets.AES_256_GCM, "AAAAAAAAAAAAAAAA", "c2VjcmV0"), T)
+                new SealedSecrets("k1", SealedSecrets.ALGORITHM, "node:node-1", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "AAAAAAAAAAAAAAAA", "c2VjcmV0"), T)
                 .withFencing(3L, 7L, true);
     }
 

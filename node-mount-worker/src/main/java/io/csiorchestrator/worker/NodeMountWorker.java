@@ -72,8 +72,6 @@ public class NodeMountWorker {
     private final WorkerConfig config;
     private final String bootstrapServers;
     private final TopicCatalog topics;
-    private final Optional<String> keyring;
-    private final Optional<String> activeKey;
     private final Clock clock = Clock.systemUTC();
     private final Telemetry telemetry;
 
@@ -105,8 +103,6 @@ public class NodeMountWorker {
     public NodeMountWorker(WorkerConfig config,
                            @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092") String bootstrapServers,
                            @ConfigProperty(name = TopicCatalog.PREFIX_PROPERTY, defaultValue = "") Optional<String> prefix,
-                           @ConfigProperty(name = "csi.secrets.keyring") Optional<String> keyring,
-                           @ConfigProperty(name = "csi.secrets.active-key") Optional<String> activeKey,
                            @ConfigProperty(name = "csi.fencing.lease-ttl", defaultValue = "30s") java.time.Duration leaseTtl,
                            MeterRegistry meters, OpenTelemetry openTelemetry, Tracer tracer) {
         this.leaseTtl = leaseTtl;
@@ -116,8 +112,6 @@ public class NodeMountWorker {
         this.kafkaSecurity = KafkaClientSecurity.from(
                 name -> org.eclipse.microprofile.config.ConfigProvider.getConfig().getOptionalValue(name, String.class));
         this.topics = new TopicCatalog(prefix.orElse(""));
-        this.keyring = keyring;
-        this.activeKey = activeKey;
     }
 
     void onStart(@Observes StartupEvent event) throws IOException {
@@ -433,7 +427,7 @@ public class NodeMountWorker {
     }
 
     private SecretOpener secretOpener() {
-        return SecretOpener.fromKeyring(keyring.orElse(null), activeKey.orElse(null));
+        return SecretOpener.forNode(config.nodeId(), config.sealKeyFile().orElse(null));
     }
 
     public synchronized void stop() {

@@ -20,6 +20,13 @@ public interface WorkerConfig {
      */
     Optional<Path> identityKeyFile();
 
+    /**
+     * This node's sealing key file ({@code csi.worker.seal-key-file}, env {@code CSI_SEAL_KEY_FILE}; issue 20 item 4):
+     * its X25519 keys (0600), which open the secrets claim-service sealed for this node only. Empty: a command carrying
+     * secrets fails.
+     */
+    Optional<Path> sealKeyFile();
+
     /** The worker's root: staging/, per-alloc/ and records/ live under it. Absolute. */
     @WithDefault("/var/lib/csi-worker")
     Path root();

@@ -65,7 +65,8 @@ public final class NodeFleet implements AutoCloseable {
 
     /**
      * The directory of the nodes' signing keys ({@code CSI_IDENTITY_DIR}: {@code node-<id>.key} per node, as
-     * {@code ./csi up} makes them); unset: the simulated nodes' records go unsigned.
+     * {@code ./csi up} makes them, and their sealing keys {@code node-<id>.seal.key}); unset: the simulated nodes'
+     * records go unsigned and a command carrying secrets fails.
      */
     private static final io.csiorchestrator.events.identity.IdentityDirectory identities =
             System.getenv("CSI_IDENTITY_DIR") == null ? null
@@ -90,7 +91,12 @@ public final class NodeFleet implements AutoCloseable {
             }
             SimulatedPlugin plugin = new SimulatedPlugin(settings.pluginId(), nodeId, settings.pluginDelay(),
                     settings.controllerPublish(), metrics.csiAttempts(settings.pluginId()));
-            SimulatedNode node = new SimulatedNode(nodeId, root, plugin, settings.secrets(), publisher, clock);
+            // each simulated node opens only what is sealed for it, with the sealing key ./csi up made for it (issue 20 item 4)
+            Path sealKey = identities == null ? null
+                    : identities.sealKeyFile(io.csiorchestrator.events.identity.Principal.node(nodeId));
+            SecretOpener secrets = sealKey != null && Files.exists(sealKey) ? SecretOpener.forNode(nodeId, sealKey)
+                    : settings.secrets();
+            SimulatedNode node = new SimulatedNode(nodeId, root, plugin, secrets, publisher, clock);
             node.open();
             publisher.start();
             ExecutorService volumeThreads = Executors.newFixedThreadPool(Math.max(1, settings.concurrency()),

@@ -56,7 +56,8 @@ public final class NodeSimulator {
                                           or 30s; 0 = no lease requests)
               --concurrency N             volumes operated on at the same time per node (default 4, the worker's)
               --http-port N               health and metrics (default 8083; 0 for a free port)
-            Secrets: CSI_SECRETS_KEYRING / CSI_SECRETS_ACTIVE_KEY in the environment, as for the worker.
+            Keys: CSI_IDENTITY_DIR names the directory of each node's node-<id>.key (record signatures) and
+            node-<id>.seal.key (opens the secrets sealed for that node), as ./csi up makes them.
             """;
 
     private static final Set<String> FLAGS = Set.of("controller-publish");
@@ -93,7 +94,7 @@ public final class NodeSimulator {
         NodeFleet fleet = new NodeFleet(new NodeFleet.Settings(options.kafka(), new TopicCatalog(options.topicPrefix()),
                 options.root().toAbsolutePath().normalize(), options.nodeIds(), options.pluginId(),
                 options.pluginDelay(), options.controllerPublish(), options.heartbeatInterval(), options.concurrency(),
-                options.leaseTtl(), SecretOpener.fromKeyring(System.getenv("CSI_SECRETS_KEYRING"), System.getenv("CSI_SECRETS_ACTIVE_KEY"))),
+                options.leaseTtl(), SecretOpener.none()),
                 telemetry);
         HttpServer http = HttpServer.create(new InetSocketAddress("0.0.0.0", options.httpPort()), 50);
         http.createContext("/q/health/live", ex -> answer(ex, 200, "application/json", "{\"status\":\"UP\"}"));

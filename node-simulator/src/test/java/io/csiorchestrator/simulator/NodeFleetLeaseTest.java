@@ -41,7 +41,7 @@ class NodeFleetLeaseTest {
             kafka.createTopic(topics.name(Topic.NODE_LEASE_REQUESTS), 6, Map.of());
             NodeFleet.Settings settings = new NodeFleet.Settings(kafka.bootstrapServers(), topics, root,
                     List.of("sim-a", "sim-b"), "simulated", Duration.ZERO, false, Duration.ofSeconds(30), 1,
-                    Duration.ofMillis(600), SecretOpener.fromKeyring(null, null));
+                    Duration.ofMillis(600), SecretOpener.none());
             try (NodeFleet fleet = new NodeFleet(settings,
                     new Telemetry(new WorkerMetrics(new SimpleMeterRegistry()), NodeSimulator.tracing()))) {
                 fleet.start();

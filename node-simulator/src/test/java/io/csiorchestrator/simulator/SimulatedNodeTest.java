@@ -64,7 +64,7 @@ class SimulatedNodeTest {
     };
 
     private SimulatedNode node(SimulatedPlugin plugin) throws IOException {
-        SimulatedNode node = new SimulatedNode(NODE, root.resolve(NODE), plugin, SecretOpener.fromKeyring(null, null),
+        SimulatedNode node = new SimulatedNode(NODE, root.resolve(NODE), plugin, SecretOpener.none(),
                 sink, Clock.systemUTC());
         node.open();
         return node;

@@ -3,6 +3,7 @@ package io.csiorchestrator.testkit;
 import io.csiorchestrator.events.identity.IdentityKey;
 import io.csiorchestrator.events.identity.Principal;
 import io.csiorchestrator.events.identity.RecordSignature;
+import io.csiorchestrator.events.identity.SealingKeys;
 import io.csiorchestrator.events.identity.TrustSet;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -23,7 +24,8 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * scheduler, created the first time a test asks for it and added to this JVM's trust file ({@link #trustFile()}, in a
  * temporary directory), which the services under test read ({@link IdentityResource} hands its path to Quarkus as
  * {@code csi.security.trust-file}; the services read it again when it changes, at once for an unknown key id). A
- * {@link #stranger} key is never in the trust file. Test-only keys: never used outside tests.
+ * {@link #stranger} key is never in the trust file. Sealing keys ({@link #sealing}): every node's and claim-service's,
+ * published in the same trust file. Test-only keys: never used outside tests.
  */
 public final class TestIdentities {
 
@@ -32,6 +34,9 @@ public final class TestIdentities {
 
     private static final Map<Principal, IdentityKey> KEYS = new ConcurrentHashMap<>();
     private static final Map<Principal, IdentityKey> STRANGERS = new ConcurrentHashMap<>();
+    private static final Map<Principal, SealingKeys> SEALING = new ConcurrentHashMap<>();
+    /** The principal claim-service seals and opens as (issue 20 item 4). */
+    public static final Principal CLAIM_SERVICE = Principal.service("claim-service");
     private static Path dir;
     private static TrustSet trust = TrustSet.of(List.of());
 
@@ -76,8 +81,52 @@ public final class TestIdentities {
             trust = trust.with(key.publicEntry());
             trust.write(dir.resolve("trust.json"));
             KEYS.put(principal, key);
+            if (principal.kind() == Principal.Kind.NODE) {
+                sealing(principal);
+            }
         }
         return key;
+    }
+
+    /**
+     * The sealing keys (X25519, issue 20 item 4) of {@code principal}: made, written 0600 to
+     * {@code <kind>-<id>.seal.key} beside the trust file and published in it (an {@code enc} key) the first time. Every
+     * node with a signing key has them too.
+     */
+    public static synchronized SealingKeys sealing(Principal principal) {
+        SealingKeys keys = SEALING.get(principal);
+        if (keys == null) {
+            keys = SealingKeys.generate(principal, principal.kind().name().toLowerCase(java.util.Locale.ROOT) + "."
+                    + principal.id() + ".enc.k1");
+            trustFile();
+            keys.write(sealKeyFile(principal));
+            trust = trust.with(keys.publicEntry(keys.newest()));
+            trust.write(dir.resolve("trust.json"));
+            SEALING.put(principal, keys);
+        }
+        return keys;
+    }
+
+    /** Adds a new sealing key for {@code principal} (a rotation): its key file first, then the trust file. */
+    public static synchronized SealingKeys rotateSealing(Principal principal, String kid) {
+        SealingKeys keys = sealing(principal).withNewKey(kid);
+        keys.write(sealKeyFile(principal));
+        trust = trust.with(keys.publicEntry(keys.newest()));
+        trust.write(dir.resolve("trust.json"));
+        SEALING.put(principal, keys);
+        return keys;
+    }
+
+    /** The sealing key file of {@code principal} (written by {@link #sealing}). */
+    public static Path sealKeyFile(Principal principal) {
+        return trustFile().resolveSibling(principal.kind().name().toLowerCase(java.util.Locale.ROOT) + "-" + principal.id()
+                + ".seal.key");
+    }
+
+    /** What a scheduler seals mount flags for: claim-service's newest sealing key in the trust file. */
+    public static TrustSet.Entry claimServiceSealingKey() {
+        SealingKeys keys = sealing(CLAIM_SERVICE);
+        return keys.publicEntry(keys.newest());
     }
 
     /** Writes {@code node}'s key to a 0600 file of its own (for a worker process) and returns its path. */

@@ -292,6 +292,17 @@ public class ProvisionService {
                 return apply(p, volume, machine().noController(snapshot(p), p.pluginId), tx);
             }
             Instant now = Instant.now();
+            // Secrets re-sealed for the target node only (issue 20 item 4); without a sealing key for it, wait for one.
+            io.csiorchestrator.events.SealedSecrets sealedForTarget;
+            try {
+                sealedForTarget = secrets.forNode(p.sealedJson, target, p.namespace, p.volumeId);
+            } catch (IllegalStateException | io.csiorchestrator.events.SecretSealer.SecretUnsealException e) {
+                p.commandId = null;
+                p.retryAt = now.plus(provisionSettings.baseBackoff());
+                p.lastError = e.getMessage();
+                LOG.warnf("provision %s: %s", p.volumeKey, p.lastError);
+                return Uni.createFrom().voidItem();
+            }
             p.commandId = p.namespace + "." + p.volumeId + "." + kind.wire() + "." + p.attempt + "."
                     + UUID.randomUUID().toString().substring(0, 8);
             p.commandNodeId = target;
@@ -301,7 +312,7 @@ public class ProvisionService {
             NodeCommand command = new NodeCommand(p.commandId, target, kind, p.namespace, p.volumeId, p.pluginId,
                     create ? null : p.externalId, null,
                     create ? AccessMode.fromWire(p.accessMode) : null, create ? AttachmentMode.fromWire(p.attachmentMode) : null,
-                    false, create ? p.fsType : null, null, Map.of(), Map.of(), secrets.fromJson(p.sealedJson), now);
+                    false, create ? p.fsType : null, null, Map.of(), Map.of(), sealedForTarget, now);
             if (create) {
                 command = command.withProvision(new ProvisionSpec(p.csiName, p.capacityMinBytes, p.capacityMaxBytes,
                         Json.map(p.parametersJson), Json.map(p.topologyJson), p.sourceSnapshotId, p.sourceVolumeId));

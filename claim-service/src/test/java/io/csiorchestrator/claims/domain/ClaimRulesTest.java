@@ -133,7 +133,7 @@ public class ClaimRulesTest {
     @Test
     void sealedMountFlagsThatCannotBeUsedRejectTheClaimNamingTheProblem() {
         VolumeFacts fs = volume(AccessMode.SINGLE_NODE_WRITER, null, List.of());
-        String problem = "secrets were sealed with key 'k-old', which is not in this keyring [k1]";
+        String problem = "secrets sealed for claim-service with key 'k-old', which claim-service does not hold";
         Request unsealable = new Request(ALLOC, "n1", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM,
                 MountSupport.ALL, true, problem);
         assertReject(fs, unsealable, "sealedMountFlags cannot be used: " + problem);

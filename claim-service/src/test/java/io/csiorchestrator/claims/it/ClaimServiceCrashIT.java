@@ -76,7 +76,6 @@ import org.junit.jupiter.api.Test;
  */
 class ClaimServiceCrashIT {
 
-    static final String KEYRING = "test-key:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
     static final Duration WAIT = Duration.ofSeconds(90);
     static final String NODE = "node-a";
     static final AtomicInteger RUN = new AtomicInteger();
@@ -366,13 +365,11 @@ class ClaimServiceCrashIT {
      */
     private ClaimServiceProcess startInstance(String name, String instanceName) {
         Map<String, String> env = Map.of(
-                "CSI_SECRETS_KEYRING", KEYRING,
                 "CSI_INSTANCE_NAME", instanceName,
                 "QUARKUS_DATASOURCE_REACTIVE_URL", pg.reactiveUrl(database),
                 "QUARKUS_DATASOURCE_USERNAME", pg.username(),
                 "QUARKUS_DATASOURCE_PASSWORD", pg.password());
         Map<String, String> props = new LinkedHashMap<>();
-        props.put("csi.secrets.active-key", "test-key");
         props.put("csi.topics.prefix", prefix);
         // The relay's producer (and the topic admin) through the proxy; the consumers straight to the broker.
         props.put("kafka.bootstrap.servers", "127.0.0.1:" + relayKafka.port());

@@ -65,6 +65,10 @@ final class ClaimServiceProcess {
         cmd.add("-Dmp.jwt.verify.publickey.location=" + jwks.toAbsolutePath());
         // the tests' record-signing keys (TestIdentities): records are checked as in production
         cmd.add("-Dcsi.security.trust-file=" + io.csiorchestrator.testkit.TestIdentities.trustFile());
+        // and claim-service's sealing key (issue 20 item 4)
+        io.csiorchestrator.testkit.TestIdentities.sealing(io.csiorchestrator.testkit.TestIdentities.CLAIM_SERVICE);
+        cmd.add("-Dcsi.secrets.seal-key-file=" + io.csiorchestrator.testkit.TestIdentities.sealKeyFile(
+                io.csiorchestrator.testkit.TestIdentities.CLAIM_SERVICE));
         cmd.add("-jar");
         cmd.add(jar.toAbsolutePath().toString());
         Path log = logDir.resolve(name + ".log");

@@ -181,14 +181,16 @@ class UpStateIT {
         long statusRecords = endOffsets(Cluster.TOPIC_PREFIX + "claim-status");
         assertTrue(statusRecords > 0, "no claim-status record before the restart");
 
-        String keyring = Files.readString(work.resolve(Cluster.KEYRING_FILE));
+        java.nio.file.Path sealKey = work.resolve(Cluster.SECURITY_DIR).resolve(Cluster.IDENTITIES_DIR)
+                .resolve("service-claim-service.seal.key");
+        String sealing = Files.readString(sealKey);
 
         Run down = csi("down", "--work-dir", work.toString());
         assertEquals(0, down.code(), down.toString());
         Run up = csi("up", "--work-dir", work.toString(), "--free-ports");
         assertEquals(0, up.code(), up.toString());
         assertTrue(up.out().contains("keeping the state in " + work), up.out());
-        assertEquals(keyring, Files.readString(work.resolve(Cluster.KEYRING_FILE)), "up keeps its sealing keyring");
+        assertEquals(sealing, Files.readString(sealKey), "up keeps claim-service's sealing keys");
         // up prints the status page's address, and the page is there.
         String page = up.out().lines().filter(l -> l.startsWith("status page ")).findFirst()
                 .map(l -> l.substring("status page ".length()).trim().split("\\s+")[0]).orElseThrow(() ->
@@ -196,7 +198,8 @@ class UpStateIT {
         assertEquals(endpoints().getProperty("claims.url") + "/status/", page);
         Http.Response served = new Http("status page", page).get("");
         assertTrue(served.status() == 200 && served.raw().contains("csi-orchestrator status"), served.raw());
-        // A claim with a mount flag sealed with up's own keyring (found through --work-dir) is accepted after the restart.
+        // A claim with a mount flag sealed for claim-service's key (up's trust file, found through --work-dir) is
+        // accepted after the restart: what was sealed before still opens.
         Run flagged = csi(withEndpoints("volume", "claim", "restart-kept", "--alloc", "alloc-flags", "--node", "node-1",
                 "--mode", "read", "--mount-flag", "noatime", "--work-dir", work.toString(),
                 "--timeout", String.valueOf(ANSWER.toSeconds())));

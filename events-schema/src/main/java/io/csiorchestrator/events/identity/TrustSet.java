@@ -22,7 +22,7 @@ import java.util.Optional;
 
 /**
  * The trust file: the public keys consumers believe, by key id, each bound to one {@link Principal} and one use
- * ({@code sig}: record signatures; {@code enc}: sealing, reserved). A JSON Web Key Set of OKP keys with a {@code sub}
+ * ({@code sig}: record signatures; {@code enc}: X25519 keys secrets are sealed to, {@link SealingKeys}). A JSON Web Key Set of OKP keys with a {@code sub}
  * member naming the principal: {@code {"keys":[{"kty":"OKP","crv":"Ed25519","use":"sig","kid":"node-1.k1",
  * "sub":"node:node-1","x":"<base64url>"}, ...]}}. A principal may have several keys at once (a rotation in
  * progress: both kids verify until the old one is removed). A key id appears once.
@@ -61,7 +61,8 @@ public final class TrustSet {
     private final Map<String, Entry> byKid;
 
     private TrustSet(Map<String, Entry> byKid) {
-        this.byKid = Map.copyOf(byKid);
+        // in the file's order (Map.copyOf would not keep it): the newest key of a principal is its last
+        this.byKid = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(byKid));
     }
 
     public static TrustSet of(Collection<Entry> entries) {
@@ -76,6 +77,20 @@ public final class TrustSet {
 
     public Optional<Entry> find(String kid) {
         return Optional.ofNullable(byKid.get(kid));
+    }
+
+    /**
+     * The key to seal for {@code principal}: the newest (last listed) {@code enc} key the trust file publishes for it;
+     * empty when it has none.
+     */
+    public Optional<Entry> sealingKey(Principal principal) {
+        Entry found = null;
+        for (Entry e : byKid.values()) {
+            if (e.use() == Use.ENC && e.principal().equals(principal)) {
+                found = e;
+            }
+        }
+        return Optional.ofNullable(found);
     }
 
     public Collection<Entry> entries() {

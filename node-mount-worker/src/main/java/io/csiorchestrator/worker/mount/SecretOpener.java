@@ -1,31 +1,41 @@
 package io.csiorchestrator.worker.mount;
 
 import io.csiorchestrator.events.SealedSecrets;
-import io.csiorchestrator.events.SecretKeyring;
 import io.csiorchestrator.events.SecretPayload;
-import io.csiorchestrator.events.SecretSealer;
+import io.csiorchestrator.events.identity.Principal;
+import io.csiorchestrator.events.identity.SealingKeyFile;
+import java.nio.file.Path;
 
-/** Opens sealed secrets for one volume (namespace/volume id is the associated data). */
+/**
+ * Opens sealed secrets for one volume (namespace/volume id) with this node's own sealing keys (issue 20 item 4): only
+ * what claim-service sealed for {@code node:<this node>}; a value sealed for another node is refused naming its
+ * recipient and key id.
+ */
 @FunctionalInterface
 public interface SecretOpener {
 
     SecretPayload open(SealedSecrets sealed, String namespace, String volumeId);
 
     /**
-     * Opens with {@code keyring} ({@code csi.secrets.keyring}, {@code csi.secrets.active-key}); without a
-     * keyring (null or blank) a command without sealed secrets passes and one with them fails.
+     * Opens with node {@code nodeId}'s sealing key file ({@code csi.worker.seal-key-file}; a file of another node is
+     * refused here); without one (null), a command without sealed secrets passes and one with them fails.
      */
-    static SecretOpener fromKeyring(String keyring, String activeKey) {
-        if (keyring == null || keyring.isBlank()) {
-            return (sealed, ns, vol) -> {
-                if (sealed == null) {
-                    return SecretPayload.EMPTY;
-                }
-                throw new IllegalStateException("the command carries sealed secrets but csi.secrets.keyring is not "
-                        + "configured on this node");
-            };
+    static SecretOpener forNode(String nodeId, Path sealKeyFile) {
+        if (sealKeyFile == null) {
+            return none();
         }
-        SecretSealer sealer = new SecretSealer(SecretKeyring.parse(keyring, activeKey));
-        return (sealed, ns, vol) -> sealer.open(sealed, SecretSealer.associatedData(ns, vol));
+        SealingKeyFile keys = new SealingKeyFile(sealKeyFile, Principal.node(nodeId));
+        return keys::open;
+    }
+
+    /** Opens nothing: a command with sealed secrets fails (no sealing key configured on this node). */
+    static SecretOpener none() {
+        return (sealed, ns, vol) -> {
+            if (sealed == null) {
+                return SecretPayload.EMPTY;
+            }
+            throw new IllegalStateException("the command carries secrets sealed for " + sealed.recipient() + " (key '"
+                    + sealed.keyId() + "') but no sealing key (csi.worker.seal-key-file) is configured on this node");
+        };
     }
 }

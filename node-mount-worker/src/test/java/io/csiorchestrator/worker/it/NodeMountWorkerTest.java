@@ -199,6 +199,14 @@ class NodeMountWorkerTest {
                 () -> spans.spans().stream().filter(predicate).findFirst(), java.util.Optional::isPresent).orElseThrow();
     }
 
+    /** {@code payload} of volume {@code NS/volumeId} sealed as claim-service seals it for {@code node} (issue 20 item 4). */
+    static io.csiorchestrator.events.SealedSecrets sealFor(String node, io.csiorchestrator.events.SecretPayload payload,
+                                                           String volumeId) {
+        io.csiorchestrator.events.identity.SealingKeys keys = io.csiorchestrator.testkit.TestIdentities.sealing(
+                io.csiorchestrator.events.identity.Principal.node(node));
+        return io.csiorchestrator.events.SecretSealer.seal(payload, keys.publicEntry(keys.newest()), NS, volumeId);
+    }
+
     private static MountDone awaitDone(NodeCommand command) {
         return awaitDone(command, 1).get(0);
     }
@@ -505,10 +513,8 @@ class NodeMountWorkerTest {
         String secret = "canary-secret-" + UUID.randomUUID();
         String flag = "canary-flag-" + UUID.randomUUID();
         String ext = createVolume("echo-vol");
-        io.csiorchestrator.events.SealedSecrets sealed = new io.csiorchestrator.events.SecretSealer(
-                io.csiorchestrator.events.SecretKeyring.parse(WorkerRootResource.KEYRING, "k1")).seal(
-                new io.csiorchestrator.events.SecretPayload(Map.of("password", secret), List.of(flag)),
-                io.csiorchestrator.events.SecretSealer.associatedData(NS, "echo"));
+        io.csiorchestrator.events.SealedSecrets sealed = sealFor(NODE,
+                new io.csiorchestrator.events.SecretPayload(Map.of("password", secret), List.of(flag)), "echo");
         NodeCommand command = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "echo",
                 PLUGIN, ext, "alloc-echo", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
                 null, Map.of(), Map.of(), sealed, Instant.now());
@@ -565,6 +571,85 @@ class NodeMountWorkerTest {
         assertTrue(Files.readString(paths().recordFile(NS, "echo")).contains(command.commandId()),
                 "the record file scanned holds this command's answer");
         assertFalse(mounted(paths().stagingPath(NS, "echo")));
+    }
+
+    /**
+     * Issue 20 item 4, "node-1 cannot open node-2's secret": a mount command for this node whose secrets are sealed
+     * for another node (node-2's key) is refused with SECRETS_UNREADABLE, the reason naming the recipient, its key id
+     * and this node; nothing is staged or published, no CSI node call is made for it, and the secret appears neither
+     * in the answer nor in the worker's log (every logger). Then the same secret sealed for this node mounts.
+     */
+    @Test
+    void aCommandWhoseSecretsAreSealedForAnotherNodeIsRefusedNamingTheRecipient() throws Exception {
+        String secret = "canary-node2-" + UUID.randomUUID();
+        String ext = createVolume("other-node-vol");
+        io.csiorchestrator.events.SecretPayload payload = new io.csiorchestrator.events.SecretPayload(
+                Map.of("password", secret), List.of());
+        io.csiorchestrator.events.SealedSecrets forNode2 = sealFor("node-2", payload, "othernode");
+        NodeCommand command = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "othernode",
+                PLUGIN, ext, "alloc-n2", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                null, Map.of(), Map.of(), forNode2, Instant.now());
+        long stagesBefore = plugin.successfulCalls("NodeStageVolume");
+        MountDone done;
+        List<org.jboss.logmanager.ExtLogRecord> logged;
+        try (LogCapture log = LogCapture.of("")) {
+            done = run(command);
+            logged = log.records();
+        }
+        assertFalse(done.succeeded(), done.toString());
+        assertEquals("SECRETS_UNREADABLE", done.errorCode());
+        assertTrue(done.errorMessage().contains("node:node-2") && done.errorMessage().contains("'" + forNode2.keyId() + "'")
+                && done.errorMessage().contains("node:" + NODE), done.errorMessage());
+        assertFalse(done.errorMessage().contains(secret), done.errorMessage());
+        for (org.jboss.logmanager.ExtLogRecord r : logged) {
+            StringBuilder text = new StringBuilder(String.valueOf(r.getFormattedMessage()));
+            for (Throwable t = r.getThrown(); t != null; t = t.getCause()) {
+                text.append(" / ").append(t);
+            }
+            assertFalse(text.toString().contains(secret), "secret in the log of " + r.getLoggerName() + ": " + text);
+        }
+        assertEquals(stagesBefore, plugin.successfulCalls("NodeStageVolume"), "no NodeStage for a refused command");
+        assertFalse(mounted(paths().stagingPath(NS, "othernode")));
+        assertFalse(mounted(paths().targetPath("alloc-n2", NS, "othernode")));
+
+        // the same secret sealed for this node opens: the mount goes through
+        NodeCommand mine = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "othernode",
+                PLUGIN, ext, "alloc-n2", AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                null, Map.of(), Map.of(), sealFor(NODE, payload, "othernode"), Instant.now());
+        MountDone ok = run(mine);
+        assertTrue(ok.succeeded(), ok.toString());
+        assertTrue(mounted(paths().targetPath("alloc-n2", NS, "othernode")));
+        assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.UNMOUNT, NS, "othernode", PLUGIN,
+                ext, "alloc-n2", null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())).succeeded());
+    }
+
+    /**
+     * Issue 20 item 4, rotation without downtime: a new sealing key for this node is added to its key file and
+     * published (TestIdentities.rotateSealing, as {@code ./csi identity rotate} does); the running worker, not
+     * restarted, mounts a volume whose secrets are sealed for the new key (it reads its key file again for the unknown
+     * kid) and still mounts one sealed for the old key.
+     */
+    @Test
+    void aRotatedSealingKeyOpensWithoutRestartAndTheOldKeyStillOpens() throws Exception {
+        io.csiorchestrator.events.identity.Principal self = io.csiorchestrator.events.identity.Principal.node(NODE);
+        io.csiorchestrator.events.SecretPayload payload = new io.csiorchestrator.events.SecretPayload(
+                Map.of("password", "rotated-" + UUID.randomUUID()), List.of());
+        String ext = createVolume("rotation-vol");
+        io.csiorchestrator.events.SealedSecrets old = sealFor(NODE, payload, "rotation");
+        io.csiorchestrator.events.identity.SealingKeys rotated = io.csiorchestrator.testkit.TestIdentities.rotateSealing(
+                self, "node." + NODE + ".enc.k-" + UUID.randomUUID().toString().substring(0, 8));
+        io.csiorchestrator.events.SealedSecrets fresh = sealFor(NODE, payload, "rotation");
+        assertEquals(rotated.newest().kid(), fresh.keyId(), "sealed for the new key");
+        assertFalse(fresh.keyId().equals(old.keyId()));
+        for (var sealed : List.of(fresh, old)) {
+            String alloc = "alloc-rot-" + sealed.keyId().hashCode();
+            MountDone done = run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.MOUNT, NS, "rotation",
+                    PLUGIN, ext, alloc, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,
+                    null, Map.of(), Map.of(), sealed, Instant.now()));
+            assertTrue(done.succeeded(), sealed.keyId() + ": " + done);
+            assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.UNMOUNT, NS, "rotation", PLUGIN,
+                    ext, alloc, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())).succeeded());
+        }
     }
 
     @Test
@@ -971,11 +1056,8 @@ class NodeMountWorkerTest {
                 ext = client.createVolume(CreateVolumeRequest.newBuilder().setName("ctl-vol").addVolumeCapabilities(capability)
                         .build()).await().atMost(Duration.ofSeconds(20)).getVolume().getVolumeId();
             }
-            io.csiorchestrator.events.SecretSealer sealer = new io.csiorchestrator.events.SecretSealer(
-                    io.csiorchestrator.events.SecretKeyring.parse(WorkerRootResource.KEYRING, "k1"));
-            io.csiorchestrator.events.SealedSecrets sealed = sealer.seal(
-                    new io.csiorchestrator.events.SecretPayload(Map.of("password", "s3cret-value"), List.of()),
-                    io.csiorchestrator.events.SecretSealer.associatedData(NS, "ctl"));
+            io.csiorchestrator.events.SealedSecrets sealed = sealFor(NODE,
+                    new io.csiorchestrator.events.SecretPayload(Map.of("password", "s3cret-value"), List.of()), "ctl");
 
             NodeCommand publish = new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.CONTROLLER_PUBLISH, NS,
                     "ctl", "hpc", ext, null, AccessMode.MULTI_NODE_MULTI_WRITER, AttachmentMode.FILE_SYSTEM, false, null,

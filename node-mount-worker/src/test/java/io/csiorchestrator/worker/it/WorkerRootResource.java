@@ -21,7 +21,6 @@ public class WorkerRootResource implements QuarkusTestResourceLifecycleManager {
 
     static Path root;
     /** A test-only AES-256 key (32 zero bytes, base64); never a real key. */
-    static final String KEYRING = "k1:" + java.util.Base64.getEncoder().encodeToString(new byte[32]);
 
     @Override
     public Map<String, String> start() {
@@ -45,8 +44,10 @@ public class WorkerRootResource implements QuarkusTestResourceLifecycleManager {
         config.put("csi.worker.call-attempts", "2");
         config.put("csi.worker.heal-interval", "1s");
         config.put("csi.worker.condition-interval", "1s");
-        config.put("csi.secrets.keyring", KEYRING);
-        config.put("csi.secrets.active-key", "k1");
+        // this node's sealing keys (issue 20 item 4): the tests seal for it with TestIdentities
+        io.csiorchestrator.events.identity.Principal self = io.csiorchestrator.events.identity.Principal.node("test-node");
+        io.csiorchestrator.testkit.TestIdentities.sealing(self);
+        config.put("csi.worker.seal-key-file", io.csiorchestrator.testkit.TestIdentities.sealKeyFile(self).toString());
         return config;
     }
 

@@ -30,7 +30,7 @@ class MountRecordStoreTest {
     private static VolumeRecord sample(WorkerPaths paths) {
         Usage usage = new Usage("a1", paths.targetPath("a1", "ns", "v1").toString(), true,
                 AccessMode.values()[0], AttachmentMode.values()[0], "ext4", Map.of("k", "v"), Map.of("dev", "/dev/x"),
-                new SealedSecrets("k1", SealedSecrets.AES_256_GCM, "bm9uY2U=", "Y2lwaGVy"), PublishState.PUBLISHED, "cmd-1");
+                new SealedSecrets("k1", SealedSecrets.ALGORITHM, "node:n1", "ZXBr", "bm9uY2U=", "Y2lwaGVy"), PublishState.PUBLISHED, "cmd-1");
         return VolumeRecord.empty(new VolumeKey("ns", "v1"), "hostpath", "ext-v1", paths.stagingPath("ns", "v1").toString())
                 .withStage(StageState.STAGED)
                 .withUsage(usage)

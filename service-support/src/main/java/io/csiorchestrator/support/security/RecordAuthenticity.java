@@ -168,8 +168,11 @@ public class RecordAuthenticity {
                 .tag("topic", topic).tag("result", result).register(meters)).increment();
     }
 
-    /** The trust set, read again when the file changed (checked at most once a second unless {@code now}). */
-    TrustSet trust(boolean now) {
+    /**
+     * The trust set, read again when the file changed (checked at most once a second unless {@code now}). Also where
+     * claim-service finds the nodes' sealing keys (issue 20 item 4).
+     */
+    public TrustSet trust(boolean now) {
         Loaded last = loaded;
         if (trustFile.isEmpty() || (!now && System.nanoTime() - last.checkedNanos() < RECHECK_NANOS)) {
             return last.trust();
