@@ -718,9 +718,11 @@ public class ClaimService {
 
     /**
      * A FENCED node event (issue 19): {@code nodeId} fenced itself at lease epoch {@code epoch} and removed the mounts
-     * {@code removed} ({@code namespace/volumeId/allocationId}). Each write claim among them on that node mounted under
-     * an epoch at or below {@code epoch} (or before leases) ends ({@link ClaimMachine#fenced}); readers are untouched
-     * (the node fences write mounts only). Each volume in its own transaction, re-read under its lock.
+     * {@code removed} ({@code namespace/volumeId/allocationId}). Each claim among them on that node mounted under an
+     * epoch at or below {@code epoch} (or before leases) ends ({@link ClaimMachine#fenced}), a reader's as well as a
+     * writer's (the node fences every mount of a volume whose failover is fence, {@link Failover#fencesMounts()}); a
+     * claim whose mount the report does not list is untouched. Each volume in its own transaction, re-read under its
+     * lock.
      */
     public Uni<Void> onNodeFenced(String nodeId, long epoch, java.util.Collection<String> removed) {
         Uni<Void> chain = Uni.createFrom().voidItem();
@@ -735,8 +737,7 @@ public class ClaimService {
                     ? Uni.createFrom().voidItem()
                     : ClaimEntity.<ClaimEntity>find("volumeKey = ?1 and allocationId = ?2 and nodeId = ?3 and past = false",
                             volumeKey, allocationId, nodeId).firstResult().chain(claim -> {
-                        if (claim == null || !ClaimMode.WRITE.wire().equals(claim.mode)
-                                || (claim.leaseEpoch != null && claim.leaseEpoch > epoch)) {
+                        if (claim == null || (claim.leaseEpoch != null && claim.leaseEpoch > epoch)) {
                             return Uni.createFrom().voidItem();
                         }
                         claim.tx = Tx.untraced();
@@ -989,8 +990,7 @@ public class ClaimService {
                     kind == NodeCommandKind.UNMOUNT ? null : secrets.fromJson(claim.sealedJson), now)
                     // Fencing tokens (issue 19): the target node's newest known lease epoch, the claim's generation.
                     .withFencing(fencing.book().epoch(target), claim.claimGeneration,
-                            kind == NodeCommandKind.MOUNT ? Failover.effective(volume.failover).fencesMount(
-                                    AccessMode.fromWire(claim.accessMode), ClaimMode.fromWire(claim.mode), claim.readOnly) : null);
+                            kind == NodeCommandKind.MOUNT ? Failover.effective(volume.failover).fencesMounts() : null);
             return outbox.add(command, claim.tx);
         });
     }
