@@ -165,7 +165,8 @@ public class ClaimService {
             // The first release request is the one the teardown's RELEASED answers; a later one does not take it over.
             claim.releaseRequestId = request.requestId();
         }
-        Transition t = machine().release(snapshot(claim));
+        // A claim mounting with a host path was answered ready before (anti-entropy mounts it again).
+        Transition t = machine().release(snapshot(claim), claim.hostPath != null);
         if (t.effects().isEmpty()) {
             // Already tearing down (a release, a rollback or a forced delete): answered, not started twice.
             return outbox.add(status(request, ClaimState.RELEASING, "the claim of allocation " + request.allocationId()
@@ -772,7 +773,8 @@ public class ClaimService {
         }
         // A claim being rolled back is torn down already; a forced delete adds no release answer to it.
         Snapshot s = snapshot(claim);
-        return apply(volume, claim, claim.rollingBack ? new Transition(s, List.of()) : machine().release(s));
+        return apply(volume, claim, claim.rollingBack ? new Transition(s, List.of())
+                : machine().release(s, claim.hostPath != null));
     }
 
     /**
