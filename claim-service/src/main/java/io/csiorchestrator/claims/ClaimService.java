@@ -165,7 +165,8 @@ public class ClaimService {
             // The first release request is the one the teardown's RELEASED answers; a later one does not take it over.
             claim.releaseRequestId = request.requestId();
         }
-        Transition t = machine().release(snapshot(claim));
+        // A claim mounting with a host path was answered ready before (anti-entropy mounts it again).
+        Transition t = machine().release(snapshot(claim), claim.hostPath != null);
         if (t.effects().isEmpty()) {
             // Already tearing down (a release, a rollback or a forced delete): answered, not started twice.
             return outbox.add(status(request, ClaimState.RELEASING, "the claim of allocation " + request.allocationId()
@@ -718,9 +719,11 @@ public class ClaimService {
 
     /**
      * A FENCED node event (issue 19): {@code nodeId} fenced itself at lease epoch {@code epoch} and removed the mounts
-     * {@code removed} ({@code namespace/volumeId/allocationId}). Each write claim among them on that node mounted under
-     * an epoch at or below {@code epoch} (or before leases) ends ({@link ClaimMachine#fenced}); readers are untouched
-     * (the node fences write mounts only). Each volume in its own transaction, re-read under its lock.
+     * {@code removed} ({@code namespace/volumeId/allocationId}). Each claim among them on that node mounted under an
+     * epoch at or below {@code epoch} (or before leases) ends ({@link ClaimMachine#fenced}), a reader's as well as a
+     * writer's (the node fences every mount of a volume whose failover is fence, {@link Failover#fencesMounts()}); a
+     * claim whose mount the report does not list is untouched. Each volume in its own transaction, re-read under its
+     * lock.
      */
     public Uni<Void> onNodeFenced(String nodeId, long epoch, java.util.Collection<String> removed) {
         Uni<Void> chain = Uni.createFrom().voidItem();
@@ -735,8 +738,7 @@ public class ClaimService {
                     ? Uni.createFrom().voidItem()
                     : ClaimEntity.<ClaimEntity>find("volumeKey = ?1 and allocationId = ?2 and nodeId = ?3 and past = false",
                             volumeKey, allocationId, nodeId).firstResult().chain(claim -> {
-                        if (claim == null || !ClaimMode.WRITE.wire().equals(claim.mode)
-                                || (claim.leaseEpoch != null && claim.leaseEpoch > epoch)) {
+                        if (claim == null || (claim.leaseEpoch != null && claim.leaseEpoch > epoch)) {
                             return Uni.createFrom().voidItem();
                         }
                         claim.tx = Tx.untraced();
@@ -771,7 +773,8 @@ public class ClaimService {
         }
         // A claim being rolled back is torn down already; a forced delete adds no release answer to it.
         Snapshot s = snapshot(claim);
-        return apply(volume, claim, claim.rollingBack ? new Transition(s, List.of()) : machine().release(s));
+        return apply(volume, claim, claim.rollingBack ? new Transition(s, List.of())
+                : machine().release(s, claim.hostPath != null));
     }
 
     /**
@@ -1001,8 +1004,7 @@ public class ClaimService {
                     sealedForTarget, now)
                     // Fencing tokens (issue 19): the target node's newest known lease epoch, the claim's generation.
                     .withFencing(fencing.book().epoch(target), claim.claimGeneration,
-                            kind == NodeCommandKind.MOUNT ? Failover.effective(volume.failover).fencesMount(
-                                    AccessMode.fromWire(claim.accessMode), ClaimMode.fromWire(claim.mode), claim.readOnly) : null);
+                            kind == NodeCommandKind.MOUNT ? Failover.effective(volume.failover).fencesMounts() : null);
             return outbox.add(command, claim.tx);
         });
     }

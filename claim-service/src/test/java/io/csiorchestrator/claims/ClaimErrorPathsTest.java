@@ -324,6 +324,32 @@ class ClaimErrorPathsTest {
     }
 
     /**
+     * A release that arrives while the claim's mount is in flight answers the claim request at once: FAILED "released
+     * while publishing (mount in flight): ..." (before, the claim request was never answered); the mount that then
+     * succeeds is unmounted, never answered READY, and the release ends RELEASED; the claim ends freed.
+     */
+    @Test
+    void aReleaseWhileMountingAnswersTheClaimFailedAndTheReleaseReleased() {
+        String[] pv = volume(false, List.of(), List.of("node-a"));
+        String vol = pv[1];
+        ClaimRequested w = write(vol, "alloc-1");
+        bus.send(w);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        assertEquals("released while publishing (mount in flight): the claim ends without being ready",
+                bus.awaitStatus(w.requestId(), ClaimState.FAILED).reason());
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASING);
+        bus.succeed(mount);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT));
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        awaitPastClaim(vol, "freed");
+        assertEquals(List.of(ClaimState.ACCEPTED, ClaimState.FAILED), states(w.requestId()));
+        assertEquals(List.of(ClaimState.RELEASING, ClaimState.RELEASED), states(release.requestId()));
+        assertEquals(List.of(NodeCommandKind.MOUNT, NodeCommandKind.UNMOUNT), kinds(vol));
+    }
+
+    /**
      * A second release while the first one's unmount is in flight is answered RELEASING "already being released" and
      * sends nothing; the teardown's RELEASED answers the release that started it.
      */

@@ -229,13 +229,15 @@ class FencingTest {
     }
 
     /**
-     * A FENCED node event (the worker, back from a lapse, reports the write mounts it removed at epoch 1) ends that
-     * node's write claim of the volume FAILED with "node fenced at epoch 1: mount removed"; the reader on the same node
-     * (not listed: readers are not fenced) stays ready. The event carries the worker's old epoch while the registry has
-     * granted epoch 2 already: a fenced report is not refused as stale.
+     * Every mount of a volume whose failover is fence is fenced on a lapse, a reader's too (so that what claim-service
+     * frees after a lapse is really unmounted): the writer's and both readers' mount commands carry fenceOnLapse. A
+     * FENCED node event (the worker, back from a lapse, reports the mounts it removed at epoch 1: the writer's and one
+     * reader's) ends both listed claims FAILED with "node fenced at epoch 1: mount removed", sends no unmount for them,
+     * and leaves the other reader, whose mount it does not list, ready. The event carries the worker's old epoch while
+     * the registry has granted epoch 2 already: a fenced report is not refused as stale.
      */
     @Test
-    void aFencedNodeEventEndsTheFencedWriteClaimAndLeavesTheReader() {
+    void aFencedNodeEventEndsEveryClaimWhoseMountItRemovedReadersIncluded() {
         String node = ClaimFlowTest.unique("node");
         bus.lease(node, 1, NodeLeaseState.VALID);
         Bus.awaitLease(node, 1, "valid");
@@ -243,26 +245,33 @@ class FencingTest {
         String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_SINGLE_WRITER);
         bus.plugin(plugin, false, List.of(), List.of(node));
         ClaimFlowTest.awaitSchedulable("ns1", vol);
-        ClaimRequested w = Bus.claim("ns1", vol, "alloc-w", node, ClaimMode.WRITE, AccessMode.MULTI_NODE_SINGLE_WRITER);
-        bus.send(w);
-        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
-        bus.awaitStatus(w.requestId(), ClaimState.READY);
-        ClaimRequested r = Bus.claim("ns1", vol, "alloc-r", node, ClaimMode.READ, AccessMode.MULTI_NODE_SINGLE_WRITER);
-        bus.send(r);
-        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
-        bus.awaitStatus(r.requestId(), ClaimState.READY);
+        List<ClaimRequested> claims = List.of(
+                Bus.claim("ns1", vol, "alloc-w", node, ClaimMode.WRITE, AccessMode.MULTI_NODE_SINGLE_WRITER),
+                Bus.claim("ns1", vol, "alloc-r", node, ClaimMode.READ, AccessMode.MULTI_NODE_SINGLE_WRITER),
+                Bus.claim("ns1", vol, "alloc-kept", node, ClaimMode.READ, AccessMode.MULTI_NODE_SINGLE_WRITER));
+        for (ClaimRequested c : claims) {
+            bus.send(c);
+            NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+            assertEquals(c.allocationId(), mount.allocationId());
+            assertEquals(Boolean.TRUE, mount.fenceOnLapse(), "fenceOnLapse of " + c.allocationId() + "'s mount");
+            bus.succeedAt(mount, 1);
+            bus.awaitStatus(c.requestId(), ClaimState.READY);
+        }
 
         bus.lease(node, 1, NodeLeaseState.LAPSED);
         bus.lease(node, 2, NodeLeaseState.VALID);
         Bus.awaitLease(node, 2, "valid");
         bus.send(new io.csiorchestrator.events.NodeEvent(node, null, io.csiorchestrator.events.NodeEventKind.FENCED,
                 "Fenced at lease epoch 1", null, null, null, null, true, null,
-                java.util.Map.of("epoch", "1", "fencedBy", "worker", "unmounted", "ns1/" + vol + "/alloc-w"),
+                java.util.Map.of("epoch", "1", "fencedBy", "worker", "unmounted", "ns1/" + vol + "/alloc-w",
+                        "lazilyDetached", "ns1/" + vol + "/alloc-r"),
                 java.time.Instant.now(), 1L));
-        ClaimStatus failed = bus.awaitStatus(w.requestId(), ClaimState.FAILED);
-        assertEquals(node + " fenced at epoch 1: mount removed", failed.reason());
+        for (ClaimRequested ended : claims.subList(0, 2)) {
+            ClaimStatus failed = bus.awaitStatus(ended.requestId(), ClaimState.FAILED);
+            assertEquals(node + " fenced at epoch 1: mount removed", failed.reason(), ended.allocationId());
+        }
         Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/volumes/ns1/" + vol).then().statusCode(200)
-                .body("claims", hasSize(1)).body("claims[0].allocationId", equalTo("alloc-r"))
+                .body("claims", hasSize(1)).body("claims[0].allocationId", equalTo("alloc-kept"))
                 .body("claims[0].state", equalTo("ready")));
         assertTrue(bus.commands(vol).stream().noneMatch(c -> c.kind() == NodeCommandKind.UNMOUNT),
                 "no unmount sent for a mount the node removed itself");

@@ -337,15 +337,17 @@ public final class ChaosCheck {
     /**
      * Whether {@code a} is a claim-status that ends a held claim because of its node's fence, sent under the claim's
      * own request id after its ready answer: FAILED "node-1 fenced at epoch 3: mount removed" (the node's FENCED
-     * report), or RELEASED "node-1's lease epoch 3 lapsed and the fence wait passed: assumed detached" (claim-service
-     * freed it after the lapse, no release asked).
+     * report), or RELEASING or RELEASED "node-1's lease epoch 3 lapsed and the fence wait passed: assumed detached"
+     * (claim-service frees it after the lapse, no release asked: that decision is final when it is announced; the
+     * RELEASED that ends a claim whose controller-unpublish came after it carries no reason).
      */
     public static boolean fenceEnded(Answer a) {
         if (a.reason() == null) {
             return false;
         }
         return a.state() == ClaimState.FAILED && FENCE_END.matcher(a.reason()).matches()
-                || a.state() == ClaimState.RELEASED && LAPSE_END.matcher(a.reason()).matches();
+                || (a.state() == ClaimState.RELEASED || a.state() == ClaimState.RELEASING)
+                && LAPSE_END.matcher(a.reason()).matches();
     }
 
     /**

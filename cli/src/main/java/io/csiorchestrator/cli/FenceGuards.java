@@ -12,7 +12,7 @@ import java.util.stream.Stream;
 
 /**
  * The workers' fence guards (issue 19) of a local system. A guard outlives its worker on purpose (a worker that dies
- * with write mounts must still be fenced when its lease runs out), so stopping the whole system stops them too, right
+ * with fenced mounts must still be fenced when its lease runs out), so stopping the whole system stops them too, right
  * after the workers: {@code ./csi down} unmounts everything itself, and a guard left starving would fence the next
  * {@code up}'s lease epoch for nothing.
  */

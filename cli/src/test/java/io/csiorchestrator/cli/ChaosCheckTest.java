@@ -243,18 +243,23 @@ class ChaosCheckTest {
     }
 
     /**
-     * A ready claim claim-service freed itself after its node's lease lapsed (RELEASED "node-1's lease epoch 2 lapsed
-     * and the fence wait passed: assumed detached" under the claim's request id, no release asked) is learned as ended
-     * too; a RELEASED with another reason under a claim's id, or a RELEASING, is not.
+     * A ready claim claim-service frees itself after its node's lease lapsed (RELEASING or RELEASED "node-1's lease
+     * epoch 2 lapsed and the fence wait passed: assumed detached" under the claim's request id, no release asked; with
+     * a controller the RELEASED after the controller-unpublish has no reason) is learned as ended at the first of them;
+     * a RELEASED or RELEASING with another reason under a claim's id is not.
      */
     @Test
     void claimFreedAfterItsNodesLapseIsLearnedAsEnded() {
         Request c = new Request("c8", "v5", "a8", "node-1", ClaimMode.READ, SW, 30_000, false);
         Map<String, Held> held = new java.util.HashMap<>(Map.of("a8", new Held("node-1", ClaimMode.READ)));
         String why = "node-1's lease epoch 2 lapsed and the fence wait passed: assumed detached";
-        assertFalse(ChaosCheck.fenceEnd(held, c, new Answer("c8", ClaimState.RELEASING, why, 40_000)));
         assertFalse(ChaosCheck.fenceEnd(held, c, new Answer("c8", ClaimState.RELEASED, "the failed claim was rolled back", 40_000)));
+        assertFalse(ChaosCheck.fenceEnd(held, c, new Answer("c8", ClaimState.RELEASING, "waiting for node-1's lease", 40_000)));
+        assertFalse(ChaosCheck.fenceEnd(held, c, new Answer("c8", ClaimState.RELEASED, null, 40_000)));
         assertEquals(1, held.size());
+        assertTrue(ChaosCheck.fenceEnd(held, c, new Answer("c8", ClaimState.RELEASING, why, 41_000)));
+        assertEquals(Map.of(), held);
+        held.put("a8", new Held("node-1", ClaimMode.READ));
         assertTrue(ChaosCheck.fenceEnd(held, c, new Answer("c8", ClaimState.RELEASED, why, 41_000)));
         assertEquals(Map.of(), held);
         assertTrue(ChaosCheck.fenceEnded(new Answer("c8", ClaimState.RELEASED,

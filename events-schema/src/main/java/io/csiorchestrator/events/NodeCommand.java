@@ -26,8 +26,8 @@ import java.util.Map;
  *                         worker refuses a command of an older epoch than its own; null from a sender that predates
  *                         leases
  * @param claimGeneration  the volume's write generation of the claim this command serves (echoed in mount-done)
- * @param fenceOnLapse     for a mount: true = the worker unmounts it when its lease lapses (a write mount of a volume
- *                         whose failover is "fence"); absent means false
+ * @param fenceOnLapse     for a mount: true = the worker unmounts it when its lease lapses (every mount, a reader's
+ *                         too, of a volume whose failover is "fence"); absent means false
  * @param provision        for create-volume: the CSI name, capacity, parameters, topology and content source;
  *                         for create-snapshot: the snapshot's CSI name and parameters only (its source volume is
  *                         externalVolumeId); for delete-snapshot: sourceSnapshotId, the plugin's id of the snapshot

@@ -13,7 +13,7 @@ import java.time.Instant;
  * @param state             valid, lapsed or fenced
  * @param requestId         the {@link NodeLeaseRequested} this grant answers; null for a lapse or a fence
  * @param ttlMillis         the lease's time to live, counted by the worker from its request's send time
- * @param fenceBudgetMillis the worker fences its write mounts this long before its local expiry if not renewed
+ * @param fenceBudgetMillis the worker fences its mounts this long before its local expiry if not renewed
  * @param at                when the registry decided this (its wall clock, for operators)
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)

@@ -329,7 +329,10 @@ public final class ClaimMachine {
         }
         String reason = what + (retryable ? " (gave up after " + s.attempt() + " attempts)" : "");
         List<Effect> effects = new ArrayList<>();
-        effects.add(new EmitStatus(ClaimState.FAILED, reason));
+        if (!s.releaseRequested()) {
+            // A release while publishing answered the claim request already (release): not answered twice.
+            effects.add(new EmitStatus(ClaimState.FAILED, reason));
+        }
         Snapshot rolling = s.withRollback();
         if (s.phase() == Phase.MOUNTING) {
             // The node may have staged or partly mounted the volume: undo it before the controller side.
@@ -343,7 +346,8 @@ public final class ClaimMachine {
             effects.add(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH));
             return new Transition(rolling.withControllerPublished().to(Phase.CONTROLLER_UNPUBLISHING), effects);
         }
-        return new Transition(rolling.to(Phase.FAILED), effects);
+        // Nothing to undo: ends here, and a release that came meanwhile gets its RELEASED.
+        return finish(rolling, effects, null);
     }
 
     /** A command of the current step got no answer within the timeout: like DEADLINE_EXCEEDED. */
@@ -351,8 +355,19 @@ public final class ClaimMachine {
         return failed(s, "DEADLINE_EXCEEDED", "no answer from the node's worker within the command timeout");
     }
 
-    /** The allocation released its claim. */
+    /** The allocation released its claim, one never answered ready ({@link #release(Snapshot, boolean)}). */
     public Transition release(Snapshot s) {
+        return release(s, false);
+    }
+
+    /**
+     * The allocation released its claim. A claim still publishing (controller-publishing or mounting) is torn down
+     * after the step in flight; its claim request, not answered yet, is answered FAILED at once ("released while
+     * publishing"): a claim always ends answered (ready, rejected or failed), never only released under the release's
+     * request id. {@code answeredReady}: the claim was answered ready before (anti-entropy mounts it again): its
+     * request keeps that answer.
+     */
+    public Transition release(Snapshot s, boolean answeredReady) {
         List<Effect> effects = new ArrayList<>();
         switch (s.phase()) {
             case PLUGIN_WAIT -> {
@@ -369,6 +384,10 @@ public final class ClaimMachine {
             case CONTROLLER_PUBLISHING, MOUNTING -> {
                 if (s.releaseRequested() || s.rollingBack()) {
                     return new Transition(s, List.of());
+                }
+                if (!answeredReady) {
+                    effects.add(new EmitStatus(ClaimState.FAILED, "released while publishing (" + describe(s.phase())
+                            + " in flight): the claim ends without being ready"));
                 }
                 effects.add(new EmitStatus(ClaimState.RELEASING, "release requested while publishing; teardown follows the step in flight"));
                 return new Transition(s.withReleaseRequested(), effects);

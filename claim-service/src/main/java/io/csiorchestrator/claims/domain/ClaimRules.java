@@ -433,15 +433,6 @@ public final class ClaimRules {
     }
 
     /**
-     * Whether a mount is fenced by its node when the node's lease lapses (issue 19): a writable mount of a write claim
-     * in a single-writer mode (single-node-writer, multi-node-single-writer), where another node may write once it is
-     * released. Readers and multi-writer volumes are not fenced.
-     */
-    public static boolean fenceOnLapse(AccessMode accessMode, ClaimMode mode, boolean readOnly) {
-        return accessMode != null && mode == ClaimMode.WRITE && !readOnly && writerRank(accessMode) == 1;
-    }
-
-    /**
      * The read-only setting of a ControllerPublishVolume. The controller publication is per (volume, node) and
      * shared by every claim of the volume on that node, so it is a property of the volume's access mode (the mode
      * every current claim of the volume uses, see rule 5), as in Kubernetes: read-only only for the reader-only

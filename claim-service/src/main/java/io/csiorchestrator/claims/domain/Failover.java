@@ -1,14 +1,13 @@
 package io.csiorchestrator.claims.domain;
 
-import io.csiorchestrator.events.AccessMode;
 import java.util.Arrays;
 import java.util.stream.Collectors;
 
 /**
  * What a volume prefers when its writer's node is unreachable (issue 19 item 7). Pure.
  * <ul>
- *   <li>{@link #FENCE} (the default): the node fences its write mounts when its lease lapses, and another node may
- *       write once the lease surely lapsed and the fence wait passed;</li>
+ *   <li>{@link #FENCE} (the default): the node fences every mount of the volume when its lease lapses, and its
+ *       claims are freed (another node may write) once the lease surely lapsed and the fence wait passed;</li>
  *   <li>{@link #MANUAL} ("no automatic failover", Kubernetes' default): the mounts are never fenced by a lapse, and
  *       another node gets the volume only when the old node reports it unmounted or an operator forces a detach.</li>
  * </ul>
@@ -43,15 +42,22 @@ public enum Failover {
     }
 
     /**
-     * Whether a mount is fenced by its node when the lease lapses: a writable mount of a write claim in a single-writer
-     * mode ({@link ClaimRules#fenceOnLapse}) of a volume whose failover is {@link #FENCE}.
+     * Whether a mount of this volume is fenced by its node when the node's lease lapses (the mount command's
+     * {@code fenceOnLapse}): every mount of a {@link #FENCE} volume, whatever its claim's mode, read-only ones too, and
+     * none of a {@link #MANUAL} one. It is the same rule as {@link #freedByLapse()}: what claim-service frees after a
+     * lapse ("assumed detached") the node must really have unmounted, so a node that lost its lease loses all its
+     * claims of such a volume (as Nomad's {@code stop_on_client_after} stops every allocation of a disconnected
+     * client), readers included (a reader on a single-node volume keeps another node from getting it).
      */
-    public boolean fencesMount(AccessMode accessMode, io.csiorchestrator.events.ClaimMode mode, boolean readOnly) {
-        return this == FENCE && ClaimRules.fenceOnLapse(accessMode, mode, readOnly);
+    public boolean fencesMounts() {
+        return this == FENCE;
     }
 
-    /** Whether a lapse (with the fence wait passed) lets the node's claims be assumed detached. */
+    /**
+     * Whether a lapse (with the fence wait passed) lets the node's claims of this volume be assumed detached: only
+     * where the node fences every mount of it on a lapse ({@link #fencesMounts()}).
+     */
     public boolean freedByLapse() {
-        return this == FENCE;
+        return fencesMounts();
     }
 }

@@ -235,8 +235,8 @@ public class Consumers {
     }
 
     /**
-     * A FENCED node event: its write claims whose mounts it lists as removed ({@code unmounted}, {@code lazilyDetached})
-     * end ({@link ClaimService#onNodeFenced}). One without a numeric {@code details.epoch} is dead-lettered.
+     * A FENCED node event: the claims (readers and writers) whose mounts it lists as removed ({@code unmounted},
+     * {@code lazilyDetached}) end ({@link ClaimService#onNodeFenced}). One without a numeric {@code details.epoch} is dead-lettered.
      */
     private Uni<Void> onFenced(NodeEvent event) {
         long epoch;

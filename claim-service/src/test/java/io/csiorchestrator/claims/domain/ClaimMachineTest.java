@@ -109,16 +109,61 @@ class ClaimMachineTest {
         assertTrue(((EmitStatus) t.effects().get(1)).reason().contains("abandoned"));
     }
 
+    /**
+     * A release while publishing answers the claim request FAILED at once (it will never be ready) and the release
+     * RELEASING; the teardown follows the step in flight: a controller-publish that succeeds is unpublished, a mount
+     * that succeeds is unmounted, and the end is RELEASED for the release only (no READY, no second FAILED).
+     */
     @Test
-    void aReleaseWhilePublishingTearsDownAfterTheStepInFlight() {
+    void aReleaseWhilePublishingAnswersTheClaimFailedAndTearsDownAfterTheStepInFlight() {
         Snapshot publishing = machine.start(Snapshot.fresh(true)).next();
         Transition t = machine.release(publishing);
-        assertEquals(ClaimState.RELEASING, ((EmitStatus) t.effects().get(0)).state());
+        assertEquals(List.of(new EmitStatus(ClaimState.FAILED, "released while publishing (controller-publish in flight):"
+                        + " the claim ends without being ready"),
+                new EmitStatus(ClaimState.RELEASING, "release requested while publishing; teardown follows the step in flight")),
+                t.effects());
         t = machine.succeeded(t.next(), null);
         assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertEquals(List.of(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)), t.effects());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, null)), t.effects());
+
         Snapshot mounting = machine.start(Snapshot.fresh(false)).next();
-        t = machine.succeeded(machine.release(mounting).next(), "/h");
+        t = machine.release(mounting);
+        assertEquals(new EmitStatus(ClaimState.FAILED, "released while publishing (mount in flight): the claim ends"
+                + " without being ready"), t.effects().get(0));
+        t = machine.succeeded(t.next(), "/h");
         assertEquals(Phase.UNMOUNTING, t.next().phase());
+        assertEquals(List.of(new SendCommand(NodeCommandKind.UNMOUNT)), t.effects(), "no READY after the release");
+    }
+
+    /**
+     * After a release while publishing (the claim request answered FAILED), a fatal failure of the step in flight
+     * answers nothing twice: a failed mount is rolled back (UNMOUNT) and a refused controller-publish ends at once,
+     * each with RELEASED "the failed claim was rolled back" for the release (the refused publish's release was never
+     * answered before). A claim answered ready before (mounted again by anti-entropy) keeps its answer: its release
+     * says only RELEASING.
+     */
+    @Test
+    void aFailureAfterAReleaseWhilePublishingAnswersTheReleaseOnlyAndAReadyClaimKeepsItsAnswer() {
+        Snapshot mounting = machine.release(machine.start(Snapshot.fresh(false)).next()).next();
+        Transition t = machine.failed(mounting, "INTERNAL", "broken");
+        assertEquals(List.of(new SendCommand(NodeCommandKind.UNMOUNT)), t.effects());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, "the failed claim was rolled back")), t.effects());
+
+        Snapshot publishing = machine.release(machine.start(Snapshot.fresh(true)).next()).next();
+        t = machine.failed(publishing, "INVALID_ARGUMENT", "refused");
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, "the failed claim was rolled back")), t.effects());
+
+        Snapshot ready = machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next();
+        Snapshot remounting = machine.mountLost(ready, "mount gone").next();
+        t = machine.release(remounting, true);
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING,
+                "release requested while publishing; teardown follows the step in flight")), t.effects());
     }
 
     @Test

@@ -345,10 +345,17 @@ public final class SelfFence implements AutoCloseable {
         marker.lazy().forEach(p -> byPath.put(p, VolumeOperations.FenceOutcome.LAZY));
         marker.failed().forEach(p -> byPath.put(p, VolumeOperations.FenceOutcome.FAILED));
         List<VolumeKey> affected = new ArrayList<>();
+        // the publications the guard removed, as the records stand now (true: lazily)
+        Map<String, Boolean> guardRemoved = new LinkedHashMap<>();
         for (VolumeRecord record : operations.records().values()) {
             boolean named = byPath.containsKey(record.stagingPath());
             for (Usage u : record.users()) {
-                named |= byPath.containsKey(u.targetPath());
+                VolumeOperations.FenceOutcome outcome = byPath.get(u.targetPath());
+                named |= outcome != null;
+                if (outcome != null && outcome != VolumeOperations.FenceOutcome.FAILED) {
+                    guardRemoved.put(record.key().namespace() + "/" + record.key().volumeId() + "/" + u.allocationId(),
+                            outcome == VolumeOperations.FenceOutcome.LAZY);
+                }
             }
             if (named) {
                 affected.add(record.key());
@@ -370,6 +377,7 @@ public final class SelfFence implements AutoCloseable {
                 report.add(running ? join(serializer.submit(key, () -> operations.applyGuardFence(key, byPath)))
                         : operations.applyGuardFence(key, byPath));
             }
+            report.withGuardNamed(guardRemoved);
             // the guard's own time of its unmounts (the marker's 'at'), not this takeover's after the freeze
             java.time.Instant fencedAt = marker.fencedAt() != null ? marker.fencedAt() : clock.instant();
             FenceRecord completed = FenceRecord.started(marker.epoch(), FenceRecord.BY_GUARD, fencedAt)
