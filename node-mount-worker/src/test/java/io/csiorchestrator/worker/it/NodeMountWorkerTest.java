@@ -1099,7 +1099,7 @@ class NodeMountWorkerTest {
     }
 
     /**
-     * Issue 14 item 3's expansion commands against the shared plugin: a controller-expand-volume of a created volume
+     * Issue 14 item 3's expansion commands against the shared plugin: a controller-expand-volume of a volume (1GiB)
      * answers the new capacity and that the plugin asks for node expansion; a node-expand-volume while the volume is
      * published calls NodeExpandVolume once at the target path, and NodeGetVolumeStats there then reports the new
      * capacity while the file written before stays readable; a NodeExpandVolume failing with FAILED_PRECONDITION is
@@ -1109,38 +1109,36 @@ class NodeMountWorkerTest {
     @Test
     void expandCommandsCallControllerThenNodeExpandAtThePublishedPathAndNeverRetryFailedPrecondition() throws Exception {
         await().atMost(WAIT).until(() -> worker.plugins().controller(PLUGIN).isPresent());
-        MountDone created = run(provision("exp-1", new ProvisionSpec("default.exp-1", 1L << 20, null, Map.of(),
-                Map.of(), null, null)));
-        assertTrue(created.succeeded(), created.toString());
-        String ext = created.provisioned().externalVolumeId();
+        String ext = createVolume("exp-vol"); // 1GiB, the plugin's default
         MountDone mounted = run(mount("exp-1", ext, "alloc-exp", false));
         assertTrue(mounted.succeeded(), mounted.toString());
         Path target = Path.of(mounted.hostPath());
         Files.writeString(target.resolve("before.txt"), "written before the expansion");
+        assertEquals(1L << 30, statsTotalBytes(ext, target));
 
-        MountDone expanded = run(expandCommand(NodeCommandKind.CONTROLLER_EXPAND, "exp-1", ext, 2L << 20));
+        MountDone expanded = run(expandCommand(NodeCommandKind.CONTROLLER_EXPAND, "exp-1", ext, 2L << 30));
         assertTrue(expanded.succeeded(), expanded.toString());
-        assertEquals(2L << 20, expanded.provisioned().capacityBytes());
+        assertEquals(2L << 30, expanded.provisioned().capacityBytes());
         assertTrue(expanded.provisioned().requiresNodeExpansion(), expanded.toString());
 
         long nodeCalls = plugin.calls("NodeExpandVolume");
         plugin.faults("NodeExpandVolume FAILED_PRECONDITION 1 the file system is busy\n");
-        MountDone refused = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 2L << 20));
+        MountDone refused = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 2L << 30));
         assertFalse(refused.succeeded());
         assertEquals("FAILED_PRECONDITION", refused.errorCode());
         assertTrue(refused.errorMessage().contains("the file system is busy"), refused.errorMessage());
         assertEquals(nodeCalls + 1, plugin.calls("NodeExpandVolume"), "FAILED_PRECONDITION is never retried");
 
-        MountDone nodeExpanded = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 2L << 20));
+        MountDone nodeExpanded = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 2L << 30));
         assertTrue(nodeExpanded.succeeded(), nodeExpanded.toString());
         assertEquals(target.toString(), nodeExpanded.hostPath(), "expanded at the published target path");
-        assertEquals(2L << 20, nodeExpanded.provisioned().capacityBytes());
+        assertEquals(2L << 30, nodeExpanded.provisioned().capacityBytes());
         assertEquals(nodeCalls + 2, plugin.calls("NodeExpandVolume"));
-        assertEquals(2L << 20, statsTotalBytes(ext, target), "NodeGetVolumeStats reports the new capacity");
+        assertEquals(2L << 30, statsTotalBytes(ext, target), "NodeGetVolumeStats reports the new capacity");
         assertEquals("written before the expansion", Files.readString(target.resolve("before.txt")));
 
         assertTrue(run(unmount("exp-1", ext, "alloc-exp")).succeeded());
-        MountDone notPublished = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 2L << 20));
+        MountDone notPublished = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 2L << 30));
         assertTrue(notPublished.succeeded(), notPublished.toString());
         assertEquals(nodeCalls + 2, plugin.calls("NodeExpandVolume"), "nothing published here: no call");
         assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.DELETE_VOLUME, NS, "exp-1",
