@@ -123,12 +123,18 @@ public final class Bus implements AutoCloseable {
 
     /** A plugin with healthy node instances on {@code nodes} (external id "ext-" + node) and the given controllers. */
     public void plugin(String pluginId, boolean controllerRequired, List<String> controllers, List<String> nodes) {
+        plugin(pluginId, controllerRequired, controllers, nodes, false);
+    }
+
+    /** {@link #plugin(String, boolean, List, List)} whose controllers and nodes advertise EXPAND_VOLUME, or not. */
+    public void plugin(String pluginId, boolean controllerRequired, List<String> controllers, List<String> nodes,
+                       boolean expands) {
         List<PluginStatus.ControllerInstance> cs = controllers.stream()
                 .map(n -> new PluginStatus.ControllerInstance(n, true, "ok", Instant.now())).toList();
         List<PluginStatus.NodeInstance> ns = nodes.stream()
                 .map(n -> new PluginStatus.NodeInstance(n, "ext-" + n, 10L, Map.of(), true, "ok", Instant.now())).toList();
         send(new PluginStatus(pluginId, "test.csi", "1.0", controllerRequired, cs.size(), cs.size(), ns.size(), ns.size(),
-                cs, ns, Instant.now()));
+                cs, ns, Instant.now(), expands, expands));
     }
 
     /** A node-only plugin with one node instance, healthy or not (external id "ext-" + node). */

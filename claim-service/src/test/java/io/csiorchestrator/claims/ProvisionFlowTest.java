@@ -281,6 +281,100 @@ class ProvisionFlowTest {
         given().get("/v1/provisioned-volumes/ns1/" + orphan).then().statusCode(404);
     }
 
+    /**
+     * Expansion (issue 14 item 3) of a volume claimed on two nodes: a capacity below the volume's is 400 naming the
+     * field and value, as is a volume of a plugin without EXPAND_VOLUME; 2GiB is 202 "expanding" and sends
+     * controller-expand-volume with the plugin's id and the new capacity to the controller node; another expansion
+     * meanwhile is 409. The controller's answer (node expansion required) records its capacity and sends
+     * node-expand-volume to node-a, then (after an ABORTED retried to node-a) to node-b; FAILED_PRECONDITION from
+     * node-b ends in "expand-failed" with the plugin's message and "not retried", no retry scheduled. The operator's
+     * new request sends controller-expand again; answered without node expansion, the volume is "created" with the
+     * new capacity (the same capacity again: 200), node-b got exactly one node-expand, and the claims were never
+     * unmounted.
+     */
+    @Test
+    void anExpansionRunsTheControllerThenEachClaimedNodeAndNeverRetriesANodesFailedPrecondition() {
+        String plugin = unique("prov");
+        String vol = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a", "node-b"), true);
+        awaitPluginKnown(plugin);
+        Map<String, Object> body = createBody("ns1", vol, plugin, "1GiB");
+        body.put("accessMode", "multi-node-multi-writer");
+        given().contentType(ContentType.JSON).body(body).post("/v1/provisioned-volumes").then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME), "ext-" + vol);
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        for (String node : List.of("node-b", "node-a")) {
+            ClaimRequested write = Bus.claim("ns1", vol, "alloc-" + node, node, ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+            bus.send(write);
+            bus.succeed(bus.awaitCommand(vol, NodeCommandKind.MOUNT));
+            bus.awaitStatus(write.requestId(), ClaimState.READY);
+        }
+
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "512MiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(400).body("problems[0].field", equalTo("capacity"))
+                .body("problems[0].value", equalTo("'536870912'")).body("problems[0].message", containsString("smaller"));
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(202).body("phase", equalTo("expanding")).body("expandToBytes", equalTo(2L << 30));
+        NodeCommand controller = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_EXPAND);
+        assertEquals("node-ctl", controller.nodeId());
+        assertEquals("ext-" + vol, controller.externalVolumeId());
+        assertEquals(2L << 30, controller.provision().capacityMinBytes());
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "3GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(409).body("problems[0].message", containsString("expanding"));
+        bus.send(expandedAnswer(controller, 2L << 30, true));
+
+        NodeCommand nodeA = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-a", nodeA.nodeId());
+        assertEquals("ext-" + vol, nodeA.externalVolumeId());
+        assertEquals(2L << 30, nodeA.provision().capacityMinBytes());
+        given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("node-expanding"))
+                .body("capacityBytes", equalTo(2L << 30)).body("expandNodes", equalTo(List.of("node-a", "node-b")));
+        bus.fail(nodeA, "ABORTED", "an operation on the volume is pending");
+        NodeCommand nodeAAgain = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-a", nodeAAgain.nodeId(), "the same node's call is retried");
+        bus.send(expandedAnswer(nodeAAgain, 2L << 30, false));
+        NodeCommand nodeB = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-b", nodeB.nodeId());
+        bus.fail(nodeB, "FAILED_PRECONDITION", "the file system is busy");
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("expand-failed"))
+                        .body("lastError", containsString("NodeExpandVolume on node node-b failed with FAILED_PRECONDITION: "
+                                + "the file system is busy"))
+                        .body("lastError", containsString("not retried")).body("retryAt", equalTo(null)));
+
+        given().contentType(ContentType.JSON).body(Map.of("capacity", 2L << 30)).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(202).body("phase", equalTo("expanding"));
+        NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_EXPAND);
+        bus.send(expandedAnswer(again, 2L << 30, false));
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("created"))
+                        .body("capacityBytes", equalTo(2L << 30)).body("lastError", equalTo(null)));
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(200).body("phase", equalTo("created"));
+        assertFalse(bus.commands(vol).stream().anyMatch(c -> c.kind() == NodeCommandKind.UNMOUNT), "the claims stayed");
+        assertEquals(1, bus.commands(vol).stream().filter(c -> c.kind() == NodeCommandKind.NODE_EXPAND
+                && "node-b".equals(c.nodeId())).count(), "node-b's FAILED_PRECONDITION was not retried");
+
+        String fixed = unique("prov");
+        String other = unique("pv");
+        bus.plugin(fixed, false, List.of("node-ctl"), List.of("node-a"));
+        awaitPluginKnown(fixed);
+        given().contentType(ContentType.JSON).body(createBody("ns1", other, fixed, "1GiB")).post("/v1/provisioned-volumes")
+                .then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(other, NodeCommandKind.CREATE_VOLUME), "ext-" + other);
+        ClaimFlowTest.awaitSchedulable("ns1", other);
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + other + "/expand")
+                .then().statusCode(400).body("problems[0].field", equalTo("plugin"))
+                .body("problems[0].value", equalTo("'" + fixed + "'")).body("problems[0].message", containsString("EXPAND_VOLUME"));
+        assertFalse(bus.commands(other).stream().anyMatch(c -> c.kind().expanding()));
+    }
+
+    private static MountDone expandedAnswer(NodeCommand c, long bytes, boolean nodeExpansionRequired) {
+        return new MountDone(c.commandId(), c.nodeId(), c.kind(), c.namespace(), c.volumeId(), null, true, null, null,
+                Map.of(), null, null, Instant.now(), null, null,
+                ProvisionedVolume.expanded(c.externalVolumeId(), bytes, nodeExpansionRequired));
+    }
+
     /** A create body with an externalId, a bad capacity and a bad access mode is 400 naming all three. */
     @Test
     void aBadCreateBodyIsRefusedWithEveryProblem() {

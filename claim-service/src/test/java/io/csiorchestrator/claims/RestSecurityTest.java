@@ -60,6 +60,10 @@ class RestSecurityTest {
                     Set.of("volume-read", "admin"), 404),
             new RoleMatrix.Call("DELETE /v1/provisioned-volumes/{ns}/{id}", r -> r.delete("/v1/provisioned-volumes/default/sec-missing"),
                     Set.of("volume-write", "admin"), 404),
+            // issue 14 item 3: expansion of a volume created through the services (none here: 404 once authorized)
+            new RoleMatrix.Call("POST /v1/provisioned-volumes/{ns}/{id}/expand", r -> r.contentType(ContentType.JSON)
+                    .body("{\"capacity\": \"2GiB\"}").post("/v1/provisioned-volumes/default/sec-missing/expand"),
+                    Set.of("volume-write", "admin"), 404),
             // issue 14 item 2: snapshots; an empty body passes authorization and fails validation
             new RoleMatrix.Call("POST /v1/snapshots", r -> r.contentType(ContentType.JSON).body("{}").post("/v1/snapshots"),
                     Set.of("volume-write", "admin"), 400),

@@ -63,6 +63,12 @@ public final class Main {
                                                             plugin of `up` (prints externalId; not registered)
               volume delete <id> [--timeout 2m]             a volume created through the services: refused while
                                                             claimed; CSI DeleteVolume, then deregistered
+              volume expand <id> --capacity SIZE [--timeout 2m]
+                                                            a volume created through the services, while claimed too:
+                                                            CSI ControllerExpandVolume, then NodeExpandVolume on each
+                                                            node where it is claimed (if the plugin asks); waits for
+                                                            expanded (prints the capacity) or failed (the plugin's
+                                                            message; NodeExpand's FAILED_PRECONDITION is not retried)
               volume snapshot create <id> --volume V [--parameter k=v ...] [--timeout 2m]
                                                             CSI CreateSnapshot of volume V through the services;
                                                             waits until ready to use (prints externalId) or failed

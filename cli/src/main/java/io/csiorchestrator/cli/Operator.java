@@ -82,6 +82,7 @@ final class Operator {
                             "fs-type", "parameter", "topology", "source-volume", "source-snapshot", "timeout")).atMost(2).positional(1, "volume id"))
                     : create(args.only(Set.of("plugin", "work-dir")).atMost(2).positional(1, "volume name"));
             case "delete" -> deleteProvisioned(args.only(Set.of("timeout")).atMost(2).positional(1, "volume id"));
+            case "expand" -> expand(args.only(Set.of("capacity", "timeout")).atMost(2).positional(1, "volume id"));
             case "snapshot" -> snapshot(args.positional(1, "snapshot verb (create, list, delete)"));
             case "register" -> register(args.only(Set.of()).atMost(2).positional(1, "volume file"));
             case "status" -> {
@@ -247,6 +248,49 @@ final class Operator {
         }
         out.println(json ? "{\"volume\":\"" + namespace + "/" + id + "\",\"deleted\":true}"
                 : "deleted volume " + namespace + "/" + id + " (DeleteVolume done, deregistered)");
+        return 0;
+    }
+
+    /**
+     * {@code volume expand <id> --capacity SIZE [--timeout 2m]} (issue 14 item 3): POST
+     * /v1/provisioned-volumes/{ns}/{id}/expand, then waits until claim-service reports the expansion done (created
+     * again: ControllerExpandVolume and, where the plugin asks for it, NodeExpandVolume on each node where the volume
+     * is claimed) or failed (the plugin's message).
+     */
+    int expand(String id) {
+        checkId("volume id", id);
+        String size = args.option("capacity").orElseThrow(() -> new Args.UsageException(
+                "volume expand needs --capacity SIZE (bytes, or 2GiB, 500MiB, 2G)"));
+        ObjectNode body = Http.MAPPER.createObjectNode();
+        body.put("capacity", size);
+        String path = "/v1/provisioned-volumes/" + enc(namespace) + "/" + enc(id);
+        Http.Response r = claims().post(path + "/expand", body.toString());
+        if (r.status() == 404) {
+            throw new Failure("volume " + namespace + "/" + id + " was not created through the services;"
+                    + " only such volumes can be expanded");
+        }
+        if (r.status() == 400 || r.status() == 409) {
+            throw new Failure("volume " + namespace + "/" + id + " not expanded: " + r.error());
+        }
+        expectOk(r, "expand volume " + id);
+        Duration timeout = Follow.parseDuration(args.option("timeout").orElse("2m"));
+        JsonNode done = Wait.until("volume " + namespace + "/" + id + " expanded", timeout, null, () -> {
+            Http.Response p = claims().get(path);
+            String phase = p.body() == null ? "" : p.body().path("phase").asText();
+            return p.ok() && (phase.equals("created") || phase.equals("expand-failed"))
+                    ? java.util.Optional.of(p.body()) : java.util.Optional.empty();
+        });
+        if (json) {
+            out.println(done.toString());
+        }
+        if (!done.path("phase").asText().equals("created")) {
+            throw new Failure("volume " + namespace + "/" + id + " not expanded: " + done.path("lastError").asText());
+        }
+        if (!json) {
+            out.println("expanded volume " + namespace + "/" + id + " to " + done.path("capacityBytes").asLong()
+                    + " bytes (ControllerExpandVolume" + (r.status() == 200 ? ": it had that capacity already)"
+                    : ", then NodeExpandVolume where the plugin asks for it)"));
+        }
         return 0;
     }
 

@@ -209,8 +209,19 @@ class ProvisioningIT {
         return read;
     }
 
+    /** What a {@code ./csi} command run in this JVM answered. */
+    private record CsiRun(int code, String out, String err) {
+    }
+
     /** A {@code ./csi} command run in this JVM against the cluster's claim-service; asserts exit 0, returns stdout. */
     private String csi(String... command) throws java.io.IOException {
+        CsiRun run = csiRun(command);
+        assertEquals(0, run.code(), String.join(" ", command) + ": " + run.err());
+        return run.out();
+    }
+
+    /** A {@code ./csi} command run in this JVM against the cluster's claim-service, whatever its exit code. */
+    private CsiRun csiRun(String... command) throws java.io.IOException {
         Path token = cluster.workDir().resolve("snapshots-it.token");
         Files.writeString(token, cluster.adminToken());
         List<String> argv = new ArrayList<>(List.of(command));
@@ -219,8 +230,96 @@ class ProvisioningIT {
         java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
         int code = Main.run(argv.toArray(String[]::new), new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8),
                 new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
-        assertEquals(0, code, String.join(" ", command) + ": " + err.toString(java.nio.charset.StandardCharsets.UTF_8));
-        return out.toString(java.nio.charset.StandardCharsets.UTF_8);
+        return new CsiRun(code, out.toString(java.nio.charset.StandardCharsets.UTF_8),
+                err.toString(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /** How many calls of {@code method} the plugin of node-1 answered (its calls.log). */
+    private long pluginCalls(String method) throws java.io.IOException {
+        Path log = cluster.nodeDir(NODE).resolve("hostpath-state").resolve("calls.log");
+        if (!Files.exists(log)) {
+            return 0;
+        }
+        try (java.util.stream.Stream<String> lines = Files.lines(log)) {
+            return lines.filter(line -> line.startsWith(method + " ")).count();
+        }
+    }
+
+    /** The capacity the plugin's ListVolumes reports for {@code externalId}; -1 when it does not list it. */
+    private long pluginCapacity(String externalId) {
+        try (CsiPluginClient plugin = CsiPluginClient.connect(cluster.pluginSocket(NODE), CsiClientOptions.defaults())
+                .await().atMost(Duration.ofSeconds(30))) {
+            return plugin.listVolumes(ListVolumesRequest.getDefaultInstance()).await().atMost(Duration.ofSeconds(30))
+                    .getEntriesList().stream().filter(e -> e.getVolume().getVolumeId().equals(externalId))
+                    .mapToLong(e -> e.getVolume().getCapacityBytes()).findFirst().orElse(-1);
+        }
+    }
+
+    /** The total bytes the plugin's NodeGetVolumeStats reports for {@code externalId} published at {@code path}. */
+    private long nodeReportedBytes(String externalId, Path path) {
+        try (CsiPluginClient plugin = CsiPluginClient.connect(cluster.pluginSocket(NODE), CsiClientOptions.defaults())
+                .await().atMost(Duration.ofSeconds(30))) {
+            return plugin.nodeGetVolumeStats(io.csiorchestrator.csi.v1.NodeGetVolumeStatsRequest.newBuilder()
+                    .setVolumeId(externalId).setVolumePath(path.toString()).build()).await().atMost(Duration.ofSeconds(30))
+                    .getUsageList().stream().filter(u -> u.getUnit() == io.csiorchestrator.csi.v1.VolumeUsage.Unit.BYTES)
+                    .mapToLong(io.csiorchestrator.csi.v1.VolumeUsage::getTotal).findFirst().orElse(-1);
+        }
+    }
+
+    /**
+     * Issue 14 item 3 through the whole chain, expand while published: a created volume is claimed for writing on
+     * node-1 and takes a file; {@code ./csi volume expand --capacity 2MiB} (ControllerExpandVolume failing UNAVAILABLE on
+     * every attempt of the worker's CSI client first: claim-service sends it again) prints the new capacity; the plugin
+     * lists the volume with 2MiB and NodeGetVolumeStats at the claim's target path reports 2MiB (NodeExpandVolume ran
+     * there); the claim stays: the file reads back and a new one is written. NodeExpandVolume failing
+     * FAILED_PRECONDITION once makes {@code volume expand --capacity 3MiB} exit 1 naming the node, the code, the
+     * plugin's message and "not retried", after exactly one NodeExpandVolume call; the same command again, without the
+     * fault, expands to 3MiB. Release and delete leave the plugin's volumes as they were.
+     */
+    @Test
+    void aVolumeIsExpandedWhilePublishedAndANodeExpandFailedPreconditionIsAClearErrorNotRetried() throws Exception {
+        Set<String> before = pluginVolumes();
+        assertEquals(202, create("pv-expand", "1MiB").status());
+        JsonNode created = awaitPast("pv-expand", "creating");
+        assertEquals("created", created.path("phase").asText(), created.toString());
+        String externalId = created.path("externalId").asText();
+        ClaimClient.Outcome ready = client.request(ClaimClient.claim(NS, "pv-expand", "alloc-exp", NODE, ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM), START, s -> { });
+        assertTrue(ready.is(ClaimState.READY), ready.describe());
+        Path hostPath = Path.of(ready.last().hostPath());
+        Files.writeString(hostPath.resolve("data.txt"), "written before the expansion");
+        assertEquals(1L << 20, nodeReportedBytes(externalId, hostPath));
+
+        long controllerCalls = pluginCalls("ControllerExpandVolume");
+        faults("ControllerExpandVolume UNAVAILABLE 3 the controller is restarting");
+        String expanded = csi("volume", "expand", "pv-expand", "--capacity", "2MiB");
+        assertTrue(expanded.contains("expanded volume default/pv-expand to 2097152 bytes"), expanded);
+        assertTrue(pluginCalls("ControllerExpandVolume") >= controllerCalls + 4,
+                "3 failed attempts of the worker's client, then claim-service's retry");
+        assertEquals(2L << 20, pluginCapacity(externalId));
+        assertEquals(2L << 20, nodeReportedBytes(externalId, hostPath), "NodeExpandVolume ran at the published path");
+        assertEquals("written before the expansion", Files.readString(hostPath.resolve("data.txt")));
+        Files.writeString(hostPath.resolve("after.txt"), "written after the expansion");
+        assertEquals("written after the expansion", Files.readString(hostPath.resolve("after.txt")));
+
+        long nodeCalls = pluginCalls("NodeExpandVolume");
+        faults("NodeExpandVolume FAILED_PRECONDITION 1 the file system is busy");
+        CsiRun refused = csiRun("volume", "expand", "pv-expand", "--capacity", "3MiB");
+        assertEquals(1, refused.code(), refused.out() + refused.err());
+        assertTrue(refused.err().contains("not expanded: NodeExpandVolume on node node-1 failed with FAILED_PRECONDITION")
+                && refused.err().contains("the file system is busy") && refused.err().contains("not retried"), refused.err());
+        assertEquals(nodeCalls + 1, pluginCalls("NodeExpandVolume"), "FAILED_PRECONDITION from NodeExpandVolume is never retried");
+        assertEquals("expand-failed", claims.get("/v1/provisioned-volumes/" + NS + "/pv-expand").body().path("phase").asText());
+        assertEquals("written before the expansion", Files.readString(hostPath.resolve("data.txt")), "the claim still works");
+
+        faults();
+        assertTrue(csi("volume", "expand", "pv-expand", "--capacity", "3MiB").contains("to 3145728 bytes"));
+        assertEquals(3L << 20, nodeReportedBytes(externalId, hostPath));
+        ClaimClient.Outcome released = client.request(ClaimClient.release(NS, "pv-expand", "alloc-exp"), START, s -> { });
+        assertTrue(released.is(ClaimState.RELEASED), released.describe());
+        assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-expand").status());
+        awaitGone("pv-expand");
+        assertEquals(before, pluginVolumes());
     }
 
     /**

@@ -17,7 +17,8 @@ import java.util.Map;
  * @param stagingPath    for a mount: the volume's staging path on this node, when staged
  * @param leaseEpoch     the worker's lease epoch when it answered; null from a worker that predates leases
  * @param claimGeneration the command's claimGeneration, echoed
- * @param provisioned    for a successful create-volume: the plugin's volume (id, capacity, context, topology)
+ * @param provisioned    for a successful create-volume: the plugin's volume (id, capacity, context, topology); for a
+ *                       successful controller-expand-volume (required) or node-expand-volume: id and new capacity
  * @param snapshot       for a successful create-snapshot: the plugin's snapshot (id, source, size, ready)
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
@@ -108,7 +109,7 @@ public record MountDone(
         v.optionalText("hostPath", hostPath, 4096);
         v.optionalText("stagingPath", stagingPath, 4096);
         v.required("completedAt", completedAt);
-        if (kind == NodeCommandKind.CREATE_VOLUME && Boolean.TRUE.equals(success)) {
+        if ((kind == NodeCommandKind.CREATE_VOLUME || kind == NodeCommandKind.CONTROLLER_EXPAND) && Boolean.TRUE.equals(success)) {
             v.required("provisioned", provisioned);
         }
         if (provisioned != null) {

@@ -11,7 +11,8 @@ import java.util.Map;
  * @param commandId        unique per command; a redelivery carries the same id
  * @param nodeId           the node whose worker runs the command (for controller commands: the node
  *                         hosting the healthy controller instance)
- * @param kind             mount, unmount, controller-publish, controller-unpublish, create-volume or delete-volume
+ * @param kind             mount, unmount, controller-publish, controller-unpublish, create-volume, delete-volume,
+ *                         create-snapshot, delete-snapshot, controller-expand-volume or node-expand-volume
  * @param externalVolumeId the volume's id in the storage provider; absent for create-volume
  * @param allocationId     required for mount and unmount
  * @param accessMode       required for mount and controller-publish
@@ -145,6 +146,16 @@ public record NodeCommand(
             v.required("provision", provision);
             if (provision != null) {
                 v.text("provision.sourceSnapshotId", provision.sourceSnapshotId(), 1024);
+            }
+        }
+        if (kind != null && kind.expanding()) {
+            v.required("provision", provision);
+            if (provision != null && (provision.capacityMinBytes() == null || provision.capacityMinBytes() < 1)) {
+                v.add("provision.capacityMinBytes", provision.capacityMinBytes(), "an expansion needs the new capacity (at least 1 byte)");
+            }
+            if (provision != null && (provision.sourceSnapshotId() != null || provision.sourceVolumeId() != null
+                    || !provision.topology().isEmpty())) {
+                v.add("provision", provision.name(), "an expansion carries only the volume's name and capacity");
             }
         }
         if (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT) {

@@ -16,7 +16,14 @@ public enum NodeCommandKind implements WireValue {
     /** CSI CreateSnapshot of the command's volume, polled until ready_to_use (issue 14 item 2). */
     CREATE_SNAPSHOT("create-snapshot"),
     /** CSI DeleteSnapshot of {@code provision.sourceSnapshotId} (issue 14 item 2). */
-    DELETE_SNAPSHOT("delete-snapshot");
+    DELETE_SNAPSHOT("delete-snapshot"),
+    /** CSI ControllerExpandVolume of the command's volume to {@code provision.capacityMinBytes} (issue 14 item 3). */
+    CONTROLLER_EXPAND("controller-expand-volume"),
+    /**
+     * CSI NodeExpandVolume of the command's volume on the node where it is published, to
+     * {@code provision.capacityMinBytes}; the worker passes the volume's target and staging path (issue 14 item 3).
+     */
+    NODE_EXPAND("node-expand-volume");
 
     private final String wire;
 
@@ -24,9 +31,14 @@ public enum NodeCommandKind implements WireValue {
         this.wire = wire;
     }
 
-    /** Whether the command creates or deletes a volume or a snapshot (no node state, no allocation). */
+    /** Whether the command creates, deletes or expands a volume, or a snapshot, on a controller (no node state, no allocation). */
     public boolean provisioning() {
-        return this == CREATE_VOLUME || this == DELETE_VOLUME || snapshotting();
+        return this == CREATE_VOLUME || this == DELETE_VOLUME || this == CONTROLLER_EXPAND || snapshotting();
+    }
+
+    /** Whether the command expands a volume (controller or node; it carries the new capacity in its provision spec). */
+    public boolean expanding() {
+        return this == CONTROLLER_EXPAND || this == NODE_EXPAND;
     }
 
     /** Whether the command creates or deletes a snapshot (no node state, no allocation). */

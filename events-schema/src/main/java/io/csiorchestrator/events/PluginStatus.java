@@ -14,6 +14,9 @@ import java.util.Map;
  *                           PUBLISH_UNPUBLISH_VOLUME)
  * @param controllers        every controller instance, healthy or not
  * @param nodes              every node instance, healthy or not
+ * @param controllerExpansion whether a controller instance advertises the EXPAND_VOLUME controller capability
+ *                           (ControllerExpandVolume; issue 14 item 3)
+ * @param nodeExpansion      whether a node instance advertises the EXPAND_VOLUME node capability (NodeExpandVolume)
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record PluginStatus(
@@ -27,12 +30,25 @@ public record PluginStatus(
         Integer nodesExpected,
         List<ControllerInstance> controllers,
         List<NodeInstance> nodes,
-        Instant updatedAt) implements ContractEvent {
+        Instant updatedAt,
+        Boolean controllerExpansion,
+        Boolean nodeExpansion) implements ContractEvent {
 
     public PluginStatus {
         controllerRequired = controllerRequired != null && controllerRequired;
+        controllerExpansion = controllerExpansion != null && controllerExpansion;
+        nodeExpansion = nodeExpansion != null && nodeExpansion;
         controllers = Copies.list(controllers);
         nodes = Copies.list(nodes);
+    }
+
+    /** A status without the expansion capabilities (both false). */
+    public PluginStatus(String pluginId, String providerName, String providerVersion, Boolean controllerRequired,
+                        Integer controllersHealthy, Integer controllersExpected, Integer nodesHealthy,
+                        Integer nodesExpected, List<ControllerInstance> controllers, List<NodeInstance> nodes,
+                        Instant updatedAt) {
+        this(pluginId, providerName, providerVersion, controllerRequired, controllersHealthy, controllersExpected,
+                nodesHealthy, nodesExpected, controllers, nodes, updatedAt, false, false);
     }
 
     /** One controller instance of the plugin, on one node. */

@@ -207,6 +207,57 @@ class JsonSchemaTest {
         assertFalse(schema(EventType.MOUNT_DONE).validate(createdJson).isEmpty(), "the snapshot has its id");
     }
 
+    /**
+     * Issue 14 item 3's expansion kinds: a controller-expand-volume and a node-expand-volume (external id, a spec with
+     * the volume's CSI name and the new capacity) and a successful controller-expand answer (capacity, node expansion
+     * required) pass the schema and the codec; an expansion without a capacity, one with a content source, one without
+     * the external id, and a successful controller-expand answer without the volume fail both.
+     */
+    @Test
+    void expandCommandsAndAnswersFollowTheSameRulesInSchemaAndCodec() throws IOException {
+        NodeCommand expand = new NodeCommand("cmd-e", "node-1", NodeCommandKind.CONTROLLER_EXPAND, "default", "vol-1",
+                "hostpath", "ext-vol-1", null, null, null, false, null, null, Map.of(), Map.of(), null,
+                java.time.Instant.parse("2026-01-31T12:00:00Z"))
+                .withProvision(new ProvisionSpec("default.vol-1", 2L << 30, null, Map.of(), Map.of(), null, null));
+        ObjectNode expandJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(expand));
+        assertTrue(schema(EventType.NODE_COMMAND).validate(expandJson).isEmpty(), expandJson.toString());
+        assertEquals(expand, EventCodec.decode(NodeCommand.class, EventCodec.encode(expand)));
+        ObjectNode nodeExpand = expandJson.deepCopy();
+        nodeExpand.put("kind", "node-expand-volume");
+        assertTrue(schema(EventType.NODE_COMMAND).validate(nodeExpand).isEmpty(), nodeExpand.toString());
+        assertTrue(javaAccepts(nodeExpand, NodeCommand.class));
+
+        for (String kind : List.of("controller-expand-volume", "node-expand-volume")) {
+            ObjectNode noCapacity = expandJson.deepCopy();
+            noCapacity.put("kind", kind);
+            ((ObjectNode) noCapacity.get("provision")).remove("capacityMinBytes");
+            assertFalse(schema(EventType.NODE_COMMAND).validate(noCapacity).isEmpty(), kind + " needs the new capacity");
+            assertFalse(javaAccepts(noCapacity, NodeCommand.class), "the Java check refuses it too");
+            ObjectNode sourced = expandJson.deepCopy();
+            sourced.put("kind", kind);
+            ((ObjectNode) sourced.get("provision")).put("sourceSnapshotId", "ext-snap-1");
+            assertFalse(schema(EventType.NODE_COMMAND).validate(sourced).isEmpty(), kind + " has no content source");
+            assertFalse(javaAccepts(sourced, NodeCommand.class), "the Java check refuses it too");
+            ObjectNode noVolume = expandJson.deepCopy();
+            noVolume.put("kind", kind);
+            noVolume.remove("externalVolumeId");
+            assertFalse(schema(EventType.NODE_COMMAND).validate(noVolume).isEmpty(), kind + " names the volume");
+            assertFalse(javaAccepts(noVolume, NodeCommand.class), "the Java check refuses it too");
+        }
+
+        MountDone expanded = new MountDone("cmd-e", "node-1", NodeCommandKind.CONTROLLER_EXPAND, "default", "vol-1",
+                null, true, null, null, Map.of(), null, null, java.time.Instant.parse("2026-01-31T12:00:01Z"), null,
+                null, ProvisionedVolume.expanded("ext-vol-1", 2L << 30, true));
+        ObjectNode expandedJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(expanded));
+        assertTrue(schema(EventType.MOUNT_DONE).validate(expandedJson).isEmpty(), expandedJson.toString());
+        assertEquals(true, expandedJson.get("provisioned").get("nodeExpansionRequired").asBoolean());
+        assertEquals(expanded, EventCodec.decode(MountDone.class, EventCodec.encode(expanded)));
+        ObjectNode noAnswer = expandedJson.deepCopy();
+        noAnswer.remove("provisioned");
+        assertFalse(schema(EventType.MOUNT_DONE).validate(noAnswer).isEmpty(), "an expanded volume's answer names it");
+        assertFalse(javaAccepts(noAnswer, MountDone.class), "the Java check refuses it too");
+    }
+
     private static boolean javaAccepts(ObjectNode json, Class<? extends ContractEvent> type) {
         try {
             EventCodec.decode(type, EventCodec.mapper().writeValueAsBytes(json));

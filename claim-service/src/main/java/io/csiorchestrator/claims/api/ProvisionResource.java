@@ -64,6 +64,7 @@ public class ProvisionResource {
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record ProvisionView(String namespace, String id, String pluginId, String csiName, String phase, int attempt,
                                 Long capacityMinBytes, Long capacityMaxBytes, String externalId, Long capacityBytes,
+                                Long expandToBytes, List<String> expandNodes,
                                 String lastError, Instant retryAt, Instant createdAt, Instant updatedAt) {
     }
 
@@ -155,7 +156,8 @@ public class ProvisionResource {
     @GET
     @Path("/{namespace}/{id}")
     @Operation(summary = "Read a provisioned volume", description = "Its phase (creating, created, create-failed, deleting, "
-            + "delete-failed), attempt, the plugin's id and capacity, the last error.")
+            + "delete-failed, expanding, node-expanding, expand-failed), attempt, the plugin's id and capacity, the capacity "
+            + "the last expansion asked for (expandToBytes) and the nodes still to expand (expandNodes), the last error.")
     @APIResponse(responseCode = "200", description = "The provision",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = ProvisionView.class)))
     @APIResponse(responseCode = "404", description = "No volume of this namespace and id was created through the services",
@@ -193,6 +195,69 @@ public class ProvisionResource {
             }
             if (outcome instanceof ProvisionService.Refused r) {
                 return VolumeResource.errors(Response.Status.CONFLICT, "volume not deleted",
+                        List.of(new Violation("volume", Violation.quote(namespace + "/" + id), r.reason())));
+            }
+            return notFound(namespace, id);
+        });
+    }
+
+    @POST
+    @Path("/{namespace}/{id}/expand")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Expand a provisioned volume through its plugin", description = "Body {\"capacity\": <bytes, or a "
+            + "size such as \"2GiB\">}. CSI ControllerExpandVolume is sent to a healthy controller instance's node worker "
+            + "(phase expanding); when the plugin answers node_expansion_required, NodeExpandVolume follows on each node "
+            + "where the volume is claimed, one node after the other, by that node's worker at the volume's target and "
+            + "staging path (phase node-expanding); then the phase is created again with the new capacityBytes. Claims "
+            + "keep working throughout (online expansion). Retried per the CSI error table; FAILED_PRECONDITION from "
+            + "NodeExpandVolume is never retried (CSI): the phase becomes expand-failed with the plugin's message, the "
+            + "volume stays usable, and the same request again starts over. The same capacity as the volume's answers 200.")
+    @RequestBody(required = true, content = @Content(mediaType = MediaType.APPLICATION_JSON,
+            schema = @Schema(type = SchemaType.OBJECT, description = "{\"capacity\": \"2GiB\"}")))
+    @APIResponse(responseCode = "202", description = "Recorded; ControllerExpandVolume sent (or waiting for a controller)",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = ProvisionView.class)))
+    @APIResponse(responseCode = "200", description = "The volume has this capacity already",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = ProvisionView.class)))
+    @APIResponse(responseCode = "400", description = "No or a bad capacity, a capacity below the volume's (field capacity), "
+            + "or a plugin without the EXPAND_VOLUME controller capability (field plugin)",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeResource.Errors.class)))
+    @APIResponse(responseCode = "404", description = "No volume of this namespace and id was created through the services",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeResource.Errors.class)))
+    @APIResponse(responseCode = "409", description = "The volume is being created, deleted or expanded",
+            content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeResource.Errors.class)))
+    @RolesAllowed({"volume-write", "admin"})
+    public Uni<Response> expand(@PathParam("namespace") String namespace, @PathParam("id") String id, String text) {
+        Response refused = refused(List.of(namespace));
+        if (refused != null) {
+            return Uni.createFrom().item(refused);
+        }
+        JsonNode body;
+        try {
+            body = text == null || text.isBlank() ? null : EventCodec.mapper().readTree(text);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            return Uni.createFrom().item(VolumeResource.notJson(e));
+        }
+        Violations v = new Violations();
+        Long bytes = body == null || !body.isObject() ? null : capacity(body.get("capacity"), "capacity", v);
+        if (bytes == null && v.list().isEmpty()) {
+            v.add("capacity", null, "is required: a number of bytes or a size such as \"2GiB\"");
+        }
+        if (!v.list().isEmpty()) {
+            return Uni.createFrom().item(VolumeResource.errors(Response.Status.BAD_REQUEST, "invalid volume expansion", v.list()));
+        }
+        return provisions.expand(namespace, id, bytes, Tx.untraced()).map(outcome -> {
+            if (outcome instanceof ProvisionService.Started s) {
+                return Response.status(Response.Status.ACCEPTED).entity(view(s.provision())).build();
+            }
+            if (outcome instanceof ProvisionService.Unchanged u) {
+                return Response.ok(view(u.provision())).build();
+            }
+            if (outcome instanceof ProvisionService.Invalid bad) {
+                return VolumeResource.errors(Response.Status.BAD_REQUEST, "invalid volume expansion",
+                        List.of(new Violation(bad.field(), Violation.quote(bad.value()), bad.reason())));
+            }
+            if (outcome instanceof ProvisionService.Refused r) {
+                return VolumeResource.errors(Response.Status.CONFLICT, "volume not expanded",
                         List.of(new Violation("volume", Violation.quote(namespace + "/" + id), r.reason())));
             }
             return notFound(namespace, id);
@@ -270,7 +335,8 @@ public class ProvisionResource {
 
     static ProvisionView view(ProvisionEntity p) {
         return new ProvisionView(p.namespace, p.volumeId, p.pluginId, p.csiName, p.phase.toLowerCase(Locale.ROOT).replace('_', '-'),
-                p.attempt, p.capacityMinBytes, p.capacityMaxBytes, p.externalId, p.capacityBytes, p.lastError, p.retryAt,
+                p.attempt, p.capacityMinBytes, p.capacityMaxBytes, p.externalId, p.capacityBytes, p.expandToBytes,
+                Json.list(p.expandNodesJson).isEmpty() ? null : Json.list(p.expandNodesJson), p.lastError, p.retryAt,
                 p.createdAt, p.updatedAt);
     }
 

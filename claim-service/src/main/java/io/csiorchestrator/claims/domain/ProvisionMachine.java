@@ -15,7 +15,20 @@ import java.util.Set;
  *                 │  └──────────────────────────────────────────   │  └──────────────────
  *                 └─fatal / attempts spent─▶ CREATE_FAILED          └─fatal / attempts spent─▶ DELETE_FAILED
  *   CREATE_FAILED ──delete──▶ DELETED (nothing was created)        DELETE_FAILED ──delete──▶ DELETING
+ *
+ *   CREATED / EXPAND_FAILED ──expand──▶ EXPANDING ──ok, node expansion required and nodes to expand──▶ NODE_EXPANDING
+ *                                           │  └──ok, otherwise──▶ CREATED (the new capacity recorded)     │
+ *                                           └─fatal / attempts spent─▶ EXPAND_FAILED      one node at a time: ok──▶ next
+ *                                                                                         node, after the last CREATED;
+ *                                                                                         fatal (FAILED_PRECONDITION: never
+ *                                                                                         retried) ─▶ EXPAND_FAILED
  * </pre>
+ *
+ * Expansion (issue 14 item 3): ControllerExpandVolume through a healthy controller instance's node, then, when the
+ * plugin answers node_expansion_required, NodeExpandVolume on each node where the volume is claimed, one node after
+ * the other (at most one call in flight per volume), each on that node's worker. The claims keep working throughout
+ * (online expansion). An EXPAND_FAILED volume stays registered and usable; expanding it again starts over with the
+ * controller (ControllerExpandVolume is idempotent: a volume as large already answers its capacity).
  *
  * The request is recorded (CREATING, with its CSI name) before the command leaves, in the same transaction as the
  * outbox row; a retry, a command timeout or a restart re-sends CreateVolume with the same name, which CSI makes
@@ -29,16 +42,33 @@ import java.util.Set;
  * CreateSnapshot with the same name) are retried with backoff; FAILED_PRECONDITION is retried for a create
  * from a content source (the snapshot is not ready yet) and for a delete (the volume still has snapshots or is
  * still published), fatal otherwise; NOT_FOUND completes a delete; everything else (INVALID_ARGUMENT,
- * ALREADY_EXISTS for the name with another capacity or source, OUT_OF_RANGE, UNIMPLEMENTED, ...) is fatal.
+ * ALREADY_EXISTS for the name with another capacity or source, OUT_OF_RANGE, UNIMPLEMENTED, ...) is fatal. For an
+ * expansion, FAILED_PRECONDITION is fatal too (never retried from NodeExpandVolume, as CSI demands).
  */
 public final class ProvisionMachine {
 
     public enum Phase {
-        CREATING, CREATED, CREATE_FAILED, DELETING, DELETE_FAILED, DELETED;
+        CREATING, CREATED, CREATE_FAILED, DELETING, DELETE_FAILED, DELETED, EXPANDING, NODE_EXPANDING, EXPAND_FAILED;
 
         /** Whether a command is owed or outstanding in this phase. */
         public boolean inProgress() {
-            return this == CREATING || this == DELETING;
+            return this == CREATING || this == DELETING || expanding();
+        }
+
+        /** Whether an expansion's command (controller or node) is owed or outstanding. */
+        public boolean expanding() {
+            return this == EXPANDING || this == NODE_EXPANDING;
+        }
+
+        /** The command this phase sends (and sends again on a retry); null for a phase that sends none. */
+        NodeCommandKind command() {
+            return switch (this) {
+                case CREATING -> NodeCommandKind.CREATE_VOLUME;
+                case DELETING -> NodeCommandKind.DELETE_VOLUME;
+                case EXPANDING -> NodeCommandKind.CONTROLLER_EXPAND;
+                case NODE_EXPANDING -> NodeCommandKind.NODE_EXPAND;
+                default -> null;
+            };
         }
     }
 
@@ -67,12 +97,31 @@ public final class ProvisionMachine {
     /**
      * A provision's checkpoint.
      *
-     * @param attempt       the attempt of the current create or delete, from 1
+     * @param attempt       the attempt of the current create, delete or expansion step, from 1
      * @param contentSource whether the volume is created from a snapshot or a volume
+     * @param expandNodes   in NODE_EXPANDING: the nodes still to run NodeExpandVolume, the first one's command
+     *                      outstanding or due; empty otherwise
      */
-    public record Snapshot(Phase phase, int attempt, boolean contentSource) {
+    public record Snapshot(Phase phase, int attempt, boolean contentSource, List<String> expandNodes) {
+        public Snapshot {
+            expandNodes = expandNodes == null ? List.of() : List.copyOf(expandNodes);
+        }
+
+        public Snapshot(Phase phase, int attempt, boolean contentSource) {
+            this(phase, attempt, contentSource, List.of());
+        }
+
         Snapshot with(Phase next, int nextAttempt) {
-            return new Snapshot(next, nextAttempt, contentSource);
+            return new Snapshot(next, nextAttempt, contentSource, next == Phase.NODE_EXPANDING ? expandNodes : List.of());
+        }
+
+        Snapshot withExpandNodes(List<String> nodes) {
+            return new Snapshot(phase, attempt, contentSource, nodes);
+        }
+
+        /** The node whose NodeExpandVolume is outstanding or due; null outside NODE_EXPANDING. */
+        public String expandNode() {
+            return expandNodes.isEmpty() ? null : expandNodes.get(0);
         }
     }
 
@@ -123,8 +172,83 @@ public final class ProvisionMachine {
                     List.of(new Register(), new Report(Phase.CREATED, "created by the plugin and registered")));
             case DELETING -> new Transition(s.with(Phase.DELETED, s.attempt()),
                     List.of(new Deregister(), new Report(Phase.DELETED, "deleted by the plugin and deregistered")));
+            case NODE_EXPANDING -> nodeExpanded(s);
             default -> new Transition(s, List.of());
         };
+    }
+
+    /**
+     * ControllerExpandVolume succeeded: when the plugin asks for node expansion and the volume is claimed on
+     * {@code claimedNodes} (the nodes where it may be published), NODE_EXPANDING with NodeExpandVolume to the first
+     * of them (sorted, each once); otherwise the expansion is done (CREATED).
+     */
+    public Transition controllerExpanded(Snapshot s, boolean nodeExpansionRequired, List<String> claimedNodes) {
+        if (s.phase() != Phase.EXPANDING) {
+            return new Transition(s, List.of());
+        }
+        List<String> nodes = claimedNodes.stream().distinct().sorted().toList();
+        if (!nodeExpansionRequired || nodes.isEmpty()) {
+            return new Transition(s.with(Phase.CREATED, s.attempt()), List.of(new Report(Phase.CREATED,
+                    nodeExpansionRequired ? "expanded by the controller; published on no node, so no node expansion"
+                            : "expanded by the controller; the plugin needs no node expansion")));
+        }
+        return new Transition(new Snapshot(Phase.NODE_EXPANDING, 1, s.contentSource(), nodes),
+                List.of(new Send(NodeCommandKind.NODE_EXPAND)));
+    }
+
+    /** NodeExpandVolume succeeded on the first pending node: the next node, or, after the last, CREATED. */
+    private Transition nodeExpanded(Snapshot s) {
+        List<String> rest = s.expandNodes().isEmpty() ? List.of() : s.expandNodes().subList(1, s.expandNodes().size());
+        if (rest.isEmpty()) {
+            return new Transition(s.with(Phase.CREATED, s.attempt()),
+                    List.of(new Report(Phase.CREATED, "expanded by the controller and on every node where it is published")));
+        }
+        return new Transition(new Snapshot(Phase.NODE_EXPANDING, 1, s.contentSource(), rest),
+                List.of(new Send(NodeCommandKind.NODE_EXPAND)));
+    }
+
+    /**
+     * Why an expansion to {@code requestedBytes} is refused now, or null. {@link ExpandRefusal#field} names what is
+     * wrong: {@code capacity} (not larger than the volume: the plugin does not shrink), {@code plugin} (it does not
+     * advertise EXPAND_VOLUME), or {@code volume} (a create, delete or another expansion is in progress: a conflict).
+     *
+     * @param currentBytes the capacity the plugin last reported (null: unknown)
+     */
+    public static ExpandRefusal expandRefusal(Snapshot s, String volumeKey, String pluginId, boolean pluginExpands,
+                                              Long currentBytes, long requestedBytes) {
+        if (requestedBytes < 1) {
+            return new ExpandRefusal("capacity", Long.toString(requestedBytes), "must be at least 1 byte", false);
+        }
+        if (!pluginExpands) {
+            return new ExpandRefusal("plugin", pluginId, "does not advertise the EXPAND_VOLUME controller capability;"
+                    + " its volumes cannot be expanded", false);
+        }
+        if (s.phase() != Phase.CREATED && s.phase() != Phase.EXPAND_FAILED) {
+            return new ExpandRefusal("volume", volumeKey, "is " + s.phase().name().toLowerCase(java.util.Locale.ROOT)
+                    .replace('_', '-') + " (attempt " + s.attempt() + "); expand it once that is over", true);
+        }
+        if (currentBytes != null && requestedBytes < currentBytes) {
+            return new ExpandRefusal("capacity", Long.toString(requestedBytes), "is smaller than the volume's "
+                    + currentBytes + " bytes; volumes are never shrunk", false);
+        }
+        return null;
+    }
+
+    /** Whether an expansion to {@code requestedBytes} has nothing to do: the volume is CREATED with that capacity already. */
+    public static boolean alreadyExpanded(Snapshot s, Long currentBytes, long requestedBytes) {
+        return s.phase() == Phase.CREATED && currentBytes != null && currentBytes == requestedBytes;
+    }
+
+    /** A refused expansion: the field and value at fault, why, and whether it is a conflict (409) rather than a bad request (400). */
+    public record ExpandRefusal(String field, String value, String reason, boolean conflict) {
+    }
+
+    /** An expansion the caller checked with {@link #expandRefusal}: EXPANDING, attempt 1, ControllerExpandVolume. */
+    public Transition expand(Snapshot s) {
+        if (s.phase() != Phase.CREATED && s.phase() != Phase.EXPAND_FAILED) {
+            return new Transition(s, List.of());
+        }
+        return new Transition(s.with(Phase.EXPANDING, 1), List.of(new Send(NodeCommandKind.CONTROLLER_EXPAND)));
     }
 
     /** The command failed with {@code code} (a CSI status code name or a worker code). */
@@ -133,18 +257,27 @@ public final class ProvisionMachine {
             return new Transition(s, List.of());
         }
         boolean create = s.phase() == Phase.CREATING;
-        String what = create ? "CreateVolume" : "DeleteVolume";
-        if (!create && "NOT_FOUND".equals(code)) {
+        NodeCommandKind kind = s.phase().command();
+        String what = switch (s.phase()) {
+            case CREATING -> "CreateVolume";
+            case DELETING -> "DeleteVolume";
+            case EXPANDING -> "ControllerExpandVolume";
+            default -> "NodeExpandVolume on node " + s.expandNode();
+        };
+        if (s.phase() == Phase.DELETING && "NOT_FOUND".equals(code)) {
             return succeeded(s);
         }
         String error = what + " failed with " + code + ": " + message;
-        if (retryable(create ? NodeCommandKind.CREATE_VOLUME : NodeCommandKind.DELETE_VOLUME, code, s.contentSource())) {
+        if (retryable(kind, code, s.contentSource())) {
             if (s.attempt() < policy.maxAttempts()) {
                 return new Transition(s, List.of(new RetryLater(policy.backoff(s.attempt()), error)));
             }
             error = error + " (gave up after " + s.attempt() + " attempts)";
+        } else if (kind == NodeCommandKind.NODE_EXPAND && "FAILED_PRECONDITION".equals(code)) {
+            error = error + " (not retried: CSI forbids retrying NodeExpandVolume after FAILED_PRECONDITION; the volume"
+                    + " stays usable at its former size on that node; expand it again once the cause is fixed)";
         }
-        Phase failed = create ? Phase.CREATE_FAILED : Phase.DELETE_FAILED;
+        Phase failed = create ? Phase.CREATE_FAILED : s.phase() == Phase.DELETING ? Phase.DELETE_FAILED : Phase.EXPAND_FAILED;
         return new Transition(s.with(failed, s.attempt()), List.of(new Report(failed, error)));
     }
 
@@ -163,8 +296,7 @@ public final class ProvisionMachine {
         if (!s.phase().inProgress()) {
             return new Transition(s, List.of());
         }
-        return new Transition(s.with(s.phase(), s.attempt() + 1),
-                List.of(new Send(s.phase() == Phase.CREATING ? NodeCommandKind.CREATE_VOLUME : NodeCommandKind.DELETE_VOLUME)));
+        return new Transition(s.with(s.phase(), s.attempt() + 1), List.of(new Send(s.phase().command())));
     }
 
     /**
@@ -180,6 +312,9 @@ public final class ProvisionMachine {
         if (s.phase() == Phase.CREATING) {
             return "volume " + volumeKey + " is still being created (attempt " + s.attempt() + ")";
         }
+        if (s.phase().expanding()) {
+            return "volume " + volumeKey + " is being expanded (attempt " + s.attempt() + ")";
+        }
         return null;
     }
 
@@ -189,17 +324,24 @@ public final class ProvisionMachine {
      */
     public Transition delete(Snapshot s) {
         return switch (s.phase()) {
-            case CREATED, DELETE_FAILED -> new Transition(s.with(Phase.DELETING, 1), List.of(new Send(NodeCommandKind.DELETE_VOLUME)));
+            case CREATED, DELETE_FAILED, EXPAND_FAILED -> new Transition(s.with(Phase.DELETING, 1), List.of(new Send(NodeCommandKind.DELETE_VOLUME)));
             case CREATE_FAILED -> new Transition(s.with(Phase.DELETED, s.attempt()),
                     List.of(new Deregister(), new Report(Phase.DELETED, "the failed create's record removed (the plugin created nothing)")));
             default -> new Transition(s, List.of());
         };
     }
 
-    /** The CSI error table: whether {@code code} from the {@code kind} call is retried with backoff. */
+    /**
+     * The CSI error table: whether {@code code} from the {@code kind} call is retried with backoff. FAILED_PRECONDITION
+     * from NodeExpandVolume never is (CSI: "the CO MUST NOT retry"), nor from ControllerExpandVolume (an offline-only
+     * plugin's "the volume is published": retrying cannot change that).
+     */
     public static boolean retryable(NodeCommandKind kind, String code, boolean contentSource) {
         if (TRANSIENT.contains(code)) {
             return true;
+        }
+        if (kind == NodeCommandKind.CONTROLLER_EXPAND || kind == NodeCommandKind.NODE_EXPAND) {
+            return false;
         }
         if ("FAILED_PRECONDITION".equals(code)) {
             return kind == NodeCommandKind.DELETE_VOLUME || contentSource;

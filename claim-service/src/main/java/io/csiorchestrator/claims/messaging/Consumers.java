@@ -114,8 +114,8 @@ public class Consumers {
                 // create-snapshot / delete-snapshot answers (issue 14 item 2)
                 return retried(() -> snapshots.onDone(done, tx), "mount-done " + done.commandId());
             }
-            if (done.kind().provisioning()) {
-                // create-volume / delete-volume answers (issue 14)
+            if (done.kind().provisioning() || done.kind().expanding()) {
+                // create-volume / delete-volume answers (issue 14), controller and node expansions (item 3)
                 return retried(() -> provisions.onDone(done, tx), "mount-done " + done.commandId());
             }
             return retried(() -> claims.onMountDone(done, tx), "mount-done " + done.commandId());

@@ -64,7 +64,11 @@ public class ProvisionService {
     }
 
     /** What a create or delete request found. */
-    public sealed interface Outcome permits Started, Unchanged, Refused, Missing {
+    public sealed interface Outcome permits Started, Unchanged, Refused, Missing, Invalid {
+    }
+
+    /** Refused as a bad request (400): the field and value at fault, and why. */
+    public record Invalid(String field, String value, String reason) implements Outcome {
     }
 
     /** Created a provision (or a delete of one): its row after the request. */
@@ -182,6 +186,38 @@ public class ProvisionService {
                 })));
     }
 
+    /**
+     * An expansion request (issue 14 item 3) to {@code bytes}: refused (400) for a capacity below the volume's or a
+     * plugin without EXPAND_VOLUME, refused (409) while a create, delete or another expansion is in progress;
+     * {@link Unchanged} when the volume already has that capacity; else EXPANDING with ControllerExpandVolume to a
+     * healthy controller instance's node, in the transaction that records the request.
+     */
+    public Uni<Outcome> expand(String namespace, String id, long bytes, Tx tx) {
+        String key = VolumeEntity.key(namespace, id);
+        return claims.inTransaction(tx, () -> claims.lockVolume(key).chain(volume ->
+                ProvisionEntity.<ProvisionEntity>findById(key, LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+                    if (p == null) {
+                        return Uni.createFrom().<Outcome>item(new Missing());
+                    }
+                    return plugins.status(p.pluginId).chain(status -> {
+                        boolean expands = status != null && Boolean.TRUE.equals(status.controllerExpansion());
+                        Snapshot s = snapshot(p);
+                        ProvisionMachine.ExpandRefusal refusal = ProvisionMachine.expandRefusal(s, key, p.pluginId,
+                                expands, p.capacityBytes, bytes);
+                        if (refusal != null) {
+                            return Uni.createFrom().<Outcome>item(refusal.conflict() ? new Refused(refusal.reason())
+                                    : new Invalid(refusal.field(), refusal.value(), refusal.reason()));
+                        }
+                        if (ProvisionMachine.alreadyExpanded(s, p.capacityBytes, bytes)) {
+                            return Uni.createFrom().<Outcome>item(new Unchanged(p));
+                        }
+                        p.expandToBytes = bytes;
+                        p.lastError = null;
+                        return apply(p, volume, machine().expand(s), tx).map(x -> (Outcome) new Started(p));
+                    });
+                })));
+    }
+
     /** A create-volume or delete-volume mount-done: matched by command id; a late or repeated answer changes nothing. */
     public Uni<Void> onDone(MountDone done, Tx tx) {
         return claims.inTransaction(tx, () -> Panache.getSession()
@@ -202,6 +238,15 @@ public class ProvisionService {
                                 p.commandDeadline = null;
                                 if (!done.succeeded()) {
                                     return apply(p, volume, machine().failed(snapshot(p), done.errorCode(), done.errorMessage()), tx);
+                                }
+                                if (done.kind() == NodeCommandKind.CONTROLLER_EXPAND) {
+                                    ProvisionedVolume v = done.provisioned();
+                                    long reported = v == null || v.capacityBytes() == null ? 0 : v.capacityBytes();
+                                    p.capacityBytes = reported > 0 ? reported : p.expandToBytes;
+                                    boolean nodesToo = v != null && v.requiresNodeExpansion();
+                                    return ClaimService.activeClaims(key).chain(active -> apply(p, volume,
+                                            machine().controllerExpanded(snapshot(p), nodesToo,
+                                                    active.stream().map(c -> c.nodeId).filter(Objects::nonNull).toList()), tx));
                                 }
                                 if (done.kind() == NodeCommandKind.CREATE_VOLUME) {
                                     ProvisionedVolume v = done.provisioned();
@@ -251,6 +296,7 @@ public class ProvisionService {
         }
         p.phase = s.phase().name();
         p.attempt = s.attempt();
+        p.expandNodesJson = Json.write(s.expandNodes());
         p.updatedAt = now;
         Uni<Void> chain = Uni.createFrom().voidItem();
         for (ProvisionMachine.Effect effect : t.effects()) {
@@ -269,7 +315,12 @@ public class ProvisionService {
             } else if (effect instanceof ProvisionMachine.Deregister) {
                 chain = chain.chain(() -> deregister(p, volume));
             } else if (effect instanceof ProvisionMachine.Report report) {
-                if (report.phase() == Phase.CREATE_FAILED || report.phase() == Phase.DELETE_FAILED) {
+                if (report.phase() == Phase.CREATED && p.expandToBytes != null) {
+                    p.retryAt = null;
+                    p.lastError = null;
+                    LOG.infof("provision %s: %s (%d bytes)", p.volumeKey, report.reason(), p.capacityBytes);
+                } else if (report.phase() == Phase.CREATE_FAILED || report.phase() == Phase.DELETE_FAILED
+                        || report.phase() == Phase.EXPAND_FAILED) {
                     p.lastError = report.reason();
                     p.retryAt = null;
                     LOG.warnf("provision %s: %s", p.volumeKey, report.reason());
@@ -284,10 +335,13 @@ public class ProvisionService {
         return chain;
     }
 
-    /** Writes the command of the current attempt to the outbox, to a healthy controller instance's node. */
+    /**
+     * Writes the command of the current attempt to the outbox: to a healthy controller instance's node, or, for a
+     * node-expand-volume, to the node whose turn it is.
+     */
     private Uni<Void> send(ProvisionEntity p, VolumeEntity volume, NodeCommandKind kind, Tx tx) {
         return plugins.facts(p.pluginId).chain(plugin -> {
-            String target = pickController(plugin, p.commandNodeId);
+            String target = kind == NodeCommandKind.NODE_EXPAND ? snapshot(p).expandNode() : pickController(plugin, p.commandNodeId);
             if (target == null) {
                 return apply(p, volume, machine().noController(snapshot(p), p.pluginId), tx);
             }
@@ -313,7 +367,11 @@ public class ProvisionService {
                     create ? null : p.externalId, null,
                     create ? AccessMode.fromWire(p.accessMode) : null, create ? AttachmentMode.fromWire(p.attachmentMode) : null,
                     false, create ? p.fsType : null, null, Map.of(), Map.of(), sealedForTarget, now);
-            if (create) {
+            if (kind.expanding()) {
+                // the new capacity, no limit: the volume's create-time capacityMax does not bound an expansion
+                command = command.withProvision(new ProvisionSpec(p.csiName, p.expandToBytes, null, Map.of(), Map.of(),
+                        null, null));
+            } else if (create) {
                 command = command.withProvision(new ProvisionSpec(p.csiName, p.capacityMinBytes, p.capacityMaxBytes,
                         Json.map(p.parametersJson), Json.map(p.topologyJson), p.sourceSnapshotId, p.sourceVolumeId));
             }
@@ -365,7 +423,8 @@ public class ProvisionService {
     }
 
     static Snapshot snapshot(ProvisionEntity p) {
-        return new Snapshot(Phase.valueOf(p.phase), p.attempt, p.sourceSnapshotId != null || p.sourceVolumeId != null);
+        return new Snapshot(Phase.valueOf(p.phase), p.attempt, p.sourceSnapshotId != null || p.sourceVolumeId != null,
+                Json.list(p.expandNodesJson));
     }
 
     /** Whether {@code b} asks for what {@code a} was created with (the secrets aside: sealed, not comparable). */

@@ -62,6 +62,12 @@ public class Plugins {
         });
     }
 
+    /** The plugin's last status (null: never heard of, or removed). */
+    public Uni<PluginStatus> status(String pluginId) {
+        return PluginEntity.<PluginEntity>findById(pluginId)
+                .map(row -> row == null ? null : EventCodec.decode(PluginStatus.class, row.statusJson));
+    }
+
     /** The plugin as last heard of, with the outages of its node instances that were healthy before. */
     public Uni<PluginFacts> facts(String pluginId) {
         return PluginEntity.<PluginEntity>findById(pluginId).map(row -> row == null ? PluginFacts.unknown(pluginId) : toFacts(row))

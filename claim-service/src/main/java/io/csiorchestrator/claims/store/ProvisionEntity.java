@@ -61,6 +61,12 @@ public class ProvisionEntity extends PanacheEntityBase {
     public String contextJson;
     @Column(name = "accessible_topology_json")
     public String accessibleTopologyJson;
+    /** Expansion (issue 14 item 3): the capacity asked for by the last expansion; null before any. */
+    @Column(name = "expand_to_bytes")
+    public Long expandToBytes;
+    /** In NODE_EXPANDING: the nodes still to run NodeExpandVolume (JSON list), the first one's command outstanding or due. */
+    @Column(name = "expand_nodes_json")
+    public String expandNodesJson = "[]";
     @Column(name = "command_id")
     public String commandId;
     @Column(name = "command_node_id")

@@ -126,4 +126,120 @@ class ProvisionMachineTest {
         assertTrue(dropped.effects().stream().noneMatch(e -> e instanceof Send), dropped.effects().toString());
         assertEquals(List.of(new Send(NodeCommandKind.DELETE_VOLUME)), MACHINE.delete(at(Phase.DELETE_FAILED, 2, false)).effects());
     }
+
+    // ------------------------------------------------------------------ expansion (issue 14 item 3)
+
+    /**
+     * expand -> EXPANDING with ControllerExpandVolume; the controller's success with node expansion required and claims
+     * on n2 and n1 (n1 twice) -> NODE_EXPANDING, NodeExpandVolume to n1 first, then n2; after n2 -> CREATED.
+     */
+    @Test
+    void anExpansionRunsTheControllerThenEachClaimedNodeOnceInOrderThenIsCreatedAgain() {
+        Transition expanding = MACHINE.expand(at(Phase.CREATED, 1, false));
+        assertEquals(at(Phase.EXPANDING, 1, false), expanding.next());
+        assertEquals(List.of(new Send(NodeCommandKind.CONTROLLER_EXPAND)), expanding.effects());
+
+        Transition n1 = MACHINE.controllerExpanded(expanding.next(), true, List.of("n2", "n1", "n1"));
+        assertEquals(new Snapshot(Phase.NODE_EXPANDING, 1, false, List.of("n1", "n2")), n1.next());
+        assertEquals("n1", n1.next().expandNode());
+        assertEquals(List.of(new Send(NodeCommandKind.NODE_EXPAND)), n1.effects());
+
+        Transition n2 = MACHINE.succeeded(n1.next());
+        assertEquals(new Snapshot(Phase.NODE_EXPANDING, 1, false, List.of("n2")), n2.next());
+        assertEquals(List.of(new Send(NodeCommandKind.NODE_EXPAND)), n2.effects());
+
+        Transition done = MACHINE.succeeded(n2.next());
+        assertEquals(at(Phase.CREATED, 1, false), done.next());
+        assertTrue(done.effects().stream().allMatch(e -> e instanceof Report r && r.phase() == Phase.CREATED), done.effects().toString());
+    }
+
+    /** Without node expansion required, or with no claimed node, the controller's success ends the expansion (CREATED, no command). */
+    @Test
+    void anExpansionWithoutNodeWorkEndsAtTheController() {
+        Snapshot expanding = at(Phase.EXPANDING, 2, false);
+        Transition noNodeWork = MACHINE.controllerExpanded(expanding, false, List.of("n1"));
+        assertEquals(Phase.CREATED, noNodeWork.next().phase());
+        assertTrue(noNodeWork.effects().stream().noneMatch(e -> e instanceof Send), noNodeWork.effects().toString());
+        Transition unclaimed = MACHINE.controllerExpanded(expanding, true, List.of());
+        assertEquals(Phase.CREATED, unclaimed.next().phase());
+        assertTrue(unclaimed.effects().stream().noneMatch(e -> e instanceof Send), unclaimed.effects().toString());
+    }
+
+    /**
+     * The CSI error table for the expansion calls: transient codes are retried with backoff (the same step again:
+     * the same node for NodeExpandVolume); FAILED_PRECONDITION from NodeExpandVolume is never retried and names the
+     * node, the code, the plugin's message and that it was not retried; other codes are fatal (EXPAND_FAILED).
+     */
+    @ParameterizedTest(name = "{0}: controller {1}, node {2}")
+    @CsvSource({
+            "UNAVAILABLE,         R, R",
+            "DEADLINE_EXCEEDED,   R, R",
+            "ABORTED,             R, R",
+            "RESOURCE_EXHAUSTED,  R, R",
+            "PLUGIN_NOT_FOUND,    R, R",
+            "FAILED_PRECONDITION, F, F",
+            "OUT_OF_RANGE,        F, F",
+            "INVALID_ARGUMENT,    F, F",
+            "NOT_FOUND,           F, F",
+            "UNIMPLEMENTED,       F, F"
+    })
+    void expansionErrorsFollowTheCsiTable(String code, char controller, char node) {
+        assertOutcome(MACHINE.failed(at(Phase.EXPANDING, 1, false), code, "m"), controller, Phase.EXPANDING);
+        Snapshot nodeStep = new Snapshot(Phase.NODE_EXPANDING, 1, false, List.of("n1", "n2"));
+        Transition t = MACHINE.failed(nodeStep, code, "the file system is busy");
+        assertOutcome(t, node, Phase.NODE_EXPANDING);
+        if (node == 'R') {
+            assertEquals(nodeStep, t.next(), "the same node's call is retried");
+            Transition again = MACHINE.retryDue(t.next());
+            assertEquals(new Snapshot(Phase.NODE_EXPANDING, 2, false, List.of("n1", "n2")), again.next());
+            assertEquals(List.of(new Send(NodeCommandKind.NODE_EXPAND)), again.effects());
+        } else {
+            Report report = (Report) t.effects().get(0);
+            assertTrue(report.reason().startsWith("NodeExpandVolume on node n1 failed with " + code + ": the file system is busy"),
+                    report.reason());
+            assertEquals("FAILED_PRECONDITION".equals(code), report.reason().contains("not retried"), report.reason());
+            assertEquals(List.of(), t.next().expandNodes(), "a failed expansion keeps no nodes to expand");
+        }
+    }
+
+    private static void assertOutcome(Transition t, char expected, Phase phase) {
+        if (expected == 'R') {
+            assertEquals(phase, t.next().phase());
+            assertTrue(t.effects().get(0) instanceof RetryLater, t.effects().toString());
+        } else {
+            assertEquals(Phase.EXPAND_FAILED, t.next().phase());
+            assertTrue(t.effects().get(0) instanceof Report r && r.phase() == Phase.EXPAND_FAILED, t.effects().toString());
+        }
+    }
+
+    /**
+     * Expansion refusals: a capacity below the volume's (400, field capacity), a plugin without EXPAND_VOLUME (400,
+     * field plugin), a volume being created, deleted or expanded (409); a CREATED or EXPAND_FAILED volume with a
+     * capacity at least its own is accepted, the same capacity on a CREATED one is already done; the delete of a
+     * volume being expanded is refused.
+     */
+    @Test
+    void expansionRefusalsNameTheFieldAndValueAndConflictsAreTold() {
+        Snapshot created = at(Phase.CREATED, 1, false);
+        ProvisionMachine.ExpandRefusal smaller = ProvisionMachine.expandRefusal(created, "default/v", "hp", true, 2048L, 1024);
+        assertEquals(new ProvisionMachine.ExpandRefusal("capacity", "1024",
+                "is smaller than the volume's 2048 bytes; volumes are never shrunk", false), smaller);
+        ProvisionMachine.ExpandRefusal plugin = ProvisionMachine.expandRefusal(created, "default/v", "hp", false, 1024L, 2048);
+        assertEquals("plugin", plugin.field());
+        assertEquals("hp", plugin.value());
+        assertTrue(!plugin.conflict() && plugin.reason().contains("EXPAND_VOLUME"), plugin.toString());
+        for (Phase busy : List.of(Phase.CREATING, Phase.DELETING, Phase.EXPANDING, Phase.NODE_EXPANDING)) {
+            ProvisionMachine.ExpandRefusal r = ProvisionMachine.expandRefusal(at(busy, 2, false), "default/v", "hp", true, 1024L, 2048);
+            assertTrue(r != null && r.conflict() && "volume".equals(r.field()), busy + ": " + r);
+        }
+        assertNull(ProvisionMachine.expandRefusal(created, "default/v", "hp", true, 1024L, 2048));
+        assertNull(ProvisionMachine.expandRefusal(at(Phase.EXPAND_FAILED, 1, false), "default/v", "hp", true, 2048L, 2048));
+        assertTrue(ProvisionMachine.alreadyExpanded(created, 2048L, 2048));
+        assertTrue(!ProvisionMachine.alreadyExpanded(at(Phase.EXPAND_FAILED, 1, false), 2048L, 2048),
+                "a failed expansion to the same size runs again");
+        assertEquals(Phase.EXPANDING, MACHINE.expand(at(Phase.EXPAND_FAILED, 3, false)).next().phase());
+        assertTrue(ProvisionMachine.deleteRefusal(at(Phase.NODE_EXPANDING, 1, false), "default/v", List.of())
+                .contains("being expanded"));
+        assertEquals(Phase.DELETING, MACHINE.delete(at(Phase.EXPAND_FAILED, 1, false)).next().phase());
+    }
 }

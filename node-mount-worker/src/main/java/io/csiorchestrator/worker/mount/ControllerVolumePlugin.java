@@ -38,6 +38,16 @@ public interface ControllerVolumePlugin {
         throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot create snapshots", false);
     }
 
+    /**
+     * CSI ControllerExpandVolume of {@code externalVolumeId} to at least {@code requiredBytes} (at most
+     * {@code limitBytes}, 0 = no limit); idempotent (a volume as large already answers its capacity). Returns the
+     * capacity and whether the plugin asks for NodeExpandVolume on each node where the volume is published.
+     */
+    default ProvisionedVolume controllerExpand(String externalVolumeId, long requiredBytes, long limitBytes,
+                                               Map<String, String> secrets) {
+        throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot expand volumes", false);
+    }
+
     /** CSI DeleteSnapshot; NOT_FOUND counts as done (the snapshot is gone). */
     default void deleteSnapshot(String externalSnapshotId, Map<String, String> secrets) {
         throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot delete snapshots", false);

@@ -23,6 +23,15 @@ public interface NodeVolumePlugin {
 
     void unpublish(String externalVolumeId, Path targetPath);
 
+    /**
+     * CSI NodeExpandVolume of the volume published at {@code volumePath} (staged at {@code stagingPath}, null when
+     * not staged) to {@code requiredBytes}; returns the capacity the node reports (0 = unknown). FAILED_PRECONDITION
+     * is never retried (csi-client's CsiRetryPolicy.neverRetried, as the CSI spec asks).
+     */
+    default long nodeExpand(String externalVolumeId, Path volumePath, Path stagingPath, long requiredBytes, long limitBytes) {
+        throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot expand volumes on nodes", false);
+    }
+
     /** Whether NodeGetVolumeStats reports the volume's condition (node capabilities GET_VOLUME_STATS and VOLUME_CONDITION). */
     default boolean reportsVolumeCondition() {
         return false;

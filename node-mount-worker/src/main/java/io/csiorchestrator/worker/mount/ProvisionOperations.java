@@ -3,6 +3,7 @@ package io.csiorchestrator.worker.mount;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.ProvisionSpec;
 import io.csiorchestrator.events.ProvisionedSnapshot;
 import io.csiorchestrator.events.ProvisionedVolume;
 import io.csiorchestrator.events.SecretPayload;
@@ -11,9 +12,10 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The create-volume, delete-volume, create-snapshot and delete-snapshot commands (issue 14) on the node hosting a healthy controller instance of the
- * plugin: CSI CreateVolume (idempotent by the command's CSI name: a redelivered or re-sent command gets the same
- * volume) and DeleteVolume (NOT_FOUND is done). They hold no node state: no record, no mount, nothing to restore;
+ * The create-volume, delete-volume, create-snapshot, delete-snapshot and controller-expand-volume commands (issue 14)
+ * on the node hosting a healthy controller instance of the plugin: CSI CreateVolume (idempotent by the command's CSI
+ * name: a redelivered or re-sent command gets the same volume), DeleteVolume (NOT_FOUND is done) and
+ * ControllerExpandVolume (idempotent: a volume already as large answers its capacity). They hold no node state: no record, no mount, nothing to restore;
  * claim-service records the request before it sends it and the answer when it comes.
  */
 final class ProvisionOperations {
@@ -65,6 +67,14 @@ final class ProvisionOperations {
                 found.get().deleteSnapshot(command.provision().sourceSnapshotId(), opened.secrets());
                 return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
                         null, true, null, null, Map.of(), null, null, clock.instant());
+            }
+            if (command.kind() == NodeCommandKind.CONTROLLER_EXPAND) {
+                ProvisionSpec spec = command.provision();
+                ProvisionedVolume expanded = found.get().controllerExpand(command.externalVolumeId(),
+                        spec.capacityMinBytes(), spec.capacityMaxBytes() == null ? 0 : spec.capacityMaxBytes(),
+                        opened.secrets());
+                return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
+                        null, true, null, null, Map.of(), null, null, clock.instant(), null, null, expanded);
             }
             if (command.kind() == NodeCommandKind.CREATE_VOLUME) {
                 VolumeRequest request = new VolumeRequest(null, command.accessMode(), command.attachmentMode(),

@@ -4,8 +4,10 @@ import io.csiorchestrator.csi.mount.MountInfo;
 import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
+import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.ProvisionedVolume;
 import io.csiorchestrator.events.SealedSecrets;
 import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.worker.state.MountRecordStore;
@@ -23,6 +25,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -140,6 +143,9 @@ public final class VolumeOperations {
             // create-volume, delete-volume (issue 14): controller calls that leave no node state
             return provisioning.execute(command);
         }
+        if (command.kind() == NodeCommandKind.NODE_EXPAND) {
+            return nodeExpand(command);
+        }
         VolumeKey key = new VolumeKey(command.namespace(), command.volumeId());
         VolumeRecord existing = records.get(key);
         if (existing != null) {
@@ -163,7 +169,7 @@ public final class VolumeOperations {
                     case UNMOUNT -> unmount(command, key);
                     case CONTROLLER_PUBLISH -> controllerPublish(command, key);
                     case CONTROLLER_UNPUBLISH -> controllerUnpublish(command, key);
-                    case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT -> throw new IllegalStateException("answered above");
+                    case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT, CONTROLLER_EXPAND, NODE_EXPAND -> throw new IllegalStateException("answered above");
                 };
             }
         } catch (IllegalArgumentException e) {
@@ -179,6 +185,51 @@ public final class VolumeOperations {
         remember(key, command, done);
         emitCommandEvent(command, done);
         return done;
+    }
+
+    /**
+     * node-expand-volume (issue 14 item 3): CSI NodeExpandVolume at one target path where the volume is published on
+     * this node (and its staging path when staged): the node expands a volume once, whichever path it is given. No
+     * node state changes and none is recorded: the call is idempotent, so a redelivery simply calls it again. A
+     * volume no longer published here has nothing mounted to expand: done, without a call. FAILED_PRECONDITION comes
+     * back as it is, never retried (CSI).
+     */
+    private MountDone nodeExpand(NodeCommand command) {
+        if (!nodeId.equals(command.nodeId())) {
+            return failed(command, INVALID_COMMAND, "command for node '" + command.nodeId()
+                    + "' reached the worker of node '" + nodeId + "'", null, null);
+        }
+        VolumeKey key = new VolumeKey(command.namespace(), command.volumeId());
+        VolumeRecord record = records.get(key);
+        Optional<Usage> published = record == null ? Optional.empty() : record.usages().values().stream()
+                .filter(u -> u.state() == PublishState.PUBLISHED).min(Comparator.comparing(Usage::allocationId));
+        if (published.isEmpty()) {
+            LOG.info(() -> "volume " + key + " is not published on node " + nodeId + "; nothing to expand here");
+            return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
+                    null, true, null, null, Map.of(), null, null, clock.instant());
+        }
+        Optional<NodeVolumePlugin> plugin = plugins.node(record.pluginId());
+        if (plugin.isEmpty()) {
+            return failed(command, PLUGIN_NOT_FOUND, "CSI plugin '" + record.pluginId()
+                    + "' is not running or not healthy on node " + nodeId, null, null);
+        }
+        try {
+            Path target = paths.requireNoLinks(Path.of(published.get().targetPath()));
+            Path staging = record.stage() == StageState.STAGED ? Path.of(record.stagingPath()) : null;
+            long required = command.provision().capacityMinBytes();
+            long limit = command.provision().capacityMaxBytes() == null ? 0 : command.provision().capacityMaxBytes();
+            long capacity = plugin.get().nodeExpand(record.externalVolumeId(), target, staging, required, limit);
+            return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(),
+                    null, true, null, null, Map.of(), target.toString(), null, clock.instant(), null, null,
+                    ProvisionedVolume.expanded(record.externalVolumeId(), capacity, false));
+        } catch (PluginCallFailure failure) {
+            return failed(command, failure.code(), failure.getMessage(), null, null);
+        } catch (UnsafePathException e) {
+            return failed(command, UNSAFE_PATH, e.getMessage(), null, null);
+        } catch (IOException e) {
+            return failed(command, WORKER_IO_ERROR, "node " + nodeId + " could not check the target path of volume "
+                    + key + ": " + e.getMessage(), null, null);
+        }
     }
 
     private void remember(VolumeKey key, NodeCommand command, MountDone done) {
@@ -938,14 +989,14 @@ public final class VolumeOperations {
             case UNMOUNT -> NodeEventKind.UNMOUNT;
             case CONTROLLER_PUBLISH -> NodeEventKind.CONTROLLER_PUBLISH;
             case CONTROLLER_UNPUBLISH -> NodeEventKind.CONTROLLER_UNPUBLISH;
-            case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT -> throw new IllegalStateException("no node event of " + command.kind());
+            case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT, CONTROLLER_EXPAND, NODE_EXPAND -> throw new IllegalStateException("no node event of " + command.kind());
         };
         String message = switch (command.kind()) {
             case MOUNT -> "Mount volume";
             case UNMOUNT -> "Unmount volume";
             case CONTROLLER_PUBLISH -> "Controller publish volume";
             case CONTROLLER_UNPUBLISH -> "Controller unpublish volume";
-            case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT -> throw new IllegalStateException("no node event of " + command.kind());
+            case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT, CONTROLLER_EXPAND, NODE_EXPAND -> throw new IllegalStateException("no node event of " + command.kind());
         };
         Map<String, String> details = new LinkedHashMap<>();
         details.put("commandId", command.commandId());

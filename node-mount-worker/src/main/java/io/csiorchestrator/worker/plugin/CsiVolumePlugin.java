@@ -9,6 +9,9 @@ import io.csiorchestrator.csi.CsiSocketException;
 import io.csiorchestrator.csi.MountOptions;
 import io.csiorchestrator.csi.VolumeCapabilities;
 import io.csiorchestrator.csi.v1.CapacityRange;
+import io.csiorchestrator.csi.v1.ControllerExpandVolumeRequest;
+import io.csiorchestrator.csi.v1.ControllerExpandVolumeResponse;
+import io.csiorchestrator.csi.v1.NodeExpandVolumeRequest;
 import io.csiorchestrator.csi.v1.ControllerPublishVolumeRequest;
 import io.csiorchestrator.csi.v1.CreateSnapshotRequest;
 import io.csiorchestrator.csi.v1.CreateVolumeRequest;
@@ -231,6 +234,27 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
                 throw failure;
             }
         }
+    }
+
+    @Override
+    public ProvisionedVolume controllerExpand(String externalVolumeId, long requiredBytes, long limitBytes,
+                                              Map<String, String> secrets) {
+        ControllerExpandVolumeResponse response = await(CsiRpc.CONTROLLER_EXPAND_VOLUME, client.controllerExpandVolume(
+                ControllerExpandVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
+                        .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(requiredBytes).setLimitBytes(limitBytes))
+                        .putAllSecrets(secrets).build()));
+        return ProvisionedVolume.expanded(externalVolumeId, response.getCapacityBytes(), response.getNodeExpansionRequired());
+    }
+
+    @Override
+    public long nodeExpand(String externalVolumeId, Path volumePath, Path stagingPath, long requiredBytes, long limitBytes) {
+        NodeExpandVolumeRequest.Builder request = NodeExpandVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
+                .setVolumePath(plugin(volumePath))
+                .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(requiredBytes).setLimitBytes(limitBytes));
+        if (stagingPath != null) {
+            request.setStagingTargetPath(plugin(stagingPath));
+        }
+        return await(CsiRpc.NODE_EXPAND_VOLUME, client.nodeExpandVolume(request.build())).getCapacityBytes();
     }
 
     private String plugin(Path hostPath) {

@@ -1180,6 +1180,71 @@ class NodeMountWorkerTest {
         assertTrue(worker.operations().record(new VolumeKey(NS, "snap-src")).isEmpty());
     }
 
+    /**
+     * Issue 14 item 3's expansion commands against the shared plugin: a controller-expand-volume of a volume (1GiB)
+     * answers the new capacity and that the plugin asks for node expansion; a node-expand-volume while the volume is
+     * published calls NodeExpandVolume once at the target path, and NodeGetVolumeStats there then reports the new
+     * capacity while the file written before stays readable; a NodeExpandVolume failing with FAILED_PRECONDITION is
+     * answered with that code and the plugin's message after exactly one call (never retried, CSI); a node-expand of a
+     * volume not published on the node succeeds without a plugin call.
+     */
+    @Test
+    void expandCommandsCallControllerThenNodeExpandAtThePublishedPathAndNeverRetryFailedPrecondition() throws Exception {
+        await().atMost(WAIT).until(() -> worker.plugins().controller(PLUGIN).isPresent());
+        String ext = createVolume("exp-vol"); // 1GiB, the plugin's default
+        MountDone mounted = run(mount("exp-1", ext, "alloc-exp", false));
+        assertTrue(mounted.succeeded(), mounted.toString());
+        Path target = Path.of(mounted.hostPath());
+        Files.writeString(target.resolve("before.txt"), "written before the expansion");
+        assertEquals(1L << 30, statsTotalBytes(ext, target));
+
+        MountDone expanded = run(expandCommand(NodeCommandKind.CONTROLLER_EXPAND, "exp-1", ext, 2L << 30));
+        assertTrue(expanded.succeeded(), expanded.toString());
+        assertEquals(2L << 30, expanded.provisioned().capacityBytes());
+        assertTrue(expanded.provisioned().requiresNodeExpansion(), expanded.toString());
+
+        long nodeCalls = plugin.calls("NodeExpandVolume");
+        plugin.faults("NodeExpandVolume FAILED_PRECONDITION 1 the file system is busy\n");
+        MountDone refused = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 2L << 30));
+        assertFalse(refused.succeeded());
+        assertEquals("FAILED_PRECONDITION", refused.errorCode());
+        assertTrue(refused.errorMessage().contains("the file system is busy"), refused.errorMessage());
+        assertEquals(nodeCalls + 1, plugin.calls("NodeExpandVolume"), "FAILED_PRECONDITION is never retried");
+
+        MountDone nodeExpanded = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 2L << 30));
+        assertTrue(nodeExpanded.succeeded(), nodeExpanded.toString());
+        assertEquals(target.toString(), nodeExpanded.hostPath(), "expanded at the published target path");
+        assertEquals(2L << 30, nodeExpanded.provisioned().capacityBytes());
+        assertEquals(nodeCalls + 2, plugin.calls("NodeExpandVolume"));
+        assertEquals(2L << 30, statsTotalBytes(ext, target), "NodeGetVolumeStats reports the new capacity");
+        assertEquals("written before the expansion", Files.readString(target.resolve("before.txt")));
+
+        assertTrue(run(unmount("exp-1", ext, "alloc-exp")).succeeded());
+        MountDone notPublished = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 2L << 30));
+        assertTrue(notPublished.succeeded(), notPublished.toString());
+        assertEquals(nodeCalls + 2, plugin.calls("NodeExpandVolume"), "nothing published here: no call");
+        assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.DELETE_VOLUME, NS, "exp-1",
+                PLUGIN, ext, null, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())).succeeded());
+    }
+
+    private static NodeCommand expandCommand(NodeCommandKind kind, String volumeId, String externalVolumeId, long bytes) {
+        return new NodeCommand("cmd-" + UUID.randomUUID(), NODE, kind, NS, volumeId, PLUGIN, externalVolumeId, null,
+                null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())
+                .withProvision(new ProvisionSpec("default." + volumeId, bytes, null, Map.of(), Map.of(), null, null));
+    }
+
+    /** The total bytes NodeGetVolumeStats of the shared plugin reports for the volume at {@code path}. */
+    private static long statsTotalBytes(String externalVolumeId, Path path) {
+        try (CsiPluginClient client = CsiPluginClient.connect(plugin.socket, CsiClientOptions.defaults()).await()
+                .atMost(Duration.ofSeconds(10))) {
+            return client.nodeGetVolumeStats(io.csiorchestrator.csi.v1.NodeGetVolumeStatsRequest.newBuilder()
+                    .setVolumeId(externalVolumeId).setVolumePath(path.toString()).build()).await()
+                    .atMost(Duration.ofSeconds(20)).getUsageList().stream()
+                    .filter(u -> u.getUnit() == io.csiorchestrator.csi.v1.VolumeUsage.Unit.BYTES)
+                    .mapToLong(io.csiorchestrator.csi.v1.VolumeUsage::getTotal).findFirst().orElse(-1);
+        }
+    }
+
     private static NodeCommand snapshotCommand(NodeCommandKind kind, String externalVolumeId, ProvisionSpec spec) {
         return new NodeCommand("cmd-" + UUID.randomUUID(), NODE, kind, NS, "snap-src", PLUGIN, externalVolumeId, null,
                 null, null, false, null, null, Map.of(), Map.of(), null, Instant.now()).withProvision(spec);

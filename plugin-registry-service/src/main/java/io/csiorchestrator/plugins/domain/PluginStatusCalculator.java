@@ -21,12 +21,17 @@ import java.util.stream.Collectors;
  *       healthy (reported healthy and not silent).</li>
  *   <li>A controller publish is required when some controller instance advertises
  *       PUBLISH_UNPUBLISH_VOLUME.</li>
+ *   <li>The plugin expands volumes when some controller instance advertises EXPAND_VOLUME; its nodes expand them
+ *       when some node instance advertises EXPAND_VOLUME (issue 14 item 3).</li>
  *   <li>The plugin's provider name and version are those most of its instances report (ties: the
  *       greatest), so a heartbeat never flips them during a rolling upgrade.</li>
  *   <li>Instances are listed by node id.</li>
  * </ul>
  */
 public final class PluginStatusCalculator {
+
+    /** The controller and node RPC capability of volume expansion (the same name in both enums of csi.proto). */
+    static final String EXPAND_VOLUME = "EXPAND_VOLUME";
 
     private PluginStatusCalculator() {
     }
@@ -53,7 +58,9 @@ public final class PluginStatusCalculator {
                 nodes.size(),
                 controllers.stream().map(PluginStatusCalculator::controllerOf).toList(),
                 nodes.stream().map(PluginStatusCalculator::nodeOf).toList(),
-                updatedAt);
+                updatedAt,
+                controllers.stream().anyMatch(i -> i.controllerCapabilities().contains(EXPAND_VOLUME)),
+                nodes.stream().anyMatch(i -> i.nodeCapabilities().contains(EXPAND_VOLUME)));
     }
 
     /**
@@ -74,7 +81,7 @@ public final class PluginStatusCalculator {
                         .map(n -> new PluginStatus.NodeInstance(n.nodeId(), n.externalNodeId(), n.maxVolumes(),
                                 n.accessibleTopology(), n.healthy(), n.healthDescription(), null))
                         .toList(),
-                null);
+                null, s.controllerExpansion(), s.nodeExpansion());
     }
 
     private static PluginStatus.ControllerInstance controllerOf(PluginInstance i) {

@@ -75,6 +75,30 @@ class PluginStatusCalculatorTest {
         assertFalse(PluginStatusCalculator.calculate("p", List.of(instance(oddNode, T0)), T0).controllerRequired());
     }
 
+    /**
+     * Issue 14 item 3: the status says the plugin expands volumes when a controller instance advertises the
+     * EXPAND_VOLUME controller capability, and that its nodes do when a node instance advertises the node capability;
+     * a plugin without either says neither, and the encoded status carries both.
+     */
+    @Test
+    void expansionCapabilitiesComeFromTheControllerAndNodeInstances() {
+        PluginHealth expandingNode = new PluginHealth("p", "n", PluginType.NODE, true, null, null, null, List.of(),
+                List.of(), List.of("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), null, false, T0);
+        PluginStatus both = PluginStatusCalculator.calculate("p", List.of(
+                instance(controller("p", "c", true, T0, "CREATE_DELETE_VOLUME", "EXPAND_VOLUME"), T0),
+                instance(expandingNode, T0)), T0);
+        assertTrue(both.controllerExpansion());
+        assertTrue(both.nodeExpansion());
+        assertEquals(both, EventCodec.decode(PluginStatus.class, EventCodec.encode(both)));
+
+        PluginStatus neither = PluginStatusCalculator.calculate("p", List.of(
+                instance(controller("p", "c", true, T0, "CREATE_DELETE_VOLUME"), T0),
+                instance(node("p", "n", true, T0), T0)), T0);
+        assertFalse(neither.controllerExpansion());
+        assertFalse(neither.nodeExpansion());
+        assertFalse(PluginStatusCalculator.sameStatus(both, neither), "a capability change is a status change");
+    }
+
     @Test
     void aSilentInstanceIsUnhealthyWithTheSilenceReason() {
         PluginInstance silent = instance(node("p", "n1", true, T0), T0).silencedBecause("no heartbeat from node n1 for more than 90s");
