@@ -15,7 +15,9 @@ public final class Main {
             usage: ./csi <command> [options]
 
             The system on one command:
-              demo [--work-dir D]          start everything, play one volume's life across two nodes, tear down
+              demo [--work-dir D]          start everything, play one volume's life across two nodes (created
+                                           through claim-service, written, read, snapshotted, restored, deleted),
+                                           tear down
               up [--work-dir D] [--fresh]  start everything and leave it running (work dir .csi/up); the state
                                            (Kafka's log, PostgreSQL's data, the hostpath volumes, the workers'
                                            records) is kept from the last `up` unless --fresh, which starts empty
