@@ -64,7 +64,9 @@ public final class Main {
               volume create <name> [--plugin hostpath]      (no --capacity) CSI CreateVolume straight on each node's
                                                             plugin of `up` (prints externalId; not registered)
               volume delete <id> [--timeout 2m]             a volume created through the services: refused while
-                                                            claimed; CSI DeleteVolume, then deregistered
+                                                            claimed; CSI DeleteVolume, then deregistered (a failed
+                                                            create: CreateVolume again by name first, to delete a
+                                                            volume an uncertain attempt made)
               volume snapshot create <id> --volume V [--parameter k=v ...] [--timeout 2m]
                                                             CSI CreateSnapshot of volume V through the services;
                                                             waits until ready to use (prints externalId) or failed
@@ -93,8 +95,10 @@ public final class Main {
               node status [node]                            each node's lease (plugin-registry-service GET /v1/nodes):
                                                             epoch, state (valid, lapsed, fenced), last renewal,
                                                             expiry (the registry's estimate), fenced epoch
-              events [-json] [--for D]                      tail claim-status and node-events from now: a line per
-                                                            event (-json: one JSON object per line) until Ctrl-C or D
+              events [-json] [--for D]                      tail claim-status, node-events and volume-status (results
+                                                            of creates and deletes of volumes and snapshots) from now:
+                                                            a line per event (-json: one JSON object per line) until
+                                                            Ctrl-C or D
 
             The status page: <claim-service URL>/status/ (`up` prints it): volumes, claims, plugins and a live feed.
 

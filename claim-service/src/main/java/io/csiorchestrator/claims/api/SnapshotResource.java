@@ -140,7 +140,7 @@ public class SnapshotResource {
     @GET
     @Path("/{namespace}/{id}")
     @Operation(summary = "Read a snapshot", description = "Its phase (creating, created = ready to use, create-failed, "
-            + "deleting, delete-failed), attempt, the plugin's id and size, the last error.")
+            + "finding, deleting, delete-failed), attempt, the plugin's id and size, the last error.")
     @APIResponse(responseCode = "200", description = "The snapshot",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = SnapshotView.class)))
     @APIResponse(responseCode = "404", description = "No such snapshot",
@@ -158,8 +158,9 @@ public class SnapshotResource {
     @Path("/{namespace}/{id}")
     @Operation(summary = "Delete a snapshot through its plugin", description = "Refused while it is being created or while "
             + "a volume is being created from it. CSI DeleteSnapshot is sent to a healthy controller instance's node "
-            + "worker; on success (or NOT_FOUND) the snapshot is forgotten. A failed create is forgotten without a call.")
-    @APIResponse(responseCode = "202", description = "Deleting (or forgotten, phase deleted)",
+            + "worker; on success (or NOT_FOUND) the snapshot is forgotten. A failed create is first looked up by name "
+            + "(phase finding: CreateSnapshot again with the same name; a snapshot an earlier attempt made is then deleted).")
+    @APIResponse(responseCode = "202", description = "Deleting (phase deleting, or finding for a failed create)",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = SnapshotView.class)))
     @APIResponse(responseCode = "404", description = "No such snapshot",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeResource.Errors.class)))

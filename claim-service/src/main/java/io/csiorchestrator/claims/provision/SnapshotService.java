@@ -36,8 +36,9 @@ import org.jboss.logging.Logger;
  * create-snapshot/delete-snapshot, its Register marks the snapshot ready, its Deregister forgets the row). The row
  * and its command's outbox row are written in one transaction before the command leaves; a retry re-sends with the
  * same CSI name ({@code <namespace>.<id>}), which CSI makes idempotent. A snapshot not yet ready_to_use comes back as
- * SNAPSHOT_NOT_READY, retried with backoff: that is CSI's poll of CreateSnapshot. Lock order: the source volume's
- * row, then the snapshot's.
+ * SNAPSHOT_NOT_READY, retried with backoff: that is CSI's poll of CreateSnapshot. Each result (ready, failed, deleted,
+ * delete failed) goes to volume-status through the outbox in the transaction that records it ({@link VolumeResults}).
+ * Lock order: the source volume's row, then the snapshot's.
  */
 @ApplicationScoped
 public class SnapshotService {
@@ -270,7 +271,13 @@ public class SnapshotService {
             } else if (effect instanceof ProvisionMachine.Deregister) {
                 chain = chain.chain(() -> s.delete());
             } else if (effect instanceof ProvisionMachine.Report report) {
-                String reason = report.reason().replace("CreateVolume", "CreateSnapshot").replace("DeleteVolume", "DeleteSnapshot");
+                String reason = switch (report.phase()) {
+                    case CREATED -> "created by the plugin, ready to use";
+                    case DELETED -> report.reason().replace(" and deregistered", "").replace("CreateVolume", "CreateSnapshot");
+                    default -> report.reason().replace("CreateVolume", "CreateSnapshot").replace("DeleteVolume", "DeleteSnapshot");
+                };
+                // the result for schedulers (volume-status, keyed by the source volume), committed with its phase
+                chain = chain.chain(() -> outbox.add(VolumeResults.of(s, report.phase(), reason), tx));
                 if (report.phase() == Phase.CREATE_FAILED || report.phase() == Phase.DELETE_FAILED) {
                     s.lastError = reason;
                     s.retryAt = null;
