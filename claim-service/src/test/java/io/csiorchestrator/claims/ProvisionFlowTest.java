@@ -210,11 +210,12 @@ class ProvisionFlowTest {
      * 409. A volume created with source {"snapshot": id} carries the snapshot's plugin id as content source; while
      * that restore is creating, the snapshot's delete is 409 naming the volume; after it, the delete sends
      * delete-snapshot with the snapshot's plugin id and its answer forgets the snapshot. A restore from an unknown
-     * snapshot is 409 and sends nothing. volume-status carries the snapshot's results keyed by its source volume:
+     * snapshot is 409 and sends nothing. The snapshot's secrets travel sealed (bound to the source volume) on both
+     * create-snapshot and delete-snapshot, and open to what was posted. volume-status carries the snapshot's results keyed by its source volume:
      * created (ready, with the plugin's id and size; not for the not-ready poll), then deleted.
      */
     @Test
-    void aSnapshotIsPolledUntilReadyRestoredAndNotDeletedWhileARestoreIsInFlight() {
+    void aSnapshotIsPolledUntilReadyRestoredAndNotDeletedWhileARestoreIsInFlight() throws Exception {
         String plugin = unique("prov");
         String src = unique("pv");
         String snap = unique("snap");
@@ -226,13 +227,16 @@ class ProvisionFlowTest {
         answerCreated(bus, bus.awaitCommand(src, NodeCommandKind.CREATE_VOLUME), "ext-" + src);
         ClaimFlowTest.awaitSchedulable("ns1", src);
 
-        Map<String, Object> snapBody = Map.of("namespace", "ns1", "id", snap, "sourceVolume", src);
+        Map<String, Object> snapBody = Map.of("namespace", "ns1", "id", snap, "sourceVolume", src,
+                "secrets", Map.of("snapshot-token", "snap-s3cret"));
         given().contentType(ContentType.JSON).body(snapBody).post("/v1/snapshots").then().statusCode(202)
                 .body("phase", equalTo("creating")).body("csiName", equalTo("ns1." + snap));
         NodeCommand first = bus.awaitCommand(src, NodeCommandKind.CREATE_SNAPSHOT);
         assertEquals("node-ctl", first.nodeId());
         assertEquals("ext-" + src, first.externalVolumeId());
         assertEquals("ns1." + snap, first.provision().name());
+        assertFalse(EventCodec.encodeToString(first).contains("snap-s3cret"), "the snapshot's secrets travel sealed only");
+        assertEquals(Map.of("snapshot-token", "snap-s3cret"), opened(first, src).secrets());
         bus.fail(first, "SNAPSHOT_NOT_READY", "snapshot ext-snap is not ready to use yet");
         NodeCommand second = bus.awaitCommand(src, NodeCommandKind.CREATE_SNAPSHOT);
         assertNotEquals(first.commandId(), second.commandId());
@@ -265,6 +269,7 @@ class ProvisionFlowTest {
         given().delete("/v1/snapshots/ns1/" + snap).then().statusCode(202).body("phase", equalTo("deleting"));
         NodeCommand delete = bus.awaitCommand(src, NodeCommandKind.DELETE_SNAPSHOT);
         assertEquals("ext-" + snap, delete.provision().sourceSnapshotId());
+        assertEquals(Map.of("snapshot-token", "snap-s3cret"), opened(delete, src).secrets(), "DeleteSnapshot gets them too");
         bus.succeed(delete);
         org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
                 given().get("/v1/snapshots/ns1/" + snap).then().statusCode(404));
@@ -324,6 +329,16 @@ class ProvisionFlowTest {
         body.put("accessMode", "everyone");
         given().contentType(ContentType.JSON).body(body).post("/v1/provisioned-volumes").then().statusCode(400)
                 .body("problems.field", org.hamcrest.Matchers.hasItems("externalId", "capacityMin", "accessMode"));
+    }
+
+    @jakarta.inject.Inject
+    Secrets secrets;
+
+    /** The command's sealed secrets, opened as the worker would (bound to {@code namespace/volumeId} of the command). */
+    private io.csiorchestrator.events.SecretPayload opened(NodeCommand command, String volumeId) throws Exception {
+        assertTrue(command.sealed() != null, "no sealed secrets on " + command.kind().wire());
+        assertEquals(volumeId, command.volumeId());
+        return secrets.open(EventCodec.mapper().writeValueAsString(command.sealed()), command.namespace(), command.volumeId());
     }
 
     private static void awaitPluginKnown(String plugin) {

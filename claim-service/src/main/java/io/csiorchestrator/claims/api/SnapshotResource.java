@@ -60,7 +60,9 @@ public class SnapshotResource {
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Snapshot a registered volume through its plugin", description = "Body: {\"namespace\", \"id\" (the "
-            + "snapshot's), \"sourceVolume\" (a registered volume of the namespace), \"parameters\" (optional)}. Recorded, "
+            + "snapshot's), \"sourceVolume\" (a registered volume of the namespace), \"parameters\" and \"secrets\" (optional "
+            + "objects of strings; the secrets are sealed at once and travel sealed to CreateSnapshot and DeleteSnapshot, "
+            + "never shown)}. Recorded, "
             + "then CSI CreateSnapshot (name <namespace>.<id>) is sent to a healthy controller instance's node worker and "
             + "re-sent with backoff until the plugin says ready_to_use (phase created). Retried per the CSI error table; "
             + "the same request again answers 200 with the snapshot's state.")
@@ -107,10 +109,11 @@ public class SnapshotResource {
                 v.stringMap("parameters", parameters, 64);
             }
         }
+        Map<String, String> secrets = VolumeRequestParser.map(body, "secrets", "", v, true);
         if (!v.list().isEmpty()) {
             return Uni.createFrom().item(VolumeResource.errors(Response.Status.BAD_REQUEST, "invalid snapshot", v.list()));
         }
-        return snapshots.create(namespace, id, source, parameters, Tx.untraced()).map(outcome -> {
+        return snapshots.create(namespace, id, source, parameters, secrets, Tx.untraced()).map(outcome -> {
             if (outcome instanceof SnapshotService.Started s) {
                 return Response.status(Response.Status.ACCEPTED).entity(view(s.snapshot())).build();
             }

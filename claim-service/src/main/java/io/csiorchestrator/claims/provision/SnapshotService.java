@@ -52,6 +52,8 @@ public class SnapshotService {
     @Inject
     Plugins plugins;
     @Inject
+    io.csiorchestrator.claims.Secrets secrets;
+    @Inject
     ClaimSettings settings;
     @Inject
     ProvisionSettings provisionSettings;
@@ -96,6 +98,16 @@ public class SnapshotService {
      */
     public Uni<Outcome> create(String namespace, String id, String sourceVolumeId,
                                                 Map<String, String> parameters, Tx tx) {
+        return create(namespace, id, sourceVolumeId, parameters, Map.of(), tx);
+    }
+
+    /**
+     * {@link #create(String, String, String, Map, Tx)} with CreateSnapshot's and DeleteSnapshot's {@code secrets}
+     * (empty: none), sealed at once like a volume's, bound to the source volume the commands name (not compared on a
+     * repeated request: sealed, they are not comparable).
+     */
+    public Uni<Outcome> create(String namespace, String id, String sourceVolumeId, Map<String, String> parameters,
+                               Map<String, String> secretValues, Tx tx) {
         String key = VolumeEntity.key(namespace, id);
         String sourceKey = VolumeEntity.key(namespace, sourceVolumeId);
         return claims.inTransaction(tx, () -> claims.lockVolume(sourceKey).chain(volume ->
@@ -121,6 +133,9 @@ public class SnapshotService {
                     s.sourceVolumeKey = sourceKey;
                     s.sourceExternalId = volume.externalId;
                     s.parametersJson = Json.write(parameters);
+                    s.secretKeysJson = Json.write(new java.util.TreeSet<>(secretValues.keySet()));
+                    s.sealedJson = secretValues.isEmpty() ? null : secrets.sealToJson(
+                            new io.csiorchestrator.events.SecretPayload(secretValues, List.of()), namespace, sourceVolumeId);
                     s.createdAt = now;
                     s.updatedAt = now;
                     Transition t = machine().create(false);
@@ -306,7 +321,7 @@ public class SnapshotService {
             boolean create = kind == NodeCommandKind.CREATE_SNAPSHOT;
             String volumeId = s.sourceVolumeKey.substring(s.sourceVolumeKey.indexOf('/') + 1);
             NodeCommand command = new NodeCommand(s.commandId, target, kind, s.namespace, volumeId, s.pluginId,
-                    s.sourceExternalId, null, null, null, false, null, null, Map.of(), Map.of(), null, now)
+                    s.sourceExternalId, null, null, null, false, null, null, Map.of(), Map.of(), secrets.fromJson(s.sealedJson), now)
                     .withProvision(new ProvisionSpec(s.csiName, null, null, create ? Json.map(s.parametersJson) : Map.of(),
                             Map.of(), create ? null : s.externalId, null));
             return outbox.add(command, tx);
