@@ -28,3 +28,4 @@ topic node-events     6
 topic node-state      6 --config cleanup.policy=compact
 topic node-lease-requests 6
 topic node-leases     6 --config cleanup.policy=compact
+topic volume-status   6

@@ -196,6 +196,29 @@ public final class Bus implements AutoCloseable {
                 .filter(s -> s.requestId().equals(requestId)).toList();
     }
 
+    /**
+     * The volume-status result (issue 14) of volume {@code namespace/volumeId} (of its snapshot {@code snapshotId}
+     * when not null) in {@code state}; its record key is {@code namespace/volumeId} and its CloudEvents headers are
+     * volume-status' (checked as a scheduler would).
+     */
+    public io.csiorchestrator.events.VolumeStatus awaitVolumeResult(String namespace, String volumeId, String snapshotId,
+                                                                    io.csiorchestrator.events.VolumeState state) {
+        ConsumerRecord<String, String> record = kafka.awaitRecord(topic(Topic.VOLUME_STATUS), r -> {
+            io.csiorchestrator.events.VolumeStatus s = EventCodec.decode(io.csiorchestrator.events.VolumeStatus.class, r.value());
+            return s.namespace().equals(namespace) && s.volumeId().equals(volumeId)
+                    && java.util.Objects.equals(s.snapshotId(), snapshotId) && s.state() == state;
+        }, WAIT);
+        CloudEventHeaders.requireValid(record.headers(), io.csiorchestrator.events.EventType.VOLUME_STATUS);
+        org.junit.jupiter.api.Assertions.assertEquals(namespace + "/" + volumeId, record.key());
+        return EventCodec.decode(io.csiorchestrator.events.VolumeStatus.class, record.value());
+    }
+
+    /** Every volume-status result of volume {@code namespace/volumeId} and its snapshots so far, in order (read to the end). */
+    public List<io.csiorchestrator.events.VolumeStatus> volumeResults(String namespace, String volumeId) {
+        return kafka.readAll(topic(Topic.VOLUME_STATUS)).stream().filter(r -> (namespace + "/" + volumeId).equals(r.key()))
+                .map(r -> EventCodec.decode(io.csiorchestrator.events.VolumeStatus.class, r.value())).toList();
+    }
+
     /** The next node command of this kind for the volume not seen before by this bus. */
     public NodeCommand awaitCommand(String volumeId, NodeCommandKind kind) {
         ConsumerRecord<String, String> record = kafka.awaitRecord(topic(Topic.NODE_COMMANDS), r -> {

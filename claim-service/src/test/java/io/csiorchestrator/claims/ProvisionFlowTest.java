@@ -19,6 +19,8 @@ import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.ProvisionedVolume;
+import io.csiorchestrator.events.VolumeState;
+import io.csiorchestrator.events.VolumeStatus;
 import io.restassured.http.ContentType;
 import io.quarkus.test.junit.QuarkusTest;
 import java.time.Instant;
@@ -75,6 +77,8 @@ class ProvisionFlowTest {
      * with its id and context (schedulable); the same request again answers 200 with the same state, another
      * capacity 409. A delete while claimed is 409 naming the allocation; after the release it sends delete-volume
      * with the plugin's id to the controller node and new claims are rejected; its answer deregisters the volume.
+     * Schedulers read each result on volume-status, keyed ns1/volume: created (the plugin's id and capacity), then
+     * deleted, in that order, and nothing else; no secret is in them.
      */
     @Test
     void aVolumeCreatedThroughTheServiceIsRegisteredClaimedReleasedAndDeleted() {
@@ -95,7 +99,12 @@ class ProvisionFlowTest {
                 "the secrets travel sealed only");
         given().get("/v1/volumes/ns1/" + vol).then().statusCode(404);
 
+        assertEquals(List.of(), bus.volumeResults("ns1", vol), "no result before the plugin's answer");
         answerCreated(bus, create, "ext-" + vol);
+        VolumeStatus created = bus.awaitVolumeResult("ns1", vol, null, VolumeState.CREATED);
+        assertEquals("ext-" + vol, created.externalId());
+        assertEquals(1L << 30, created.capacityBytes());
+        assertEquals(plugin, created.pluginId());
         ClaimFlowTest.awaitSchedulable("ns1", vol);
         given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("externalId", equalTo("ext-" + vol))
                 .body("context.created-by", equalTo("test")).body("secrets.password", equalTo("[redacted]"));
@@ -126,16 +135,22 @@ class ProvisionFlowTest {
         bus.awaitStatus(late.requestId(), ClaimState.REJECTED);
 
         bus.succeed(delete);
+        bus.awaitVolumeResult("ns1", vol, null, VolumeState.DELETED);
         org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
                 given().get("/v1/volumes/ns1/" + vol).then().statusCode(404));
         given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(404);
+        List<VolumeStatus> results = bus.volumeResults("ns1", vol);
+        assertEquals(List.of(VolumeState.CREATED, VolumeState.DELETED), results.stream().map(VolumeStatus::state).toList());
+        assertFalse(results.toString().contains("s3cret-value"));
     }
 
     /**
      * The CSI error table through the service: ABORTED is retried after the backoff with the same CSI name (a new
      * command id), INVALID_ARGUMENT fails the create with the plugin's message and registers nothing; the failed
-     * record is then deleted without a DeleteVolume. A delete answered UNAVAILABLE is retried; NOT_FOUND (the
-     * worker's success) deregisters.
+     * record's delete then finds the volume by name (FINDING: CreateVolume again with the same CSI name, in case an
+     * earlier attempt made it); the plugin answers with a volume, which is deleted by its id (adopted, not leaked).
+     * A delete answered UNAVAILABLE is retried; NOT_FOUND (the worker's success) deregisters. volume-status tells
+     * schedulers create-failed with the plugin's code and message (not the retried ABORTED), then deleted.
      */
     @Test
     void retryableErrorsAreRetriedWithTheSameNameAndFatalOnesFailWithThePluginsMessage() {
@@ -156,8 +171,21 @@ class ProvisionFlowTest {
                 given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("create-failed"))
                         .body("lastError", containsString("INVALID_ARGUMENT: parameter 'tier' is unknown")));
         given().get("/v1/volumes/ns1/" + vol).then().statusCode(404);
-        given().delete("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(202).body("phase", equalTo("deleted"));
+        VolumeStatus failed = bus.awaitVolumeResult("ns1", vol, null, VolumeState.CREATE_FAILED);
+        assertTrue(failed.reason().contains("INVALID_ARGUMENT: parameter 'tier' is unknown"), failed.reason());
+        assertNull(failed.externalId());
+        given().delete("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(202).body("phase", equalTo("finding"));
+        NodeCommand find = bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME);
+        assertEquals(first.provision().name(), find.provision().name());
+        answerCreated(bus, find, "ext-made-by-an-earlier-attempt");
+        NodeCommand adopted = bus.awaitCommand(vol, NodeCommandKind.DELETE_VOLUME);
+        assertEquals("ext-made-by-an-earlier-attempt", adopted.externalVolumeId());
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(404);
+        bus.succeed(adopted);
+        bus.awaitVolumeResult("ns1", vol, null, VolumeState.DELETED);
         given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(404);
+        assertEquals(List.of(VolumeState.CREATE_FAILED, VolumeState.DELETED),
+                bus.volumeResults("ns1", vol).stream().map(VolumeStatus::state).toList());
 
         String other = unique("pv");
         given().contentType(ContentType.JSON).body(createBody("ns1", other, plugin, 1048576)).post("/v1/provisioned-volumes")
@@ -182,10 +210,12 @@ class ProvisionFlowTest {
      * 409. A volume created with source {"snapshot": id} carries the snapshot's plugin id as content source; while
      * that restore is creating, the snapshot's delete is 409 naming the volume; after it, the delete sends
      * delete-snapshot with the snapshot's plugin id and its answer forgets the snapshot. A restore from an unknown
-     * snapshot is 409 and sends nothing.
+     * snapshot is 409 and sends nothing. The snapshot's secrets travel sealed (bound to the source volume) on both
+     * create-snapshot and delete-snapshot, and open to what was posted. volume-status carries the snapshot's results keyed by its source volume:
+     * created (ready, with the plugin's id and size; not for the not-ready poll), then deleted.
      */
     @Test
-    void aSnapshotIsPolledUntilReadyRestoredAndNotDeletedWhileARestoreIsInFlight() {
+    void aSnapshotIsPolledUntilReadyRestoredAndNotDeletedWhileARestoreIsInFlight() throws Exception {
         String plugin = unique("prov");
         String src = unique("pv");
         String snap = unique("snap");
@@ -197,13 +227,16 @@ class ProvisionFlowTest {
         answerCreated(bus, bus.awaitCommand(src, NodeCommandKind.CREATE_VOLUME), "ext-" + src);
         ClaimFlowTest.awaitSchedulable("ns1", src);
 
-        Map<String, Object> snapBody = Map.of("namespace", "ns1", "id", snap, "sourceVolume", src);
+        Map<String, Object> snapBody = Map.of("namespace", "ns1", "id", snap, "sourceVolume", src,
+                "secrets", Map.of("snapshot-token", "snap-s3cret"));
         given().contentType(ContentType.JSON).body(snapBody).post("/v1/snapshots").then().statusCode(202)
                 .body("phase", equalTo("creating")).body("csiName", equalTo("ns1." + snap));
         NodeCommand first = bus.awaitCommand(src, NodeCommandKind.CREATE_SNAPSHOT);
         assertEquals("node-ctl", first.nodeId());
         assertEquals("ext-" + src, first.externalVolumeId());
         assertEquals("ns1." + snap, first.provision().name());
+        assertFalse(EventCodec.encodeToString(first).contains("snap-s3cret"), "the snapshot's secrets travel sealed only");
+        assertEquals(Map.of("snapshot-token", "snap-s3cret"), opened(first, src).secrets());
         bus.fail(first, "SNAPSHOT_NOT_READY", "snapshot ext-snap is not ready to use yet");
         NodeCommand second = bus.awaitCommand(src, NodeCommandKind.CREATE_SNAPSHOT);
         assertNotEquals(first.commandId(), second.commandId());
@@ -214,6 +247,9 @@ class ProvisionFlowTest {
         org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
                 given().get("/v1/snapshots/ns1/" + snap).then().statusCode(200).body("phase", equalTo("created"))
                         .body("externalId", equalTo("ext-" + snap)).body("sourceVolume", equalTo(src)));
+        VolumeStatus ready = bus.awaitVolumeResult("ns1", src, snap, VolumeState.CREATED);
+        assertEquals("ext-" + snap, ready.externalId());
+        assertEquals(1048576L, ready.capacityBytes());
         given().get("/v1/snapshots/ns1").then().statusCode(200).body("id", hasItem(snap));
         given().contentType(ContentType.JSON).body(snapBody).post("/v1/snapshots").then().statusCode(200)
                 .body("phase", equalTo("created"));
@@ -233,9 +269,13 @@ class ProvisionFlowTest {
         given().delete("/v1/snapshots/ns1/" + snap).then().statusCode(202).body("phase", equalTo("deleting"));
         NodeCommand delete = bus.awaitCommand(src, NodeCommandKind.DELETE_SNAPSHOT);
         assertEquals("ext-" + snap, delete.provision().sourceSnapshotId());
+        assertEquals(Map.of("snapshot-token", "snap-s3cret"), opened(delete, src).secrets(), "DeleteSnapshot gets them too");
         bus.succeed(delete);
         org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
                 given().get("/v1/snapshots/ns1/" + snap).then().statusCode(404));
+        bus.awaitVolumeResult("ns1", src, snap, VolumeState.DELETED);
+        assertEquals(List.of("null created", snap + " created", snap + " deleted"), bus.volumeResults("ns1", src).stream()
+                .map(r -> r.snapshotId() + " " + r.state().wire()).toList());
 
         String orphan = unique("pv");
         Map<String, Object> unknown = createBody("ns1", orphan, plugin, "1MiB");
@@ -383,6 +423,18 @@ class ProvisionFlowTest {
         body.put("accessMode", "everyone");
         given().contentType(ContentType.JSON).body(body).post("/v1/provisioned-volumes").then().statusCode(400)
                 .body("problems.field", org.hamcrest.Matchers.hasItems("externalId", "capacityMin", "accessMode"));
+    }
+
+    /**
+     * The command's sealed secrets, opened as the worker would: with its target node's sealing key (re-sealed for that
+     * node only, issue 20 item 4), bound to {@code namespace/volumeId} of the command.
+     */
+    private io.csiorchestrator.events.SecretPayload opened(NodeCommand command, String volumeId) throws Exception {
+        assertTrue(command.sealed() != null, "no sealed secrets on " + command.kind().wire());
+        assertEquals(volumeId, command.volumeId());
+        assertEquals("node:" + command.nodeId(), command.sealed().recipient(), "re-sealed for the command's node");
+        return io.csiorchestrator.events.SecretSealer.open(command.sealed(), io.csiorchestrator.testkit.TestIdentities.sealing(
+                io.csiorchestrator.events.identity.Principal.node(command.nodeId())), command.namespace(), command.volumeId());
     }
 
     private static void awaitPluginKnown(String plugin) {

@@ -20,15 +20,22 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * {@code csi demo}: starts the system, plays an upstream scheduler through one volume's life
- * (write on node-1, read on node-2) checking the mount table and the file at every step, and
- * tears everything down. Exit 0 only when every step succeeded.
+ * {@code csi demo}: starts the system, plays an upstream scheduler through one volume's life checking the mount
+ * table and the file at every step: created through claim-service (CSI CreateVolume on a controller's node), written
+ * on node-1, read on node-2, snapshotted, restored into a new volume whose file is read back, then both volumes and
+ * the snapshot deleted through claim-service; and tears everything down. Exit 0 only when every step succeeded.
  */
 public final class Demo {
 
     static final String NAMESPACE = "default";
     static final String VOLUME = "demo-volume";
     static final String FILE = "hello.txt";
+    /** The snapshot of {@link #VOLUME} after node-2 read it, and the volume restored from it. */
+    static final String SNAPSHOT = "demo-snapshot";
+    static final String RESTORED = "demo-restored";
+    /** The demo's steps, the last being the teardown (run even after a failure). */
+    public static final int STEPS = 18;
+    static final String CAPACITY = "1MiB";
     static final Duration CLAIM_TIMEOUT = Duration.ofSeconds(120);
     static final Duration START_TIMEOUT = Duration.ofSeconds(180);
 
@@ -46,7 +53,7 @@ public final class Demo {
     public Demo(Cluster cluster, PrintStream out) {
         this.cluster = cluster;
         this.out = out;
-        this.steps = new Steps(out, 15);
+        this.steps = new Steps(out, STEPS);
     }
 
     public Steps steps() {
@@ -95,11 +102,11 @@ public final class Demo {
                     return null;
                 })
                 && steps.run("plugin hostpath healthy on both nodes (plugin-registry-service)", this::awaitPluginHealthy)
-                && steps.run("create the volume on the plugin (CSI CreateVolume)", this::createVolume)
-                && steps.run("register the volume (POST /v1/volumes)", this::registerVolume)
+                && steps.run("create the volume through claim-service (CSI CreateVolume on a controller's node)",
+                        this::createVolume)
                 && steps.run("volume schedulable (claim-service has the plugin's status)", this::awaitSchedulable)
                 && steps.run("claim for write on node-1, wait for ready", () -> {
-                    ClaimClient.Outcome outcome = claim("alloc-writer", "node-1", ClaimMode.WRITE);
+                    ClaimClient.Outcome outcome = claim(VOLUME, "alloc-writer", "node-1", ClaimMode.WRITE);
                     writePath = outcome.last().hostPath();
                     MountTable table = Mounts.table();
                     check(table.isMountPoint(Path.of(writePath)), "no mount at " + writePath);
@@ -113,12 +120,12 @@ public final class Demo {
                     return content.length() + " bytes";
                 })
                 && steps.run("release on node-1, wait for released", () -> {
-                    ClaimClient.Outcome outcome = release("alloc-writer");
+                    ClaimClient.Outcome outcome = release(VOLUME, "alloc-writer");
                     check(!Mounts.isMountPoint(writePath), writePath + " is still mounted after release");
                     return "unmounted" + inSystem(outcome);
                 })
                 && steps.run("claim read-only on node-2, wait for ready", () -> {
-                    ClaimClient.Outcome outcome = claim("alloc-reader", "node-2", ClaimMode.READ);
+                    ClaimClient.Outcome outcome = claim(VOLUME, "alloc-reader", "node-2", ClaimMode.READ);
                     readPath = outcome.last().hostPath();
                     MountTable table = Mounts.table();
                     check(table.isMountPoint(Path.of(readPath)), "no mount at " + readPath);
@@ -137,13 +144,27 @@ public final class Demo {
                     return "content matches; writes are refused";
                 })
                 && steps.run("release on node-2, wait for released", () -> {
-                    ClaimClient.Outcome outcome = release("alloc-reader");
+                    ClaimClient.Outcome outcome = release(VOLUME, "alloc-reader");
                     check(!Mounts.isMountPoint(readPath), readPath + " is still mounted after release");
                     List<String> left = Mounts.under(cluster.workDir());
                     check(left.isEmpty(), "mounts left under the work dir: " + left);
                     return "no mount under " + cluster.workDir() + inSystem(outcome);
-                });
-        steps.skipTo(15);
+                })
+                && steps.run("snapshot the volume (CSI CreateSnapshot, wait for ready_to_use)", this::snapshot)
+                && steps.run("restore the snapshot into a new volume (CreateVolume from the snapshot)", this::restore)
+                && steps.run("claim the restored volume read-only on node-1, read " + FILE + ", release", () -> {
+                    ClaimClient.Outcome outcome = claim(RESTORED, "alloc-restored", "node-1", ClaimMode.READ);
+                    String path = outcome.last().hostPath();
+                    check(Mounts.readOnly(Mounts.table(), path), path + " is not mounted read-only");
+                    String read = Files.readString(Path.of(path, FILE), StandardCharsets.UTF_8);
+                    check(read.equals(content), "restored " + FILE + ": expected '" + content.strip() + "', read '"
+                            + read.strip() + "'");
+                    release(RESTORED, "alloc-restored");
+                    check(!Mounts.isMountPoint(path), path + " is still mounted after release");
+                    return "the snapshot's content, read at " + path;
+                })
+                && steps.run("delete both volumes and the snapshot through claim-service", this::deleteAll);
+        steps.skipTo(STEPS);
         boolean down = steps.run("tear down, no mount left behind", () -> {
             List<String> killed = teardown();
             List<String> left = Mounts.unmountAllUnder(cluster.workDir());
@@ -186,25 +207,86 @@ public final class Demo {
     }
 
     /**
-     * CreateVolume on every node's plugin: the hostpath plugins share their volume directories but
-     * each keeps its own state, so each must know the volume (same name, same id).
+     * {@code ./csi volume create demo-volume --capacity 1MiB}'s path: POST /v1/provisioned-volumes; claim-service sends
+     * CreateVolume (name {@code default.demo-volume}) to a healthy controller instance's node worker and registers the
+     * volume with the plugin's answer. Both nodes' plugins share their controller state, so either may answer.
      */
-    private String createVolume() {
-        List<Path> sockets = new java.util.ArrayList<>();
-        Cluster.NODES.forEach(node -> sockets.add(cluster.pluginSocket(node)));
-        externalId = PluginVolumes.create(VOLUME, sockets);
-        return "external id " + externalId;
+    private String createVolume() throws IOException {
+        JsonNode created = provision(VOLUME, null);
+        externalId = created.path("externalId").asText();
+        return "externalId " + externalId + ", " + created.path("capacityBytes").asLong() + " bytes, registered as "
+                + NAMESPACE + "/" + VOLUME;
     }
 
-    private String registerVolume() throws IOException {
-        Map<String, Object> volume = Map.of(
-                "id", VOLUME, "namespace", NAMESPACE, "name", VOLUME, "externalId", externalId,
-                "pluginId", Cluster.PLUGIN_ID, "accessMode", AccessMode.MULTI_NODE_SINGLE_WRITER.wire(),
-                "attachmentMode", AttachmentMode.FILE_SYSTEM.wire());
-        Http claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
-        Http.Response r = claims.post("/v1/volumes", Http.MAPPER.writeValueAsString(volume));
-        check(r.status() == 201, "POST /v1/volumes answered " + r.status() + ": " + r.raw());
-        return NAMESPACE + "/" + VOLUME;
+    /** POST /v1/provisioned-volumes of {@code id} (from {@code snapshot} when not null); waits until created. */
+    private JsonNode provision(String id, String snapshot) throws IOException {
+        Map<String, Object> volume = new java.util.LinkedHashMap<>(Map.of(
+                "id", id, "namespace", NAMESPACE, "name", id, "pluginId", Cluster.PLUGIN_ID,
+                "accessMode", AccessMode.MULTI_NODE_SINGLE_WRITER.wire(),
+                "attachmentMode", AttachmentMode.FILE_SYSTEM.wire(), "capacityMin", CAPACITY));
+        if (snapshot != null) {
+            volume.put("source", Map.of("snapshot", snapshot));
+        }
+        Http.Response r = claims().post("/v1/provisioned-volumes", Http.MAPPER.writeValueAsString(volume));
+        check(r.status() == 202, "POST /v1/provisioned-volumes answered " + r.status() + ": " + r.raw());
+        JsonNode done = Wait.until("volume " + id + " created", CLAIM_TIMEOUT, null, () -> {
+            Http.Response p = claims().get("/v1/provisioned-volumes/" + NAMESPACE + "/" + id);
+            return p.ok() && p.body() != null && !p.body().path("phase").asText().equals("creating")
+                    ? Optional.of(p.body()) : Optional.empty();
+        });
+        check(done.path("phase").asText().equals("created"), "volume " + id + " not created: " + done);
+        return done;
+    }
+
+    /** {@code ./csi volume snapshot create demo-snapshot --volume demo-volume}'s path: waits until ready to use. */
+    private String snapshot() throws IOException {
+        Map<String, Object> body = Map.of("namespace", NAMESPACE, "id", SNAPSHOT, "sourceVolume", VOLUME,
+                "parameters", Map.of());
+        Http.Response r = claims().post("/v1/snapshots", Http.MAPPER.writeValueAsString(body));
+        check(r.status() == 202, "POST /v1/snapshots answered " + r.status() + ": " + r.raw());
+        JsonNode done = Wait.until("snapshot " + SNAPSHOT + " ready", CLAIM_TIMEOUT, null, () -> {
+            Http.Response p = claims().get("/v1/snapshots/" + NAMESPACE + "/" + SNAPSHOT);
+            return p.ok() && p.body() != null && !p.body().path("phase").asText().equals("creating")
+                    ? Optional.of(p.body()) : Optional.empty();
+        });
+        check(done.path("phase").asText().equals("created"), "snapshot " + SNAPSHOT + " not created: " + done);
+        return "snapshot " + done.path("externalId").asText() + " of " + VOLUME + ", " + done.path("sizeBytes").asLong()
+                + " bytes, ready to use";
+    }
+
+    /** {@code ./csi volume create demo-restored --capacity 1MiB --source-snapshot demo-snapshot}'s path. */
+    private String restore() throws IOException {
+        JsonNode created = provision(RESTORED, SNAPSHOT);
+        check(!created.path("externalId").asText().equals(externalId), "the restore gave the source's volume back");
+        return "externalId " + created.path("externalId").asText() + " from " + SNAPSHOT + ", registered as "
+                + NAMESPACE + "/" + RESTORED;
+    }
+
+    /**
+     * DELETE the restored volume, the snapshot and the volume (in that order: CSI lets a plugin refuse to delete a
+     * volume that has snapshots); each waits until claim-service has it gone (DeleteVolume / DeleteSnapshot done).
+     */
+    private String deleteAll() {
+        for (String path : List.of("/v1/provisioned-volumes/" + NAMESPACE + "/" + RESTORED,
+                "/v1/snapshots/" + NAMESPACE + "/" + SNAPSHOT, "/v1/provisioned-volumes/" + NAMESPACE + "/" + VOLUME)) {
+            Http.Response r = claims().delete(path);
+            check(r.status() == 202, "DELETE " + path + " answered " + r.status() + ": " + r.raw());
+            JsonNode failed = Wait.until(path + " deleted", CLAIM_TIMEOUT, null, () -> {
+                Http.Response p = claims().get(path);
+                if (p.status() == 404) {
+                    return Optional.of(Http.MAPPER.createObjectNode());
+                }
+                return p.ok() && p.body() != null && p.body().path("phase").asText().equals("delete-failed")
+                        ? Optional.of(p.body()) : Optional.empty();
+            });
+            check(failed.isEmpty(), path + " not deleted: " + failed);
+        }
+        check(claims().get("/v1/volumes/" + NAMESPACE + "/" + VOLUME).status() == 404, VOLUME + " is still registered");
+        return RESTORED + ", " + SNAPSHOT + ", " + VOLUME + " deleted by the plugin and deregistered";
+    }
+
+    private Http claims() {
+        return new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
     }
 
     private String awaitSchedulable() {
@@ -223,9 +305,9 @@ public final class Demo {
                 + outcome.systemMillis() + " ms by record timestamps)";
     }
 
-    private ClaimClient.Outcome claim(String alloc, String node, ClaimMode mode) {
+    private ClaimClient.Outcome claim(String volume, String alloc, String node, ClaimMode mode) {
         ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
-        ClaimClient.Outcome outcome = client.request(ClaimClient.claim(NAMESPACE, VOLUME, alloc, node, mode,
+        ClaimClient.Outcome outcome = client.request(ClaimClient.claim(NAMESPACE, volume, alloc, node, mode,
                 AccessMode.MULTI_NODE_SINGLE_WRITER, AttachmentMode.FILE_SYSTEM), CLAIM_TIMEOUT,
                 s -> steps.progress(s.state().wire()));
         outcomes.add(outcome);
@@ -234,9 +316,9 @@ public final class Demo {
         return outcome;
     }
 
-    private ClaimClient.Outcome release(String alloc) {
+    private ClaimClient.Outcome release(String volume, String alloc) {
         ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
-        ClaimClient.Outcome outcome = client.request(ClaimClient.release(NAMESPACE, VOLUME, alloc), CLAIM_TIMEOUT,
+        ClaimClient.Outcome outcome = client.request(ClaimClient.release(NAMESPACE, volume, alloc), CLAIM_TIMEOUT,
                 s -> steps.progress(s.state().wire()));
         outcomes.add(outcome);
         check(outcome.is(ClaimState.RELEASED), "release of " + alloc + ": " + outcome.describe());

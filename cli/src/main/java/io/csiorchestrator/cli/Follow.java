@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.csiorchestrator.events.ClaimStatus;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.VolumeStatus;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import java.io.PrintStream;
@@ -56,15 +57,19 @@ final class Follow {
         }
     }
 
-    /** Tails claim-status and node-events from their end until the deadline (or the thread is interrupted). */
+    /**
+     * Tails claim-status, node-events and volume-status (the results of creates and deletes through the services,
+     * issue 14) from their end until the deadline (or the thread is interrupted).
+     */
     static int events(Endpoints endpoints, boolean json, long deadline, PrintStream out) {
         TopicCatalog topics = new TopicCatalog(endpoints.topicPrefix() == null ? "" : endpoints.topicPrefix());
         String claimStatus = topics.name(Topic.CLAIM_STATUS);
         String nodeEvents = topics.name(Topic.NODE_EVENTS);
+        String volumeStatus = topics.name(Topic.VOLUME_STATUS);
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(
                 ClaimClient.consumerProps(endpoints.kafkaBootstrap(), "csi-cli-events"))) {
             List<TopicPartition> partitions = new ArrayList<>();
-            for (String topic : List.of(claimStatus, nodeEvents)) {
+            for (String topic : List.of(claimStatus, nodeEvents, volumeStatus)) {
                 List<PartitionInfo> infos = consumer.partitionsFor(topic, Duration.ofSeconds(15));
                 if (infos == null || infos.isEmpty()) {
                     throw new KafkaException("topic " + topic + " does not exist on " + endpoints.kafkaBootstrap());
@@ -80,7 +85,8 @@ final class Follow {
             }
             while (System.nanoTime() < deadline && !Thread.currentThread().isInterrupted()) {
                 for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(250))) {
-                    String line = line(record.topic().equals(claimStatus), record.value(), json);
+                    String line = record.topic().equals(volumeStatus) ? volumeLine(record.value(), json)
+                            : line(record.topic().equals(claimStatus), record.value(), json);
                     if (line != null) {
                         out.println(line);
                     }
@@ -118,6 +124,29 @@ final class Follow {
                     + (e.error() == null ? "" : " (" + e.error() + ")");
             return row(e.occurredAt(), "node-events", e.kind().wire(),
                     e.volumeId() == null ? null : e.namespace() + "/" + e.volumeId(), e.allocationId(), e.nodeId(), detail);
+        } catch (RuntimeException malformed) {
+            return null;
+        }
+    }
+
+    /**
+     * A volume-status result as a line: its state, the volume, and the snapshot's id, the plugin's id or the reason
+     * (a table row, or one JSON object); null for a record that is not a valid event.
+     */
+    static String volumeLine(String value, boolean json) {
+        try {
+            VolumeStatus s = EventCodec.decode(VolumeStatus.class, value);
+            if (json) {
+                ObjectNode node = Http.MAPPER.createObjectNode();
+                node.put("topic", "volume-status");
+                node.setAll((ObjectNode) Http.MAPPER.valueToTree(s));
+                return node.toString();
+            }
+            String detail = (s.snapshotId() == null ? "" : "snapshot " + s.snapshotId() + ": ")
+                    + (s.reason() != null && s.state().failed() ? s.reason()
+                    : s.externalId() != null ? "plugin id " + s.externalId() : s.reason());
+            return row(s.occurredAt(), "volume-status", s.state().wire(), s.namespace() + "/" + s.volumeId(), null, null,
+                    detail);
         } catch (RuntimeException malformed) {
             return null;
         }

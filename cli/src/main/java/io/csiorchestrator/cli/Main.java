@@ -15,7 +15,9 @@ public final class Main {
             usage: ./csi <command> [options]
 
             The system on one command:
-              demo [--work-dir D]          start everything, play one volume's life across two nodes, tear down
+              demo [--work-dir D]          start everything, play one volume's life across two nodes (created
+                                           through claim-service, written, read, snapshotted, restored, deleted),
+                                           tear down
               up [--work-dir D] [--fresh]  start everything and leave it running (work dir .csi/up); the state
                                            (Kafka's log, PostgreSQL's data, the hostpath volumes, the workers'
                                            records) is kept from the last `up` unless --fresh, which starts empty
@@ -62,7 +64,9 @@ public final class Main {
               volume create <name> [--plugin hostpath]      (no --capacity) CSI CreateVolume straight on each node's
                                                             plugin of `up` (prints externalId; not registered)
               volume delete <id> [--timeout 2m]             a volume created through the services: refused while
-                                                            claimed; CSI DeleteVolume, then deregistered
+                                                            claimed; CSI DeleteVolume, then deregistered (a failed
+                                                            create: CreateVolume again by name first, to delete a
+                                                            volume an uncertain attempt made)
               volume expand <id> --capacity SIZE [--timeout 2m]
                                                             a volume created through the services, while claimed too:
                                                             CSI ControllerExpandVolume, then NodeExpandVolume on each
@@ -98,8 +102,10 @@ public final class Main {
               node status [node]                            each node's lease (plugin-registry-service GET /v1/nodes):
                                                             epoch, state (valid, lapsed, fenced), last renewal,
                                                             expiry (the registry's estimate), fenced epoch
-              events [-json] [--for D]                      tail claim-status and node-events from now: a line per
-                                                            event (-json: one JSON object per line) until Ctrl-C or D
+              events [-json] [--for D]                      tail claim-status, node-events and volume-status (results
+                                                            of creates and deletes of volumes and snapshots) from now:
+                                                            a line per event (-json: one JSON object per line) until
+                                                            Ctrl-C or D
 
             The status page: <claim-service URL>/status/ (`up` prints it): volumes, claims, plugins and a live feed.
 

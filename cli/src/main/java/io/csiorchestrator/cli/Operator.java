@@ -219,6 +219,12 @@ final class Operator {
     }
 
     /**
+     * The phases a delete ends in when it failed: delete-failed, or create-failed again when the delete of a failed
+     * create could not find its volume by name (claim-service's FINDING, issue 14).
+     */
+    static final Set<String> FAILED_DELETE = Set.of("delete-failed", "create-failed");
+
+    /**
      * {@code volume delete <id>}: DELETE /v1/provisioned-volumes (refused while claimed), then waits until the
      * plugin deleted it and it is deregistered, or the delete failed.
      */
@@ -240,7 +246,7 @@ final class Operator {
             if (p.status() == 404) {
                 return java.util.Optional.of("");
             }
-            return p.ok() && p.body().path("phase").asText().equals("delete-failed")
+            return p.ok() && FAILED_DELETE.contains(p.body().path("phase").asText())
                     ? java.util.Optional.of(p.body().path("lastError").asText()) : java.util.Optional.empty();
         });
         if (!failed.isEmpty()) {
@@ -362,7 +368,7 @@ final class Operator {
                     if (p.status() == 404) {
                         return java.util.Optional.of("");
                     }
-                    return p.ok() && p.body().path("phase").asText().equals("delete-failed")
+                    return p.ok() && FAILED_DELETE.contains(p.body().path("phase").asText())
                             ? java.util.Optional.of(p.body().path("lastError").asText()) : java.util.Optional.empty();
                 });
                 if (!failed.isEmpty()) {

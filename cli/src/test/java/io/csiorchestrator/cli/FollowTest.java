@@ -11,6 +11,8 @@ import io.csiorchestrator.events.ClaimStatus;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.events.VolumeState;
+import io.csiorchestrator.events.VolumeStatus;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -48,6 +50,25 @@ class FollowTest {
         String row = Follow.line(false, value, false);
         assertTrue(row.contains("node-events") && row.contains("mount") && row.contains("node-2")
                 && row.contains("plugin hostpath: Mount volume (boom)"), row);
+    }
+
+    /**
+     * A volume-status result (issue 14) is one row: a created volume with the plugin's id, a failed snapshot with its
+     * snapshot id and reason; -json one object.
+     */
+    @Test
+    void aVolumeResultIsOneReadableRowOrOneJsonLine() {
+        String created = EventCodec.encodeToString(new VolumeStatus("default", "data", null, "hostpath", VolumeState.CREATED,
+                "ext-1", 1L << 20, "created by the plugin and registered", AT));
+        List<String> cells = List.of(Follow.volumeLine(created, false).trim().split("\\s{2,}"));
+        assertEquals(List.of("volume-status", "created", "default/data", "-", "-", "plugin id ext-1"), cells.subList(1, 7));
+        String failed = EventCodec.encodeToString(new VolumeStatus("default", "data", "snap-1", "hostpath",
+                VolumeState.CREATE_FAILED, null, null, "CreateSnapshot failed with INTERNAL: disk", AT));
+        assertTrue(Follow.volumeLine(failed, false).endsWith("snapshot snap-1: CreateSnapshot failed with INTERNAL: disk"),
+                Follow.volumeLine(failed, false));
+        String json = Follow.volumeLine(failed, true);
+        assertTrue(json.startsWith("{\"topic\":\"volume-status\"") && json.contains("\"state\":\"create-failed\""), json);
+        assertNull(Follow.volumeLine("{\"state\":\"created\"}", false));
     }
 
     /** A record that is not a valid event prints nothing (it is skipped). */

@@ -182,6 +182,38 @@ class ProvisioningIT {
         assertEquals(before, pluginVolumes());
     }
 
+    /**
+     * Issue 14 item 1, adoption by name against the real plugin: the plugin holds volume {@code default.pv-adopt} that
+     * claim-service's failed record never learnt of (its create answered INVALID_ARGUMENT, injected; then the volume is
+     * made on the plugin's socket with the same CSI name and spec, as an attempt whose answer was lost would have made
+     * it). Deleting the failed record finds the volume by name (CreateVolume again gives the same id) and deletes it
+     * with DeleteVolume: the plugin lists what it listed at the start, and nothing was ever registered.
+     */
+    @Test
+    void theDeleteOfAFailedCreateFindsTheVolumeALostAttemptMadeAndDeletesIt() throws Exception {
+        Set<String> before = pluginVolumes();
+        faults("CreateVolume INVALID_ARGUMENT 1 injected: this attempt's answer stands for a lost one");
+        assertEquals(202, create("pv-adopt", "1MiB").status());
+        JsonNode failed = awaitPast("pv-adopt", "creating");
+        assertEquals("create-failed", failed.path("phase").asText(), failed.toString());
+        String made;
+        try (CsiPluginClient plugin = CsiPluginClient.connect(cluster.pluginSocket(NODE), CsiClientOptions.defaults())
+                .await().atMost(Duration.ofSeconds(30))) {
+            made = plugin.createVolume(io.csiorchestrator.csi.v1.CreateVolumeRequest.newBuilder().setName(NS + ".pv-adopt")
+                    .setCapacityRange(io.csiorchestrator.csi.v1.CapacityRange.newBuilder().setRequiredBytes(1 << 20))
+                    .addVolumeCapabilities(io.csiorchestrator.csi.v1.VolumeCapability.newBuilder()
+                            .setMount(io.csiorchestrator.csi.v1.VolumeCapability.MountVolume.getDefaultInstance())
+                            .setAccessMode(io.csiorchestrator.csi.v1.VolumeCapability.AccessMode.newBuilder()
+                                    .setMode(io.csiorchestrator.csi.v1.VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)))
+                    .build()).await().atMost(Duration.ofSeconds(30)).getVolume().getVolumeId();
+        }
+        assertTrue(pluginVolumes().contains(made), pluginVolumes() + " lacks " + made);
+
+        assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-adopt").status());
+        awaitGone("pv-adopt");
+        assertEquals(before, pluginVolumes(), "the volume " + made + " was left in the plugin");
+    }
+
     private Set<String> pluginSnapshots() {
         try (CsiPluginClient plugin = CsiPluginClient.connect(cluster.pluginSocket(NODE), CsiClientOptions.defaults())
                 .await().atMost(Duration.ofSeconds(30))) {

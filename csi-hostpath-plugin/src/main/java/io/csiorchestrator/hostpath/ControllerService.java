@@ -367,13 +367,20 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
         return CreateVolumeResponse.newBuilder().setVolume(answer).build();
     }
 
+    /**
+     * The volume as CSI reports it. Its accessible topology is this node's segment, except with a shared dir: then the
+     * volume's directory is reached from every node sharing it, and no topology says so (CSI: without
+     * accessible_topology the CO may assume the volume is equally accessible from all nodes).
+     */
     private Volume toVolume(VolumeRecord volume) {
-        return Volume.newBuilder()
+        Volume.Builder v = Volume.newBuilder()
                 .setVolumeId(volume.id())
                 .setCapacityBytes(volume.capacityBytes())
-                .putVolumeContext(CONTEXT_PATH, directories.of(volume.id()).toString())
-                .addAccessibleTopology(Topology.newBuilder().putSegments(TOPOLOGY_KEY, options.nodeId()))
-                .build();
+                .putVolumeContext(CONTEXT_PATH, directories.of(volume.id()).toString());
+        if (options.sharedDir() == null) {
+            v.addAccessibleTopology(Topology.newBuilder().putSegments(TOPOLOGY_KEY, options.nodeId()));
+        }
+        return v.build();
     }
 
     /** Lifts a storage fence of the volume from the node (ControllerPublishVolume is the way back). */

@@ -33,7 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Two plugin processes (nodes n1 and n2) with one {@code --shared-dir}, as the demo runs them: a
- * volume created through one is known to the other, a ControllerPublish to n2 answered by n1's
+ * volume created through one is known to the other and reported accessible from every node (no topology), a ControllerPublish to n2 answered by n1's
  * plugin lets n2's plugin stage it, and a ControllerUnpublish through n2 is seen by n1.
  */
 class SharedDirIT {
@@ -67,8 +67,12 @@ class SharedDirIT {
 
     @Test
     void controllerStateAndVolumesAreSharedNodeStateIsNot() throws IOException {
-        String id = controller(channel1).createVolume(CreateVolumeRequest.newBuilder().setName("shared-one")
-                .addVolumeCapabilities(WRITER).build()).getVolume().getVolumeId();
+        io.csiorchestrator.csi.v1.Volume created = controller(channel1).createVolume(CreateVolumeRequest.newBuilder()
+                .setName("shared-one").addVolumeCapabilities(WRITER).build()).getVolume();
+        String id = created.getVolumeId();
+        // The shared dir is reached from every node sharing it: no accessible topology (CSI: accessible from all nodes),
+        // not n1's segment, which would keep the volume from being used on n2.
+        assertEquals(List.of(), created.getAccessibleTopologyList(), "a shared volume is accessible from every node");
         assertEquals(id, controller(channel2).createVolume(CreateVolumeRequest.newBuilder().setName("shared-one")
                 .addVolumeCapabilities(WRITER).build()).getVolume().getVolumeId(), "same name, same volume");
         Files.writeString(dir.resolve("shared").resolve("volumes").resolve(id).resolve("data.txt"), "from n1");

@@ -139,7 +139,7 @@ public final class KafkaAccess {
                 rows.consume(Topic.CLAIM_REQUESTED, Topic.MOUNT_DONE, Topic.PLUGIN_STATUS, Topic.NODE_EVENTS,
                     Topic.NODE_STATE, Topic.NODE_LEASES);
                 rows.read(Topic.CLAIM_STATUS); // the status page's feed
-                rows.write(Topic.CLAIM_STATUS, Topic.NODE_COMMANDS, Topic.NODE_EVENTS);
+                rows.write(Topic.CLAIM_STATUS, Topic.NODE_COMMANDS, Topic.NODE_EVENTS, Topic.VOLUME_STATUS);
                 // it provisions the whole contract where topics are not managed elsewhere (csi.topics.create)
                 rows.create(Topic.values());
                 rows.groupPrefix(CLAIM_SERVICE);
@@ -160,13 +160,14 @@ public final class KafkaAccess {
             }
             case SCHEDULER -> {
                 rows.write(Topic.CLAIM_REQUESTED);
-                rows.read(Topic.CLAIM_STATUS);
+                rows.read(Topic.CLAIM_STATUS, Topic.VOLUME_STATUS); // volume-status: create/delete results (issue 14)
                 rows.groupPrefix(principal.name());
             }
             case OPERATOR -> {
                 rows.write(Topic.CLAIM_REQUESTED);
                 // node-leases: ./csi chaos checks the registry's grants and lapses (issue 19)
-                rows.read(Topic.CLAIM_STATUS, Topic.NODE_EVENTS, Topic.PLUGIN_STATUS, Topic.NODE_LEASES);
+                // volume-status: ./csi events shows the results of creates and deletes (issue 14)
+                rows.read(Topic.CLAIM_STATUS, Topic.NODE_EVENTS, Topic.PLUGIN_STATUS, Topic.NODE_LEASES, Topic.VOLUME_STATUS);
             }
             case BENCH -> {
                 rows.write(Topic.CLAIM_REQUESTED);

@@ -16,7 +16,9 @@ public enum Topic {
     /** A worker asks for or renews its node's lease (issue 19). */
     NODE_LEASE_REQUESTS("node-lease-requests", 6, false, "node id"),
     /** plugin-registry-service's grants, lapses and fences of node leases; the newest per node is its lease. */
-    NODE_LEASES("node-leases", 6, true, "node id");
+    NODE_LEASES("node-leases", 6, true, "node id"),
+    /** claim-service's results of creates and deletes of volumes and snapshots, for schedulers (issue 14). */
+    VOLUME_STATUS("volume-status", 6, false, "namespace/volume id");
 
     /** Suffix of the dead-letter topic that takes a topic's malformed records. */
     public static final String DEAD_LETTER_SUFFIX = "-dead-letter";

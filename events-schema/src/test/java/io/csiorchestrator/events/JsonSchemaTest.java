@@ -40,8 +40,8 @@ class JsonSchemaTest {
     }
 
     @Test
-    void thereIsOneSchemaForEachOfTheTenTopics() {
-        assertEquals(10, Topic.values().length);
+    void thereIsOneSchemaForEachOfTheElevenTopics() {
+        assertEquals(11, Topic.values().length);
         for (Topic topic : Topic.values()) {
             assertNotNull(EventType.class.getResource("/schemas/" + topic.baseName() + ".schema.json"), topic.baseName());
         }
@@ -122,6 +122,28 @@ class JsonSchemaTest {
         ObjectNode unknown = sampleJson(EventType.NODE_EVENT);
         unknown.put("fieldFromTheFuture", true);
         assertTrue(schema(EventType.NODE_EVENT).validate(unknown).isEmpty(), "unknown fields are allowed");
+    }
+
+    /**
+     * Issue 14's volume-status: a created volume and a failed snapshot (with its reason) pass the schema and the codec,
+     * keyed by namespace/volume; a failure without its reason and a created result without the plugin's id fail both.
+     */
+    @Test
+    void volumeStatusResultsFollowTheSameRulesInSchemaAndCodec() throws IOException {
+        VolumeStatus failed = SampleEvents.snapshotFailed();
+        ObjectNode failedJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(failed));
+        assertTrue(schema(EventType.VOLUME_STATUS).validate(failedJson).isEmpty(), failedJson.toString());
+        assertEquals(failed, EventCodec.decode(VolumeStatus.class, EventCodec.encode(failed)));
+        assertEquals("default/vol-1", failed.recordKey());
+        failedJson.remove("reason");
+        assertFalse(schema(EventType.VOLUME_STATUS).validate(failedJson).isEmpty(), "a failure needs its reason");
+        assertFalse(javaAccepts(failedJson, VolumeStatus.class), "the Java check refuses it too");
+
+        ObjectNode created = sampleJson(EventType.VOLUME_STATUS);
+        assertTrue(javaAccepts(created, VolumeStatus.class), created.toString());
+        created.remove("externalId");
+        assertFalse(schema(EventType.VOLUME_STATUS).validate(created).isEmpty(), "a created volume names the plugin's id");
+        assertFalse(javaAccepts(created, VolumeStatus.class), "the Java check refuses it too");
     }
 
     /**

@@ -59,35 +59,43 @@ class KafkaAccessTest {
         assertTrue(topics(node, AclOperation.CREATE).isEmpty());
     }
 
-    /** A scheduler writes claim-requested and reads claim-status, nothing else; its groups start with its name. */
+    /**
+     * A scheduler writes claim-requested and reads claim-status and volume-status (the results of creates and deletes,
+     * issue 14), nothing else; its groups start with its name.
+     */
     @Test
     void schedulerWritesClaimsAndReadsStatusOnly() {
         List<Grant> scheduler = KafkaAccess.grants(Principal.scheduler("nomad-1"), TOPICS);
         assertEquals(Set.of("p.claim-requested"), topics(scheduler, AclOperation.WRITE));
-        assertEquals(Set.of("p.claim-status"), topics(scheduler, AclOperation.READ));
+        assertEquals(Set.of("p.claim-status", "p.volume-status"), topics(scheduler, AclOperation.READ));
         assertTrue(scheduler.contains(new Grant(ResourceType.GROUP, PatternType.PREFIXED, "scheduler-nomad-1", AclOperation.READ)));
     }
 
     /**
      * The operator (the CLI: {@code volume claim}, {@code events}, {@code chaos}) writes claim-requested only and reads the
-     * status topics, node-leases included ({@code ./csi chaos} checks the grants and lapses), in no group.
+     * status topics (volume-status for {@code events}), node-leases included ({@code ./csi chaos} checks the grants and
+     * lapses), in no group.
      */
     @Test
     void operatorWritesClaimsAndReadsTheStatusTopicsAndLeases() {
         List<Grant> operator = KafkaAccess.grants(Principal.operator(), TOPICS);
         assertEquals(Set.of("p.claim-requested"), topics(operator, AclOperation.WRITE));
-        assertEquals(Set.of("p.claim-status", "p.node-events", "p.plugin-status", "p.node-leases"),
+        assertEquals(Set.of("p.claim-status", "p.node-events", "p.plugin-status", "p.node-leases", "p.volume-status"),
             topics(operator, AclOperation.READ));
         assertTrue(operator.stream().noneMatch(g -> g.type() == ResourceType.GROUP));
     }
 
-    /** claim-service alone writes node-commands and claim-status; the registry alone plugin-status and node-leases. */
+    /**
+     * claim-service alone writes node-commands, claim-status and volume-status; the registry alone plugin-status and
+     * node-leases.
+     */
     @Test
     void onlyTheOwningServiceWritesCommandsStatusAndLeases() {
         for (Principal principal : EVERY_ROLE) {
             Set<String> writes = topics(KafkaAccess.grants(principal, TOPICS), AclOperation.WRITE);
             assertEquals(principal.role() == KafkaAccess.Role.CLAIM_SERVICE, writes.contains("p.node-commands"), principal.name());
             assertEquals(principal.role() == KafkaAccess.Role.CLAIM_SERVICE, writes.contains("p.claim-status"), principal.name());
+            assertEquals(principal.role() == KafkaAccess.Role.CLAIM_SERVICE, writes.contains("p.volume-status"), principal.name());
             assertEquals(principal.role() == KafkaAccess.Role.PLUGIN_REGISTRY, writes.contains("p.plugin-status"), principal.name());
             assertEquals(principal.role() == KafkaAccess.Role.PLUGIN_REGISTRY, writes.contains("p.node-leases"), principal.name());
         }

@@ -77,18 +77,28 @@ final class SampleEvents {
         return new NodeLease("node-1", 3L, NodeLeaseState.VALID, "lease-req-1", 30_000L, 10_000L, T);
     }
 
+    static VolumeStatus volumeStatus() {
+        return new VolumeStatus("default", "vol-1", null, "hostpath", VolumeState.CREATED, "ext-vol-1", 1L << 20, null, T);
+    }
+
+    static VolumeStatus snapshotFailed() {
+        return new VolumeStatus("default", "vol-1", "snap-1", "hostpath", VolumeState.CREATE_FAILED, null, null,
+                "CreateSnapshot failed with INVALID_ARGUMENT: plugin says: no", T);
+    }
+
     /** One sample per event type, in contract order. */
     static Map<EventType, ContractEvent> all() {
-        return Map.of(
-                EventType.CLAIM_REQUESTED, claimRequested(),
-                EventType.CLAIM_STATUS, claimStatus(),
-                EventType.NODE_COMMAND, nodeCommand(),
-                EventType.MOUNT_DONE, mountDone(),
-                EventType.PLUGIN_HEALTH, pluginHealth(),
-                EventType.PLUGIN_STATUS, pluginStatus(),
-                EventType.NODE_EVENT, nodeEvent(),
-                EventType.NODE_STATE, nodeState(),
-                EventType.NODE_LEASE_REQUESTED, nodeLeaseRequested(),
-                EventType.NODE_LEASE, nodeLease());
+        return Map.ofEntries(
+                Map.entry(EventType.CLAIM_REQUESTED, claimRequested()),
+                Map.entry(EventType.CLAIM_STATUS, claimStatus()),
+                Map.entry(EventType.NODE_COMMAND, nodeCommand()),
+                Map.entry(EventType.MOUNT_DONE, mountDone()),
+                Map.entry(EventType.PLUGIN_HEALTH, pluginHealth()),
+                Map.entry(EventType.PLUGIN_STATUS, pluginStatus()),
+                Map.entry(EventType.NODE_EVENT, nodeEvent()),
+                Map.entry(EventType.NODE_STATE, nodeState()),
+                Map.entry(EventType.NODE_LEASE_REQUESTED, nodeLeaseRequested()),
+                Map.entry(EventType.NODE_LEASE, nodeLease()),
+                Map.entry(EventType.VOLUME_STATUS, volumeStatus()));
     }
 }

@@ -16,7 +16,7 @@ class TopicCatalogTest {
         assertEquals("prod.claim-requested-dead-letter", catalog.deadLetterName(Topic.CLAIM_REQUESTED));
         assertEquals(List.of("prod.claim-requested", "prod.claim-status", "prod.node-commands", "prod.mount-done",
                 "prod.plugin-health", "prod.plugin-status", "prod.node-events", "prod.node-state",
-                "prod.node-lease-requests", "prod.node-leases"), List.copyOf(catalog.all().keySet()));
+                "prod.node-lease-requests", "prod.node-leases", "prod.volume-status"), List.copyOf(catalog.all().keySet()));
     }
 
     @Test

@@ -155,9 +155,9 @@ public class ProvisionResource {
 
     @GET
     @Path("/{namespace}/{id}")
-    @Operation(summary = "Read a provisioned volume", description = "Its phase (creating, created, create-failed, deleting, "
-            + "delete-failed, expanding, node-expanding, expand-failed), attempt, the plugin's id and capacity, the capacity "
-            + "the last expansion asked for (expandToBytes) and the nodes still to expand (expandNodes), the last error.")
+    @Operation(summary = "Read a provisioned volume", description = "Its phase (creating, created, create-failed, finding, "
+            + "deleting, delete-failed, expanding, node-expanding, expand-failed), attempt, the plugin's id and capacity, the "
+            + "capacity the last expansion asked for (expandToBytes) and the nodes still to expand (expandNodes), the last error.")
     @APIResponse(responseCode = "200", description = "The provision",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = ProvisionView.class)))
     @APIResponse(responseCode = "404", description = "No volume of this namespace and id was created through the services",
@@ -176,8 +176,9 @@ public class ProvisionResource {
     @Operation(summary = "Delete a provisioned volume through its plugin", description = "Refused while the volume is "
             + "claimed or still being created. New claims are rejected at once; CSI DeleteVolume is sent to a healthy "
             + "controller instance's node worker; on success (or NOT_FOUND) the volume is deregistered. A volume whose "
-            + "create failed is forgotten without a call.")
-    @APIResponse(responseCode = "202", description = "Deleting (or forgotten, phase deleted)",
+            + "create failed is first looked up by name (phase finding: CreateVolume again with the same name; a volume an "
+            + "earlier attempt made is then deleted by its id; a fatal answer forgets the record).")
+    @APIResponse(responseCode = "202", description = "Deleting (phase deleting, or finding for a failed create)",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = ProvisionView.class)))
     @APIResponse(responseCode = "404", description = "No volume of this namespace and id was created through the services",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeResource.Errors.class)))

@@ -60,7 +60,9 @@ public class SnapshotResource {
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Snapshot a registered volume through its plugin", description = "Body: {\"namespace\", \"id\" (the "
-            + "snapshot's), \"sourceVolume\" (a registered volume of the namespace), \"parameters\" (optional)}. Recorded, "
+            + "snapshot's), \"sourceVolume\" (a registered volume of the namespace), \"parameters\" and \"secrets\" (optional "
+            + "objects of strings; the secrets are sealed at once and travel sealed to CreateSnapshot and DeleteSnapshot, "
+            + "never shown)}. Recorded, "
             + "then CSI CreateSnapshot (name <namespace>.<id>) is sent to a healthy controller instance's node worker and "
             + "re-sent with backoff until the plugin says ready_to_use (phase created). Retried per the CSI error table; "
             + "the same request again answers 200 with the snapshot's state.")
@@ -107,10 +109,11 @@ public class SnapshotResource {
                 v.stringMap("parameters", parameters, 64);
             }
         }
+        Map<String, String> secrets = VolumeRequestParser.map(body, "secrets", "", v, true);
         if (!v.list().isEmpty()) {
             return Uni.createFrom().item(VolumeResource.errors(Response.Status.BAD_REQUEST, "invalid snapshot", v.list()));
         }
-        return snapshots.create(namespace, id, source, parameters, Tx.untraced()).map(outcome -> {
+        return snapshots.create(namespace, id, source, parameters, secrets, Tx.untraced()).map(outcome -> {
             if (outcome instanceof SnapshotService.Started s) {
                 return Response.status(Response.Status.ACCEPTED).entity(view(s.snapshot())).build();
             }
@@ -140,7 +143,7 @@ public class SnapshotResource {
     @GET
     @Path("/{namespace}/{id}")
     @Operation(summary = "Read a snapshot", description = "Its phase (creating, created = ready to use, create-failed, "
-            + "deleting, delete-failed), attempt, the plugin's id and size, the last error.")
+            + "finding, deleting, delete-failed), attempt, the plugin's id and size, the last error.")
     @APIResponse(responseCode = "200", description = "The snapshot",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = SnapshotView.class)))
     @APIResponse(responseCode = "404", description = "No such snapshot",
@@ -158,8 +161,9 @@ public class SnapshotResource {
     @Path("/{namespace}/{id}")
     @Operation(summary = "Delete a snapshot through its plugin", description = "Refused while it is being created or while "
             + "a volume is being created from it. CSI DeleteSnapshot is sent to a healthy controller instance's node "
-            + "worker; on success (or NOT_FOUND) the snapshot is forgotten. A failed create is forgotten without a call.")
-    @APIResponse(responseCode = "202", description = "Deleting (or forgotten, phase deleted)",
+            + "worker; on success (or NOT_FOUND) the snapshot is forgotten. A failed create is first looked up by name "
+            + "(phase finding: CreateSnapshot again with the same name; a snapshot an earlier attempt made is then deleted).")
+    @APIResponse(responseCode = "202", description = "Deleting (phase deleting, or finding for a failed create)",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = SnapshotView.class)))
     @APIResponse(responseCode = "404", description = "No such snapshot",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeResource.Errors.class)))

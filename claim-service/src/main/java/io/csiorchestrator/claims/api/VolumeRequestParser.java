@@ -225,7 +225,8 @@ public final class VolumeRequestParser {
         }
     }
 
-    private static Map<String, String> map(JsonNode node, String field, String at, Violations v, boolean secret) {
+    /** {@code node.field} as a map of strings; problems to {@code v}, a secret's values never in them. */
+    static Map<String, String> map(JsonNode node, String field, String at, Violations v, boolean secret) {
         JsonNode value = node.get(field);
         Map<String, String> out = new LinkedHashMap<>();
         if (value == null || value.isNull()) {

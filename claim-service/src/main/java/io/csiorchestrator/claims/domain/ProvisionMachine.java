@@ -14,7 +14,9 @@ import java.util.Set;
  *                 │  ▲ retryable: RetryLater, same name again      │  ▲ retryable: RetryLater
  *                 │  └──────────────────────────────────────────   │  └──────────────────
  *                 └─fatal / attempts spent─▶ CREATE_FAILED          └─fatal / attempts spent─▶ DELETE_FAILED
- *   CREATE_FAILED ──delete──▶ DELETED (nothing was created)        DELETE_FAILED ──delete──▶ DELETING
+ *   CREATE_FAILED ──delete──▶ FINDING ──ok: the plugin's volume by that name──▶ DELETING      DELETE_FAILED ──delete──▶ DELETING
+ *                              ├──fatal (no volume can have that name)──▶ DELETED (the record removed)
+ *                              └──ALREADY_EXISTS / retries spent──▶ CREATE_FAILED (reported delete-failed; delete again)
  *
  *   CREATED / EXPAND_FAILED ──expand──▶ EXPANDING ──ok, node expansion required and nodes to expand──▶ NODE_EXPANDING
  *                                           │  └──ok, otherwise──▶ CREATED (the new capacity recorded)     │
@@ -29,6 +31,13 @@ import java.util.Set;
  * the other (at most one call in flight per volume), each on that node's worker. The claims keep working throughout
  * (online expansion). An EXPAND_FAILED volume stays registered and usable; expanding it again starts over with the
  * controller (ControllerExpandVolume is idempotent: a volume as large already answers its capacity).
+ *
+ * FINDING is the adoption by name that CSI's idempotent CreateVolume makes natural: a create that gave up after
+ * uncertain attempts (a timeout, UNAVAILABLE: the plugin may have made the volume, a crash between its call and the
+ * record) has no plugin id to delete, so the delete of a failed create first sends CreateVolume again with the same
+ * name and spec: a volume made by an earlier attempt comes back (then DeleteVolume with its id); a fatal answer means
+ * the plugin holds no volume by that name (CSI: the same name and spec MUST return the existing volume) and the record
+ * is removed. A failed create is never dropped on the assumption that nothing was created.
  *
  * The request is recorded (CREATING, with its CSI name) before the command leaves, in the same transaction as the
  * outbox row; a retry, a command timeout or a restart re-sends CreateVolume with the same name, which CSI makes
@@ -48,11 +57,14 @@ import java.util.Set;
 public final class ProvisionMachine {
 
     public enum Phase {
-        CREATING, CREATED, CREATE_FAILED, DELETING, DELETE_FAILED, DELETED, EXPANDING, NODE_EXPANDING, EXPAND_FAILED;
+        CREATING, CREATED, CREATE_FAILED,
+        /** A failed create's delete: CreateVolume again by name, to find (adopt) a volume an uncertain attempt made. */
+        FINDING,
+        DELETING, DELETE_FAILED, DELETED, EXPANDING, NODE_EXPANDING, EXPAND_FAILED;
 
         /** Whether a command is owed or outstanding in this phase. */
         public boolean inProgress() {
-            return this == CREATING || this == DELETING || expanding();
+            return this == CREATING || this == FINDING || this == DELETING || expanding();
         }
 
         /** Whether an expansion's command (controller or node) is owed or outstanding. */
@@ -63,7 +75,7 @@ public final class ProvisionMachine {
         /** The command this phase sends (and sends again on a retry); null for a phase that sends none. */
         NodeCommandKind command() {
             return switch (this) {
-                case CREATING -> NodeCommandKind.CREATE_VOLUME;
+                case CREATING, FINDING -> NodeCommandKind.CREATE_VOLUME;
                 case DELETING -> NodeCommandKind.DELETE_VOLUME;
                 case EXPANDING -> NodeCommandKind.CONTROLLER_EXPAND;
                 case NODE_EXPANDING -> NodeCommandKind.NODE_EXPAND;
@@ -173,6 +185,8 @@ public final class ProvisionMachine {
             case DELETING -> new Transition(s.with(Phase.DELETED, s.attempt()),
                     List.of(new Deregister(), new Report(Phase.DELETED, "deleted by the plugin and deregistered")));
             case NODE_EXPANDING -> nodeExpanded(s);
+            // the plugin gave back the volume an earlier attempt made: delete it by its id
+            case FINDING -> new Transition(s.with(Phase.DELETING, 1), List.of(new Send(NodeCommandKind.DELETE_VOLUME)));
             default -> new Transition(s, List.of());
         };
     }
@@ -256,6 +270,9 @@ public final class ProvisionMachine {
         if (!s.phase().inProgress()) {
             return new Transition(s, List.of());
         }
+        if (s.phase() == Phase.FINDING) {
+            return findFailed(s, code, message);
+        }
         boolean create = s.phase() == Phase.CREATING;
         NodeCommandKind kind = s.phase().command();
         String what = switch (s.phase()) {
@@ -279,6 +296,26 @@ public final class ProvisionMachine {
         }
         Phase failed = create ? Phase.CREATE_FAILED : s.phase() == Phase.DELETING ? Phase.DELETE_FAILED : Phase.EXPAND_FAILED;
         return new Transition(s.with(failed, s.attempt()), List.of(new Report(failed, error)));
+    }
+
+    /**
+     * FINDING's CreateVolume failed: retried like a create's; ALREADY_EXISTS (a volume has the name with another spec)
+     * or the attempts spent leave the record CREATE_FAILED and report the delete failed; any other fatal code means the
+     * plugin holds no volume by that name, so the record goes.
+     */
+    private Transition findFailed(Snapshot s, String code, String message) {
+        String error = "CreateVolume by name (to find the volume before deleting it) failed with " + code + ": " + message;
+        boolean retry = retryable(NodeCommandKind.CREATE_VOLUME, code, s.contentSource());
+        if (retry && s.attempt() < policy.maxAttempts()) {
+            return new Transition(s, List.of(new RetryLater(policy.backoff(s.attempt()), error)));
+        }
+        if (retry || "ALREADY_EXISTS".equals(code)) {
+            String reason = error + (retry ? " (gave up after " + s.attempt() + " attempts)" : "")
+                    + "; the plugin may hold a volume by this name: delete again";
+            return new Transition(s.with(Phase.CREATE_FAILED, s.attempt()), List.of(new Report(Phase.DELETE_FAILED, reason)));
+        }
+        return new Transition(s.with(Phase.DELETED, s.attempt()), List.of(new Deregister(), new Report(Phase.DELETED,
+                "the failed create's record removed: the plugin holds no volume by this name (" + error + ")")));
     }
 
     /** The outstanding command got no answer in time: DEADLINE_EXCEEDED (the call may be in progress). */
@@ -320,13 +357,13 @@ public final class ProvisionMachine {
 
     /**
      * A delete the caller checked with {@link #deleteRefusal}: DELETING with the DeleteVolume command, or, for a
-     * volume whose create failed (the plugin made nothing), DELETED at once; a delete in progress stays as it is.
+     * volume whose create failed (an uncertain attempt may have made it), FINDING with CreateVolume by the same name;
+     * a delete in progress stays as it is.
      */
     public Transition delete(Snapshot s) {
         return switch (s.phase()) {
             case CREATED, DELETE_FAILED, EXPAND_FAILED -> new Transition(s.with(Phase.DELETING, 1), List.of(new Send(NodeCommandKind.DELETE_VOLUME)));
-            case CREATE_FAILED -> new Transition(s.with(Phase.DELETED, s.attempt()),
-                    List.of(new Deregister(), new Report(Phase.DELETED, "the failed create's record removed (the plugin created nothing)")));
+            case CREATE_FAILED -> new Transition(s.with(Phase.FINDING, 1), List.of(new Send(NodeCommandKind.CREATE_VOLUME)));
             default -> new Transition(s, List.of());
         };
     }

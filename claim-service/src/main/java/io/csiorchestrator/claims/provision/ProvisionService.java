@@ -38,7 +38,9 @@ import org.jboss.logging.Logger;
  * Carries out {@link ProvisionMachine} transitions against PostgreSQL (issue 14): one transaction per input (a create
  * or delete request, a create-volume / delete-volume mount-done, a due retry, a command timeout). The provision row
  * and the outbox row of its command are written together, before the command leaves; the volume is registered in
- * the transaction that records the plugin's answer and deregistered in the one that records the delete. Lock order
+ * the transaction that records the plugin's answer and deregistered in the one that records the delete; each result
+ * (created, create failed, deleted, delete failed) goes to volume-status through the outbox in that same transaction
+ * ({@link VolumeResults}). Lock order
  * as in {@link ClaimService}: the volume row first (when there is one), then the provision row.
  */
 @ApplicationScoped
@@ -315,6 +317,13 @@ public class ProvisionService {
             } else if (effect instanceof ProvisionMachine.Deregister) {
                 chain = chain.chain(() -> deregister(p, volume));
             } else if (effect instanceof ProvisionMachine.Report report) {
+                // the result for schedulers (volume-status), committed with the phase it reports; an expansion's
+                // end (CREATED again, EXPAND_FAILED) is not a create or delete result and has no volume-status yet
+                boolean expansionResult = report.phase() == Phase.EXPAND_FAILED
+                        || (report.phase() == Phase.CREATED && p.expandToBytes != null);
+                if (!expansionResult) {
+                    chain = chain.chain(() -> outbox.add(VolumeResults.of(p, report.phase(), report.reason()), tx));
+                }
                 if (report.phase() == Phase.CREATED && p.expandToBytes != null) {
                     p.retryAt = null;
                     p.lastError = null;

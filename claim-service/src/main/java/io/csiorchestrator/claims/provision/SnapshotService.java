@@ -36,8 +36,9 @@ import org.jboss.logging.Logger;
  * create-snapshot/delete-snapshot, its Register marks the snapshot ready, its Deregister forgets the row). The row
  * and its command's outbox row are written in one transaction before the command leaves; a retry re-sends with the
  * same CSI name ({@code <namespace>.<id>}), which CSI makes idempotent. A snapshot not yet ready_to_use comes back as
- * SNAPSHOT_NOT_READY, retried with backoff: that is CSI's poll of CreateSnapshot. Lock order: the source volume's
- * row, then the snapshot's.
+ * SNAPSHOT_NOT_READY, retried with backoff: that is CSI's poll of CreateSnapshot. Each result (ready, failed, deleted,
+ * delete failed) goes to volume-status through the outbox in the transaction that records it ({@link VolumeResults}).
+ * Lock order: the source volume's row, then the snapshot's.
  */
 @ApplicationScoped
 public class SnapshotService {
@@ -50,6 +51,8 @@ public class SnapshotService {
     Outbox outbox;
     @Inject
     Plugins plugins;
+    @Inject
+    io.csiorchestrator.claims.Secrets secrets;
     @Inject
     ClaimSettings settings;
     @Inject
@@ -95,6 +98,16 @@ public class SnapshotService {
      */
     public Uni<Outcome> create(String namespace, String id, String sourceVolumeId,
                                                 Map<String, String> parameters, Tx tx) {
+        return create(namespace, id, sourceVolumeId, parameters, Map.of(), tx);
+    }
+
+    /**
+     * {@link #create(String, String, String, Map, Tx)} with CreateSnapshot's and DeleteSnapshot's {@code secrets}
+     * (empty: none), sealed at once like a volume's, bound to the source volume the commands name (not compared on a
+     * repeated request: sealed, they are not comparable).
+     */
+    public Uni<Outcome> create(String namespace, String id, String sourceVolumeId, Map<String, String> parameters,
+                               Map<String, String> secretValues, Tx tx) {
         String key = VolumeEntity.key(namespace, id);
         String sourceKey = VolumeEntity.key(namespace, sourceVolumeId);
         return claims.inTransaction(tx, () -> claims.lockVolume(sourceKey).chain(volume ->
@@ -120,6 +133,9 @@ public class SnapshotService {
                     s.sourceVolumeKey = sourceKey;
                     s.sourceExternalId = volume.externalId;
                     s.parametersJson = Json.write(parameters);
+                    s.secretKeysJson = Json.write(new java.util.TreeSet<>(secretValues.keySet()));
+                    s.sealedJson = secretValues.isEmpty() ? null : secrets.sealToJson(
+                            new io.csiorchestrator.events.SecretPayload(secretValues, List.of()), namespace, sourceVolumeId);
                     s.createdAt = now;
                     s.updatedAt = now;
                     Transition t = machine().create(false);
@@ -270,7 +286,13 @@ public class SnapshotService {
             } else if (effect instanceof ProvisionMachine.Deregister) {
                 chain = chain.chain(() -> s.delete());
             } else if (effect instanceof ProvisionMachine.Report report) {
-                String reason = report.reason().replace("CreateVolume", "CreateSnapshot").replace("DeleteVolume", "DeleteSnapshot");
+                String reason = switch (report.phase()) {
+                    case CREATED -> "created by the plugin, ready to use";
+                    case DELETED -> report.reason().replace(" and deregistered", "").replace("CreateVolume", "CreateSnapshot");
+                    default -> report.reason().replace("CreateVolume", "CreateSnapshot").replace("DeleteVolume", "DeleteSnapshot");
+                };
+                // the result for schedulers (volume-status, keyed by the source volume), committed with its phase
+                chain = chain.chain(() -> outbox.add(VolumeResults.of(s, report.phase(), reason), tx));
                 if (report.phase() == Phase.CREATE_FAILED || report.phase() == Phase.DELETE_FAILED) {
                     s.lastError = reason;
                     s.retryAt = null;
@@ -291,15 +313,26 @@ public class SnapshotService {
                 return apply(s, machine().noController(snapshot(s), s.pluginId), tx);
             }
             Instant now = Instant.now();
+            String volumeId = s.sourceVolumeKey.substring(s.sourceVolumeKey.indexOf('/') + 1);
+            // Secrets re-sealed for the target node only (issue 20 item 4); without a sealing key for it, wait for one.
+            io.csiorchestrator.events.SealedSecrets sealedForTarget;
+            try {
+                sealedForTarget = secrets.forNode(s.sealedJson, target, s.namespace, volumeId);
+            } catch (IllegalStateException | io.csiorchestrator.events.SecretSealer.SecretUnsealException e) {
+                s.commandId = null;
+                s.retryAt = now.plus(provisionSettings.baseBackoff());
+                s.lastError = e.getMessage();
+                LOG.warnf("snapshot %s: %s", s.snapshotKey, s.lastError);
+                return Uni.createFrom().voidItem();
+            }
             s.commandId = s.namespace + ".snapshot." + s.snapshotId + "." + kind.wire() + "." + s.attempt + "."
                     + UUID.randomUUID().toString().substring(0, 8);
             s.commandNodeId = target;
             s.commandDeadline = now.plus(settings.commandTimeout());
             s.retryAt = null;
             boolean create = kind == NodeCommandKind.CREATE_SNAPSHOT;
-            String volumeId = s.sourceVolumeKey.substring(s.sourceVolumeKey.indexOf('/') + 1);
             NodeCommand command = new NodeCommand(s.commandId, target, kind, s.namespace, volumeId, s.pluginId,
-                    s.sourceExternalId, null, null, null, false, null, null, Map.of(), Map.of(), null, now)
+                    s.sourceExternalId, null, null, null, false, null, null, Map.of(), Map.of(), sealedForTarget, now)
                     .withProvision(new ProvisionSpec(s.csiName, null, null, create ? Json.map(s.parametersJson) : Map.of(),
                             Map.of(), create ? null : s.externalId, null));
             return outbox.add(command, tx);

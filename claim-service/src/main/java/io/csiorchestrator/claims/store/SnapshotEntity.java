@@ -33,6 +33,12 @@ public class SnapshotEntity extends PanacheEntityBase {
     public int attempt;
     @Column(name = "parameters_json")
     public String parametersJson;
+    /** The secrets' keys (JSON list), for display; the values only sealed. */
+    @Column(name = "secret_keys_json")
+    public String secretKeysJson;
+    /** CreateSnapshot's and DeleteSnapshot's secrets, sealed to {@code <namespace>/<source volume id>}; null: none. */
+    @Column(name = "sealed_json")
+    public String sealedJson;
     @Column(name = "external_id")
     public String externalId;
     @Column(name = "size_bytes")

@@ -112,18 +112,22 @@ class ProvisionMachineTest {
         assertTrue(reason.contains("DEADLINE_EXCEEDED") && reason.contains("gave up after 3 attempts"), reason);
     }
 
-    /** A claimed volume and one still being created are not deleted; a failed create's record goes without a call. */
+    /**
+     * A claimed volume and one still being created are not deleted; a failed create's delete first finds the volume
+     * by name (CreateVolume again, FINDING) instead of dropping the record.
+     */
     @Test
-    void aDeleteIsRefusedWhileClaimedOrCreatingAndAFailedCreateIsDroppedWithoutACall() {
+    void aDeleteIsRefusedWhileClaimedOrCreatingAndAFailedCreateIsLookedUpByNameFirst() {
         String claimed = ProvisionMachine.deleteRefusal(at(Phase.CREATED, 1, false), "default/v", List.of("alloc-1"));
         assertTrue(claimed != null && claimed.contains("alloc-1") && claimed.contains("default/v"), claimed);
         String creating = ProvisionMachine.deleteRefusal(at(Phase.CREATING, 2, false), "default/v", List.of());
         assertTrue(creating != null && creating.contains("being created"), creating);
         assertNull(ProvisionMachine.deleteRefusal(at(Phase.CREATED, 1, false), "default/v", List.of()));
 
-        Transition dropped = MACHINE.delete(at(Phase.CREATE_FAILED, 3, false));
-        assertEquals(Phase.DELETED, dropped.next().phase());
-        assertTrue(dropped.effects().stream().noneMatch(e -> e instanceof Send), dropped.effects().toString());
+        Transition finding = MACHINE.delete(at(Phase.CREATE_FAILED, 3, false));
+        assertEquals(at(Phase.FINDING, 1, false), finding.next());
+        assertEquals(List.of(new Send(NodeCommandKind.CREATE_VOLUME)), finding.effects());
+        assertEquals(List.of(), MACHINE.delete(finding.next()).effects(), "a second delete while finding changes nothing");
         assertEquals(List.of(new Send(NodeCommandKind.DELETE_VOLUME)), MACHINE.delete(at(Phase.DELETE_FAILED, 2, false)).effects());
     }
 
@@ -241,5 +245,46 @@ class ProvisionMachineTest {
         assertTrue(ProvisionMachine.deleteRefusal(at(Phase.NODE_EXPANDING, 1, false), "default/v", List.of())
                 .contains("being expanded"));
         assertEquals(Phase.DELETING, MACHINE.delete(at(Phase.EXPAND_FAILED, 1, false)).next().phase());
+    }
+
+    /**
+     * Adoption by name (issue 14 item 1): a create that gave up after timeouts (the plugin may have made the volume)
+     * is deleted by finding it: the CreateVolume by the same name answers with the volume, which is then deleted by
+     * its id (DELETING, attempt 1), never dropped unseen. A fatal answer (no volume can have that name) removes the
+     * record; a retryable one is retried as FINDING; ALREADY_EXISTS or spent attempts keep the record (CREATE_FAILED)
+     * and report the delete failed.
+     */
+    @Test
+    void aFailedCreatesDeleteAdoptsTheVolumeByNameThenDeletesIt() {
+        Snapshot gaveUp = MACHINE.timedOut(at(Phase.CREATING, 3, false), Duration.ofSeconds(30)).next();
+        assertEquals(Phase.CREATE_FAILED, gaveUp.phase());
+        Snapshot finding = MACHINE.delete(gaveUp).next();
+
+        Transition found = MACHINE.succeeded(finding);
+        assertEquals(at(Phase.DELETING, 1, false), found.next());
+        assertEquals(List.of(new Send(NodeCommandKind.DELETE_VOLUME)), found.effects());
+        assertEquals(Phase.DELETED, MACHINE.succeeded(found.next()).next().phase());
+
+        Transition none = MACHINE.failed(finding, "INVALID_ARGUMENT", "parameter 'tier' is unknown");
+        assertEquals(Phase.DELETED, none.next().phase());
+        assertTrue(none.effects().contains(new Deregister()), none.effects().toString());
+        Report removed = (Report) none.effects().get(1);
+        assertTrue(removed.reason().contains("holds no volume by this name") && removed.reason().contains("INVALID_ARGUMENT"),
+                removed.reason());
+
+        Transition busy = MACHINE.failed(finding, "UNAVAILABLE", "restarting");
+        assertTrue(busy.effects().get(0) instanceof RetryLater, busy.effects().toString());
+        Transition again = MACHINE.retryDue(busy.next());
+        assertEquals(at(Phase.FINDING, 2, false), again.next());
+        assertEquals(List.of(new Send(NodeCommandKind.CREATE_VOLUME)), again.effects());
+
+        Transition other = MACHINE.failed(finding, "ALREADY_EXISTS", "exists with another capacity");
+        assertEquals(Phase.CREATE_FAILED, other.next().phase());
+        assertEquals(Phase.DELETE_FAILED, ((Report) other.effects().get(0)).phase());
+        Transition spent = MACHINE.timedOut(at(Phase.FINDING, 3, false), Duration.ofSeconds(30));
+        assertEquals(Phase.CREATE_FAILED, spent.next().phase());
+        Report failed = (Report) spent.effects().get(0);
+        assertEquals(Phase.DELETE_FAILED, failed.phase());
+        assertTrue(failed.reason().contains("gave up") && failed.reason().contains("delete again"), failed.reason());
     }
 }

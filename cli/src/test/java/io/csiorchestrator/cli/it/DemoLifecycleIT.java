@@ -20,10 +20,13 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The demo's lifecycle across separate processes (Kafka and PostgreSQL, claim-service,
- * plugin-registry-service, two node-mount-workers, two hostpath plugins): write on node-1, read
- * back on node-2. The demo checks the mount table (mounted, read-write/read-only, unmounted) and the
- * file's contents at every step; this test asserts that every step passed and that nothing is left (no
- * process, no mount, no Kafka log or PostgreSQL data: the demo's are throw-away).
+ * plugin-registry-service, two node-mount-workers, two hostpath plugins): the volume created through
+ * claim-service, written on node-1, read back on node-2, snapshotted, restored into a new volume whose
+ * file is read back, then both volumes and the snapshot deleted through claim-service (issue 14). The demo
+ * checks the mount table (mounted, read-write/read-only, unmounted) and the file's contents at every
+ * step; this test asserts that every step passed, that the plugins created and deleted what the demo
+ * asked for through the services, and that nothing is left (no process, no mount, no volume or snapshot
+ * directory, no Kafka log or PostgreSQL data: the demo's are throw-away).
  */
 class DemoLifecycleIT {
 
@@ -38,7 +41,7 @@ class DemoLifecycleIT {
     }
 
     @Test
-    void volumeWrittenOnOneNodeIsReadOnTheOther() throws Exception {
+    void volumeCreatedThroughTheServicesIsWrittenReadSnapshottedRestoredAndDeleted() throws Exception {
         Path home = Path.of(System.getProperty("csi.home", "..")).toAbsolutePath().normalize();
         Path work = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "e2e-");
         cluster = new Cluster(home, work, Cluster.Ports.free(), false).jsonLogs(true);
@@ -50,13 +53,17 @@ class DemoLifecycleIT {
 
         List<Steps.Result> results = demo.steps().results();
         assertEquals(0, code, output.toString(StandardCharsets.UTF_8));
-        assertEquals(15, results.size(), output.toString(StandardCharsets.UTF_8));
+        assertEquals(Demo.STEPS, results.size(), output.toString(StandardCharsets.UTF_8));
         for (Steps.Result result : results) {
             assertTrue(result.ok(), result.name() + ": " + result.detail());
         }
-        assertTrue(results.get(8).detail().contains("mounted read-write at " + work), results.get(8).detail());
-        assertTrue(results.get(11).detail().contains("mounted read-only at " + work), results.get(11).detail());
-        assertEquals("content matches; writes are refused", results.get(12).detail());
+        assertTrue(results.get(5).detail().startsWith("externalId "), results.get(5).detail());
+        assertTrue(results.get(7).detail().contains("mounted read-write at " + work), results.get(7).detail());
+        assertTrue(results.get(10).detail().contains("mounted read-only at " + work), results.get(10).detail());
+        assertEquals("content matches; writes are refused", results.get(11).detail());
+        assertTrue(results.get(13).detail().endsWith("ready to use"), results.get(13).detail());
+        assertTrue(results.get(14).detail().contains("from demo-snapshot"), results.get(14).detail());
+        assertTrue(results.get(15).detail().startsWith("the snapshot's content, read at " + work), results.get(15).detail());
         assertEquals(List.of(), Mounts.under(work), "mounts left under " + work);
         for (Cluster.Proc proc : cluster.procs()) {
             assertFalse(proc.handle().isAlive(), proc.name() + " still runs");
@@ -66,7 +73,7 @@ class DemoLifecycleIT {
         assertFalse(Files.exists(cluster.postgresDir()), cluster.postgresDir() + " is left");
         // Every claim and release came back in the trace its claim-requested started (carried through
         // claim-service's outbox, node-commands, the worker, mount-done and back to claim-status).
-        assertEquals(4, demo.outcomes().size());
+        assertEquals(6, demo.outcomes().size());
         for (ClaimClient.Outcome outcome : demo.outcomes()) {
             assertTrue(outcome.traceCarried(), "trace " + outcome.traceId() + " came back as " + outcome.statusTraceId());
         }
@@ -83,19 +90,32 @@ class DemoLifecycleIT {
         }
         assertTrue(Files.readAllLines(cluster.logs().resolve("claim-service.log")).stream()
                 .anyMatch(l -> l.startsWith("{") && l.contains(firstTrace)), "no claim-service log line in trace " + firstTrace);
-        // The file written on node-1 is in the shared volume directory, with what node-2 read.
-        try (var files = Files.walk(cluster.hostpathShared().resolve("volumes"))) {
-            assertEquals(1, files.filter(p -> p.getFileName().toString().equals("hello.txt")).count());
-        }
-        // Each claim was controller-published (to node-1, then node-2) and unpublished on release, whichever
-        // node's plugin answered; none is left in the plugins' shared controller state.
+        // The volumes and the snapshot were made and removed by the plugins' controller RPCs that claim-service's
+        // node commands asked for (whichever node's plugin answered): two CreateVolume (one from the snapshot), one
+        // CreateSnapshot, and their deletes (at least: a call re-sent by the same name answers OK again); nothing of
+        // them is left in the shared volume or snapshot directories.
         List<String> calls = new java.util.ArrayList<>();
         for (String node : Cluster.NODES) {
             Path log = cluster.nodeDir(node).resolve("hostpath-state").resolve("calls.log");
             calls.addAll(Files.readAllLines(log));
         }
-        assertEquals(2, calls.stream().filter(c -> c.equals("ControllerPublishVolume OK")).count(), calls.toString());
-        assertTrue(calls.stream().filter(c -> c.equals("ControllerUnpublishVolume OK")).count() >= 2, calls.toString());
+        assertTrue(calls.stream().filter(c -> c.equals("CreateVolume OK")).count() >= 2, calls.toString());
+        assertTrue(calls.stream().filter(c -> c.equals("CreateSnapshot OK")).count() >= 1, calls.toString());
+        assertTrue(calls.stream().filter(c -> c.equals("DeleteVolume OK")).count() >= 2, calls.toString());
+        assertTrue(calls.stream().filter(c -> c.equals("DeleteSnapshot OK")).count() >= 1, calls.toString());
+        try (var left = Files.list(cluster.hostpathShared().resolve("volumes"))) {
+            assertEquals(List.of(), left.toList(), "volume directories left");
+        }
+        Path snapshots = cluster.hostpathShared().resolve("snapshots");
+        if (Files.exists(snapshots)) {
+            try (var left = Files.list(snapshots)) {
+                assertEquals(List.of(), left.toList(), "snapshot directories left");
+            }
+        }
+        // Each claim was controller-published (to node-1, node-2, node-1) and unpublished on release, whichever
+        // node's plugin answered; none is left in the plugins' shared controller state.
+        assertEquals(3, calls.stream().filter(c -> c.equals("ControllerPublishVolume OK")).count(), calls.toString());
+        assertTrue(calls.stream().filter(c -> c.equals("ControllerUnpublishVolume OK")).count() >= 3, calls.toString());
         assertFalse(Files.readString(cluster.hostpathShared().resolve("controller-state.json"))
                 .contains("\"nodeId\""), "a controller publication is left");
     }

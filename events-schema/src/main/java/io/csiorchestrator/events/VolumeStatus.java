@@ -1,0 +1,63 @@
+package io.csiorchestrator.events;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import java.time.Instant;
+
+/**
+ * One result of a create or delete through the services (issue 14), for schedulers: a volume created (with the
+ * plugin's id and capacity), its create failed (reason), deleted, delete failed (reason); the same for a snapshot
+ * ({@code snapshotId} set; created means ready to use). Topic {@code volume-status}, key {@code namespace/volumeId}:
+ * a snapshot's results are keyed by their source volume, so a volume's results and its snapshots' stay in order.
+ * Written by claim-service through its outbox, in the transaction that records the result.
+ *
+ * @param volumeId      the volume; for a snapshot, its source volume
+ * @param snapshotId    the snapshot, or null for a volume's result
+ * @param externalId    the plugin's id of the volume (or snapshot); set for created
+ * @param capacityBytes the created volume's capacity (or the snapshot's size), when the plugin reported one
+ * @param reason        why; required for create-failed and delete-failed
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record VolumeStatus(
+        String namespace,
+        String volumeId,
+        String snapshotId,
+        String pluginId,
+        VolumeState state,
+        String externalId,
+        Long capacityBytes,
+        String reason,
+        Instant occurredAt) implements ContractEvent {
+
+    @Override
+    public EventType eventType() {
+        return EventType.VOLUME_STATUS;
+    }
+
+    @Override
+    public String recordKey() {
+        return namespace + "/" + volumeId;
+    }
+
+    @Override
+    public void checkFields(Violations v) {
+        v.id("namespace", namespace);
+        v.id("volumeId", volumeId);
+        v.optionalId("snapshotId", snapshotId);
+        v.id("pluginId", pluginId);
+        v.required("state", state);
+        if (state == VolumeState.CREATED) {
+            v.text("externalId", externalId, 1024);
+        } else {
+            v.optionalText("externalId", externalId, 1024);
+        }
+        if (capacityBytes != null && capacityBytes < 0) {
+            v.add("capacityBytes", capacityBytes, "must not be negative");
+        }
+        if (state != null && state.failed()) {
+            v.text("reason", reason, 4096);
+        } else {
+            v.optionalText("reason", reason, 4096);
+        }
+        v.required("occurredAt", occurredAt);
+    }
+}
