@@ -46,10 +46,20 @@ public final class Mounter {
         run("mount", "-o", "remount,bind,ro", target.toString());
     }
 
-    /** Unmounts everything mounted at {@code target}, including mounts stacked on each other. */
+    /**
+     * Unmounts everything mounted at {@code target}, including mounts stacked on each other. A umount that fails because
+     * another process (e.g. the worker's fence guard) unmounted the target meanwhile is not an error: the target is not
+     * mounted any more, which is what was asked (CSI: NodeUnpublish/NodeUnstage are idempotent).
+     */
     public void unmountAll(Path target) throws IOException {
         for (int i = 0; i < MAX_STACKED_UNMOUNTS && mountTable.get().isMountPoint(target); i++) {
-            run("umount", target.toString());
+            try {
+                run("umount", target.toString());
+            } catch (IOException e) {
+                if (mountTable.get().isMountPoint(target)) {
+                    throw e;
+                }
+            }
         }
         if (mountTable.get().isMountPoint(target)) {
             throw new IOException("still mounted after " + MAX_STACKED_UNMOUNTS + " unmounts: " + target);
