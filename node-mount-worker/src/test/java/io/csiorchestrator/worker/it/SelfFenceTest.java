@@ -85,8 +85,11 @@ class SelfFenceTest {
         public Map<String, String> getConfigOverrides() {
             // the periodic heal off: the guard test detaches a target behind the worker's back while its lease is still
             // valid (a frozen worker's healer cannot run; VolumeOperationsTest covers the healer without a lease)
+            io.csiorchestrator.events.identity.Principal node = io.csiorchestrator.events.identity.Principal.node(NODE);
+            io.csiorchestrator.testkit.TestIdentities.sealing(node); // this node's own sealing key (issue 20 item 4)
             return Map.of("csi.worker.fencing.enabled", "true", "csi.fencing.lease-ttl", "4s",
-                    "csi.worker.node-id", NODE, "csi.worker.heal-interval", "0s");
+                    "csi.worker.node-id", NODE, "csi.worker.heal-interval", "0s",
+                    "csi.worker.seal-key-file", io.csiorchestrator.testkit.TestIdentities.sealKeyFile(node).toString());
         }
     }
 

@@ -41,8 +41,11 @@ class LeaseReadinessTest {
     public static class Fencing implements QuarkusTestProfile {
         @Override
         public Map<String, String> getConfigOverrides() {
+            io.csiorchestrator.events.identity.Principal node = io.csiorchestrator.events.identity.Principal.node(NODE);
+            io.csiorchestrator.testkit.TestIdentities.sealing(node); // this node's own sealing key (issue 20 item 4)
             return Map.of("csi.worker.fencing.enabled", "true", "csi.fencing.lease-ttl", "3s",
-                    "csi.worker.node-id", NODE, TopicCatalog.PREFIX_PROPERTY, TOPICS.prefix());
+                    "csi.worker.node-id", NODE, TopicCatalog.PREFIX_PROPERTY, TOPICS.prefix(),
+                    "csi.worker.seal-key-file", io.csiorchestrator.testkit.TestIdentities.sealKeyFile(node).toString());
         }
     }
 
