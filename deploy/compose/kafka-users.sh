@@ -48,6 +48,7 @@ allow "claim-service" Read topic "claim-status" literal
 allow "claim-service" Write topic "claim-status" literal
 allow "claim-service" Write topic "node-commands" literal
 allow "claim-service" Write topic "node-events" literal
+allow "claim-service" Write topic "volume-status" literal
 allow "claim-service" Create topic "claim-requested" literal
 allow "claim-service" Create topic "claim-requested-dead-letter" literal
 allow "claim-service" Create topic "claim-status" literal
@@ -68,6 +69,8 @@ allow "claim-service" Create topic "node-lease-requests" literal
 allow "claim-service" Create topic "node-lease-requests-dead-letter" literal
 allow "claim-service" Create topic "node-leases" literal
 allow "claim-service" Create topic "node-leases-dead-letter" literal
+allow "claim-service" Create topic "volume-status" literal
+allow "claim-service" Create topic "volume-status-dead-letter" literal
 allow "claim-service" Read group "claim-service" prefixed
 
 # plugin-registry-service
@@ -108,3 +111,4 @@ allow "csi-operator" Read topic "claim-status" literal
 allow "csi-operator" Read topic "node-events" literal
 allow "csi-operator" Read topic "plugin-status" literal
 allow "csi-operator" Read topic "node-leases" literal
+allow "csi-operator" Read topic "volume-status" literal
