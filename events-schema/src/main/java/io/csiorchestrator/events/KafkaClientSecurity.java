@@ -27,10 +27,13 @@ import java.util.function.Function;
  *       by its owner only (a file others may read is refused)</td></tr>
  *   <tr><td>{@value #TRUSTSTORE} ({@code CSI_KAFKA_TRUSTSTORE})</td><td>a PEM file with the CA certificate(s) the
  *       broker's certificate must chain to (host name verified)</td></tr>
+ *   <tr><td>{@value #TOKEN_FILE} ({@code CSI_KAFKA_TOKEN_FILE})</td><td>instead of a user and password: a file
+ *       holding a Kafka delegation token ({@link KafkaToken}), readable by its owner only. The principal is the
+ *       token's owner; the broker refuses the token once it expired or was revoked (nodes and schedulers)</td></tr>
  * </table>
  *
- * <p>The password goes only into {@code sasl.jaas.config}, a value Kafka itself never logs ({@code [hidden]});
- * {@link #toString()} names the user and the files, never the password.
+ * <p>The password (or the token's HMAC) goes only into {@code sasl.jaas.config}, a value Kafka itself never logs
+ * ({@code [hidden]}); {@link #toString()} names the user and the files, never the password.
  */
 public final class KafkaClientSecurity {
 
@@ -38,6 +41,7 @@ public final class KafkaClientSecurity {
     public static final String USERNAME = "csi.kafka.username";
     public static final String PASSWORD_FILE = "csi.kafka.password-file";
     public static final String TRUSTSTORE = "csi.kafka.truststore";
+    public static final String TOKEN_FILE = "csi.kafka.token-file";
     public static final String MECHANISM = "SCRAM-SHA-512";
 
     private static final Set<PosixFilePermission> OTHERS = Set.of(PosixFilePermission.GROUP_READ,
@@ -47,17 +51,37 @@ public final class KafkaClientSecurity {
     private final String username;
     private final String password;
     private final Path truststore;
+    /** Set for a delegation token's login: its id is the SCRAM user name, its HMAC the password. */
+    private final KafkaToken token;
 
     private KafkaClientSecurity(String protocol, String username, String password, Path truststore) {
+        this(protocol, username, password, truststore, null);
+    }
+
+    private KafkaClientSecurity(String protocol, String username, String password, Path truststore, KafkaToken token) {
         this.protocol = protocol;
         this.username = username;
         this.password = password;
         this.truststore = truststore;
+        this.token = token;
     }
 
     /** No security: PLAINTEXT (only for a broker that has a PLAINTEXT listener, which ours no longer have). */
     public static KafkaClientSecurity plaintext() {
         return new KafkaClientSecurity("PLAINTEXT", null, null, null);
+    }
+
+    /**
+     * SASL_SSL with the delegation token in {@code tokenFile} ({@link KafkaToken#read}; refused if others may read
+     * it), trusting the CA(s) in {@code truststore}. The principal is the token's owner.
+     */
+    public static KafkaClientSecurity token(Path tokenFile, Path truststore) {
+        return token(KafkaToken.read(tokenFile), truststore);
+    }
+
+    /** As {@link #token(Path, Path)} with the token itself (tests and credential tools). */
+    public static KafkaClientSecurity token(KafkaToken token, Path truststore) {
+        return new KafkaClientSecurity("SASL_SSL", token.owner(), null, requireFile(TRUSTSTORE, truststore), token);
     }
 
     /** SASL_SSL as {@code username} with the password in {@code passwordFile}, trusting the CA(s) in {@code truststore}. */
@@ -75,12 +99,21 @@ public final class KafkaClientSecurity {
     /** From the properties above, looked up by name in {@code config} (e.g. MicroProfile Config, which maps the env). */
     public static KafkaClientSecurity from(Function<String, Optional<String>> config) {
         Optional<String> user = config.apply(USERNAME).filter(s -> !s.isBlank());
+        boolean hasToken = config.apply(TOKEN_FILE).filter(s -> !s.isBlank()).isPresent();
         String protocol = config.apply(PROTOCOL).filter(s -> !s.isBlank()).map(s -> s.trim().toUpperCase(Locale.ROOT))
-            .orElse(user.isPresent() ? "SASL_SSL" : "PLAINTEXT");
+            .orElse(user.isPresent() || hasToken ? "SASL_SSL" : "PLAINTEXT");
         switch (protocol) {
             case "PLAINTEXT":
                 return plaintext();
             case "SASL_SSL":
+                Optional<Path> tokenFile = config.apply(TOKEN_FILE).filter(s -> !s.isBlank()).map(Path::of);
+                if (tokenFile.isPresent()) {
+                    if (user.isPresent()) {
+                        throw new IllegalArgumentException("set either " + TOKEN_FILE + " or " + USERNAME + ", not both");
+                    }
+                    return token(tokenFile.get(), config.apply(TRUSTSTORE).filter(s -> !s.isBlank()).map(Path::of)
+                        .orElseThrow(() -> new IllegalArgumentException(TOKEN_FILE + " needs " + TRUSTSTORE)));
+                }
                 String name = user.orElseThrow(() -> new IllegalArgumentException(
                     PROTOCOL + "=SASL_SSL needs " + USERNAME));
                 Path passwordFile = config.apply(PASSWORD_FILE).filter(s -> !s.isBlank()).map(Path::of)
@@ -108,9 +141,14 @@ public final class KafkaClientSecurity {
         return !"PLAINTEXT".equals(protocol);
     }
 
-    /** The principal's name, if any. */
+    /** The principal's name, if any (a token's owner for a token login). */
     public Optional<String> username() {
         return Optional.ofNullable(username);
+    }
+
+    /** The delegation token this login uses, if it is a token login. */
+    public Optional<KafkaToken> token() {
+        return Optional.ofNullable(token);
     }
 
     /** The client settings (empty except {@code security.protocol} for PLAINTEXT), to add to a client's config. */
@@ -119,7 +157,7 @@ public final class KafkaClientSecurity {
         p.put("security.protocol", protocol);
         if (secured()) {
             p.put("sasl.mechanism", MECHANISM);
-            p.put("sasl.jaas.config", jaasConfig(username, password));
+            p.put("sasl.jaas.config", token != null ? tokenJaasConfig(token) : jaasConfig(username, password));
             p.put("ssl.truststore.type", "PEM");
             p.put("ssl.truststore.location", truststore.toAbsolutePath().toString());
         }
@@ -142,6 +180,12 @@ public final class KafkaClientSecurity {
     public static String jaasConfig(String username, String password) {
         return "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"" + quoted(username)
             + "\" password=\"" + quoted(password) + "\";";
+    }
+
+    /** The JAAS line of a delegation token's SCRAM login: the token id as user, its HMAC as password. */
+    static String tokenJaasConfig(KafkaToken token) {
+        return "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"" + quoted(token.tokenId())
+            + "\" password=\"" + quoted(token.hmac()) + "\" tokenauth=\"true\";";
     }
 
     private static String quoted(String s) {
@@ -171,26 +215,31 @@ public final class KafkaClientSecurity {
 
     /** The password in {@code file} (one line; a final line break is dropped); refused if others may read it. */
     static String readPassword(Path file) {
-        requireFile(PASSWORD_FILE, file);
+        return requirePassword(readOwnerOnly(PASSWORD_FILE, file).strip());
+    }
+
+    /** The text of the secret file {@code file} (setting {@code what}); refused if others may read or write it. */
+    static String readOwnerOnly(String what, Path file) {
+        requireFile(what, file);
         try {
             if (Files.getFileStore(file).supportsFileAttributeView("posix")) {
                 Set<PosixFilePermission> perms = Files.getPosixFilePermissions(file);
                 if (perms.stream().anyMatch(OTHERS::contains)) {
-                    throw new IllegalArgumentException(PASSWORD_FILE + " " + file
+                    throw new IllegalArgumentException(what + " " + file
                         + " may be read or written by others than its owner: chmod 600 it");
                 }
             }
-            String text = Files.readString(file, StandardCharsets.UTF_8);
-            return requirePassword(text.strip());
+            return Files.readString(file, StandardCharsets.UTF_8);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + PASSWORD_FILE + " " + file, e);
+            throw new UncheckedIOException("cannot read " + what + " " + file, e);
         }
     }
 
     @Override
     public String toString() {
         return secured()
-            ? "KafkaClientSecurity[SASL_SSL " + MECHANISM + " user " + username + ", truststore " + truststore + "]"
+            ? "KafkaClientSecurity[SASL_SSL " + MECHANISM + (token != null ? " token " + token.tokenId() + " of " : " user ")
+                + username + ", truststore " + truststore + "]"
             : "KafkaClientSecurity[PLAINTEXT]";
     }
 }

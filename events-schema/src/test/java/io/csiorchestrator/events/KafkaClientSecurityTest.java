@@ -39,6 +39,55 @@ class KafkaClientSecurityTest {
         assertTrue(security.toString().contains("node-1"));
     }
 
+    /**
+     * A token file (issue 20 item 8) gives a SCRAM login with tokenauth: the token id as user, the HMAC as password;
+     * the principal is the owner, and nothing printable shows the HMAC.
+     */
+    @Test
+    void tokenSettingsFromConfig() throws Exception {
+        KafkaToken token = new KafkaToken("node-1", "tok-AB12", "c2VjcmV0LWhtYWM=", java.time.Instant.parse("2026-12-28T10:00:00Z"));
+        Path file = ownerOnly("node-1.token", token.toFileText());
+        Path ca = Files.writeString(dir.resolve("ca.pem"), "-----BEGIN CERTIFICATE-----\n");
+        Map<String, String> config = Map.of(KafkaClientSecurity.TOKEN_FILE, file.toString(),
+            KafkaClientSecurity.TRUSTSTORE, ca.toString());
+        KafkaClientSecurity security = KafkaClientSecurity.from(key -> Optional.ofNullable(config.get(key)));
+        assertEquals(Optional.of("node-1"), security.username());
+        assertEquals(Optional.of(token), security.token());
+        Map<String, Object> props = security.clientProperties();
+        assertEquals("SASL_SSL", props.get("security.protocol"));
+        assertEquals("org.apache.kafka.common.security.scram.ScramLoginModule required username=\"tok-AB12\""
+            + " password=\"c2VjcmV0LWhtYWM=\" tokenauth=\"true\";", props.get("sasl.jaas.config"));
+        assertFalse(security.toString().contains("c2VjcmV0"), security.toString());
+        assertFalse(token.toString().contains("c2VjcmV0"), token.toString());
+        assertTrue(security.toString().contains("tok-AB12 of node-1"), security.toString());
+    }
+
+    /** A token file others may read, one missing a field, or a token and a user at once: errors naming what is wrong. */
+    @Test
+    void badTokenFilesAreRefusedNamingTheProblem() throws Exception {
+        KafkaToken token = new KafkaToken("node-1", "tok-1", "aG1hYw==", java.time.Instant.parse("2026-12-28T10:00:00Z"));
+        Path ca = Files.writeString(dir.resolve("ca.pem"), "x");
+        Path open = ownerOnly("open.token", token.toFileText());
+        Files.setPosixFilePermissions(open, PosixFilePermissions.fromString("rw-r--r--"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> KafkaClientSecurity.token(open, ca));
+        assertTrue(e.getMessage().contains("csi.kafka.token-file") && e.getMessage().contains("chmod 600"), e.getMessage());
+        assertFalse(e.getMessage().contains("aG1hYw"), e.getMessage());
+
+        Path noExpiry = ownerOnly("no-expiry.token", "owner=node-1\ntoken-id=tok-1\nhmac=aG1hYw==\n");
+        e = assertThrows(IllegalArgumentException.class, () -> KafkaClientSecurity.token(noExpiry, ca));
+        assertTrue(e.getMessage().contains("no expires="), e.getMessage());
+
+        Path badOwner = ownerOnly("bad-owner.token", "owner=../x\ntoken-id=tok-1\nhmac=aG1hYw==\nexpires=2026-12-28T10:00:00Z\n");
+        e = assertThrows(IllegalArgumentException.class, () -> KafkaClientSecurity.token(badOwner, ca));
+        assertTrue(e.getMessage().contains("owner") && e.getMessage().contains("../x"), e.getMessage());
+
+        Path good = ownerOnly("good.token", token.toFileText());
+        Map<String, String> both = Map.of(KafkaClientSecurity.TOKEN_FILE, good.toString(), KafkaClientSecurity.USERNAME, "node-1",
+            KafkaClientSecurity.TRUSTSTORE, ca.toString());
+        e = assertThrows(IllegalArgumentException.class, () -> KafkaClientSecurity.from(key -> Optional.ofNullable(both.get(key))));
+        assertTrue(e.getMessage().contains("either"), e.getMessage());
+    }
+
     /** A password file that group or others may read is refused, naming the file, never its content. */
     @Test
     void passwordFileReadableByOthersIsRefused() throws Exception {

@@ -32,7 +32,12 @@ import io.csiorchestrator.events.KafkaClientSecurity;
  *   <li>KRaft's {@code StandardAuthorizer}, {@code allow.everyone.if.no.acl.found=false}, super users the broker
  *       and the admin only; no topic is created by a client's metadata request;</li>
  *   <li>{@code connections.max.reauth.ms}: an open connection re-authenticates at least that often, so a deleted
- *       (revoked) credential's connection is closed within that bound.</li>
+ *       (revoked) credential's connection is closed within that bound;</li>
+ *   <li>delegation tokens ({@link KafkaUsers#issueToken}), the expiring credentials of nodes and schedulers: signed
+ *       with the secret {@value #TOKEN_SECRET}, living up to {@link #MAX_TOKEN_LIFETIME}; the controller drops
+ *       expired ones every {@code delegation.token.expiry.check.interval.ms} (default
+ *       {@link #DEFAULT_TOKEN_EXPIRY_CHECK}), and an open connection authenticated with one ends at the token's
+ *       expiry (Kafka limits the session to the credential's lifetime).</li>
  * </ul>
  *
  * <p>Files (every secret one 0600): {@value #CA_FILE} (the CA certificate clients trust; its key is never
@@ -47,6 +52,12 @@ public final class BrokerSecurity {
     public static final String KEYSTORE_PASSWORD = "broker.p12.password";
     public static final String BROKER_PASSWORD = "broker.password";
     public static final String ADMIN_PASSWORD = "admin.password";
+    /** The key the broker signs delegation tokens with ({@code delegation.token.secret.key}). */
+    public static final String TOKEN_SECRET = "token-secret.key";
+    /** The longest a delegation token may live, renewals included; a token asks for its own, shorter lifetime. */
+    public static final Duration MAX_TOKEN_LIFETIME = Duration.ofDays(365);
+    /** How often the controller drops expired delegation tokens, so a new login with one is refused. */
+    public static final Duration DEFAULT_TOKEN_EXPIRY_CHECK = Duration.ofSeconds(30);
     /** A revoked credential's open connection is closed within this bound (the next re-authentication). */
     public static final Duration DEFAULT_REAUTHENTICATION = Duration.ofSeconds(60);
     /** The broker certificate's names: the loopback addresses clients of this machine connect to. */
@@ -58,10 +69,20 @@ public final class BrokerSecurity {
 
     private final Path dir;
     private final Duration reauthentication;
+    private Duration tokenExpiryCheck = DEFAULT_TOKEN_EXPIRY_CHECK;
 
     private BrokerSecurity(Path dir, Duration reauthentication) {
         this.dir = dir;
         this.reauthentication = reauthentication;
+    }
+
+    /** How often expired delegation tokens are dropped (tests shorten it). */
+    public BrokerSecurity tokenExpiryCheck(Duration interval) {
+        if (interval.isNegative() || interval.isZero()) {
+            throw new IllegalArgumentException("token expiry check interval must be positive, not " + interval);
+        }
+        this.tokenExpiryCheck = interval;
+        return this;
     }
 
     /**
@@ -72,6 +93,10 @@ public final class BrokerSecurity {
         BrokerSecurity security = new BrokerSecurity(dir, reauthentication);
         if (!Files.exists(dir.resolve(CA_FILE))) {
             security.create(names);
+        }
+        if (!Files.exists(dir.resolve(TOKEN_SECRET))) {
+            // material made before delegation tokens: the token key is added, nothing else changes
+            security.writeSecret(TOKEN_SECRET, newPassword() + newPassword());
         }
         return security;
     }
@@ -91,6 +116,7 @@ public final class BrokerSecurity {
             }
             writeSecret(BROKER_PASSWORD, newPassword());
             writeSecret(ADMIN_PASSWORD, newPassword());
+            writeSecret(TOKEN_SECRET, newPassword() + newPassword());
             // last: its presence means the rest is there
             Files.writeString(dir.resolve(CA_FILE), Certificates.pem(ca.certificate()), StandardCharsets.US_ASCII);
         } catch (IOException e) {
@@ -188,6 +214,11 @@ public final class BrokerSecurity {
         p.put("super.users", KafkaAccess.superUsers());
         p.put("connections.max.reauth.ms", String.valueOf(reauthentication.toMillis()));
         p.put("auto.create.topics.enable", "false");
+        p.put("delegation.token.secret.key", secret(TOKEN_SECRET));
+        // a token's own lifetime (KafkaUsers.issueToken) decides when it expires: it may be renewed up to it
+        p.put("delegation.token.max.lifetime.ms", String.valueOf(MAX_TOKEN_LIFETIME.toMillis()));
+        p.put("delegation.token.expiry.time.ms", String.valueOf(MAX_TOKEN_LIFETIME.toMillis()));
+        p.put("delegation.token.expiry.check.interval.ms", String.valueOf(tokenExpiryCheck.toMillis()));
     }
 
     /**

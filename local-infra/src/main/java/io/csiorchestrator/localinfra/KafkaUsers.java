@@ -5,7 +5,19 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.CreateDelegationTokenOptions;
+import org.apache.kafka.clients.admin.DescribeDelegationTokenOptions;
+import org.apache.kafka.clients.admin.ExpireDelegationTokenOptions;
+import org.apache.kafka.clients.admin.RenewDelegationTokenOptions;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.security.token.delegation.DelegationToken;
+import org.apache.kafka.common.security.token.delegation.TokenInformation;
 import org.apache.kafka.clients.admin.ScramCredentialInfo;
 import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.UserScramCredentialDeletion;
@@ -13,11 +25,13 @@ import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
 import org.apache.kafka.common.acl.AclBindingFilter;
 
 import io.csiorchestrator.events.KafkaAccess;
+import io.csiorchestrator.events.KafkaToken;
 import io.csiorchestrator.events.TopicCatalog;
 
 /**
  * Issues and revokes principals on a secured broker through an admin client: a SCRAM-SHA-512 credential
- * (revocation = delete it; rotation = a second user, then delete the first) and the principal's ACLs from
+ * (revocation = delete it; rotation = a second user, then delete the first) or an expiring delegation token
+ * ({@link #issueToken}: nodes and schedulers; revocation = expire it now), and the principal's ACLs from
  * {@link KafkaAccess}.
  */
 public final class KafkaUsers {
@@ -57,6 +71,96 @@ public final class KafkaUsers {
         grant(principal, topics);
     }
 
+    /**
+     * A new delegation token owned by {@code owner} that expires {@code lifetime} from now (the broker refuses it
+     * afterwards; at most {@link BrokerSecurity#MAX_TOKEN_LIFETIME}). The admin creates it for the owner, so the
+     * owner's client needs no password of its own; the owner's ACLs are not touched ({@link #grant}). A client
+     * logged in with a token can neither create nor renew tokens (Kafka refuses it), so a stolen token cannot extend
+     * itself.
+     */
+    public KafkaToken issueToken(String owner, Duration lifetime) {
+        if (lifetime.isNegative() || lifetime.isZero() || lifetime.compareTo(BrokerSecurity.MAX_TOKEN_LIFETIME) > 0) {
+            throw new IllegalArgumentException("a Kafka token's lifetime must be more than 0 and at most "
+                + BrokerSecurity.MAX_TOKEN_LIFETIME.toDays() + " days, not " + lifetime);
+        }
+        DelegationToken token = get("issue a Kafka token for " + owner, () -> admin.createDelegationToken(
+            new CreateDelegationTokenOptions().owner(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, owner))
+                // the admin renews and revokes it (Kafka lets only the owner and the renewers do either)
+                .renewers(List.of(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, KafkaAccess.ADMIN)))
+                .maxLifetimeMs(lifetime.toMillis()))
+            .delegationToken().get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
+        TokenInformation info = token.tokenInfo();
+        awaitVisible(owner, info.tokenId());
+        return new KafkaToken(owner, info.tokenId(), token.hmacAsBase64String(),
+            Instant.ofEpochMilli(Math.min(info.expiryTimestamp(), info.maxTimestamp())));
+    }
+
+    /**
+     * Waits until the broker serves the new token: the controller commits it before the answer, the broker learns it
+     * from the metadata log a moment later, and a login before that is refused as invalid credentials.
+     */
+    private void awaitVisible(String owner, String tokenId) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_SECONDS);
+        long pause = 20;
+        while (tokensOf(owner).stream().noneMatch(t -> t.tokenId().equals(tokenId))) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("Kafka token " + tokenId + " of " + owner + " was created but the broker"
+                    + " did not serve it within " + TIMEOUT_SECONDS + " s");
+            }
+            try {
+                TimeUnit.MILLISECONDS.sleep(pause);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for Kafka token " + tokenId, e);
+            }
+            pause = Math.min(pause * 2, 500);
+        }
+    }
+
+    /** The live (not yet expired) tokens owned by {@code owner}, without their HMACs. */
+    public List<TokenInformation> tokensOf(String owner) {
+        List<DelegationToken> tokens = get("list the Kafka tokens of " + owner, () -> admin.describeDelegationToken(
+            new DescribeDelegationTokenOptions().owners(List.of(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, owner))))
+            .delegationTokens().get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
+        long now = System.currentTimeMillis();
+        List<TokenInformation> live = new ArrayList<>();
+        for (DelegationToken t : tokens) {
+            if (t.tokenInfo().expiryTimestamp() > now) {
+                live.add(t.tokenInfo());
+            }
+        }
+        return live;
+    }
+
+    /**
+     * Revokes every token of {@code owner}: each expires now, so new logins with it are refused at once and an
+     * open connection ends at its next re-authentication. Returns how many were revoked.
+     */
+    public int revokeTokens(String owner) {
+        List<DelegationToken> tokens = get("list the Kafka tokens of " + owner, () -> admin.describeDelegationToken(
+            new DescribeDelegationTokenOptions().owners(List.of(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, owner))))
+            .delegationTokens().get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
+        int revoked = 0;
+        for (DelegationToken t : tokens) {
+            if (t.tokenInfo().expiryTimestamp() <= System.currentTimeMillis()) {
+                continue;
+            }
+            run("revoke Kafka token " + t.tokenInfo().tokenId() + " of " + owner, () -> admin.expireDelegationToken(
+                t.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1)).expiryTimestamp()
+                .get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
+            revoked++;
+        }
+        return revoked;
+    }
+
+    /** Renews {@code token} for {@code period} more (never past the lifetime it was issued with); returns it renewed. */
+    public KafkaToken renewToken(KafkaToken token, Duration period) {
+        long expiry = get("renew Kafka token " + token.tokenId() + " of " + token.owner(), () -> admin.renewDelegationToken(
+            Base64.getDecoder().decode(token.hmac()), new RenewDelegationTokenOptions().renewTimePeriodMs(period.toMillis()))
+            .expiryTimestamp().get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
+        return new KafkaToken(token.owner(), token.tokenId(), token.hmac(), Instant.ofEpochMilli(expiry));
+    }
+
     /** Every ACL on the broker (for checks). */
     public List<org.apache.kafka.common.acl.AclBinding> acls() {
         try {
@@ -71,6 +175,18 @@ public final class KafkaUsers {
 
     private interface Call {
         void run() throws InterruptedException, ExecutionException, TimeoutException;
+    }
+
+    private interface Query<T> {
+        T get() throws InterruptedException, ExecutionException, TimeoutException;
+    }
+
+    private static <T> T get(String what, Query<T> query) {
+        Object[] result = new Object[1];
+        run(what, () -> result[0] = query.get());
+        @SuppressWarnings("unchecked")
+        T value = (T) result[0];
+        return value;
     }
 
     private static void run(String what, Call call) {

@@ -172,6 +172,37 @@ public final class KafkaBroker implements AutoCloseable {
         return KafkaClientSecurity.scram(user, file, material.truststore());
     }
 
+    /**
+     * Issues {@code principal} an expiring credential: its ACLs from {@link KafkaAccess} on {@code topics} and a
+     * delegation token that expires {@code lifetime} from now (written 0600 under the data directory, as
+     * {@code csi.kafka.token-file} reads it). Returns the token's client settings.
+     */
+    public KafkaClientSecurity issueToken(KafkaAccess.Principal principal, TopicCatalog topics, Duration lifetime) {
+        BrokerSecurity material = requireSecured();
+        io.csiorchestrator.events.KafkaToken token;
+        try (Admin admin = admin()) {
+            KafkaUsers users = new KafkaUsers(admin);
+            users.grant(principal, topics);
+            token = users.issueToken(principal.name(), lifetime);
+        }
+        Path file = dataDir.resolve("credentials").resolve(principal.name() + ".token");
+        try {
+            Files.createDirectories(file.getParent());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        BrokerSecurity.writeOwnerOnly(file, token.toFileText());
+        return KafkaClientSecurity.token(file, material.truststore());
+    }
+
+    /** Revokes every delegation token of {@code owner} (each expires now); returns how many. */
+    public int revokeTokens(String owner) {
+        requireSecured();
+        try (Admin admin = admin()) {
+            return new KafkaUsers(admin).revokeTokens(owner);
+        }
+    }
+
     /** Revokes {@code user}: deletes its SCRAM credential (its ACLs stay, harmless without a credential). */
     public void revoke(String user) {
         requireSecured();
@@ -301,6 +332,7 @@ public final class KafkaBroker implements AutoCloseable {
         private boolean quietLogging = true;
         private boolean secured;
         private Duration reauthentication = BrokerSecurity.DEFAULT_REAUTHENTICATION;
+        private Duration tokenExpiryCheck = BrokerSecurity.DEFAULT_TOKEN_EXPIRY_CHECK;
 
         private Builder() {
         }
@@ -341,6 +373,12 @@ public final class KafkaBroker implements AutoCloseable {
         /** {@code connections.max.reauth.ms} of a secured broker: how soon a revoked credential's connection ends. */
         public Builder reauthentication(Duration bound) {
             this.reauthentication = Objects.requireNonNull(bound);
+            return this;
+        }
+
+        /** How often a secured broker drops expired delegation tokens (how soon a new login with one is refused). */
+        public Builder tokenExpiryCheck(Duration interval) {
+            this.tokenExpiryCheck = Objects.requireNonNull(interval);
             return this;
         }
 
@@ -417,7 +455,7 @@ public final class KafkaBroker implements AutoCloseable {
                 BrokerSecurity security = null;
                 if (secured) {
                     security = BrokerSecurity.createOrLoad(dir.resolve("security"), BrokerSecurity.LOOPBACK_NAMES,
-                        reauthentication);
+                        reauthentication).tokenExpiryCheck(tokenExpiryCheck);
                     security.configure(props, "127.0.0.1", brokerPort, controllerPort);
                 }
                 String listenerProtocol = secured ? BrokerSecurity.LISTENER_PROTOCOL : "PLAINTEXT";

@@ -34,6 +34,7 @@ import org.junit.jupiter.api.Test;
 import io.csiorchestrator.events.KafkaAccess;
 import io.csiorchestrator.events.KafkaAccess.Principal;
 import io.csiorchestrator.events.KafkaClientSecurity;
+import io.csiorchestrator.events.KafkaToken;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.localinfra.BrokerSecurity;
@@ -55,7 +56,8 @@ class SecuredKafkaBrokerTest {
 
     @BeforeAll
     static void startBroker() {
-        broker = KafkaBroker.builder().secured(true).reauthentication(REAUTHENTICATION).start();
+        broker = KafkaBroker.builder().secured(true).reauthentication(REAUTHENTICATION)
+            .tokenExpiryCheck(Duration.ofSeconds(1)).start();
         for (Topic topic : Topic.values()) {
             broker.createTopic(TOPICS.name(topic), 2, Map.of());
             broker.createTopic(TOPICS.deadLetterName(topic), 1, Map.of());
@@ -204,12 +206,77 @@ class SecuredKafkaBrokerTest {
         }
     }
 
+    /**
+     * A node's expiring credential (issue 20 item 8): a delegation token logs in as its owner (node-1's ACLs: it
+     * writes mount-done, not claim-requested), carries the lifetime it was issued with, and once it has expired a new
+     * login with it is refused and the connection opened before ends (Kafka ends a session at its credential's
+     * expiry).
+     */
+    @Test
+    void tokenLogsInAsItsOwnerAndIsRefusedOnceExpired() throws Exception {
+        java.time.Instant before = java.time.Instant.now();
+        KafkaClientSecurity node = broker.issueToken(Principal.node("expiring"), TOPICS, Duration.ofHours(1));
+        KafkaToken token = node.token().orElseThrow();
+        assertEquals("node-expiring", token.owner());
+        assertTrue(!token.expires().isBefore(before.plus(Duration.ofHours(1)).minusSeconds(1))
+            && !token.expires().isAfter(java.time.Instant.now().plus(Duration.ofHours(1)).plusSeconds(1)),
+            "expires an hour after issue: " + token);
+        String topic = TOPICS.name(Topic.MOUNT_DONE);
+        try (KafkaProducer<String, String> open = producer(node)) {
+            open.send(new ProducerRecord<>(topic, "node-expiring", "with a token")).get();
+            Throwable claim = sendFailure(open, TOPICS.name(Topic.CLAIM_REQUESTED));
+            assertInstanceOf(TopicAuthorizationException.class, claim, "a node's token writes claim-requested: " + claim);
+
+            // the lifetime runs out now: renewed for a millisecond (what an hour later looks like to the broker)
+            try (var admin = broker.admin()) {
+                new io.csiorchestrator.localinfra.KafkaUsers(admin).renewToken(token, Duration.ofMillis(1));
+            }
+
+            Awaitility.await("a new login with the expired token is refused").atMost(WAIT).until(() -> {
+                try (KafkaProducer<String, String> fresh = producer(node)) {
+                    return sendFailureOrNull(fresh, topic) instanceof SaslAuthenticationException;
+                }
+            });
+            Awaitility.await("the open connection's send fails after expiry").atMost(WAIT).until(() ->
+                sendFailureOrNull(open, topic) instanceof SaslAuthenticationException);
+        }
+    }
+
+    /**
+     * A revoked token (issue 20 item 8): {@code revokeTokens} expires every token of the owner at once; a new login
+     * is refused and an open connection ends at its next re-authentication. The owner's other credentials (none
+     * here) and other owners' tokens are untouched.
+     */
+    @Test
+    void revokedTokenIsRefusedOnNewAndOpenConnections() throws Exception {
+        KafkaClientSecurity revoked = broker.issueToken(Principal.scheduler("token-revoked"), TOPICS, Duration.ofHours(1));
+        KafkaClientSecurity kept = broker.issueToken(Principal.scheduler("token-kept"), TOPICS, Duration.ofHours(1));
+        String topic = TOPICS.name(Topic.CLAIM_REQUESTED);
+        try (KafkaProducer<String, String> open = producer(revoked)) {
+            open.send(new ProducerRecord<>(topic, "v", "before")).get();
+
+            assertEquals(1, broker.revokeTokens("scheduler-token-revoked"));
+
+            try (KafkaProducer<String, String> fresh = producer(revoked)) {
+                Throwable failure = sendFailure(fresh, topic);
+                assertInstanceOf(SaslAuthenticationException.class, failure, "new login after revocation: " + failure);
+            }
+            Awaitility.await("the open connection's send fails after revocation").atMost(WAIT).until(() ->
+                sendFailureOrNull(open, topic) instanceof SaslAuthenticationException);
+        }
+        try (KafkaProducer<String, String> other = producer(kept)) {
+            other.send(new ProducerRecord<>(topic, "v", "another scheduler's token still works")).get();
+        }
+    }
+
     /** The password files the broker hands out, like its own secrets, are readable by their owner only. */
     @Test
     void credentialFilesAreOwnerOnly() throws Exception {
         broker.issue(Principal.claimService(), TOPICS);
+        broker.issueToken(Principal.node("file-check"), TOPICS, Duration.ofHours(1));
         Path dir = broker.dataDir();
         List<Path> secrets = List.of(dir.resolve("credentials/claim-service.password"),
+            dir.resolve("credentials/node-file-check.token"), dir.resolve("security/" + BrokerSecurity.TOKEN_SECRET),
             dir.resolve("security/" + BrokerSecurity.ADMIN_PASSWORD), dir.resolve("security/" + BrokerSecurity.BROKER_PASSWORD),
             dir.resolve("security/" + BrokerSecurity.KEYSTORE), dir.resolve("security/" + BrokerSecurity.KEYSTORE_PASSWORD),
             dir.resolve("server.properties"));
