@@ -72,6 +72,11 @@ final class CliKafkaSecurity {
         return configured;
     }
 
+    /** The Kafka token file of node principal {@code owner} under {@code upWorkDir} ({@code ./csi up} issues it). */
+    static Path tokenFile(Path upWorkDir, String owner) {
+        return upWorkDir.resolve(CREDENTIALS_DIR).resolve(owner + ".token");
+    }
+
     /** The password file of {@code user} under {@code upWorkDir}. */
     static Path passwordFile(Path upWorkDir, String user) {
         return upWorkDir.resolve(CREDENTIALS_DIR).resolve(user + ".password");

@@ -332,19 +332,19 @@ public final class Cluster {
     }
 
     /**
-     * Gives every principal of this system its SCRAM credential and ACLs ({@link KafkaAccess}): the two services,
-     * each worker's node, the simulator, the CLI's operator and bench users. Passwords are kept (0600) under
-     * {@code <work>/kafka-credentials/}, so a restart (or {@code ./csi up} again) reuses them; the CLI's Kafka
-     * clients use them ({@link CliKafkaSecurity}).
+     * Gives every principal of this system its credential and ACLs ({@link KafkaAccess}). The two services, the
+     * simulator and the CLI's operator and bench users get a SCRAM password, kept (0600) under
+     * {@code <work>/kafka-credentials/} so a restart (or {@code ./csi up} again) reuses it; the CLI's Kafka clients use
+     * them ({@link CliKafkaSecurity}). Each worker's node gets an expiring credential instead (issue 20 item 8): a
+     * delegation token that lives {@link #nodeTokenTtl()} (env {@value #NODE_TOKEN_TTL_ENV}, default 30 days),
+     * issued anew at every start, when the previous start's tokens of that node are revoked.
      */
     private void issueKafkaCredentials(TopicCatalog catalog) throws IOException {
         List<KafkaAccess.Principal> principals = new ArrayList<>(List.of(KafkaAccess.Principal.claimService(),
                 KafkaAccess.Principal.pluginRegistry(), KafkaAccess.Principal.operator(), KafkaAccess.Principal.bench(),
                 KafkaAccess.Principal.simulator()));
-        for (String node : NODES) {
-            principals.add(KafkaAccess.Principal.node(node));
-        }
         Files.createDirectories(workDir.resolve(CliKafkaSecurity.CREDENTIALS_DIR));
+        Duration tokenTtl = nodeTokenTtl();
         try (org.apache.kafka.clients.admin.Admin admin = Kraft.admin(kafkaBootstrap(), kafkaAdmin())) {
             KafkaUsers users = new KafkaUsers(admin);
             for (KafkaAccess.Principal principal : principals) {
@@ -354,6 +354,18 @@ public final class Cluster {
                 }
                 users.issue(principal, Files.readString(file).strip(), catalog);
             }
+            for (String node : NODES) {
+                KafkaAccess.Principal principal = KafkaAccess.Principal.node(node);
+                users.grant(principal, catalog);
+                users.revokeTokens(principal.name());
+                Path oldPassword = CliKafkaSecurity.passwordFile(workDir, principal.name());
+                if (Files.deleteIfExists(oldPassword)) {
+                    // a work dir from before node tokens: that password must no longer log in
+                    users.deleteCredential(principal.name());
+                }
+                io.csiorchestrator.events.KafkaToken token = users.issueToken(principal.name(), tokenTtl);
+                BrokerSecurity.writeOwnerOnly(CliKafkaSecurity.tokenFile(workDir, principal.name()), token.toFileText());
+            }
         }
         // this process's own Kafka clients (chaos, demo) use this work dir's credentials, each as its role (the
         // operator; bench as csi-bench): not process-wide csi.kafka.* properties, which would make every later
@@ -361,9 +373,32 @@ public final class Cluster {
         CliKafkaSecurity.useClusterWorkDir(workDir);
     }
 
+    /** The environment variable that sets how long the nodes' Kafka tokens live ({@code 30d}, {@code 12h}, ...). */
+    static final String NODE_TOKEN_TTL_ENV = "CSI_KAFKA_NODE_TOKEN_TTL";
+
+    /** How long a node's Kafka token lives from the start that issued it: {@value #NODE_TOKEN_TTL_ENV}, else 30 days. */
+    Duration nodeTokenTtl() {
+        String value = extraEnv.getOrDefault(NODE_TOKEN_TTL_ENV, System.getenv(NODE_TOKEN_TTL_ENV));
+        if (value == null || value.isBlank()) {
+            return Duration.ofDays(30);
+        }
+        try {
+            return TokenCommand.ttl(value);
+        } catch (Args.UsageException e) {
+            throw new Args.UsageException(NODE_TOKEN_TTL_ENV + " takes a duration like 30d, 12h or 90m, not '" + value + "'");
+        }
+    }
+
     /** The client settings of {@code user}, issued by {@link #issueKafkaCredentials}. */
     public KafkaClientSecurity kafkaClient(String user) {
         return KafkaClientSecurity.scram(user, CliKafkaSecurity.passwordFile(workDir, user), kafkaTruststore());
+    }
+
+    /** The {@code -D} settings that make a node's worker authenticate with its token. */
+    private List<String> nodeKafkaCredentials(String node) {
+        return List.of("-D" + KafkaClientSecurity.TOKEN_FILE + "=" + CliKafkaSecurity.tokenFile(workDir,
+                        KafkaAccess.Principal.node(node).name()),
+                "-D" + KafkaClientSecurity.TRUSTSTORE + "=" + kafkaTruststore());
     }
 
     /** The {@code -D} settings that make a started process's Kafka clients authenticate as {@code user}. */
@@ -568,7 +603,7 @@ public final class Cluster {
 
     public Proc startWorker(String node) throws IOException {
         List<String> cmd = java("node-mount-worker-" + node, 384);
-        cmd.addAll(kafkaCredentials(KafkaAccess.Principal.node(node).name()));
+        cmd.addAll(nodeKafkaCredentials(node));
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + ports.workers().get(node),
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(node),

@@ -125,6 +125,18 @@ public final class Main {
               identity retire <principal>  drop that principal's old keys from the trust file (and its key file)
               identity list                the trust file's keys
 
+            Kafka credentials of nodes and schedulers (expiring delegation tokens; the broker's admin of `up` issues them):
+              kafka-credential issue node:<id>|scheduler:<id> [--ttl 30d] [--out F]
+                                           the principal's ACLs and a new token in F (0600; default
+                                           <work-dir>/kafka-credentials/<principal>.token): give it to that worker
+                                           or scheduler as CSI_KAFKA_TOKEN_FILE; `up` issues its nodes' at each start
+              kafka-credential renew --token-file F [--ttl 30d]
+                                           it lives that much longer from now (at most its issued lifetime); no restart
+              kafka-credential revoke node:<id>|scheduler:<id>
+                                           every token of the principal refused from now on
+              kafka-credential list node:<id>|scheduler:<id>
+                                           its live tokens and their expiry
+
             Options: -json (machine output), --namespace NS (default "default"), --timeout SECONDS,
               --claims-url URL (env CSI_CLAIMS_URL), --registry-url URL (env CSI_REGISTRY_URL),
               --kafka HOST:PORT (env CSI_KAFKA_BOOTSTRAP), --topic-prefix P (env CSI_TOPICS_PREFIX);
@@ -183,6 +195,8 @@ public final class Main {
                 case "bench" -> new Bench(args.only(Bench.OPTIONS).atMost(1),
                         Endpoints.resolve(args, System.getenv(), home(args)), out).run();
                 case "token" -> new TokenCommand(args.only(TokenCommand.OPTIONS), home(args), out, err).run();
+                case "kafka-credential" -> new KafkaCredentialCommand(args.only(KafkaCredentialCommand.OPTIONS), home(args),
+                        out).run();
                 case "identity" -> new IdentityCommand(args.only(IdentityCommand.OPTIONS), home(args), out).run();
                 case "events" -> Follow.events(Endpoints.resolve(args.only(Set.of("for")).atMost(0), System.getenv(),
                         home(args)), args.flag("json"), Follow.deadline(args), out);
