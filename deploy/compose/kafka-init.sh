@@ -10,6 +10,8 @@
 #                                         localhost (host tools connect to localhost:29092)
 #   $MATERIAL/broker.password             the broker's own SCRAM user (inter-broker)
 #   $MATERIAL/admin.password              csi-admin, the super user kafka-topics issues the others with
+#   $MATERIAL/token-secret.key            the key the broker signs delegation tokens with (expiring credentials of
+#                                         nodes and schedulers: ./csi kafka-credential)
 #   $MATERIAL/clients/<principal>.password  claim-service, plugin-registry-service, node-<CSI_NODE_ID>, csi-operator
 #
 # Every secret is 0600 and owned by the owner of $MATERIAL (the host user who made .csi/compose), so
@@ -70,6 +72,9 @@ if [ ! -s "$MATERIAL/ca.pem" ]; then
   mv "$MATERIAL/ca.pem.tmp" "$MATERIAL/ca.pem"
 fi
 
+# outside the block above, so material made before delegation tokens gains the key
+secret "$MATERIAL/token-secret.key"
+
 for principal in claim-service plugin-registry-service "node-$NODE_ID" csi-operator; do
   secret "$MATERIAL/clients/$principal.password"
 done
@@ -90,7 +95,7 @@ copy() {
 }
 
 copy "$OUT/broker" "$KAFKA_UID" "$MATERIAL/broker.p12" "$MATERIAL/broker.p12.password" \
-  "$MATERIAL/broker.password" "$MATERIAL/admin.password"
+  "$MATERIAL/broker.password" "$MATERIAL/admin.password" "$MATERIAL/token-secret.key"
 # a client's volume holds `password` (its principal's only) and ca.pem: CSI_KAFKA_PASSWORD_FILE, CSI_KAFKA_TRUSTSTORE
 client() {
   dir="$OUT/$1"; [ -d "$dir" ] || return 0

@@ -5,7 +5,9 @@
 #   - the KRaft controller listener SSL with client certificates required (only the broker's own key gets in);
 #   - the StandardAuthorizer, allow.everyone.if.no.acl.found=false, super users the broker and csi-admin only;
 #   - connections.max.reauth.ms 60 s: an open connection of a deleted (revoked) credential ends within a minute;
-#   - no topic made by a client's metadata request.
+#   - no topic made by a client's metadata request;
+#   - delegation tokens (the expiring credentials of nodes and schedulers: ./csi kafka-credential), signed with
+#     token-secret.key, living at most 365 days, expired ones dropped every 30 s.
 # Its key material comes from kafka-init ($SECRETS). The broker's and csi-admin's SCRAM credentials are written
 # when the storage is formatted (first start); kafka-topics issues every other principal as csi-admin.
 set -eu
@@ -26,6 +28,7 @@ jaas() {
 broker_password="$(read_secret broker.password)"
 admin_password="$(read_secret admin.password)"
 store_password="$(read_secret broker.p12.password)"
+token_secret="$(read_secret token-secret.key)"
 mkdir -p "$CONF_DIR"
 cat > "$CONF_DIR/server.properties" <<PROPS
 process.roles=broker,controller
@@ -53,6 +56,10 @@ allow.everyone.if.no.acl.found=false
 super.users=User:csi-kafka-broker;User:csi-admin
 connections.max.reauth.ms=60000
 auto.create.topics.enable=false
+delegation.token.secret.key=$token_secret
+delegation.token.max.lifetime.ms=31536000000
+delegation.token.expiry.time.ms=31536000000
+delegation.token.expiry.check.interval.ms=30000
 log.dirs=$DATA
 offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1

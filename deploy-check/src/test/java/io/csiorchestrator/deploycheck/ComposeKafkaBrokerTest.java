@@ -151,6 +151,32 @@ class ComposeKafkaBrokerTest {
         assertInstanceOf(SaslAuthenticationException.class, unknown, "unknown user: " + unknown);
     }
 
+    /**
+     * The compose broker signs delegation tokens (kafka-init's token key): a node's token, issued by csi-admin as
+     * {@code ./csi kafka-credential issue} does, logs in on the host listener as the node and writes within the node's
+     * ACLs only; once revoked it is refused.
+     */
+    @Test
+    void aNodesDelegationTokenLogsInAsTheNodeUntilRevoked() throws Exception {
+        io.csiorchestrator.events.KafkaToken token;
+        try (Admin client = Kraft.admin(bootstrap, admin)) {
+            KafkaUsers users = new KafkaUsers(client);
+            users.grant(Principal.node("node-1"), TopicCatalog.unprefixed());
+            token = users.issueToken("node-node-1", java.time.Duration.ofDays(30));
+        }
+        KafkaClientSecurity node = KafkaClientSecurity.token(token, ca);
+        try (KafkaProducer<String, String> producer = producer(node, hostBootstrap)) {
+            producer.send(new ProducerRecord<>("mount-done", "node-1", "{}")).get(30, TimeUnit.SECONDS);
+        }
+        Throwable refused = sendFailure(node, hostBootstrap, "claim-requested");
+        assertInstanceOf(TopicAuthorizationException.class, refused, "a node's token writes claim-requested: " + refused);
+        try (Admin client = Kraft.admin(bootstrap, admin)) {
+            assertEquals(1, new KafkaUsers(client).revokeTokens("node-node-1"));
+        }
+        Throwable revoked = sendFailure(node, hostBootstrap, "mount-done");
+        assertInstanceOf(SaslAuthenticationException.class, revoked, "a revoked token: " + revoked);
+    }
+
     private static Throwable sendFailure(KafkaClientSecurity security, String address, String topic) {
         try (KafkaProducer<String, String> producer = producer(security, address)) {
             producer.send(new ProducerRecord<>(topic, "k", "refused?")).get();
