@@ -330,7 +330,8 @@ class ProvisionFlowTest {
      * node-b ends in "expand-failed" with the plugin's message and "not retried", no retry scheduled. The operator's
      * new request sends controller-expand again; answered without node expansion, the volume is "created" with the
      * new capacity (the same capacity again: 200), node-b got exactly one node-expand, and the claims were never
-     * unmounted.
+     * unmounted. Schedulers read each end on volume-status: expand-failed with the plugin's message, then expanded
+     * with the plugin's id and the new capacity.
      */
     @Test
     void anExpansionRunsTheControllerThenEachClaimedNodeAndNeverRetriesANodesFailedPrecondition() {
@@ -381,6 +382,9 @@ class ProvisionFlowTest {
                         .body("lastError", containsString("NodeExpandVolume on node node-b failed with FAILED_PRECONDITION: "
                                 + "the file system is busy"))
                         .body("lastError", containsString("not retried")).body("retryAt", equalTo(null)));
+        VolumeStatus failed = bus.awaitVolumeResult("ns1", vol, null, VolumeState.EXPAND_FAILED);
+        assertTrue(failed.reason().contains("NodeExpandVolume on node node-b failed with FAILED_PRECONDITION: the file"
+                + " system is busy"), failed.reason());
 
         given().contentType(ContentType.JSON).body(Map.of("capacity", 2L << 30)).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
                 .then().statusCode(202).body("phase", equalTo("expanding"));
@@ -391,6 +395,11 @@ class ProvisionFlowTest {
                         .body("capacityBytes", equalTo(2L << 30)).body("lastError", equalTo(null)));
         given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
                 .then().statusCode(200).body("phase", equalTo("created"));
+        VolumeStatus expanded = bus.awaitVolumeResult("ns1", vol, null, VolumeState.EXPANDED);
+        assertEquals("ext-" + vol, expanded.externalId());
+        assertEquals(2L << 30, expanded.capacityBytes());
+        assertEquals(List.of(VolumeState.CREATED, VolumeState.EXPAND_FAILED, VolumeState.EXPANDED),
+                bus.volumeResults("ns1", vol).stream().map(VolumeStatus::state).toList());
         assertFalse(bus.commands(vol).stream().anyMatch(c -> c.kind() == NodeCommandKind.UNMOUNT), "the claims stayed");
         assertEquals(1, bus.commands(vol).stream().filter(c -> c.kind() == NodeCommandKind.NODE_EXPAND
                 && "node-b".equals(c.nodeId())).count(), "node-b's FAILED_PRECONDITION was not retried");
@@ -407,6 +416,133 @@ class ProvisionFlowTest {
                 .then().statusCode(400).body("problems[0].field", equalTo("plugin"))
                 .body("problems[0].value", equalTo("'" + fixed + "'")).body("problems[0].message", containsString("EXPAND_VOLUME"));
         assertFalse(bus.commands(other).stream().anyMatch(c -> c.kind().expanding()));
+    }
+
+    /**
+     * Issue 14: resize on mount and the ends of expansions on volume-status. A claim becomes ready on node-b while the
+     * controller expands (claimed on node-a): nothing is sent for it until the controller answers (node expansion
+     * required), then node-a and node-b are expanded one after the other with the controller's capacity; a claim that
+     * becomes ready on node-c during that run is queued behind them (one NodeExpandVolume in flight per volume); after
+     * the last, schedulers read "expanded" (the plugin's id, 2GiB) once, a redelivered answer changing nothing. A
+     * claim ready on node-d afterwards is expanded there (phase node-expanding, node-d only) and reported "expanded"
+     * (resize on mount); a second claim on node-a, already expanded, sends nothing. The REST view shows the capacity
+     * nodes must reach and what each reached; each node got exactly one NodeExpandVolume, none while a claim mounted.
+     */
+    @Test
+    void aClaimReadyOnANodeNotYetExpandedIsExpandedThereAndEachExpansionsEndIsPublishedOnce() {
+        String plugin = unique("prov");
+        String vol = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a", "node-b", "node-c", "node-d"), true);
+        awaitPluginKnown(plugin);
+        Map<String, Object> body = createBody("ns1", vol, plugin, "1GiB");
+        body.put("accessMode", "multi-node-multi-writer");
+        given().contentType(ContentType.JSON).body(body).post("/v1/provisioned-volumes").then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME), "ext-" + vol);
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ready(vol, "alloc-a", "node-a");
+
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(202);
+        NodeCommand controller = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_EXPAND);
+        ready(vol, "alloc-b", "node-b");
+        bus.send(expandedAnswer(controller, 2L << 30, true));
+        NodeCommand a = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-a", a.nodeId(), "nothing was sent for node-b while the controller expanded");
+        assertEquals(2L << 30, a.provision().capacityMinBytes());
+        ready(vol, "alloc-c", "node-c");
+        given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("node-expanding"))
+                .body("expandNodes", equalTo(List.of("node-a", "node-b", "node-c"))).body("nodeExpandBytes", equalTo(2L << 30));
+        bus.send(expandedAnswer(a, 2L << 30, false));
+        NodeCommand b = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-b", b.nodeId());
+        bus.send(expandedAnswer(b, 2L << 30, false));
+        NodeCommand c = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-c", c.nodeId());
+        assertEquals(2L << 30, c.provision().capacityMinBytes());
+        bus.send(expandedAnswer(c, 2L << 30, false));
+        VolumeStatus expanded = bus.awaitVolumeResult("ns1", vol, null, VolumeState.EXPANDED);
+        assertEquals("ext-" + vol, expanded.externalId());
+        assertEquals(2L << 30, expanded.capacityBytes());
+        assertTrue(expanded.reason().contains("on every node where it is published"), expanded.reason());
+        bus.send(expandedAnswer(c, 2L << 30, false)); // redelivered: matches no pending command
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("created"))
+                        .body("nodeExpandedBytes.'node-a'", equalTo(2L << 30)).body("nodeExpandedBytes.'node-c'", equalTo(2L << 30)));
+
+        ready(vol, "alloc-d", "node-d");
+        NodeCommand d = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-d", d.nodeId());
+        assertEquals(2L << 30, d.provision().capacityMinBytes());
+        given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("node-expanding"))
+                .body("expandNodes", equalTo(List.of("node-d")));
+        bus.send(expandedAnswer(d, 2L << 30, false));
+        VolumeStatus onMount = EventCodec.decode(VolumeStatus.class, bus.kafka.awaitRecord(Bus.topic(
+                io.csiorchestrator.events.Topic.VOLUME_STATUS), r -> r.value().contains("resize on mount")
+                && r.value().contains(vol), Bus.WAIT).value());
+        assertEquals(VolumeState.EXPANDED, onMount.state());
+        assertEquals(2L << 30, onMount.capacityBytes());
+
+        ready(vol, "alloc-a2", "node-a");
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-a2");
+        bus.send(release);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT)); // after alloc-a2's ready: its commands are out
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        List<NodeCommand> commands = bus.commands(vol);
+        assertEquals(Map.of("node-a", 1L, "node-b", 1L, "node-c", 1L, "node-d", 1L), commands.stream()
+                .filter(x -> x.kind() == NodeCommandKind.NODE_EXPAND).collect(java.util.stream.Collectors.groupingBy(
+                        NodeCommand::nodeId, java.util.stream.Collectors.counting())));
+        assertEquals(List.of(VolumeState.CREATED, VolumeState.EXPANDED, VolumeState.EXPANDED),
+                bus.volumeResults("ns1", vol).stream().map(VolumeStatus::state).toList());
+    }
+
+    /**
+     * Issue 14: a plugin whose VolumeExpansion capability is OFFLINE (plugin-status volumeExpansion "offline") cannot
+     * expand a claimed volume: 409 naming the plugin, the volume, the claim and its node, and to release the claims
+     * first; nothing is sent. Once the claim is released, the same request is 202 and ControllerExpandVolume goes out
+     * (the only one), its answer ends in "expanded".
+     */
+    @Test
+    void aPluginThatExpandsOfflineOnlyRefusesAClaimedVolumesExpansionUntilTheClaimsAreReleased() {
+        String plugin = unique("prov");
+        String vol = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a"), true,
+                io.csiorchestrator.events.VolumeExpansionMode.OFFLINE);
+        awaitPluginKnown(plugin);
+        Map<String, Object> body = createBody("ns1", vol, plugin, "1GiB");
+        body.put("accessMode", "multi-node-multi-writer");
+        given().contentType(ContentType.JSON).body(body).post("/v1/provisioned-volumes").then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME), "ext-" + vol);
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ready(vol, "alloc-1", "node-a");
+
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(409).body("problems[0].field", equalTo("volume"))
+                .body("problems[0].message", containsString("plugin " + plugin + " expands volumes offline only"))
+                .body("problems[0].message", containsString("volume ns1/" + vol + " is claimed by alloc-1 on node node-a"))
+                .body("problems[0].message", containsString("release the claims first"));
+        given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("created"));
+
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT));
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(202).body("phase", equalTo("expanding"));
+        NodeCommand controller = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_EXPAND);
+        assertEquals(1, bus.commands(vol).stream().filter(x -> x.kind() == NodeCommandKind.CONTROLLER_EXPAND).count(),
+                "the refused request sent nothing");
+        bus.send(expandedAnswer(controller, 2L << 30, false));
+        assertEquals(2L << 30, bus.awaitVolumeResult("ns1", vol, null, VolumeState.EXPANDED).capacityBytes());
+    }
+
+    /** A write claim of {@code alloc} on {@code node}, mounted and ready. */
+    private void ready(String vol, String alloc, String node) {
+        ClaimRequested claim = Bus.claim("ns1", vol, alloc, node, ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.send(claim);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(node, mount.nodeId());
+        bus.succeed(mount);
+        bus.awaitStatus(claim.requestId(), ClaimState.READY);
     }
 
     private static MountDone expandedAnswer(NodeCommand c, long bytes, boolean nodeExpansionRequired) {

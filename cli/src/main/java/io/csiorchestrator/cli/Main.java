@@ -70,9 +70,12 @@ public final class Main {
               volume expand <id> --capacity SIZE [--timeout 2m]
                                                             a volume created through the services, while claimed too:
                                                             CSI ControllerExpandVolume, then NodeExpandVolume on each
-                                                            node where it is claimed (if the plugin asks); waits for
-                                                            expanded (prints the capacity) or failed (the plugin's
-                                                            message; NodeExpand's FAILED_PRECONDITION is not retried)
+                                                            node where a claim is ready (if the plugin asks; a claim
+                                                            ready later on another node is expanded there too); waits
+                                                            for expanded (prints the capacity) or failed (the plugin's
+                                                            message; NodeExpand's FAILED_PRECONDITION is not retried).
+                                                            A plugin that expands offline only: refused while claimed
+                                                            (release the claims first)
               volume snapshot create <id> --volume V [--parameter k=v ...] [--timeout 2m]
                                                             CSI CreateSnapshot of volume V through the services;
                                                             waits until ready to use (prints externalId) or failed
@@ -103,7 +106,8 @@ public final class Main {
                                                             epoch, state (valid, lapsed, fenced), last renewal,
                                                             expiry (the registry's estimate), fenced epoch
               events [-json] [--for D]                      tail claim-status, node-events and volume-status (results
-                                                            of creates and deletes of volumes and snapshots) from now:
+                                                            of creates, deletes and expansions of volumes and creates
+                                                            and deletes of snapshots) from now:
                                                             a line per event (-json: one JSON object per line) until
                                                             Ctrl-C or D
 

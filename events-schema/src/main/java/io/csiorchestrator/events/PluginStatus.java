@@ -17,6 +17,9 @@ import java.util.Map;
  * @param controllerExpansion whether a controller instance advertises the EXPAND_VOLUME controller capability
  *                           (ControllerExpandVolume; issue 14 item 3)
  * @param nodeExpansion      whether a node instance advertises the EXPAND_VOLUME node capability (NodeExpandVolume)
+ * @param volumeExpansion    when the plugin expands volumes (CSI PluginCapability.VolumeExpansion): {@code offline} when
+ *                           an instance advertises OFFLINE (only volumes published nowhere), else {@code online} when one
+ *                           advertises ONLINE; null when none advertises either (or the registry predates the field)
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record PluginStatus(
@@ -32,7 +35,8 @@ public record PluginStatus(
         List<NodeInstance> nodes,
         Instant updatedAt,
         Boolean controllerExpansion,
-        Boolean nodeExpansion) implements ContractEvent {
+        Boolean nodeExpansion,
+        VolumeExpansionMode volumeExpansion) implements ContractEvent {
 
     public PluginStatus {
         controllerRequired = controllerRequired != null && controllerRequired;
@@ -42,13 +46,22 @@ public record PluginStatus(
         nodes = Copies.list(nodes);
     }
 
+    /** A status without the VolumeExpansion plugin capability. */
+    public PluginStatus(String pluginId, String providerName, String providerVersion, Boolean controllerRequired,
+                        Integer controllersHealthy, Integer controllersExpected, Integer nodesHealthy,
+                        Integer nodesExpected, List<ControllerInstance> controllers, List<NodeInstance> nodes,
+                        Instant updatedAt, Boolean controllerExpansion, Boolean nodeExpansion) {
+        this(pluginId, providerName, providerVersion, controllerRequired, controllersHealthy, controllersExpected,
+                nodesHealthy, nodesExpected, controllers, nodes, updatedAt, controllerExpansion, nodeExpansion, null);
+    }
+
     /** A status without the expansion capabilities (both false). */
     public PluginStatus(String pluginId, String providerName, String providerVersion, Boolean controllerRequired,
                         Integer controllersHealthy, Integer controllersExpected, Integer nodesHealthy,
                         Integer nodesExpected, List<ControllerInstance> controllers, List<NodeInstance> nodes,
                         Instant updatedAt) {
         this(pluginId, providerName, providerVersion, controllerRequired, controllersHealthy, controllersExpected,
-                nodesHealthy, nodesExpected, controllers, nodes, updatedAt, false, false);
+                nodesHealthy, nodesExpected, controllers, nodes, updatedAt, false, false, null);
     }
 
     /** One controller instance of the plugin, on one node. */

@@ -144,6 +144,38 @@ class JsonSchemaTest {
         created.remove("externalId");
         assertFalse(schema(EventType.VOLUME_STATUS).validate(created).isEmpty(), "a created volume names the plugin's id");
         assertFalse(javaAccepts(created, VolumeStatus.class), "the Java check refuses it too");
+        VolumeStatus expanded = new VolumeStatus("default", "vol-1", null, "hostpath", VolumeState.EXPANDED, "ext-vol-1",
+                2L << 20, "expanded by the controller and on every node where it is published",
+                java.time.Instant.parse("2026-01-31T12:00:00Z"));
+        ObjectNode expandedJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(expanded));
+        assertTrue(schema(EventType.VOLUME_STATUS).validate(expandedJson).isEmpty(), expandedJson.toString());
+        assertEquals(expanded, EventCodec.decode(VolumeStatus.class, EventCodec.encode(expanded)));
+        for (String field : List.of("capacityBytes", "externalId")) {
+            ObjectNode without = expandedJson.deepCopy();
+            without.remove(field);
+            assertFalse(schema(EventType.VOLUME_STATUS).validate(without).isEmpty(), "expanded needs " + field);
+            assertFalse(javaAccepts(without, VolumeStatus.class), "the Java check refuses it too: " + field);
+        }
+        ObjectNode ofSnapshot = expandedJson.deepCopy().put("snapshotId", "snap-1");
+        assertFalse(schema(EventType.VOLUME_STATUS).validate(ofSnapshot).isEmpty(), "a snapshot is never expanded");
+        assertFalse(javaAccepts(ofSnapshot, VolumeStatus.class), "the Java check refuses it too");
+        ObjectNode expandFailed = expandedJson.deepCopy().put("state", "expand-failed");
+        assertTrue(schema(EventType.VOLUME_STATUS).validate(expandFailed).isEmpty(), expandFailed.toString());
+        expandFailed.remove("reason");
+        assertFalse(schema(EventType.VOLUME_STATUS).validate(expandFailed).isEmpty(), "a failed expansion needs its reason");
+        assertFalse(javaAccepts(expandFailed, VolumeStatus.class), "the Java check refuses it too");
+    }
+
+    /** plugin-status' volumeExpansion (issue 14) is online or offline in schema and codec, nothing else. */
+    @Test
+    void pluginStatusVolumeExpansionIsOnlineOrOffline() throws IOException {
+        ObjectNode status = sampleJson(EventType.PLUGIN_STATUS);
+        assertEquals("offline", status.get("volumeExpansion").asText());
+        assertTrue(schema(EventType.PLUGIN_STATUS).validate(status).isEmpty(), status.toString());
+        status.put("volumeExpansion", "sometimes");
+        assertFalse(schema(EventType.PLUGIN_STATUS).validate(status).isEmpty());
+        assertThrows(RuntimeException.class, () -> EventCodec.decode(PluginStatus.class,
+                EventCodec.mapper().writeValueAsBytes(status)));
     }
 
     /**

@@ -67,6 +67,18 @@ public class ProvisionEntity extends PanacheEntityBase {
     /** In NODE_EXPANDING: the nodes still to run NodeExpandVolume (JSON list), the first one's command outstanding or due. */
     @Column(name = "expand_nodes_json")
     public String expandNodesJson = "[]";
+    /**
+     * The capacity the plugin asked every node where the volume is published to expand to (its last
+     * ControllerExpandVolume answered node_expansion_required); null when no node expansion is owed.
+     */
+    @Column(name = "node_expand_bytes")
+    public Long nodeExpandBytes;
+    /** Per node, the capacity its NodeExpandVolume reached (JSON object node id to bytes). */
+    @Column(name = "node_sizes_json")
+    public String nodeSizesJson = "{}";
+    /** In NODE_EXPANDING: the run was started by a claim that became ready on a node not expanded yet (resize on mount). */
+    @Column(name = "node_expand_on_mount")
+    public boolean nodeExpandOnMount;
     @Column(name = "command_id")
     public String commandId;
     @Column(name = "command_node_id")
