@@ -41,6 +41,9 @@ class ProvisionFlowTest {
 
     final Bus bus = new Bus();
 
+    @jakarta.inject.Inject
+    io.csiorchestrator.claims.provision.VolumeListings listings;
+
     @AfterEach
     void close() {
         bus.close();
@@ -533,6 +536,89 @@ class ProvisionFlowTest {
                 "the refused request sent nothing");
         bus.send(expandedAnswer(controller, 2L << 30, false));
         assertEquals(2L << 30, bus.awaitVolumeResult("ns1", vol, null, VolumeState.EXPANDED).capacityBytes());
+    }
+
+    /**
+     * Issue 14, a record without a volume: a listing of a plugin with LIST_VOLUMES (started here as the timer starts
+     * it) sends list-volumes to the healthy controller's node (first page: no token, 500 entries); a second start while
+     * a page is outstanding sends nothing. The first page lists volume A (and an id no record has) with a next token;
+     * the second page, asked of the same node with that token, is the last and empty. Volume B, created through the
+     * services and not listed, is then marked: GET of the provisioned and of the registered volume show "abnormal:
+     * volume not listed by plugin P since T"; A is not marked; B stays registered and created (nothing deleted), and
+     * the counter csi_claims_volumes_unlisted_total{change="marked"} counted it. A listing that fails (ABORTED: the
+     * token went stale) changes no mark; the next one that lists B clears its mark. A plugin without LIST_VOLUMES is
+     * never listed.
+     */
+    @Test
+    void aVolumeThePluginNoLongerListsIsMarkedAbnormalUntilListedAgainAndNothingIsDeleted() {
+        String plugin = unique("prov");
+        String a = unique("pv");
+        String b = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a"), false, null, true);
+        awaitPluginKnown(plugin);
+        for (String vol : List.of(a, b)) {
+            given().contentType(ContentType.JSON).body(createBody("ns1", vol, plugin, "1MiB")).post("/v1/provisioned-volumes")
+                    .then().statusCode(202);
+            answerCreated(bus, bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME), "ext-" + vol);
+            ClaimFlowTest.awaitSchedulable("ns1", vol);
+        }
+
+        assertTrue(startListing(plugin));
+        NodeCommand first = bus.awaitCommand(plugin, NodeCommandKind.LIST_VOLUMES);
+        assertEquals("node-ctl", first.nodeId());
+        assertEquals(NodeCommandKind.LISTING_NAMESPACE, first.namespace());
+        assertNull(first.listing().startingToken());
+        assertEquals(500, first.listing().maxEntries());
+        assertFalse(startListing(plugin), "a page is outstanding: no second listing");
+        bus.send(listedAnswer(first, List.of("ext-" + a, "ext-of-no-record"), "page-2"));
+        NodeCommand second = bus.awaitCommand(plugin, NodeCommandKind.LIST_VOLUMES);
+        assertEquals("node-ctl", second.nodeId());
+        assertEquals("page-2", second.listing().startingToken());
+        bus.send(listedAnswer(second, List.of(), null));
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/provisioned-volumes/ns1/" + b).then().statusCode(200).body("phase", equalTo("created"))
+                        .body("listing.condition", equalTo("abnormal"))
+                        .body("listing.message", containsString("volume not listed by plugin " + plugin + " since ")));
+        given().get("/v1/volumes/ns1/" + b).then().statusCode(200).body("schedulable", equalTo(true))
+                .body("listing.condition", equalTo("abnormal")).body("listing.pluginId", equalTo(plugin))
+                .body("listing.message", containsString("volume not listed by plugin " + plugin));
+        given().get("/v1/provisioned-volumes/ns1/" + a).then().statusCode(200).body("listing", equalTo(null));
+        given().get("/v1/volumes/ns1/" + a).then().statusCode(200).body("listing", equalTo(null));
+        given().get("/q/metrics").then().statusCode(200)
+                .body(containsString("csi_claims_volumes_unlisted_total{change=\"marked\"}"))
+                .body(containsString("csi_claims_volume_listings_total{outcome=\"complete\"}"));
+
+        assertTrue(startListing(plugin));
+        bus.fail(bus.awaitCommand(plugin, NodeCommandKind.LIST_VOLUMES), "ABORTED", "starting_token is no longer valid");
+        // the failed listing is given up once its answer is in: a new one starts
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).until(() -> startListing(plugin));
+        bus.send(listedAnswer(bus.awaitCommand(plugin, NodeCommandKind.LIST_VOLUMES), List.of("ext-" + a, "ext-" + b), null));
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/provisioned-volumes/ns1/" + b).then().statusCode(200).body("listing", equalTo(null)));
+        assertTrue(bus.commands(b).stream().noneMatch(c -> c.kind() == NodeCommandKind.DELETE_VOLUME), "nothing deleted");
+
+        String unlisting = unique("prov");
+        String c = unique("pv");
+        bus.plugin(unlisting, false, List.of("node-ctl"), List.of("node-a"));
+        awaitPluginKnown(unlisting);
+        given().contentType(ContentType.JSON).body(createBody("ns1", c, unlisting, "1MiB")).post("/v1/provisioned-volumes")
+                .then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(c, NodeCommandKind.CREATE_VOLUME), "ext-" + c);
+        ClaimFlowTest.awaitSchedulable("ns1", c);
+        assertFalse(startListing(unlisting), "no LIST_VOLUMES: never listed");
+    }
+
+    /** Whether a listing of {@code plugin} started (the timer's call, made here on a Vert.x context as the timer's is). */
+    private boolean startListing(String plugin) {
+        try {
+            return io.quarkus.vertx.VertxContextSupport.subscribeAndAwait(() -> listings.start(plugin));
+        } catch (Throwable t) {
+            throw new AssertionError("starting a listing of " + plugin + " failed", t);
+        }
+    }
+
+    private static MountDone listedAnswer(NodeCommand c, List<String> ids, String nextToken) {
+        return MountDone.listed(c, c.nodeId(), new io.csiorchestrator.events.ListedVolumes(ids, nextToken), Instant.now());
     }
 
     /** A write claim of {@code alloc} on {@code node}, mounted and ready. */

@@ -82,7 +82,10 @@ public final class Main {
               volume snapshot list                          the namespace's snapshots and their phase
               volume snapshot delete <id> [--timeout 2m]    refused while a volume is being created from it
               volume register <file.json>                   register the volume(s) in the file (claim-service POST /v1/volumes)
-              volume status [id] [-w [--interval 1s]]       all volumes, or one with its claims; -w follows: printed
+              volume status [id] [-w [--interval 1s]]       all volumes, or one with its claims (and, for a volume
+                                                            created through the services that its plugin's
+                                                            ListVolumes no longer lists, "listing: abnormal: ...");
+                                                            -w follows: printed
                                                             again whenever it changes, woken by claim-service's live
                                                             events (every --interval if they are not available to
                                                             the token); Ctrl-C ends it, or --for 5m

@@ -20,6 +20,8 @@ import java.util.Map;
  * @param volumeExpansion    when the plugin expands volumes (CSI PluginCapability.VolumeExpansion): {@code offline} when
  *                           an instance advertises OFFLINE (only volumes published nowhere), else {@code online} when one
  *                           advertises ONLINE; null when none advertises either (or the registry predates the field)
+ * @param listVolumes        whether a controller instance advertises the LIST_VOLUMES controller capability (CSI
+ *                           ListVolumes: claim-service's reconciliation of the volumes it created, issue 14)
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record PluginStatus(
@@ -36,14 +38,27 @@ public record PluginStatus(
         Instant updatedAt,
         Boolean controllerExpansion,
         Boolean nodeExpansion,
-        VolumeExpansionMode volumeExpansion) implements ContractEvent {
+        VolumeExpansionMode volumeExpansion,
+        Boolean listVolumes) implements ContractEvent {
 
     public PluginStatus {
         controllerRequired = controllerRequired != null && controllerRequired;
         controllerExpansion = controllerExpansion != null && controllerExpansion;
         nodeExpansion = nodeExpansion != null && nodeExpansion;
+        listVolumes = listVolumes != null && listVolumes;
         controllers = Copies.list(controllers);
         nodes = Copies.list(nodes);
+    }
+
+    /** A status without LIST_VOLUMES. */
+    public PluginStatus(String pluginId, String providerName, String providerVersion, Boolean controllerRequired,
+                        Integer controllersHealthy, Integer controllersExpected, Integer nodesHealthy,
+                        Integer nodesExpected, List<ControllerInstance> controllers, List<NodeInstance> nodes,
+                        Instant updatedAt, Boolean controllerExpansion, Boolean nodeExpansion,
+                        VolumeExpansionMode volumeExpansion) {
+        this(pluginId, providerName, providerVersion, controllerRequired, controllersHealthy, controllersExpected,
+                nodesHealthy, nodesExpected, controllers, nodes, updatedAt, controllerExpansion, nodeExpansion,
+                volumeExpansion, false);
     }
 
     /** A status without the VolumeExpansion plugin capability. */

@@ -312,6 +312,46 @@ class JsonSchemaTest {
         assertFalse(javaAccepts(noAnswer, MountDone.class), "the Java check refuses it too");
     }
 
+    /**
+     * Issue 14's list-volumes: a command (the listing namespace, the plugin as volume, a page) and its answer (the
+     * page's ids and next token) pass the schema and the codec; a command without its page, with a volume's external
+     * id or with a page size past 1000, another kind carrying a page, and a successful answer without the page fail
+     * both.
+     */
+    @Test
+    void listVolumesCommandsAndAnswersFollowTheSameRulesInSchemaAndCodec() throws IOException {
+        NodeCommand list = NodeCommand.listVolumes("cmd-l", "node-1", "hostpath", new VolumeListing("tok", 500),
+                java.time.Instant.parse("2026-01-31T12:00:00Z"));
+        assertEquals("csi.list-volumes", list.namespace());
+        assertEquals("hostpath", list.volumeId());
+        ObjectNode json = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(list));
+        assertTrue(schema(EventType.NODE_COMMAND).validate(json).isEmpty(), json.toString());
+        assertEquals(list, EventCodec.decode(NodeCommand.class, EventCodec.encode(list)));
+        ObjectNode noPage = json.deepCopy();
+        noPage.remove("listing");
+        ObjectNode ofVolume = json.deepCopy().put("externalVolumeId", "ext-vol-1");
+        ObjectNode huge = json.deepCopy();
+        ((ObjectNode) huge.get("listing")).put("maxEntries", 5000);
+        ObjectNode mountWithPage = sampleJson(EventType.NODE_COMMAND);
+        mountWithPage.set("listing", json.get("listing"));
+        for (ObjectNode bad : List.of(noPage, ofVolume, huge, mountWithPage)) {
+            assertFalse(schema(EventType.NODE_COMMAND).validate(bad).isEmpty(), bad.toString());
+            assertFalse(javaAccepts(bad, NodeCommand.class), "the Java check refuses it too: " + bad);
+        }
+
+        MountDone page = MountDone.listed(list, "node-1", new ListedVolumes(List.of("ext-1", "ext-2"), "next"),
+                java.time.Instant.parse("2026-01-31T12:00:01Z"));
+        ObjectNode pageJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(page));
+        assertTrue(schema(EventType.MOUNT_DONE).validate(pageJson).isEmpty(), pageJson.toString());
+        assertEquals(page, EventCodec.decode(MountDone.class, EventCodec.encode(page)));
+        assertTrue(EventCodec.decode(MountDone.class, EventCodec.encode(MountDone.listed(list, "node-1",
+                new ListedVolumes(List.of(), null), java.time.Instant.parse("2026-01-31T12:00:01Z")))).listed().last());
+        ObjectNode noAnswer = pageJson.deepCopy();
+        noAnswer.remove("listed");
+        assertFalse(schema(EventType.MOUNT_DONE).validate(noAnswer).isEmpty(), "a listing's answer carries its page");
+        assertFalse(javaAccepts(noAnswer, MountDone.class), "the Java check refuses it too");
+    }
+
     private static boolean javaAccepts(ObjectNode json, Class<? extends ContractEvent> type) {
         try {
             EventCodec.decode(type, EventCodec.mapper().writeValueAsBytes(json));

@@ -70,7 +70,8 @@ public class ProvisionResource {
                                 Long capacityMinBytes, Long capacityMaxBytes, String externalId, Long capacityBytes,
                                 Long expandToBytes, List<String> expandNodes, Long nodeExpandBytes,
                                 java.util.Map<String, Long> nodeExpandedBytes,
-                                String lastError, Instant retryAt, Instant createdAt, Instant updatedAt) {
+                                String lastError, Instant retryAt, Instant createdAt, Instant updatedAt,
+                                VolumeResource.ConditionView listing) {
     }
 
     @POST
@@ -164,7 +165,9 @@ public class ProvisionResource {
             + "deleting, delete-failed, expanding, node-expanding, expand-failed), attempt, the plugin's id and capacity, the "
             + "capacity the last expansion asked for (expandToBytes), the nodes still to expand (expandNodes), the capacity "
             + "the plugin asked every node where the volume is published to expand to (nodeExpandBytes; absent when no node "
-            + "expansion is owed) and the capacity each node's NodeExpandVolume reached (nodeExpandedBytes), the last error.")
+            + "expansion is owed) and the capacity each node's NodeExpandVolume reached (nodeExpandedBytes), the last error, "
+            + "and listing: {condition: abnormal, message: \"volume not listed by plugin P since T\", since} while the "
+            + "plugin's last complete ListVolumes did not list it (a mark only: nothing is deleted for it).")
     @APIResponse(responseCode = "200", description = "The provision",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = ProvisionView.class)))
     @APIResponse(responseCode = "404", description = "No volume of this namespace and id was created through the services",
@@ -351,7 +354,7 @@ public class ProvisionResource {
                 p.attempt, p.capacityMinBytes, p.capacityMaxBytes, p.externalId, p.capacityBytes, p.expandToBytes,
                 Json.list(p.expandNodesJson).isEmpty() ? null : Json.list(p.expandNodesJson), p.nodeExpandBytes,
                 Json.longs(p.nodeSizesJson).isEmpty() ? null : Json.longs(p.nodeSizesJson), p.lastError, p.retryAt,
-                p.createdAt, p.updatedAt);
+                p.createdAt, p.updatedAt, VolumeResource.listing(p));
     }
 
     private Response refused(List<String> wanted) {

@@ -79,6 +79,12 @@ public class ProvisionEntity extends PanacheEntityBase {
     /** In NODE_EXPANDING: the run was started by a claim that became ready on a node not expanded yet (resize on mount). */
     @Column(name = "node_expand_on_mount")
     public boolean nodeExpandOnMount;
+    /** The start of the last ListVolumes sweep that listed the volume (issue 14); null before any. */
+    @Column(name = "listed_at")
+    public Instant listedAt;
+    /** When a complete ListVolumes sweep first did not list the volume; null while listed or never compared. */
+    @Column(name = "unlisted_since")
+    public Instant unlistedSince;
     @Column(name = "command_id")
     public String commandId;
     @Column(name = "command_node_id")

@@ -1245,6 +1245,40 @@ class NodeMountWorkerTest {
                 PLUGIN, ext, null, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())).succeeded());
     }
 
+    /**
+     * Issue 14: a list-volumes command runs CSI ListVolumes on the plugin's controller, one page of at most
+     * {@code maxEntries} ids with its next token; following the tokens reads exactly the plugin's volumes (two created
+     * for this test among them). A plugin not running here answers PLUGIN_NOT_FOUND.
+     */
+    @Test
+    void aListVolumesCommandAnswersOnePageOfThePluginsVolumesAndTheTokenOfTheNext() throws Exception {
+        await().atMost(WAIT).until(() -> worker.plugins().controller(PLUGIN).isPresent());
+        String one = createVolume("list-one");
+        String two = createVolume("list-two");
+        List<String> listed = new java.util.ArrayList<>();
+        String token = null;
+        for (int page = 0; page < 100; page++) {
+            MountDone done = run(NodeCommand.listVolumes("cmd-" + UUID.randomUUID(), NODE, PLUGIN,
+                    new io.csiorchestrator.events.VolumeListing(token, 1), Instant.now()));
+            assertTrue(done.succeeded(), done.toString());
+            assertTrue(done.listed().externalVolumeIds().size() <= 1, done.toString());
+            listed.addAll(done.listed().externalVolumeIds());
+            if (done.listed().last()) {
+                break;
+            }
+            token = done.listed().nextToken();
+        }
+        assertTrue(listed.containsAll(List.of(one, two)), listed.toString());
+        assertEquals(new java.util.TreeSet<>(pluginVolumes()), new java.util.TreeSet<>(listed), "every page read: the plugin's volumes");
+        MountDone unknown = run(NodeCommand.listVolumes("cmd-" + UUID.randomUUID(), NODE, "no-such-plugin",
+                new io.csiorchestrator.events.VolumeListing(null, 10), Instant.now()));
+        assertEquals("PLUGIN_NOT_FOUND", unknown.errorCode());
+        for (String id : List.of(one, two)) {
+            assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.DELETE_VOLUME, NS, "list-vol",
+                    PLUGIN, id, null, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())).succeeded());
+        }
+    }
+
     private static NodeCommand expandCommand(NodeCommandKind kind, String volumeId, String externalVolumeId, long bytes) {
         return new NodeCommand("cmd-" + UUID.randomUUID(), NODE, kind, NS, volumeId, PLUGIN, externalVolumeId, null,
                 null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())

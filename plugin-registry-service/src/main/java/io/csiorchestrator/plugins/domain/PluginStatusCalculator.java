@@ -27,6 +27,7 @@ import java.util.stream.Collectors;
  *       instance advertises the VolumeExpansion type OFFLINE (the stricter answer wins while instances disagree,
  *       e.g. during a rolling upgrade), online when some advertises ONLINE and none OFFLINE; else the status says
  *       nothing about it.</li>
+ *   <li>It lists volumes when some controller instance advertises LIST_VOLUMES.</li>
  *   <li>The plugin's provider name and version are those most of its instances report (ties: the
  *       greatest), so a heartbeat never flips them during a rolling upgrade.</li>
  *   <li>Instances are listed by node id.</li>
@@ -36,6 +37,8 @@ public final class PluginStatusCalculator {
 
     /** The controller and node RPC capability of volume expansion (the same name in both enums of csi.proto). */
     static final String EXPAND_VOLUME = "EXPAND_VOLUME";
+    /** The controller RPC capability of ListVolumes (issue 14: claim-service's reconciliation). */
+    static final String LIST_VOLUMES = "LIST_VOLUMES";
 
     private PluginStatusCalculator() {
     }
@@ -65,7 +68,8 @@ public final class PluginStatusCalculator {
                 updatedAt,
                 controllers.stream().anyMatch(i -> i.controllerCapabilities().contains(EXPAND_VOLUME)),
                 nodes.stream().anyMatch(i -> i.nodeCapabilities().contains(EXPAND_VOLUME)),
-                volumeExpansion(sorted));
+                volumeExpansion(sorted),
+                controllers.stream().anyMatch(i -> i.controllerCapabilities().contains(LIST_VOLUMES)));
     }
 
     /** OFFLINE when some instance advertises it, else ONLINE when some does, else null. */
@@ -94,7 +98,7 @@ public final class PluginStatusCalculator {
                         .map(n -> new PluginStatus.NodeInstance(n.nodeId(), n.externalNodeId(), n.maxVolumes(),
                                 n.accessibleTopology(), n.healthy(), n.healthDescription(), null))
                         .toList(),
-                null, s.controllerExpansion(), s.nodeExpansion(), s.volumeExpansion());
+                null, s.controllerExpansion(), s.nodeExpansion(), s.volumeExpansion(), s.listVolumes());
     }
 
     private static PluginStatus.ControllerInstance controllerOf(PluginInstance i) {

@@ -124,6 +124,20 @@ class PluginStatusCalculatorTest {
         assertFalse(EventCodec.encodeToString(none).contains("volumeExpansion"));
     }
 
+    /** Issue 14: listVolumes when a controller instance advertises LIST_VOLUMES (a node instance's does not count). */
+    @Test
+    void listVolumesWhenAControllerAdvertisesIt() {
+        PluginStatus lists = PluginStatusCalculator.calculate("p", List.of(
+                instance(controller("p", "c", true, T0, "CREATE_DELETE_VOLUME", "LIST_VOLUMES"), T0),
+                instance(node("p", "n", true, T0), T0)), T0);
+        assertTrue(lists.listVolumes());
+        assertEquals(lists, EventCodec.decode(PluginStatus.class, EventCodec.encode(lists)));
+        PluginStatus not = PluginStatusCalculator.calculate("p", List.of(
+                instance(controller("p", "c", true, T0, "CREATE_DELETE_VOLUME"), T0)), T0);
+        assertFalse(not.listVolumes());
+        assertFalse(PluginStatusCalculator.sameStatus(lists, not), "a capability change is a status change");
+    }
+
     private static PluginHealth expanding(String node, PluginType type, String expansion) {
         return new PluginHealth("p", node, type, true, null, null, null, List.of("CONTROLLER_SERVICE", expansion),
                 type == PluginType.NODE ? List.of() : List.of("EXPAND_VOLUME"),
