@@ -42,6 +42,8 @@ public class ClaimMetrics {
     public static final String REPAIRS = "csi.claims.repairs";
     public static final String STALE_EPOCH = "csi.claims.stale.epoch";
     public static final String REPAIRS_DEFERRED = "csi.claims.repairs.deferred";
+    public static final String VOLUME_LISTINGS = "csi.claims.volume.listings";
+    public static final String VOLUMES_UNLISTED = "csi.claims.volumes.unlisted";
 
     /** Histogram buckets for every latency timer here: 5 ms .. 60 s. */
     public static final Duration[] BUCKETS = {
@@ -120,6 +122,22 @@ public class ClaimMetrics {
     public void repairDeferred(String kind) {
         Counter.builder(REPAIRS_DEFERRED).description("Anti-entropy repairs put off by the rate limit, by kind")
                 .tags("kind", kind).register(registry).increment();
+    }
+
+    /** A ListVolumes comparison of one plugin ended (issue 14): {@code complete} or {@code failed} (given up). */
+    public void volumeListing(String outcome) {
+        Counter.builder(VOLUME_LISTINGS).description("ListVolumes comparisons of the volumes created through the services,"
+                + " by outcome").tags("outcome", outcome).register(registry).increment();
+    }
+
+    /** Volumes marked as not listed by their plugin ({@code marked}) or listed again ({@code cleared}). */
+    public void unlisted(String change, int volumes) {
+        Counter c = Counter.builder(VOLUMES_UNLISTED).description("Volumes created through the services that their"
+                + " plugin's ListVolumes stopped listing (marked) or listed again (cleared)").tags("change", change)
+                .register(registry);
+        if (volumes > 0) {
+            c.increment(volumes);
+        }
     }
 
     /** An outbox row was acknowledged by the broker {@code elapsed} after it was written. */

@@ -71,6 +71,9 @@ public class ClaimService {
     ClaimMetrics metrics;
     @Inject
     Fencing fencing;
+    /** Resize on mount (issue 14): looked up lazily, the provisions depend on this service too. */
+    @Inject
+    jakarta.enterprise.inject.Instance<io.csiorchestrator.claims.provision.ProvisionService> provisions;
 
     ClaimMachine machine() {
         return new ClaimMachine(settings.policy());
@@ -831,6 +834,7 @@ public class ClaimService {
     Uni<Void> apply(VolumeEntity volume, ClaimEntity claim, Transition t) {
         Instant now = Instant.now();
         boolean wasPending = Phase.RELEASE_WAIT.name().equals(claim.phase);
+        boolean becameReady = t.next().phase() == Phase.READY && !Phase.READY.name().equals(claim.phase);
         Snapshot s = t.next();
         if (!s.phase().name().equals(claim.phase) || claim.attempt != s.attempt()) {
             LOG.infof("claim %s (volume %s, allocation %s, node %s): %s -> %s (attempt %d)", claim.claimId, claim.volumeKey,
@@ -875,6 +879,10 @@ public class ClaimService {
                 claim.lastError = a.reason();
                 LOG.warnf("claim %s: %s abandoned: %s", claim.claimId, a.kind().wire(), a.reason());
             }
+        }
+        if (becameReady) {
+            // the volume is published on the claim's node now: expanded there too when that node is behind (issue 14)
+            chain = chain.chain(() -> provisions.get().claimReady(volume, claim.nodeId, claim.tx));
         }
         return chain.chain(() -> {
             if (!s.phase().past()) {

@@ -126,15 +126,31 @@ public final class Bus implements AutoCloseable {
         plugin(pluginId, controllerRequired, controllers, nodes, false);
     }
 
-    /** {@link #plugin(String, boolean, List, List)} whose controllers and nodes advertise EXPAND_VOLUME, or not. */
+    /**
+     * {@link #plugin(String, boolean, List, List)} whose controllers and nodes advertise EXPAND_VOLUME (with the
+     * VolumeExpansion type ONLINE), or not.
+     */
     public void plugin(String pluginId, boolean controllerRequired, List<String> controllers, List<String> nodes,
                        boolean expands) {
+        plugin(pluginId, controllerRequired, controllers, nodes, expands,
+                expands ? io.csiorchestrator.events.VolumeExpansionMode.ONLINE : null);
+    }
+
+    /** {@link #plugin(String, boolean, List, List, boolean)} with the VolumeExpansion type {@code mode} (null: none). */
+    public void plugin(String pluginId, boolean controllerRequired, List<String> controllers, List<String> nodes,
+                       boolean expands, io.csiorchestrator.events.VolumeExpansionMode mode) {
+        plugin(pluginId, controllerRequired, controllers, nodes, expands, mode, false);
+    }
+
+    /** {@link #plugin(String, boolean, List, List, boolean, io.csiorchestrator.events.VolumeExpansionMode)} with LIST_VOLUMES or not. */
+    public void plugin(String pluginId, boolean controllerRequired, List<String> controllers, List<String> nodes,
+                       boolean expands, io.csiorchestrator.events.VolumeExpansionMode mode, boolean listVolumes) {
         List<PluginStatus.ControllerInstance> cs = controllers.stream()
                 .map(n -> new PluginStatus.ControllerInstance(n, true, "ok", Instant.now())).toList();
         List<PluginStatus.NodeInstance> ns = nodes.stream()
                 .map(n -> new PluginStatus.NodeInstance(n, "ext-" + n, 10L, Map.of(), true, "ok", Instant.now())).toList();
         send(new PluginStatus(pluginId, "test.csi", "1.0", controllerRequired, cs.size(), cs.size(), ns.size(), ns.size(),
-                cs, ns, Instant.now(), expands, expands));
+                cs, ns, Instant.now(), expands, expands, mode, listVolumes));
     }
 
     /** A node-only plugin with one node instance, healthy or not (external id "ext-" + node). */

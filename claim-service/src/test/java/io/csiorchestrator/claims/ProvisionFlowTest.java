@@ -41,6 +41,9 @@ class ProvisionFlowTest {
 
     final Bus bus = new Bus();
 
+    @jakarta.inject.Inject
+    io.csiorchestrator.claims.provision.VolumeListings listings;
+
     @AfterEach
     void close() {
         bus.close();
@@ -330,7 +333,8 @@ class ProvisionFlowTest {
      * node-b ends in "expand-failed" with the plugin's message and "not retried", no retry scheduled. The operator's
      * new request sends controller-expand again; answered without node expansion, the volume is "created" with the
      * new capacity (the same capacity again: 200), node-b got exactly one node-expand, and the claims were never
-     * unmounted.
+     * unmounted. Schedulers read each end on volume-status: expand-failed with the plugin's message, then expanded
+     * with the plugin's id and the new capacity.
      */
     @Test
     void anExpansionRunsTheControllerThenEachClaimedNodeAndNeverRetriesANodesFailedPrecondition() {
@@ -381,6 +385,9 @@ class ProvisionFlowTest {
                         .body("lastError", containsString("NodeExpandVolume on node node-b failed with FAILED_PRECONDITION: "
                                 + "the file system is busy"))
                         .body("lastError", containsString("not retried")).body("retryAt", equalTo(null)));
+        VolumeStatus failed = bus.awaitVolumeResult("ns1", vol, null, VolumeState.EXPAND_FAILED);
+        assertTrue(failed.reason().contains("NodeExpandVolume on node node-b failed with FAILED_PRECONDITION: the file"
+                + " system is busy"), failed.reason());
 
         given().contentType(ContentType.JSON).body(Map.of("capacity", 2L << 30)).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
                 .then().statusCode(202).body("phase", equalTo("expanding"));
@@ -391,6 +398,11 @@ class ProvisionFlowTest {
                         .body("capacityBytes", equalTo(2L << 30)).body("lastError", equalTo(null)));
         given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
                 .then().statusCode(200).body("phase", equalTo("created"));
+        VolumeStatus expanded = bus.awaitVolumeResult("ns1", vol, null, VolumeState.EXPANDED);
+        assertEquals("ext-" + vol, expanded.externalId());
+        assertEquals(2L << 30, expanded.capacityBytes());
+        assertEquals(List.of(VolumeState.CREATED, VolumeState.EXPAND_FAILED, VolumeState.EXPANDED),
+                bus.volumeResults("ns1", vol).stream().map(VolumeStatus::state).toList());
         assertFalse(bus.commands(vol).stream().anyMatch(c -> c.kind() == NodeCommandKind.UNMOUNT), "the claims stayed");
         assertEquals(1, bus.commands(vol).stream().filter(c -> c.kind() == NodeCommandKind.NODE_EXPAND
                 && "node-b".equals(c.nodeId())).count(), "node-b's FAILED_PRECONDITION was not retried");
@@ -407,6 +419,216 @@ class ProvisionFlowTest {
                 .then().statusCode(400).body("problems[0].field", equalTo("plugin"))
                 .body("problems[0].value", equalTo("'" + fixed + "'")).body("problems[0].message", containsString("EXPAND_VOLUME"));
         assertFalse(bus.commands(other).stream().anyMatch(c -> c.kind().expanding()));
+    }
+
+    /**
+     * Issue 14: resize on mount and the ends of expansions on volume-status. A claim becomes ready on node-b while the
+     * controller expands (claimed on node-a): nothing is sent for it until the controller answers (node expansion
+     * required), then node-a and node-b are expanded one after the other with the controller's capacity; a claim that
+     * becomes ready on node-c during that run is queued behind them (one NodeExpandVolume in flight per volume); after
+     * the last, schedulers read "expanded" (the plugin's id, 2GiB) once, a redelivered answer changing nothing. A
+     * claim ready on node-d afterwards is expanded there (phase node-expanding, node-d only) and reported "expanded"
+     * (resize on mount); a second claim on node-a, already expanded, sends nothing. The REST view shows the capacity
+     * nodes must reach and what each reached; each node got exactly one NodeExpandVolume, none while a claim mounted.
+     */
+    @Test
+    void aClaimReadyOnANodeNotYetExpandedIsExpandedThereAndEachExpansionsEndIsPublishedOnce() {
+        String plugin = unique("prov");
+        String vol = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a", "node-b", "node-c", "node-d"), true);
+        awaitPluginKnown(plugin);
+        Map<String, Object> body = createBody("ns1", vol, plugin, "1GiB");
+        body.put("accessMode", "multi-node-multi-writer");
+        given().contentType(ContentType.JSON).body(body).post("/v1/provisioned-volumes").then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME), "ext-" + vol);
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ready(vol, "alloc-a", "node-a");
+
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(202);
+        NodeCommand controller = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_EXPAND);
+        ready(vol, "alloc-b", "node-b");
+        bus.send(expandedAnswer(controller, 2L << 30, true));
+        NodeCommand a = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-a", a.nodeId(), "nothing was sent for node-b while the controller expanded");
+        assertEquals(2L << 30, a.provision().capacityMinBytes());
+        ready(vol, "alloc-c", "node-c");
+        given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("node-expanding"))
+                .body("expandNodes", equalTo(List.of("node-a", "node-b", "node-c"))).body("nodeExpandBytes", equalTo(2L << 30));
+        bus.send(expandedAnswer(a, 2L << 30, false));
+        NodeCommand b = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-b", b.nodeId());
+        bus.send(expandedAnswer(b, 2L << 30, false));
+        NodeCommand c = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-c", c.nodeId());
+        assertEquals(2L << 30, c.provision().capacityMinBytes());
+        bus.send(expandedAnswer(c, 2L << 30, false));
+        VolumeStatus expanded = bus.awaitVolumeResult("ns1", vol, null, VolumeState.EXPANDED);
+        assertEquals("ext-" + vol, expanded.externalId());
+        assertEquals(2L << 30, expanded.capacityBytes());
+        assertTrue(expanded.reason().contains("on every node where it is published"), expanded.reason());
+        bus.send(expandedAnswer(c, 2L << 30, false)); // redelivered: matches no pending command
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("created"))
+                        .body("nodeExpandedBytes.'node-a'", equalTo(2L << 30)).body("nodeExpandedBytes.'node-c'", equalTo(2L << 30)));
+
+        ready(vol, "alloc-d", "node-d");
+        NodeCommand d = bus.awaitCommand(vol, NodeCommandKind.NODE_EXPAND);
+        assertEquals("node-d", d.nodeId());
+        assertEquals(2L << 30, d.provision().capacityMinBytes());
+        given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("node-expanding"))
+                .body("expandNodes", equalTo(List.of("node-d")));
+        bus.send(expandedAnswer(d, 2L << 30, false));
+        VolumeStatus onMount = EventCodec.decode(VolumeStatus.class, bus.kafka.awaitRecord(Bus.topic(
+                io.csiorchestrator.events.Topic.VOLUME_STATUS), r -> r.value().contains("resize on mount")
+                && r.value().contains(vol), Bus.WAIT).value());
+        assertEquals(VolumeState.EXPANDED, onMount.state());
+        assertEquals(2L << 30, onMount.capacityBytes());
+
+        ready(vol, "alloc-a2", "node-a");
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-a2");
+        bus.send(release);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT)); // after alloc-a2's ready: its commands are out
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        List<NodeCommand> commands = bus.commands(vol);
+        assertEquals(Map.of("node-a", 1L, "node-b", 1L, "node-c", 1L, "node-d", 1L), commands.stream()
+                .filter(x -> x.kind() == NodeCommandKind.NODE_EXPAND).collect(java.util.stream.Collectors.groupingBy(
+                        NodeCommand::nodeId, java.util.stream.Collectors.counting())));
+        assertEquals(List.of(VolumeState.CREATED, VolumeState.EXPANDED, VolumeState.EXPANDED),
+                bus.volumeResults("ns1", vol).stream().map(VolumeStatus::state).toList());
+    }
+
+    /**
+     * Issue 14: a plugin whose VolumeExpansion capability is OFFLINE (plugin-status volumeExpansion "offline") cannot
+     * expand a claimed volume: 409 naming the plugin, the volume, the claim and its node, and to release the claims
+     * first; nothing is sent. Once the claim is released, the same request is 202 and ControllerExpandVolume goes out
+     * (the only one), its answer ends in "expanded".
+     */
+    @Test
+    void aPluginThatExpandsOfflineOnlyRefusesAClaimedVolumesExpansionUntilTheClaimsAreReleased() {
+        String plugin = unique("prov");
+        String vol = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a"), true,
+                io.csiorchestrator.events.VolumeExpansionMode.OFFLINE);
+        awaitPluginKnown(plugin);
+        Map<String, Object> body = createBody("ns1", vol, plugin, "1GiB");
+        body.put("accessMode", "multi-node-multi-writer");
+        given().contentType(ContentType.JSON).body(body).post("/v1/provisioned-volumes").then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME), "ext-" + vol);
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ready(vol, "alloc-1", "node-a");
+
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(409).body("problems[0].field", equalTo("volume"))
+                .body("problems[0].message", containsString("plugin " + plugin + " expands volumes offline only"))
+                .body("problems[0].message", containsString("volume ns1/" + vol + " is claimed by alloc-1 on node node-a"))
+                .body("problems[0].message", containsString("release the claims first"));
+        given().get("/v1/provisioned-volumes/ns1/" + vol).then().statusCode(200).body("phase", equalTo("created"));
+
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT));
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        given().contentType(ContentType.JSON).body(Map.of("capacity", "2GiB")).post("/v1/provisioned-volumes/ns1/" + vol + "/expand")
+                .then().statusCode(202).body("phase", equalTo("expanding"));
+        NodeCommand controller = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_EXPAND);
+        assertEquals(1, bus.commands(vol).stream().filter(x -> x.kind() == NodeCommandKind.CONTROLLER_EXPAND).count(),
+                "the refused request sent nothing");
+        bus.send(expandedAnswer(controller, 2L << 30, false));
+        assertEquals(2L << 30, bus.awaitVolumeResult("ns1", vol, null, VolumeState.EXPANDED).capacityBytes());
+    }
+
+    /**
+     * Issue 14, a record without a volume: a listing of a plugin with LIST_VOLUMES (started here as the timer starts
+     * it) sends list-volumes to the healthy controller's node (first page: no token, 500 entries); a second start while
+     * a page is outstanding sends nothing. The first page lists volume A (and an id no record has) with a next token;
+     * the second page, asked of the same node with that token, is the last and empty. Volume B, created through the
+     * services and not listed, is then marked: GET of the provisioned and of the registered volume show "abnormal:
+     * volume not listed by plugin P since T"; A is not marked; B stays registered and created (nothing deleted), and
+     * the counter csi_claims_volumes_unlisted_total{change="marked"} counted it. A listing that fails (ABORTED: the
+     * token went stale) changes no mark; the next one that lists B clears its mark. A plugin without LIST_VOLUMES is
+     * never listed.
+     */
+    @Test
+    void aVolumeThePluginNoLongerListsIsMarkedAbnormalUntilListedAgainAndNothingIsDeleted() {
+        String plugin = unique("prov");
+        String a = unique("pv");
+        String b = unique("pv");
+        bus.plugin(plugin, false, List.of("node-ctl"), List.of("node-a"), false, null, true);
+        awaitPluginKnown(plugin);
+        for (String vol : List.of(a, b)) {
+            given().contentType(ContentType.JSON).body(createBody("ns1", vol, plugin, "1MiB")).post("/v1/provisioned-volumes")
+                    .then().statusCode(202);
+            answerCreated(bus, bus.awaitCommand(vol, NodeCommandKind.CREATE_VOLUME), "ext-" + vol);
+            ClaimFlowTest.awaitSchedulable("ns1", vol);
+        }
+
+        assertTrue(startListing(plugin));
+        NodeCommand first = bus.awaitCommand(plugin, NodeCommandKind.LIST_VOLUMES);
+        assertEquals("node-ctl", first.nodeId());
+        assertEquals(NodeCommandKind.LISTING_NAMESPACE, first.namespace());
+        assertNull(first.listing().startingToken());
+        assertEquals(500, first.listing().maxEntries());
+        assertFalse(startListing(plugin), "a page is outstanding: no second listing");
+        bus.send(listedAnswer(first, List.of("ext-" + a, "ext-of-no-record"), "page-2"));
+        NodeCommand second = bus.awaitCommand(plugin, NodeCommandKind.LIST_VOLUMES);
+        assertEquals("node-ctl", second.nodeId());
+        assertEquals("page-2", second.listing().startingToken());
+        bus.send(listedAnswer(second, List.of(), null));
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/provisioned-volumes/ns1/" + b).then().statusCode(200).body("phase", equalTo("created"))
+                        .body("listing.condition", equalTo("abnormal"))
+                        .body("listing.message", containsString("volume not listed by plugin " + plugin + " since ")));
+        given().get("/v1/volumes/ns1/" + b).then().statusCode(200).body("schedulable", equalTo(true))
+                .body("listing.condition", equalTo("abnormal")).body("listing.pluginId", equalTo(plugin))
+                .body("listing.message", containsString("volume not listed by plugin " + plugin));
+        given().get("/v1/provisioned-volumes/ns1/" + a).then().statusCode(200).body("listing", equalTo(null));
+        given().get("/v1/volumes/ns1/" + a).then().statusCode(200).body("listing", equalTo(null));
+        given().get("/q/metrics").then().statusCode(200)
+                .body(containsString("csi_claims_volumes_unlisted_total{change=\"marked\"}"))
+                .body(containsString("csi_claims_volume_listings_total{outcome=\"complete\"}"));
+
+        assertTrue(startListing(plugin));
+        bus.fail(bus.awaitCommand(plugin, NodeCommandKind.LIST_VOLUMES), "ABORTED", "starting_token is no longer valid");
+        // the failed listing is given up once its answer is in: a new one starts
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).until(() -> startListing(plugin));
+        bus.send(listedAnswer(bus.awaitCommand(plugin, NodeCommandKind.LIST_VOLUMES), List.of("ext-" + a, "ext-" + b), null));
+        org.awaitility.Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/provisioned-volumes/ns1/" + b).then().statusCode(200).body("listing", equalTo(null)));
+        assertTrue(bus.commands(b).stream().noneMatch(c -> c.kind() == NodeCommandKind.DELETE_VOLUME), "nothing deleted");
+
+        String unlisting = unique("prov");
+        String c = unique("pv");
+        bus.plugin(unlisting, false, List.of("node-ctl"), List.of("node-a"));
+        awaitPluginKnown(unlisting);
+        given().contentType(ContentType.JSON).body(createBody("ns1", c, unlisting, "1MiB")).post("/v1/provisioned-volumes")
+                .then().statusCode(202);
+        answerCreated(bus, bus.awaitCommand(c, NodeCommandKind.CREATE_VOLUME), "ext-" + c);
+        ClaimFlowTest.awaitSchedulable("ns1", c);
+        assertFalse(startListing(unlisting), "no LIST_VOLUMES: never listed");
+    }
+
+    /** Whether a listing of {@code plugin} started (the timer's call, made here on a Vert.x context as the timer's is). */
+    private boolean startListing(String plugin) {
+        try {
+            return io.quarkus.vertx.VertxContextSupport.subscribeAndAwait(() -> listings.start(plugin));
+        } catch (Throwable t) {
+            throw new AssertionError("starting a listing of " + plugin + " failed", t);
+        }
+    }
+
+    private static MountDone listedAnswer(NodeCommand c, List<String> ids, String nextToken) {
+        return MountDone.listed(c, c.nodeId(), new io.csiorchestrator.events.ListedVolumes(ids, nextToken), Instant.now());
+    }
+
+    /** A write claim of {@code alloc} on {@code node}, mounted and ready. */
+    private void ready(String vol, String alloc, String node) {
+        ClaimRequested claim = Bus.claim("ns1", vol, alloc, node, ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.send(claim);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(node, mount.nodeId());
+        bus.succeed(mount);
+        bus.awaitStatus(claim.requestId(), ClaimState.READY);
     }
 
     private static MountDone expandedAnswer(NodeCommand c, long bytes, boolean nodeExpansionRequired) {

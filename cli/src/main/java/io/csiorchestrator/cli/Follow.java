@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.csiorchestrator.events.ClaimStatus;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.VolumeState;
 import io.csiorchestrator.events.VolumeStatus;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
@@ -58,8 +59,8 @@ final class Follow {
     }
 
     /**
-     * Tails claim-status, node-events and volume-status (the results of creates and deletes through the services,
-     * issue 14) from their end until the deadline (or the thread is interrupted).
+     * Tails claim-status, node-events and volume-status (the results of creates, deletes and expansions through the
+     * services, issue 14) from their end until the deadline (or the thread is interrupted).
      */
     static int events(Endpoints endpoints, boolean json, long deadline, PrintStream out) {
         TopicCatalog topics = new TopicCatalog(endpoints.topicPrefix() == null ? "" : endpoints.topicPrefix());
@@ -144,6 +145,7 @@ final class Follow {
             }
             String detail = (s.snapshotId() == null ? "" : "snapshot " + s.snapshotId() + ": ")
                     + (s.reason() != null && s.state().failed() ? s.reason()
+                    : s.state() == VolumeState.EXPANDED ? s.capacityBytes() + " bytes: " + s.reason()
                     : s.externalId() != null ? "plugin id " + s.externalId() : s.reason());
             return row(s.occurredAt(), "volume-status", s.state().wire(), s.namespace() + "/" + s.volumeId(), null, null,
                     detail);

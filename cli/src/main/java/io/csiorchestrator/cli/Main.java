@@ -70,16 +70,22 @@ public final class Main {
               volume expand <id> --capacity SIZE [--timeout 2m]
                                                             a volume created through the services, while claimed too:
                                                             CSI ControllerExpandVolume, then NodeExpandVolume on each
-                                                            node where it is claimed (if the plugin asks); waits for
-                                                            expanded (prints the capacity) or failed (the plugin's
-                                                            message; NodeExpand's FAILED_PRECONDITION is not retried)
+                                                            node where a claim is ready (if the plugin asks; a claim
+                                                            ready later on another node is expanded there too); waits
+                                                            for expanded (prints the capacity) or failed (the plugin's
+                                                            message; NodeExpand's FAILED_PRECONDITION is not retried).
+                                                            A plugin that expands offline only: refused while claimed
+                                                            (release the claims first)
               volume snapshot create <id> --volume V [--parameter k=v ...] [--timeout 2m]
                                                             CSI CreateSnapshot of volume V through the services;
                                                             waits until ready to use (prints externalId) or failed
               volume snapshot list                          the namespace's snapshots and their phase
               volume snapshot delete <id> [--timeout 2m]    refused while a volume is being created from it
               volume register <file.json>                   register the volume(s) in the file (claim-service POST /v1/volumes)
-              volume status [id] [-w [--interval 1s]]       all volumes, or one with its claims; -w follows: printed
+              volume status [id] [-w [--interval 1s]]       all volumes, or one with its claims (and, for a volume
+                                                            created through the services that its plugin's
+                                                            ListVolumes no longer lists, "listing: abnormal: ...");
+                                                            -w follows: printed
                                                             again whenever it changes, woken by claim-service's live
                                                             events (every --interval if they are not available to
                                                             the token); Ctrl-C ends it, or --for 5m
@@ -103,7 +109,8 @@ public final class Main {
                                                             epoch, state (valid, lapsed, fenced), last renewal,
                                                             expiry (the registry's estimate), fenced epoch
               events [-json] [--for D]                      tail claim-status, node-events and volume-status (results
-                                                            of creates and deletes of volumes and snapshots) from now:
+                                                            of creates, deletes and expansions of volumes and creates
+                                                            and deletes of snapshots) from now:
                                                             a line per event (-json: one JSON object per line) until
                                                             Ctrl-C or D
 

@@ -442,6 +442,11 @@ final class Operator {
             JsonNode value = v.get(field);
             pairs.add(new String[] {field, value == null || value.isNull() ? "-" : value.asText()});
         }
+        JsonNode listing = v.path("listing");
+        if (listing.isObject()) {
+            // issue 14: the plugin's ListVolumes no longer lists this volume created through the services
+            pairs.add(new String[] {"listing", listing.path("condition").asText() + ": " + listing.path("message").asText()});
+        }
         out.print(Table.keyValues(pairs));
         printClaims("Claims", v.path("claims"));
         printClaims("Past claims", v.path("pastClaims"));

@@ -69,6 +69,11 @@ class FollowTest {
         String json = Follow.volumeLine(failed, true);
         assertTrue(json.startsWith("{\"topic\":\"volume-status\"") && json.contains("\"state\":\"create-failed\""), json);
         assertNull(Follow.volumeLine("{\"state\":\"created\"}", false));
+        String expanded = EventCodec.encodeToString(new VolumeStatus("default", "data", null, "hostpath",
+                VolumeState.EXPANDED, "ext-1", 2L << 30, "expanded by the controller and on every node where it is published", AT));
+        assertTrue(Follow.volumeLine(expanded, false).contains("expanded") && Follow.volumeLine(expanded, false)
+                .endsWith("2147483648 bytes: expanded by the controller and on every node where it is published"),
+                Follow.volumeLine(expanded, false));
     }
 
     /** A record that is not a valid event prints nothing (it is skipped). */

@@ -261,13 +261,22 @@ public final class CsiPluginClient implements AutoCloseable {
                     .filter(PluginCapability::hasService)
                     .map(capability -> capability.getService().getType())
                     .forEach(services::add);
+            Set<PluginCapability.VolumeExpansion.Type> expansion = EnumSet.noneOf(PluginCapability.VolumeExpansion.Type.class);
+            capabilities.getCapabilitiesList().stream()
+                    .filter(PluginCapability::hasVolumeExpansion)
+                    .map(capability -> capability.getVolumeExpansion().getType())
+                    .forEach(expansion::add);
+            PluginCapability.VolumeExpansion.Type volumeExpansion =
+                    expansion.contains(PluginCapability.VolumeExpansion.Type.OFFLINE) ? PluginCapability.VolumeExpansion.Type.OFFLINE
+                    : expansion.contains(PluginCapability.VolumeExpansion.Type.ONLINE) ? PluginCapability.VolumeExpansion.Type.ONLINE
+                    : PluginCapability.VolumeExpansion.Type.UNKNOWN;
             Uni<Set<ControllerServiceCapability.RPC.Type>> controllerCapabilities =
                     services.contains(PluginCapability.Service.Type.CONTROLLER_SERVICE)
                             ? controllerGetCapabilities().map(CsiPluginClient::controllerTypes)
                             : Uni.createFrom().item(Set.of());
             return controllerCapabilities.chain(controllerTypes -> nodeFingerprint().map(nodePart ->
                     new PluginFingerprint(info.getName(), info.getVendorVersion(), info.getManifestMap(), ready,
-                            services, controllerTypes, nodePart)));
+                            services, controllerTypes, nodePart, volumeExpansion)));
         })));
     }
 

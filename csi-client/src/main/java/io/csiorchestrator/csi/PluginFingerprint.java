@@ -19,6 +19,8 @@ import java.util.Set;
  * @param pluginCapabilities     GetPluginCapabilities service types
  * @param controllerCapabilities ControllerGetCapabilities RPC types; empty without a controller service
  * @param node                   the node service's answers; empty for a plugin without one
+ * @param volumeExpansion        GetPluginCapabilities' VolumeExpansion type: ONLINE, OFFLINE (OFFLINE when it
+ *                               names both), or UNKNOWN when it advertises none
  */
 public record PluginFingerprint(
         String name,
@@ -27,12 +29,24 @@ public record PluginFingerprint(
         boolean ready,
         Set<PluginCapability.Service.Type> pluginCapabilities,
         Set<ControllerServiceCapability.RPC.Type> controllerCapabilities,
-        Optional<NodeFingerprint> node) {
+        Optional<NodeFingerprint> node,
+        PluginCapability.VolumeExpansion.Type volumeExpansion) {
 
     public PluginFingerprint {
         manifest = Map.copyOf(manifest);
         pluginCapabilities = Set.copyOf(pluginCapabilities);
         controllerCapabilities = Set.copyOf(controllerCapabilities);
+        volumeExpansion = volumeExpansion == null || volumeExpansion == PluginCapability.VolumeExpansion.Type.UNRECOGNIZED
+                ? PluginCapability.VolumeExpansion.Type.UNKNOWN : volumeExpansion;
+    }
+
+    /** A fingerprint without a VolumeExpansion capability. */
+    public PluginFingerprint(String name, String vendorVersion, Map<String, String> manifest, boolean ready,
+                             Set<PluginCapability.Service.Type> pluginCapabilities,
+                             Set<ControllerServiceCapability.RPC.Type> controllerCapabilities,
+                             Optional<NodeFingerprint> node) {
+        this(name, vendorVersion, manifest, ready, pluginCapabilities, controllerCapabilities, node,
+                PluginCapability.VolumeExpansion.Type.UNKNOWN);
     }
 
     /**

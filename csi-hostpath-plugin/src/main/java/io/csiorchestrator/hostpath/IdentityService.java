@@ -41,7 +41,8 @@ final class IdentityService extends IdentityGrpc.IdentityImplBase {
                 .addCapabilities(service(PluginCapability.Service.Type.CONTROLLER_SERVICE))
                 .addCapabilities(service(PluginCapability.Service.Type.VOLUME_ACCESSIBILITY_CONSTRAINTS))
                 .addCapabilities(PluginCapability.newBuilder().setVolumeExpansion(PluginCapability.VolumeExpansion
-                        .newBuilder().setType(PluginCapability.VolumeExpansion.Type.ONLINE)))
+                        .newBuilder().setType(options.offlineExpansion() ? PluginCapability.VolumeExpansion.Type.OFFLINE
+                                : PluginCapability.VolumeExpansion.Type.ONLINE)))
                 .build());
     }
 

@@ -32,6 +32,10 @@ import java.util.Set;
  *                              node X (storage-level fencing, see {@code FenceKeeper}) until a ControllerPublishVolume(vol, X)
  * @param fenceAckTimeout       {@code --fence-ack-timeout}: how long a fencing ControllerUnpublishVolume waits for node
  *                              X's plugin to confirm the fence (default 5 s; never past the call's own deadline)
+ * @param offlineExpansion      {@code --volume-expansion=offline}: advertise the VolumeExpansion type OFFLINE instead of
+ *                              ONLINE (the default), and refuse ControllerExpandVolume of a volume that is published
+ *                              (controller publication, staging or node publication known to this process) with
+ *                              FAILED_PRECONDITION, as an offline-only plugin does
  */
 public record PluginOptions(
         Path socketPath,
@@ -47,7 +51,8 @@ public record PluginOptions(
         List<String> faultRules,
         Path sharedDir,
         boolean fenceOnControllerUnpublish,
-        Duration fenceAckTimeout) {
+        Duration fenceAckTimeout,
+        boolean offlineExpansion) {
 
     /** The environment variable that turns {@code --fence-on-controller-unpublish} on ({@code true}). */
     public static final String FENCE_ENV = "CSI_HOSTPATH_FENCE_ON_CONTROLLER_UNPUBLISH";
@@ -71,6 +76,8 @@ public record PluginOptions(
                                                NodeStage/NodePublish of vol and makes X's mounts of it read-only,
                                                until ControllerPublishVolume(vol, X) (env %s=true)
               --fence-ack-timeout 5s           how long ControllerUnpublishVolume waits for X's plugin to confirm
+              --volume-expansion=online|offline  the VolumeExpansion type advertised (default online); offline:
+                                               ControllerExpandVolume of a published volume is FAILED_PRECONDITION
             """.formatted(FENCE_ENV);
 
     public PluginOptions {
@@ -102,6 +109,7 @@ public record PluginOptions(
         boolean fence = env.containsKey(FENCE_ENV) && bool("fence-on-controller-unpublish (" + FENCE_ENV + ")",
                 env.get(FENCE_ENV).strip());
         Duration fenceAckTimeout = DEFAULT_FENCE_ACK_TIMEOUT;
+        boolean offlineExpansion = false;
         Set<String> knownNodes = new LinkedHashSet<>();
         Path faultsFile = null;
         List<String> faultRules = new ArrayList<>();
@@ -152,6 +160,12 @@ public record PluginOptions(
                         case "shared-dir" -> sharedDir = absolute(name, value);
                         case "fault" -> faultRules.add(value);
                         case "fence-ack-timeout" -> fenceAckTimeout = duration(name, value);
+                        case "volume-expansion" -> offlineExpansion = switch (value) {
+                            case "online" -> false;
+                            case "offline" -> true;
+                            default -> throw new IllegalArgumentException("--volume-expansion takes online or offline, got '"
+                                    + value + "'");
+                        };
                         default -> throw new IllegalArgumentException("unknown option --" + name);
                     }
                 }
@@ -169,7 +183,7 @@ public record PluginOptions(
         }
         return new PluginOptions(socket, nodeId, stateDir, pluginName, stageUnstage, controllerPublish, maxVolumes,
                 unmountStagingOnExit, knownNodes, faultsFile == null ? stateDir.resolve(FAULTS_FILE_NAME) : faultsFile,
-                faultRules, sharedDir, fence, fenceAckTimeout);
+                faultRules, sharedDir, fence, fenceAckTimeout, offlineExpansion);
     }
 
     /** Where the volume directories are: {@code <shared-dir>/volumes} or {@code <state-dir>/volumes}. */

@@ -67,9 +67,11 @@ final class VolumeLifecycle {
     private final JsonFile<LifecycleBook> book;
     private final JsonFile<NodeExpansions> nodeSizes;
     private final Path snapshotsRoot;
+    private final boolean offlineExpansion;
 
     VolumeLifecycle(PluginOptions options, VolumeDirectories directories) {
         this.directories = directories;
+        this.offlineExpansion = options.offlineExpansion();
         this.book = new JsonFile<>(options.volumesParent().resolve(LIFECYCLE_FILE), LifecycleBook.class,
                 LifecycleBook::empty);
         this.nodeSizes = new JsonFile<>(options.stateDir().resolve(NODE_EXPANSIONS_FILE), NodeExpansions.class,
@@ -218,6 +220,18 @@ final class VolumeLifecycle {
                     + " bytes already, more than limit_bytes " + limit + "; the plugin does not shrink volumes");
         }
         long capacity = volume.capacityBytes();
+        if (required > capacity && offlineExpansion) {
+            List<String> where = new java.util.ArrayList<>();
+            current.publicationsOf(volumeId).forEach(p -> where.add("controller-published to node " + p.nodeId()));
+            if (current.stagings().containsKey(volumeId)) {
+                where.add("staged");
+            }
+            current.nodePublicationsOf(volumeId).forEach(p -> where.add("published at " + p.targetPath()));
+            if (!where.isEmpty()) {
+                throw CsiStatus.failedPrecondition("volume " + volumeId + " is in use (" + String.join(", ", where)
+                        + "); this plugin expands volumes offline only (VolumeExpansion OFFLINE): unpublish it first");
+            }
+        }
         if (required > capacity) {
             // the size nodes see until NodeExpandVolume, recorded before the capacity grows
             book.save(book.load().withFileSystemBytesIfAbsent(volumeId, capacity));

@@ -95,6 +95,18 @@ class PluginOptionsTest {
                 concat(base, "--fence-ack-timeout", "0s")));
     }
 
+    /** {@code --volume-expansion} is online by default, offline on request, and nothing else. */
+    @Test
+    void theVolumeExpansionFlag() {
+        String[] base = {"--endpoint", "/s.sock", "--node-id", "n1", "--state-dir", "/s"};
+        assertFalse(PluginOptions.parse(Map.of(), base).offlineExpansion());
+        assertFalse(PluginOptions.parse(Map.of(), concat(base, "--volume-expansion=online")).offlineExpansion());
+        assertTrue(PluginOptions.parse(Map.of(), concat(base, "--volume-expansion", "offline")).offlineExpansion());
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse(Map.of(),
+                concat(base, "--volume-expansion=sometimes")));
+        assertTrue(bad.getMessage().contains("online or offline"), bad.getMessage());
+    }
+
     private static String[] concat(String[] first, String... more) {
         String[] all = java.util.Arrays.copyOf(first, first.length + more.length);
         System.arraycopy(more, 0, all, first.length, more.length);

@@ -309,6 +309,40 @@ class VolumeLifecycleIT {
     }
 
     /**
+     * {@code --volume-expansion=offline} (issue 14): GetPluginCapabilities advertises the VolumeExpansion type OFFLINE
+     * (the client's fingerprint reads it; a default plugin's says ONLINE), and ControllerExpandVolume of a volume that
+     * is controller-published is FAILED_PRECONDITION naming the node and saying to unpublish it first; once
+     * unpublished, the same call expands it.
+     */
+    @Test
+    void anOfflineExpansionPluginSaysSoAndRefusesToExpandAPublishedVolume() throws Exception {
+        plugin = HostpathPluginProcess.builder(dir.resolve("csi.sock"), "n1", dir.resolve("state"))
+                .args("--volume-expansion=offline").start();
+        client = PluginFixture.connect(plugin, CsiClientOptions.defaults());
+        assertEquals(PluginCapability.VolumeExpansion.Type.OFFLINE, client.fingerprint().await().atMost(WAIT)
+                .volumeExpansion());
+        String id = create(CreateVolumeRequest.newBuilder().setName("offline")
+                .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(MIB))).getVolumeId();
+        client.controllerPublish(ControllerPublishVolumeRequest.newBuilder().setVolumeId(id).setNodeId("n1")
+                .setVolumeCapability(WRITER).build()).await().atMost(WAIT);
+        ControllerExpandVolumeRequest expand = ControllerExpandVolumeRequest.newBuilder().setVolumeId(id)
+                .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(2 * MIB)).build();
+        CsiCallException published = failure(client.controllerExpandVolume(expand));
+        assertEquals(Status.Code.FAILED_PRECONDITION, published.code());
+        assertTrue(published.pluginMessage().contains("controller-published to node n1")
+                && published.pluginMessage().contains("offline only"), published.pluginMessage());
+        client.controllerUnpublish(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(id).setNodeId("n1").build())
+                .await().atMost(WAIT);
+        assertEquals(2 * MIB, client.controllerExpandVolume(expand).await().atMost(WAIT).getCapacityBytes());
+        client.close();
+        plugin.stop();
+
+        start();
+        assertEquals(PluginCapability.VolumeExpansion.Type.ONLINE, client.fingerprint().await().atMost(WAIT)
+                .volumeExpansion(), "the default");
+    }
+
+    /**
      * The fault file drives the new calls like the old ones: an injected UNAVAILABLE or ABORTED is retried
      * and the call then succeeds (two attempts), an injected INTERNAL fails at once, and an injected
      * FAILED_PRECONDITION of NodeExpandVolume is sent once even by a client whose policy retries it.

@@ -20,6 +20,7 @@ import java.util.Map;
  * @param provisioned    for a successful create-volume: the plugin's volume (id, capacity, context, topology); for a
  *                       successful controller-expand-volume (required) or node-expand-volume: id and new capacity
  * @param snapshot       for a successful create-snapshot: the plugin's snapshot (id, source, size, ready)
+ * @param listed         for a successful list-volumes (required): the page of CSI ListVolumes (issue 14)
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record MountDone(
@@ -39,10 +40,27 @@ public record MountDone(
         Long leaseEpoch,
         Long claimGeneration,
         ProvisionedVolume provisioned,
-        ProvisionedSnapshot snapshot) implements ContractEvent {
+        ProvisionedSnapshot snapshot,
+        ListedVolumes listed) implements ContractEvent {
 
     public MountDone {
         publishContext = Copies.map(publishContext);
+    }
+
+    /** A result without a ListVolumes page (every kind but list-volumes). */
+    public MountDone(String commandId, String nodeId, NodeCommandKind kind, String namespace, String volumeId,
+                     String allocationId, Boolean success, String errorCode, String errorMessage,
+                     Map<String, String> publishContext, String hostPath, String stagingPath, Instant completedAt,
+                     Long leaseEpoch, Long claimGeneration, ProvisionedVolume provisioned, ProvisionedSnapshot snapshot) {
+        this(commandId, nodeId, kind, namespace, volumeId, allocationId, success, errorCode, errorMessage,
+                publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration, provisioned, snapshot,
+                null);
+    }
+
+    /** The successful answer of list-volumes {@code command}: one page of ListVolumes. */
+    public static MountDone listed(NodeCommand command, String nodeId, ListedVolumes page, Instant completedAt) {
+        return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(), command.volumeId(), null,
+                true, null, null, Map.of(), null, null, completedAt, null, null, null, null, page);
     }
 
     /** A result without provisioned volume (every kind but create-volume). */
@@ -75,7 +93,7 @@ public record MountDone(
     public MountDone withFencing(Long leaseEpoch, Long claimGeneration) {
         return new MountDone(commandId, nodeId, kind, namespace, volumeId, allocationId, success, errorCode,
                 errorMessage, publishContext, hostPath, stagingPath, completedAt, leaseEpoch, claimGeneration, provisioned,
-                snapshot);
+                snapshot, listed);
     }
 
     @Override
@@ -120,6 +138,12 @@ public record MountDone(
         }
         if (snapshot != null) {
             snapshot.checkFields("snapshot.", v);
+        }
+        if (kind == NodeCommandKind.LIST_VOLUMES && Boolean.TRUE.equals(success)) {
+            v.required("listed", listed);
+        }
+        if (listed != null) {
+            listed.checkFields("listed.", v);
         }
         if (leaseEpoch != null && leaseEpoch < 1) {
             v.add("leaseEpoch", leaseEpoch, "must be at least 1");

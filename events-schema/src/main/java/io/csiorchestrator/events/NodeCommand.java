@@ -32,6 +32,7 @@ import java.util.Map;
  * @param provision        for create-volume: the CSI name, capacity, parameters, topology and content source;
  *                         for create-snapshot: the snapshot's CSI name and parameters only (its source volume is
  *                         externalVolumeId); for delete-snapshot: sourceSnapshotId, the plugin's id of the snapshot
+ * @param listing          for list-volumes (required): the page of CSI ListVolumes to read (issue 14)
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record NodeCommand(
@@ -55,13 +56,37 @@ public record NodeCommand(
         Long leaseEpoch,
         Long claimGeneration,
         Boolean fenceOnLapse,
-        ProvisionSpec provision) implements ContractEvent {
+        ProvisionSpec provision,
+        VolumeListing listing) implements ContractEvent {
 
     public NodeCommand {
         readOnly = readOnly != null && readOnly;
         volumeContext = Copies.map(volumeContext);
         publishContext = Copies.map(publishContext);
         fenceOnLapse = Boolean.TRUE.equals(fenceOnLapse) ? Boolean.TRUE : null;
+    }
+
+    /** A command without listing (every kind but list-volumes). */
+    public NodeCommand(String commandId, String nodeId, NodeCommandKind kind, String namespace, String volumeId,
+                       String pluginId, String externalVolumeId, String allocationId, AccessMode accessMode,
+                       AttachmentMode attachmentMode, Boolean readOnly, String fsType, String externalNodeId,
+                       Map<String, String> volumeContext, Map<String, String> publishContext, SealedSecrets sealed,
+                       Instant issuedAt, Long leaseEpoch, Long claimGeneration, Boolean fenceOnLapse,
+                       ProvisionSpec provision) {
+        this(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId, accessMode,
+                attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed, issuedAt,
+                leaseEpoch, claimGeneration, fenceOnLapse, provision, null);
+    }
+
+    /**
+     * A list-volumes command (issue 14): CSI ListVolumes of {@code pluginId}, the page {@code listing}, on
+     * {@code nodeId}'s controller instance; namespace {@link NodeCommandKind#LISTING_NAMESPACE}, volumeId the plugin.
+     */
+    public static NodeCommand listVolumes(String commandId, String nodeId, String pluginId, VolumeListing listing,
+                                          Instant issuedAt) {
+        return new NodeCommand(commandId, nodeId, NodeCommandKind.LIST_VOLUMES, NodeCommandKind.LISTING_NAMESPACE,
+                pluginId, pluginId, null, null, null, null, false, null, null, Map.of(), Map.of(), null, issuedAt, null,
+                null, null, null, listing);
     }
 
     /** A command without provision spec (every kind but create-volume). */
@@ -90,14 +115,14 @@ public record NodeCommand(
     public NodeCommand withFencing(Long leaseEpoch, Long claimGeneration, Boolean fenceOnLapse) {
         return new NodeCommand(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId,
                 accessMode, attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed,
-                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, provision);
+                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, provision, listing);
     }
 
     /** This command with the given provision spec (a create-volume). */
     public NodeCommand withProvision(ProvisionSpec spec) {
         return new NodeCommand(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId,
                 accessMode, attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed,
-                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, spec);
+                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, spec, listing);
     }
 
     /** Whether the worker must unmount this mount when its lease lapses. */
@@ -123,7 +148,26 @@ public record NodeCommand(
         v.id("namespace", namespace);
         v.id("volumeId", volumeId);
         v.id("pluginId", pluginId);
-        if (kind == NodeCommandKind.CREATE_VOLUME) {
+        if (kind == NodeCommandKind.LIST_VOLUMES) {
+            if (!NodeCommandKind.LISTING_NAMESPACE.equals(namespace)) {
+                v.add("namespace", namespace, "a list-volumes command's namespace is " + NodeCommandKind.LISTING_NAMESPACE);
+            }
+            if (volumeId != null && !volumeId.equals(pluginId)) {
+                v.add("volumeId", volumeId, "a list-volumes command's volumeId is its plugin id");
+            }
+            if (externalVolumeId != null) {
+                v.add("externalVolumeId", externalVolumeId, "a list-volumes command names no volume");
+            }
+            v.required("listing", listing);
+        } else if (listing != null) {
+            v.add("listing", listing.maxEntries(), "only a list-volumes command carries a listing");
+        }
+        if (listing != null) {
+            listing.checkFields("listing.", v);
+        }
+        if (kind == NodeCommandKind.LIST_VOLUMES) {
+            // no volume: nothing more to check about one
+        } else if (kind == NodeCommandKind.CREATE_VOLUME) {
             v.optionalText("externalVolumeId", externalVolumeId, 1024);
             v.required("provision", provision);
             v.required("accessMode", accessMode);

@@ -23,7 +23,16 @@ public enum NodeCommandKind implements WireValue {
      * CSI NodeExpandVolume of the command's volume on the node where it is published, to
      * {@code provision.capacityMinBytes}; the worker passes the volume's target and staging path (issue 14 item 3).
      */
-    NODE_EXPAND("node-expand-volume");
+    NODE_EXPAND("node-expand-volume"),
+    /**
+     * CSI ListVolumes, one page ({@code listing}), on the node hosting a healthy controller instance of the plugin:
+     * claim-service's reconciliation of the volumes it created (issue 14). Names no volume: {@code namespace} is
+     * {@link #LISTING_NAMESPACE} and {@code volumeId} the plugin id.
+     */
+    LIST_VOLUMES("list-volumes");
+
+    /** The {@code namespace} of a list-volumes command and its answer (its {@code volumeId} is the plugin id). */
+    public static final String LISTING_NAMESPACE = "csi.list-volumes";
 
     private final String wire;
 
@@ -31,9 +40,13 @@ public enum NodeCommandKind implements WireValue {
         this.wire = wire;
     }
 
-    /** Whether the command creates, deletes or expands a volume, or a snapshot, on a controller (no node state, no allocation). */
+    /**
+     * Whether the command creates, deletes, expands or lists volumes, or creates or deletes a snapshot, on a controller
+     * (no node state, no allocation).
+     */
     public boolean provisioning() {
-        return this == CREATE_VOLUME || this == DELETE_VOLUME || this == CONTROLLER_EXPAND || snapshotting();
+        return this == CREATE_VOLUME || this == DELETE_VOLUME || this == CONTROLLER_EXPAND || this == LIST_VOLUMES
+                || snapshotting();
     }
 
     /** Whether the command expands a volume (controller or node; it carries the new capacity in its provision spec). */

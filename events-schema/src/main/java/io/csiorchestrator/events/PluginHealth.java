@@ -11,8 +11,9 @@ import java.util.List;
  *
  * @param type                   controller, node or monolith
  * @param healthDescription      why it is (un)healthy, for operators
- * @param pluginCapabilities     GetPluginCapabilities service/volume-expansion types, e.g.
- *                               CONTROLLER_SERVICE
+ * @param pluginCapabilities     GetPluginCapabilities service types, e.g. CONTROLLER_SERVICE, and its
+ *                               VolumeExpansion type as {@code VOLUME_EXPANSION_ONLINE} or
+ *                               {@code VOLUME_EXPANSION_OFFLINE} ({@link VolumeExpansionMode#capability()})
  * @param controllerCapabilities ControllerGetCapabilities RPC types, e.g. PUBLISH_UNPUBLISH_VOLUME
  * @param nodeCapabilities       NodeGetCapabilities RPC types, e.g. STAGE_UNSTAGE_VOLUME
  * @param nodeInfo               NodeGetInfo; present for node and monolith instances once

@@ -17,6 +17,11 @@ import java.util.Map;
  * @param controllerExpansion whether a controller instance advertises the EXPAND_VOLUME controller capability
  *                           (ControllerExpandVolume; issue 14 item 3)
  * @param nodeExpansion      whether a node instance advertises the EXPAND_VOLUME node capability (NodeExpandVolume)
+ * @param volumeExpansion    when the plugin expands volumes (CSI PluginCapability.VolumeExpansion): {@code offline} when
+ *                           an instance advertises OFFLINE (only volumes published nowhere), else {@code online} when one
+ *                           advertises ONLINE; null when none advertises either (or the registry predates the field)
+ * @param listVolumes        whether a controller instance advertises the LIST_VOLUMES controller capability (CSI
+ *                           ListVolumes: claim-service's reconciliation of the volumes it created, issue 14)
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record PluginStatus(
@@ -32,14 +37,37 @@ public record PluginStatus(
         List<NodeInstance> nodes,
         Instant updatedAt,
         Boolean controllerExpansion,
-        Boolean nodeExpansion) implements ContractEvent {
+        Boolean nodeExpansion,
+        VolumeExpansionMode volumeExpansion,
+        Boolean listVolumes) implements ContractEvent {
 
     public PluginStatus {
         controllerRequired = controllerRequired != null && controllerRequired;
         controllerExpansion = controllerExpansion != null && controllerExpansion;
         nodeExpansion = nodeExpansion != null && nodeExpansion;
+        listVolumes = listVolumes != null && listVolumes;
         controllers = Copies.list(controllers);
         nodes = Copies.list(nodes);
+    }
+
+    /** A status without LIST_VOLUMES. */
+    public PluginStatus(String pluginId, String providerName, String providerVersion, Boolean controllerRequired,
+                        Integer controllersHealthy, Integer controllersExpected, Integer nodesHealthy,
+                        Integer nodesExpected, List<ControllerInstance> controllers, List<NodeInstance> nodes,
+                        Instant updatedAt, Boolean controllerExpansion, Boolean nodeExpansion,
+                        VolumeExpansionMode volumeExpansion) {
+        this(pluginId, providerName, providerVersion, controllerRequired, controllersHealthy, controllersExpected,
+                nodesHealthy, nodesExpected, controllers, nodes, updatedAt, controllerExpansion, nodeExpansion,
+                volumeExpansion, false);
+    }
+
+    /** A status without the VolumeExpansion plugin capability. */
+    public PluginStatus(String pluginId, String providerName, String providerVersion, Boolean controllerRequired,
+                        Integer controllersHealthy, Integer controllersExpected, Integer nodesHealthy,
+                        Integer nodesExpected, List<ControllerInstance> controllers, List<NodeInstance> nodes,
+                        Instant updatedAt, Boolean controllerExpansion, Boolean nodeExpansion) {
+        this(pluginId, providerName, providerVersion, controllerRequired, controllersHealthy, controllersExpected,
+                nodesHealthy, nodesExpected, controllers, nodes, updatedAt, controllerExpansion, nodeExpansion, null);
     }
 
     /** A status without the expansion capabilities (both false). */
@@ -48,7 +76,7 @@ public record PluginStatus(
                         Integer nodesExpected, List<ControllerInstance> controllers, List<NodeInstance> nodes,
                         Instant updatedAt) {
         this(pluginId, providerName, providerVersion, controllerRequired, controllersHealthy, controllersExpected,
-                nodesHealthy, nodesExpected, controllers, nodes, updatedAt, false, false);
+                nodesHealthy, nodesExpected, controllers, nodes, updatedAt, false, false, null);
     }
 
     /** One controller instance of the plugin, on one node. */

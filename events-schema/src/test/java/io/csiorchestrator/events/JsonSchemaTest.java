@@ -144,6 +144,38 @@ class JsonSchemaTest {
         created.remove("externalId");
         assertFalse(schema(EventType.VOLUME_STATUS).validate(created).isEmpty(), "a created volume names the plugin's id");
         assertFalse(javaAccepts(created, VolumeStatus.class), "the Java check refuses it too");
+        VolumeStatus expanded = new VolumeStatus("default", "vol-1", null, "hostpath", VolumeState.EXPANDED, "ext-vol-1",
+                2L << 20, "expanded by the controller and on every node where it is published",
+                java.time.Instant.parse("2026-01-31T12:00:00Z"));
+        ObjectNode expandedJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(expanded));
+        assertTrue(schema(EventType.VOLUME_STATUS).validate(expandedJson).isEmpty(), expandedJson.toString());
+        assertEquals(expanded, EventCodec.decode(VolumeStatus.class, EventCodec.encode(expanded)));
+        for (String field : List.of("capacityBytes", "externalId")) {
+            ObjectNode without = expandedJson.deepCopy();
+            without.remove(field);
+            assertFalse(schema(EventType.VOLUME_STATUS).validate(without).isEmpty(), "expanded needs " + field);
+            assertFalse(javaAccepts(without, VolumeStatus.class), "the Java check refuses it too: " + field);
+        }
+        ObjectNode ofSnapshot = expandedJson.deepCopy().put("snapshotId", "snap-1");
+        assertFalse(schema(EventType.VOLUME_STATUS).validate(ofSnapshot).isEmpty(), "a snapshot is never expanded");
+        assertFalse(javaAccepts(ofSnapshot, VolumeStatus.class), "the Java check refuses it too");
+        ObjectNode expandFailed = expandedJson.deepCopy().put("state", "expand-failed");
+        assertTrue(schema(EventType.VOLUME_STATUS).validate(expandFailed).isEmpty(), expandFailed.toString());
+        expandFailed.remove("reason");
+        assertFalse(schema(EventType.VOLUME_STATUS).validate(expandFailed).isEmpty(), "a failed expansion needs its reason");
+        assertFalse(javaAccepts(expandFailed, VolumeStatus.class), "the Java check refuses it too");
+    }
+
+    /** plugin-status' volumeExpansion (issue 14) is online or offline in schema and codec, nothing else. */
+    @Test
+    void pluginStatusVolumeExpansionIsOnlineOrOffline() throws IOException {
+        ObjectNode status = sampleJson(EventType.PLUGIN_STATUS);
+        assertEquals("offline", status.get("volumeExpansion").asText());
+        assertTrue(schema(EventType.PLUGIN_STATUS).validate(status).isEmpty(), status.toString());
+        status.put("volumeExpansion", "sometimes");
+        assertFalse(schema(EventType.PLUGIN_STATUS).validate(status).isEmpty());
+        assertThrows(RuntimeException.class, () -> EventCodec.decode(PluginStatus.class,
+                EventCodec.mapper().writeValueAsBytes(status)));
     }
 
     /**
@@ -277,6 +309,46 @@ class JsonSchemaTest {
         ObjectNode noAnswer = expandedJson.deepCopy();
         noAnswer.remove("provisioned");
         assertFalse(schema(EventType.MOUNT_DONE).validate(noAnswer).isEmpty(), "an expanded volume's answer names it");
+        assertFalse(javaAccepts(noAnswer, MountDone.class), "the Java check refuses it too");
+    }
+
+    /**
+     * Issue 14's list-volumes: a command (the listing namespace, the plugin as volume, a page) and its answer (the
+     * page's ids and next token) pass the schema and the codec; a command without its page, with a volume's external
+     * id or with a page size past 1000, another kind carrying a page, and a successful answer without the page fail
+     * both.
+     */
+    @Test
+    void listVolumesCommandsAndAnswersFollowTheSameRulesInSchemaAndCodec() throws IOException {
+        NodeCommand list = NodeCommand.listVolumes("cmd-l", "node-1", "hostpath", new VolumeListing("tok", 500),
+                java.time.Instant.parse("2026-01-31T12:00:00Z"));
+        assertEquals("csi.list-volumes", list.namespace());
+        assertEquals("hostpath", list.volumeId());
+        ObjectNode json = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(list));
+        assertTrue(schema(EventType.NODE_COMMAND).validate(json).isEmpty(), json.toString());
+        assertEquals(list, EventCodec.decode(NodeCommand.class, EventCodec.encode(list)));
+        ObjectNode noPage = json.deepCopy();
+        noPage.remove("listing");
+        ObjectNode ofVolume = json.deepCopy().put("externalVolumeId", "ext-vol-1");
+        ObjectNode huge = json.deepCopy();
+        ((ObjectNode) huge.get("listing")).put("maxEntries", 5000);
+        ObjectNode mountWithPage = sampleJson(EventType.NODE_COMMAND);
+        mountWithPage.set("listing", json.get("listing"));
+        for (ObjectNode bad : List.of(noPage, ofVolume, huge, mountWithPage)) {
+            assertFalse(schema(EventType.NODE_COMMAND).validate(bad).isEmpty(), bad.toString());
+            assertFalse(javaAccepts(bad, NodeCommand.class), "the Java check refuses it too: " + bad);
+        }
+
+        MountDone page = MountDone.listed(list, "node-1", new ListedVolumes(List.of("ext-1", "ext-2"), "next"),
+                java.time.Instant.parse("2026-01-31T12:00:01Z"));
+        ObjectNode pageJson = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(page));
+        assertTrue(schema(EventType.MOUNT_DONE).validate(pageJson).isEmpty(), pageJson.toString());
+        assertEquals(page, EventCodec.decode(MountDone.class, EventCodec.encode(page)));
+        assertTrue(EventCodec.decode(MountDone.class, EventCodec.encode(MountDone.listed(list, "node-1",
+                new ListedVolumes(List.of(), null), java.time.Instant.parse("2026-01-31T12:00:01Z")))).listed().last());
+        ObjectNode noAnswer = pageJson.deepCopy();
+        noAnswer.remove("listed");
+        assertFalse(schema(EventType.MOUNT_DONE).validate(noAnswer).isEmpty(), "a listing's answer carries its page");
         assertFalse(javaAccepts(noAnswer, MountDone.class), "the Java check refuses it too");
     }
 

@@ -54,7 +54,7 @@ final class SampleEvents {
                 List.of(new PluginStatus.ControllerInstance("node-1", true, null, T)),
                 List.of(new PluginStatus.NodeInstance("node-1", "ext-node-1", 16L, Map.of("zone", "a"), true, null, T),
                         new PluginStatus.NodeInstance("node-2", "ext-node-2", 0L, Map.of(), true, null, T)),
-                T, true, true);
+                T, true, true, VolumeExpansionMode.OFFLINE);
     }
 
     static NodeEvent nodeEvent() {

@@ -60,12 +60,18 @@ public class ProvisionResource {
     @Inject
     JsonWebToken token;
 
-    /** A provisioned volume as it stands: phase, attempt, the plugin's answer, the last error. */
+    /**
+     * A provisioned volume as it stands: phase, attempt, the plugin's answer, the last error; for an expansion the
+     * capacity asked for, the nodes still to expand, the capacity the plugin asked nodes to expand to
+     * ({@code nodeExpandBytes}, absent when none is owed) and the capacity each node's NodeExpandVolume reached.
+     */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record ProvisionView(String namespace, String id, String pluginId, String csiName, String phase, int attempt,
                                 Long capacityMinBytes, Long capacityMaxBytes, String externalId, Long capacityBytes,
-                                Long expandToBytes, List<String> expandNodes,
-                                String lastError, Instant retryAt, Instant createdAt, Instant updatedAt) {
+                                Long expandToBytes, List<String> expandNodes, Long nodeExpandBytes,
+                                java.util.Map<String, Long> nodeExpandedBytes,
+                                String lastError, Instant retryAt, Instant createdAt, Instant updatedAt,
+                                VolumeResource.ConditionView listing) {
     }
 
     @POST
@@ -157,7 +163,11 @@ public class ProvisionResource {
     @Path("/{namespace}/{id}")
     @Operation(summary = "Read a provisioned volume", description = "Its phase (creating, created, create-failed, finding, "
             + "deleting, delete-failed, expanding, node-expanding, expand-failed), attempt, the plugin's id and capacity, the "
-            + "capacity the last expansion asked for (expandToBytes) and the nodes still to expand (expandNodes), the last error.")
+            + "capacity the last expansion asked for (expandToBytes), the nodes still to expand (expandNodes), the capacity "
+            + "the plugin asked every node where the volume is published to expand to (nodeExpandBytes; absent when no node "
+            + "expansion is owed) and the capacity each node's NodeExpandVolume reached (nodeExpandedBytes), the last error, "
+            + "and listing: {condition: abnormal, message: \"volume not listed by plugin P since T\", since} while the "
+            + "plugin's last complete ListVolumes did not list it (a mark only: nothing is deleted for it).")
     @APIResponse(responseCode = "200", description = "The provision",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = ProvisionView.class)))
     @APIResponse(responseCode = "404", description = "No volume of this namespace and id was created through the services",
@@ -208,11 +218,15 @@ public class ProvisionResource {
     @Operation(summary = "Expand a provisioned volume through its plugin", description = "Body {\"capacity\": <bytes, or a "
             + "size such as \"2GiB\">}. CSI ControllerExpandVolume is sent to a healthy controller instance's node worker "
             + "(phase expanding); when the plugin answers node_expansion_required, NodeExpandVolume follows on each node "
-            + "where the volume is claimed, one node after the other, by that node's worker at the volume's target and "
-            + "staging path (phase node-expanding); then the phase is created again with the new capacityBytes. Claims "
-            + "keep working throughout (online expansion). Retried per the CSI error table; FAILED_PRECONDITION from "
+            + "where a claim of the volume is ready, one node after the other, by that node's worker at the volume's target "
+            + "and staging path (phase node-expanding); then the phase is created again with the new capacityBytes. Claims "
+            + "keep working throughout (online expansion); a claim that becomes ready later on a node not expanded yet gets "
+            + "NodeExpandVolume there (resize on mount). Retried per the CSI error table; FAILED_PRECONDITION from "
             + "NodeExpandVolume is never retried (CSI): the phase becomes expand-failed with the plugin's message, the "
-            + "volume stays usable, and the same request again starts over. The same capacity as the volume's answers 200.")
+            + "volume stays usable, and the same request again starts over. The same capacity as the volume's answers 200. "
+            + "Each end (expanded with the new capacity, expand-failed with the reason) is published for schedulers on "
+            + "volume-status. A plugin that expands offline only (VolumeExpansion OFFLINE) cannot expand a claimed volume: "
+            + "409 naming the plugin, the volume and its claims; release the claims first.")
     @RequestBody(required = true, content = @Content(mediaType = MediaType.APPLICATION_JSON,
             schema = @Schema(type = SchemaType.OBJECT, description = "{\"capacity\": \"2GiB\"}")))
     @APIResponse(responseCode = "202", description = "Recorded; ControllerExpandVolume sent (or waiting for a controller)",
@@ -224,7 +238,8 @@ public class ProvisionResource {
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeResource.Errors.class)))
     @APIResponse(responseCode = "404", description = "No volume of this namespace and id was created through the services",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeResource.Errors.class)))
-    @APIResponse(responseCode = "409", description = "The volume is being created, deleted or expanded",
+    @APIResponse(responseCode = "409", description = "The volume is being created, deleted or expanded, or it is claimed "
+            + "and its plugin expands volumes offline only",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeResource.Errors.class)))
     @RolesAllowed({"volume-write", "admin"})
     public Uni<Response> expand(@PathParam("namespace") String namespace, @PathParam("id") String id, String text) {
@@ -337,8 +352,9 @@ public class ProvisionResource {
     static ProvisionView view(ProvisionEntity p) {
         return new ProvisionView(p.namespace, p.volumeId, p.pluginId, p.csiName, p.phase.toLowerCase(Locale.ROOT).replace('_', '-'),
                 p.attempt, p.capacityMinBytes, p.capacityMaxBytes, p.externalId, p.capacityBytes, p.expandToBytes,
-                Json.list(p.expandNodesJson).isEmpty() ? null : Json.list(p.expandNodesJson), p.lastError, p.retryAt,
-                p.createdAt, p.updatedAt);
+                Json.list(p.expandNodesJson).isEmpty() ? null : Json.list(p.expandNodesJson), p.nodeExpandBytes,
+                Json.longs(p.nodeSizesJson).isEmpty() ? null : Json.longs(p.nodeSizesJson), p.lastError, p.retryAt,
+                p.createdAt, p.updatedAt, VolumeResource.listing(p));
     }
 
     private Response refused(List<String> wanted) {

@@ -115,7 +115,7 @@ public class VolumeResource {
                                MountOptionsView mountOptions, Map<String, String> parameters, Map<String, String> context,
                                Map<String, String> secrets, Map<String, String> topology, boolean schedulable, String health,
                                boolean deleting, List<ClaimView> claims, List<ClaimView> pastClaims,
-                               List<ConditionView> conditions, String failover) {
+                               List<ConditionView> conditions, String failover, ConditionView listing) {
     }
 
     public record Released(String volume, String action, List<String> allocations) {
@@ -217,7 +217,9 @@ public class VolumeResource {
             return ClaimEntity.<ClaimEntity>list("volumeKey = ?1 order by createdAt", v.volumeKey)
                     .chain(all -> VolumeConditionEntity.<VolumeConditionEntity>list("volumeKey = ?1 order by nodeId", v.volumeKey)
                             .chain(conditions -> plugins.facts(v.pluginId)
-                                    .map(plugin -> Response.ok(detail(v, all, plugin, conditions)).build())));
+                                    .chain(plugin -> io.csiorchestrator.claims.store.ProvisionEntity
+                                            .<io.csiorchestrator.claims.store.ProvisionEntity>findById(v.volumeKey)
+                                            .map(p -> Response.ok(detail(v, all, plugin, conditions, listing(p))).build()))));
         }));
     }
 
@@ -385,7 +387,7 @@ public class VolumeResource {
     }
 
     private static VolumeDetail detail(VolumeEntity v, List<ClaimEntity> all, PluginFacts plugin,
-                                       List<VolumeConditionEntity> conditions) {
+                                       List<VolumeConditionEntity> conditions, ConditionView listing) {
         String unhealthy = ClaimRules.unschedulableReason(ClaimService.facts(v, List.of()), plugin, null);
         Map<String, String> redactedSecrets = new LinkedHashMap<>();
         for (String key : Json.list(v.secretKeysJson)) {
@@ -406,7 +408,20 @@ public class VolumeResource {
                 v.claimedAccessMode, new MountOptionsView(v.fsType, Collections.nCopies(v.mountFlagCount, REDACTED)),
                 Json.map(v.parametersJson), Json.map(v.contextJson), redactedSecrets, Json.map(v.topologyJson),
                 unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting, current, past,
-                conditionViews(all, conditions), io.csiorchestrator.claims.domain.Failover.effective(v.failover).wire());
+                conditionViews(all, conditions), io.csiorchestrator.claims.domain.Failover.effective(v.failover).wire(),
+                listing);
+    }
+
+    /**
+     * The ListVolumes comparison of a volume created through the services (issue 14): abnormal, "volume not listed by
+     * plugin P since T", while its plugin's last complete ListVolumes did not list it; null otherwise.
+     */
+    public static ConditionView listing(io.csiorchestrator.claims.store.ProvisionEntity p) {
+        if (p == null || p.unlistedSince == null) {
+            return null;
+        }
+        return new ConditionView(null, p.pluginId, "abnormal",
+                io.csiorchestrator.claims.provision.VolumeListings.condition(p.pluginId, p.unlistedSince), p.unlistedSince);
     }
 
     /** The conditions reported from nodes where the volume is claimed now (a node it left reports no more). */

@@ -24,13 +24,25 @@ import java.util.Set;
  *                                                                                         node, after the last CREATED;
  *                                                                                         fatal (FAILED_PRECONDITION: never
  *                                                                                         retried) ─▶ EXPAND_FAILED
+ *   CREATED ──a claim ready on a node not node-expanded yet──▶ NODE_EXPANDING (that node; resize on mount)
+ *   NODE_EXPANDING ──a claim ready on a node not node-expanded yet──▶ the node appended to the nodes still to expand
  * </pre>
  *
  * Expansion (issue 14 item 3): ControllerExpandVolume through a healthy controller instance's node, then, when the
- * plugin answers node_expansion_required, NodeExpandVolume on each node where the volume is claimed, one node after
- * the other (at most one call in flight per volume), each on that node's worker. The claims keep working throughout
- * (online expansion). An EXPAND_FAILED volume stays registered and usable; expanding it again starts over with the
- * controller (ControllerExpandVolume is idempotent: a volume as large already answers its capacity).
+ * plugin answers node_expansion_required, NodeExpandVolume on each node where a claim of the volume is ready (the
+ * volume is published there) and whose node expansion has not reached the new capacity, one node after the other (at
+ * most one call in flight per volume, so never two expansions of the volume at once on a node), each on that node's
+ * worker. The claims keep working throughout (online expansion). An EXPAND_FAILED volume stays registered and usable;
+ * expanding it again starts over with the controller (ControllerExpandVolume is idempotent: a volume as large already
+ * answers its capacity). Each end of an expansion (CREATED again, EXPAND_FAILED) is a {@link Report} marked
+ * {@link Report#expansion()}: claim-service's result for schedulers.
+ *
+ * <p>Resize on mount (as Kubernetes' kubelet expands a volume's file system when a pod mounts it after a controller
+ * expansion): a claim that becomes ready on a node whose node expansion is behind the capacity the plugin asked nodes
+ * to expand to ({@link #claimReady}) gets NodeExpandVolume there: from CREATED a NODE_EXPANDING run of that node
+ * ({@link Snapshot#onMount()}), within NODE_EXPANDING the node is appended (again, when its call is the one in flight:
+ * that call may have run before the new mount); while EXPANDING nothing (the controller's answer takes the node in, its
+ * claim being ready then); in EXPAND_FAILED nothing (the next expansion request takes it in).
  *
  * FINDING is the adoption by name that CSI's idempotent CreateVolume makes natural: a create that gave up after
  * uncertain attempts (a timeout, UNAVAILABLE: the plugin may have made the volume, a crash between its call and the
@@ -113,10 +125,17 @@ public final class ProvisionMachine {
      * @param contentSource whether the volume is created from a snapshot or a volume
      * @param expandNodes   in NODE_EXPANDING: the nodes still to run NodeExpandVolume, the first one's command
      *                      outstanding or due; empty otherwise
+     * @param onMount       in NODE_EXPANDING: the run was started by a claim that became ready on a node not expanded
+     *                      yet (resize on mount), not by an expansion request
      */
-    public record Snapshot(Phase phase, int attempt, boolean contentSource, List<String> expandNodes) {
+    public record Snapshot(Phase phase, int attempt, boolean contentSource, List<String> expandNodes, boolean onMount) {
         public Snapshot {
             expandNodes = expandNodes == null ? List.of() : List.copyOf(expandNodes);
+            onMount = onMount && phase == Phase.NODE_EXPANDING;
+        }
+
+        public Snapshot(Phase phase, int attempt, boolean contentSource, List<String> expandNodes) {
+            this(phase, attempt, contentSource, expandNodes, false);
         }
 
         public Snapshot(Phase phase, int attempt, boolean contentSource) {
@@ -124,11 +143,12 @@ public final class ProvisionMachine {
         }
 
         Snapshot with(Phase next, int nextAttempt) {
-            return new Snapshot(next, nextAttempt, contentSource, next == Phase.NODE_EXPANDING ? expandNodes : List.of());
+            boolean nodes = next == Phase.NODE_EXPANDING;
+            return new Snapshot(next, nextAttempt, contentSource, nodes ? expandNodes : List.of(), nodes && onMount);
         }
 
         Snapshot withExpandNodes(List<String> nodes) {
-            return new Snapshot(phase, attempt, contentSource, nodes);
+            return new Snapshot(phase, attempt, contentSource, nodes, onMount);
         }
 
         /** The node whose NodeExpandVolume is outstanding or due; null outside NODE_EXPANDING. */
@@ -156,8 +176,14 @@ public final class ProvisionMachine {
     public record Deregister() implements Effect {
     }
 
-    /** A result for operators and schedulers: the phase reached and why. */
-    public record Report(Phase phase, String reason) implements Effect {
+    /**
+     * A result for operators and schedulers: the phase reached and why; {@code expansion} for the end of an expansion
+     * (CREATED again: expanded; EXPAND_FAILED), not of a create or delete.
+     */
+    public record Report(Phase phase, String reason, boolean expansion) implements Effect {
+        public Report(Phase phase, String reason) {
+            this(phase, reason, phase == Phase.EXPAND_FAILED);
+        }
     }
 
     public record Transition(Snapshot next, List<Effect> effects) {
@@ -192,32 +218,57 @@ public final class ProvisionMachine {
     }
 
     /**
-     * ControllerExpandVolume succeeded: when the plugin asks for node expansion and the volume is claimed on
-     * {@code claimedNodes} (the nodes where it may be published), NODE_EXPANDING with NodeExpandVolume to the first
-     * of them (sorted, each once); otherwise the expansion is done (CREATED).
+     * ControllerExpandVolume succeeded: when the plugin asks for node expansion and {@code nodesToExpand} (the nodes
+     * where a claim of the volume is ready and whose node expansion is behind the new capacity) is not empty,
+     * NODE_EXPANDING with NodeExpandVolume to the first of them (sorted, each once); otherwise the expansion is done
+     * (CREATED).
      */
-    public Transition controllerExpanded(Snapshot s, boolean nodeExpansionRequired, List<String> claimedNodes) {
+    public Transition controllerExpanded(Snapshot s, boolean nodeExpansionRequired, List<String> nodesToExpand) {
         if (s.phase() != Phase.EXPANDING) {
             return new Transition(s, List.of());
         }
-        List<String> nodes = claimedNodes.stream().distinct().sorted().toList();
+        List<String> nodes = nodesToExpand.stream().distinct().sorted().toList();
         if (!nodeExpansionRequired || nodes.isEmpty()) {
             return new Transition(s.with(Phase.CREATED, s.attempt()), List.of(new Report(Phase.CREATED,
-                    nodeExpansionRequired ? "expanded by the controller; published on no node, so no node expansion"
-                            : "expanded by the controller; the plugin needs no node expansion")));
+                    nodeExpansionRequired ? "expanded by the controller; no node where it is published needs node expansion"
+                            + " now (a claim that becomes ready later is node-expanded then)"
+                            : "expanded by the controller; the plugin needs no node expansion", true)));
         }
-        return new Transition(new Snapshot(Phase.NODE_EXPANDING, 1, s.contentSource(), nodes),
+        return new Transition(new Snapshot(Phase.NODE_EXPANDING, 1, s.contentSource(), nodes, false),
                 List.of(new Send(NodeCommandKind.NODE_EXPAND)));
+    }
+
+    /**
+     * A claim of the volume became ready on {@code node}, whose node expansion is behind the capacity the plugin asked
+     * nodes to expand to (the caller checked): from CREATED, a NODE_EXPANDING run of that node (resize on mount);
+     * within NODE_EXPANDING the node is appended unless it is among the nodes still to expand after the one in flight
+     * (a node whose call is in flight is appended again: that call may have run before the new mount, and finding the
+     * volume not published there it expanded nothing). Nothing in any other phase: EXPANDING takes the node in when
+     * the controller answers, EXPAND_FAILED with the next expansion request.
+     */
+    public Transition claimReady(Snapshot s, String node) {
+        if (s.phase() == Phase.CREATED) {
+            return new Transition(new Snapshot(Phase.NODE_EXPANDING, 1, s.contentSource(), List.of(node), true),
+                    List.of(new Send(NodeCommandKind.NODE_EXPAND)));
+        }
+        if (s.phase() == Phase.NODE_EXPANDING && !s.expandNodes().isEmpty()
+                && !s.expandNodes().subList(1, s.expandNodes().size()).contains(node)) {
+            List<String> nodes = new java.util.ArrayList<>(s.expandNodes());
+            nodes.add(node);
+            return new Transition(s.withExpandNodes(nodes), List.of());
+        }
+        return new Transition(s, List.of());
     }
 
     /** NodeExpandVolume succeeded on the first pending node: the next node, or, after the last, CREATED. */
     private Transition nodeExpanded(Snapshot s) {
         List<String> rest = s.expandNodes().isEmpty() ? List.of() : s.expandNodes().subList(1, s.expandNodes().size());
         if (rest.isEmpty()) {
-            return new Transition(s.with(Phase.CREATED, s.attempt()),
-                    List.of(new Report(Phase.CREATED, "expanded by the controller and on every node where it is published")));
+            return new Transition(s.with(Phase.CREATED, s.attempt()), List.of(new Report(Phase.CREATED, s.onMount()
+                    ? "expanded on the nodes where claims became ready after the volume was expanded (resize on mount)"
+                    : "expanded by the controller and on every node where it is published", true)));
         }
-        return new Transition(new Snapshot(Phase.NODE_EXPANDING, 1, s.contentSource(), rest),
+        return new Transition(new Snapshot(Phase.NODE_EXPANDING, 1, s.contentSource(), rest, s.onMount()),
                 List.of(new Send(NodeCommandKind.NODE_EXPAND)));
     }
 
@@ -251,6 +302,21 @@ public final class ProvisionMachine {
     /** Whether an expansion to {@code requestedBytes} has nothing to do: the volume is CREATED with that capacity already. */
     public static boolean alreadyExpanded(Snapshot s, Long currentBytes, long requestedBytes) {
         return s.phase() == Phase.CREATED && currentBytes != null && currentBytes == requestedBytes;
+    }
+
+    /**
+     * Why an expansion is refused because the plugin expands only volumes published nowhere (its VolumeExpansion
+     * capability is OFFLINE) and the volume has claims ({@code claims}: each "allocation on node", non-empty), or null.
+     * A conflict (409) naming the plugin, the volume, the claims and what to do.
+     */
+    public static ExpandRefusal offlineRefusal(String volumeKey, String pluginId, boolean offlineOnly, List<String> claims) {
+        if (!offlineOnly || claims.isEmpty()) {
+            return null;
+        }
+        return new ExpandRefusal("volume", volumeKey, "plugin " + pluginId + " expands volumes offline only (its"
+                + " VolumeExpansion capability is OFFLINE), and volume " + volumeKey + " is claimed by "
+                + String.join(", ", claims) + "; release the claims first (the volume must be published on no node),"
+                + " then expand it", true);
     }
 
     /** A refused expansion: the field and value at fault, why, and whether it is a conflict (409) rather than a bad request (400). */

@@ -72,6 +72,8 @@ public class Consumers {
     io.csiorchestrator.claims.provision.ProvisionService provisions;
     @Inject
     io.csiorchestrator.claims.provision.SnapshotService snapshots;
+    @Inject
+    io.csiorchestrator.claims.provision.VolumeListings listings;
 
     @Incoming("claim-requested")
     public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
@@ -110,6 +112,10 @@ public class Consumers {
             MountDone done = EventCodec.decode(MountDone.class, record.value());
             authenticity.requireNode(record, EventType.MOUNT_DONE.displayName(), done.nodeId());
             refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
+            if (done.kind() == io.csiorchestrator.events.NodeCommandKind.LIST_VOLUMES) {
+                // a page of ListVolumes for the comparison of the volumes created through the services (issue 14)
+                return retried(() -> listings.onDone(done, tx), "mount-done " + done.commandId());
+            }
             if (done.kind().snapshotting()) {
                 // create-snapshot / delete-snapshot answers (issue 14 item 2)
                 return retried(() -> snapshots.onDone(done, tx), "mount-done " + done.commandId());

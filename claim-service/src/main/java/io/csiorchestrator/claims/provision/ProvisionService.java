@@ -4,6 +4,7 @@ import io.csiorchestrator.claims.ClaimService;
 import io.csiorchestrator.claims.ClaimSettings;
 import io.csiorchestrator.claims.Secrets;
 import io.csiorchestrator.claims.Tx;
+import io.csiorchestrator.claims.domain.ClaimMachine;
 import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
 import io.csiorchestrator.claims.domain.ProvisionMachine;
 import io.csiorchestrator.claims.domain.ProvisionMachine.Phase;
@@ -22,6 +23,7 @@ import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.ProvisionSpec;
 import io.csiorchestrator.events.ProvisionedVolume;
+import io.csiorchestrator.events.VolumeExpansionMode;
 import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -39,8 +41,9 @@ import org.jboss.logging.Logger;
  * or delete request, a create-volume / delete-volume mount-done, a due retry, a command timeout). The provision row
  * and the outbox row of its command are written together, before the command leaves; the volume is registered in
  * the transaction that records the plugin's answer and deregistered in the one that records the delete; each result
- * (created, create failed, deleted, delete failed) goes to volume-status through the outbox in that same transaction
- * ({@link VolumeResults}). Lock order
+ * (created, create failed, deleted, delete failed, expanded, expand failed) goes to volume-status through the outbox
+ * in that same transaction ({@link VolumeResults}). A claim that becomes ready on a node behind the volume's node
+ * expansion gets NodeExpandVolume there ({@link #claimReady}, in the claim's transaction). Lock order
  * as in {@link ClaimService}: the volume row first (when there is one), then the provision row.
  */
 @ApplicationScoped
@@ -191,8 +194,9 @@ public class ProvisionService {
     /**
      * An expansion request (issue 14 item 3) to {@code bytes}: refused (400) for a capacity below the volume's or a
      * plugin without EXPAND_VOLUME, refused (409) while a create, delete or another expansion is in progress;
-     * {@link Unchanged} when the volume already has that capacity; else EXPANDING with ControllerExpandVolume to a
-     * healthy controller instance's node, in the transaction that records the request.
+     * {@link Unchanged} when the volume already has that capacity; refused (409) when the plugin expands offline only
+     * (VolumeExpansion OFFLINE in its plugin-status) and the volume has claims; else EXPANDING with
+     * ControllerExpandVolume to a healthy controller instance's node, in the transaction that records the request.
      */
     public Uni<Outcome> expand(String namespace, String id, long bytes, Tx tx) {
         String key = VolumeEntity.key(namespace, id);
@@ -213,9 +217,17 @@ public class ProvisionService {
                         if (ProvisionMachine.alreadyExpanded(s, p.capacityBytes, bytes)) {
                             return Uni.createFrom().<Outcome>item(new Unchanged(p));
                         }
-                        p.expandToBytes = bytes;
-                        p.lastError = null;
-                        return apply(p, volume, machine().expand(s), tx).map(x -> (Outcome) new Started(p));
+                        boolean offlineOnly = status != null && status.volumeExpansion() == VolumeExpansionMode.OFFLINE;
+                        return ClaimService.activeClaims(key).chain(active -> {
+                            ProvisionMachine.ExpandRefusal offline = ProvisionMachine.offlineRefusal(key, p.pluginId,
+                                    offlineOnly, active.stream().map(c -> c.allocationId + " on node " + c.nodeId).toList());
+                            if (offline != null) {
+                                return Uni.createFrom().<Outcome>item(new Refused(offline.reason()));
+                            }
+                            p.expandToBytes = bytes;
+                            p.lastError = null;
+                            return apply(p, volume, machine().expand(s), tx).map(x -> (Outcome) new Started(p));
+                        });
                     });
                 })));
     }
@@ -246,9 +258,21 @@ public class ProvisionService {
                                     long reported = v == null || v.capacityBytes() == null ? 0 : v.capacityBytes();
                                     p.capacityBytes = reported > 0 ? reported : p.expandToBytes;
                                     boolean nodesToo = v != null && v.requiresNodeExpansion();
+                                    // every node where the volume is published must reach the new capacity: those
+                                    // with a ready claim now; a claim that becomes ready later is expanded then
+                                    p.nodeExpandBytes = nodesToo ? p.capacityBytes : null;
                                     return ClaimService.activeClaims(key).chain(active -> apply(p, volume,
-                                            machine().controllerExpanded(snapshot(p), nodesToo,
-                                                    active.stream().map(c -> c.nodeId).filter(Objects::nonNull).toList()), tx));
+                                            machine().controllerExpanded(snapshot(p), nodesToo, nodesBehind(p, active)), tx));
+                                }
+                                if (done.kind() == NodeCommandKind.NODE_EXPAND && done.provisioned() != null) {
+                                    // the worker called NodeExpandVolume (it answers without provisioned when the
+                                    // volume was not published there: nothing was expanded on that node)
+                                    Long reported = done.provisioned().capacityBytes();
+                                    long reached = reported != null && reported > 0 ? reported
+                                            : p.nodeExpandBytes != null ? p.nodeExpandBytes : 0;
+                                    java.util.TreeMap<String, Long> sizes = Json.longs(p.nodeSizesJson);
+                                    sizes.merge(done.nodeId(), reached, Math::max);
+                                    p.nodeSizesJson = Json.write(sizes);
                                 }
                                 if (done.kind() == NodeCommandKind.CREATE_VOLUME) {
                                     ProvisionedVolume v = done.provisioned();
@@ -271,6 +295,42 @@ public class ProvisionService {
                     }
                     return apply(p, volume, machine().retryDue(snapshot(p)), null);
                 })));
+    }
+
+    /**
+     * Resize on mount (issue 14): a claim of volume {@code volume} became ready on {@code nodeId}, in the claim's
+     * transaction (the volume row locked). When the volume was created through the services, the plugin asked nodes
+     * to expand it (its last ControllerExpandVolume answered node_expansion_required) and this node's NodeExpandVolume
+     * has not reached that capacity, the node is expanded too ({@link ProvisionMachine#claimReady}).
+     */
+    public Uni<Void> claimReady(VolumeEntity volume, String nodeId, Tx tx) {
+        if (volume == null || nodeId == null) {
+            return Uni.createFrom().voidItem();
+        }
+        return ProvisionEntity.<ProvisionEntity>findById(volume.volumeKey, LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+            if (p == null || !nodeBehind(p, nodeId)) {
+                return Uni.createFrom().voidItem();
+            }
+            Transition t = machine().claimReady(snapshot(p), nodeId);
+            if (t.next().equals(snapshot(p))) {
+                return Uni.createFrom().voidItem();
+            }
+            LOG.infof("provision %s: a claim became ready on node %s, whose node expansion is behind %d bytes: %s",
+                    p.volumeKey, nodeId, p.nodeExpandBytes, t.effects().isEmpty() ? "queued after the nodes in progress"
+                            : "NodeExpandVolume there (resize on mount)");
+            return apply(p, volume, t, tx);
+        });
+    }
+
+    /** Whether {@code node} owes a NodeExpandVolume: the plugin asked nodes to expand and this one is behind. */
+    static boolean nodeBehind(ProvisionEntity p, String node) {
+        return p.nodeExpandBytes != null && Json.longs(p.nodeSizesJson).getOrDefault(node, 0L) < p.nodeExpandBytes;
+    }
+
+    /** The nodes of the ready claims among {@code active} that owe a NodeExpandVolume. */
+    static List<String> nodesBehind(ProvisionEntity p, List<ClaimEntity> active) {
+        return active.stream().filter(c -> ClaimMachine.Phase.READY.name().equals(c.phase)).map(c -> c.nodeId)
+                .filter(Objects::nonNull).distinct().filter(n -> nodeBehind(p, n)).toList();
     }
 
     /** The reconciler: a command without an answer past {@code csi.claims.command-timeout} counts as DEADLINE_EXCEEDED. */
@@ -299,6 +359,7 @@ public class ProvisionService {
         p.phase = s.phase().name();
         p.attempt = s.attempt();
         p.expandNodesJson = Json.write(s.expandNodes());
+        p.nodeExpandOnMount = s.onMount();
         p.updatedAt = now;
         Uni<Void> chain = Uni.createFrom().voidItem();
         for (ProvisionMachine.Effect effect : t.effects()) {
@@ -317,14 +378,12 @@ public class ProvisionService {
             } else if (effect instanceof ProvisionMachine.Deregister) {
                 chain = chain.chain(() -> deregister(p, volume));
             } else if (effect instanceof ProvisionMachine.Report report) {
-                // the result for schedulers (volume-status), committed with the phase it reports; an expansion's
-                // end (CREATED again, EXPAND_FAILED) is not a create or delete result and has no volume-status yet
-                boolean expansionResult = report.phase() == Phase.EXPAND_FAILED
-                        || (report.phase() == Phase.CREATED && p.expandToBytes != null);
-                if (!expansionResult) {
-                    chain = chain.chain(() -> outbox.add(VolumeResults.of(p, report.phase(), report.reason()), tx));
-                }
-                if (report.phase() == Phase.CREATED && p.expandToBytes != null) {
+                // the result for schedulers (volume-status), committed with the phase it reports: a create's or
+                // delete's, or an expansion's end (expanded, expand-failed)
+                chain = chain.chain(() -> outbox.add(report.expansion()
+                        ? VolumeResults.expansion(p, report.phase(), report.reason())
+                        : VolumeResults.of(p, report.phase(), report.reason()), tx));
+                if (report.phase() == Phase.CREATED && report.expansion()) {
                     p.retryAt = null;
                     p.lastError = null;
                     LOG.infof("provision %s: %s (%d bytes)", p.volumeKey, report.reason(), p.capacityBytes);
@@ -377,8 +436,11 @@ public class ProvisionService {
                     create ? AccessMode.fromWire(p.accessMode) : null, create ? AttachmentMode.fromWire(p.attachmentMode) : null,
                     false, create ? p.fsType : null, null, Map.of(), Map.of(), sealedForTarget, now);
             if (kind.expanding()) {
-                // the new capacity, no limit: the volume's create-time capacityMax does not bound an expansion
-                command = command.withProvision(new ProvisionSpec(p.csiName, p.expandToBytes, null, Map.of(), Map.of(),
+                // the new capacity, no limit: the volume's create-time capacityMax does not bound an expansion; a
+                // node expands to the capacity the controller reported when it asked for node expansion
+                long bytes = kind == NodeCommandKind.NODE_EXPAND && p.nodeExpandBytes != null ? p.nodeExpandBytes
+                        : p.expandToBytes != null ? p.expandToBytes : p.capacityBytes;
+                command = command.withProvision(new ProvisionSpec(p.csiName, bytes, null, Map.of(), Map.of(),
                         null, null));
             } else if (create) {
                 command = command.withProvision(new ProvisionSpec(p.csiName, p.capacityMinBytes, p.capacityMaxBytes,
@@ -433,7 +495,7 @@ public class ProvisionService {
 
     static Snapshot snapshot(ProvisionEntity p) {
         return new Snapshot(Phase.valueOf(p.phase), p.attempt, p.sourceSnapshotId != null || p.sourceVolumeId != null,
-                Json.list(p.expandNodesJson));
+                Json.list(p.expandNodesJson), p.nodeExpandOnMount);
     }
 
     /** Whether {@code b} asks for what {@code a} was created with (the secrets aside: sealed, not comparable). */

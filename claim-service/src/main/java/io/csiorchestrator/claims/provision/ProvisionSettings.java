@@ -27,7 +27,21 @@ public interface ProvisionSettings {
     @WithDefault("1m")
     Duration maxBackoff();
 
-    default ProvisionMachine.Policy policy() {
+    /**
+     * How often the volumes created through the services are compared with each plugin's ListVolumes (issue 14; only
+     * plugins with LIST_VOLUMES). Read by the scheduler as {@code csi.provision.list-volumes-interval}; {@code off}
+     * turns the comparison off.
+     */
+    @WithName("list-volumes-interval")
+    @WithDefault("5m")
+    String listVolumesInterval();
+
+    /** The page size of each ListVolumes call (CSI max_entries), 1 to 1000. */
+    @WithName("list-volumes-page-size")
+    @WithDefault("500")
+    int listVolumesPageSize();
+
+        default ProvisionMachine.Policy policy() {
         return new ProvisionMachine.Policy(maxAttempts(), baseBackoff(), maxBackoff());
     }
 }

@@ -9,8 +9,10 @@ import java.time.Instant;
 
 /**
  * The volume-status events of {@link io.csiorchestrator.claims.domain.ProvisionMachine.Report}s (issue 14): each
- * result of a create or delete, for schedulers. Written to the outbox in the transaction that records the result, so
- * a result is published exactly when it is committed (never lost to a crash, never published for a rolled-back one).
+ * result of a create, delete or expansion, for schedulers. Written to the outbox in the transaction that records the
+ * result, so a result is published exactly when it is committed (never lost to a crash, never published for a
+ * rolled-back one), and once: the transition that reports it happens once (an answer is matched by its command id,
+ * a redelivered one changes nothing).
  */
 final class VolumeResults {
 
@@ -25,6 +27,21 @@ final class VolumeResults {
         VolumeState state = state(phase);
         return new VolumeStatus(p.namespace, p.volumeId, null, p.pluginId, state,
                 state == VolumeState.CREATED ? p.externalId : null, state == VolumeState.CREATED ? p.capacityBytes : null,
+                reason(reason), Instant.now());
+    }
+
+    /**
+     * The end of a volume's expansion: {@code expanded} (phase CREATED again; the plugin's id and the capacity it
+     * reports now) or {@code expand-failed} (the reason; the capacity the controller last reported, when known).
+     */
+    static VolumeStatus expansion(ProvisionEntity p, Phase phase, String reason) {
+        VolumeState state = switch (phase) {
+            case CREATED -> VolumeState.EXPANDED;
+            case EXPAND_FAILED -> VolumeState.EXPAND_FAILED;
+            default -> throw new IllegalArgumentException(phase + " is not the end of an expansion");
+        };
+        Long capacity = p.capacityBytes != null ? p.capacityBytes : state == VolumeState.EXPANDED ? p.expandToBytes : null;
+        return new VolumeStatus(p.namespace, p.volumeId, null, p.pluginId, state, p.externalId, capacity,
                 reason(reason), Instant.now());
     }
 

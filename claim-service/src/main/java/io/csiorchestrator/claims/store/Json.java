@@ -13,6 +13,8 @@ public final class Json {
     };
     private static final TypeReference<List<String>> LIST = new TypeReference<>() {
     };
+    private static final TypeReference<java.util.TreeMap<String, Long>> LONGS = new TypeReference<>() {
+    };
 
     private Json() {
     }
@@ -31,6 +33,18 @@ public final class Json {
         }
         try {
             return EventCodec.mapper().readValue(json, MAP);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("unreadable JSON column", e);
+        }
+    }
+
+    /** A JSON object of numbers, sorted by key (a new, mutable map). */
+    public static java.util.TreeMap<String, Long> longs(String json) {
+        if (json == null || json.isBlank()) {
+            return new java.util.TreeMap<>();
+        }
+        try {
+            return EventCodec.mapper().readValue(json, LONGS);
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("unreadable JSON column", e);
         }

@@ -67,6 +67,24 @@ public class ProvisionEntity extends PanacheEntityBase {
     /** In NODE_EXPANDING: the nodes still to run NodeExpandVolume (JSON list), the first one's command outstanding or due. */
     @Column(name = "expand_nodes_json")
     public String expandNodesJson = "[]";
+    /**
+     * The capacity the plugin asked every node where the volume is published to expand to (its last
+     * ControllerExpandVolume answered node_expansion_required); null when no node expansion is owed.
+     */
+    @Column(name = "node_expand_bytes")
+    public Long nodeExpandBytes;
+    /** Per node, the capacity its NodeExpandVolume reached (JSON object node id to bytes). */
+    @Column(name = "node_sizes_json")
+    public String nodeSizesJson = "{}";
+    /** In NODE_EXPANDING: the run was started by a claim that became ready on a node not expanded yet (resize on mount). */
+    @Column(name = "node_expand_on_mount")
+    public boolean nodeExpandOnMount;
+    /** The start of the last ListVolumes sweep that listed the volume (issue 14); null before any. */
+    @Column(name = "listed_at")
+    public Instant listedAt;
+    /** When a complete ListVolumes sweep first did not list the volume; null while listed or never compared. */
+    @Column(name = "unlisted_since")
+    public Instant unlistedSince;
     @Column(name = "command_id")
     public String commandId;
     @Column(name = "command_node_id")

@@ -157,6 +157,62 @@ class ProvisionMachineTest {
         assertTrue(done.effects().stream().allMatch(e -> e instanceof Report r && r.phase() == Phase.CREATED), done.effects().toString());
     }
 
+    /**
+     * Resize on mount (issue 14): a claim ready on a node behind the node expansion starts a NODE_EXPANDING run of that
+     * node from CREATED (marked onMount, its end reported as an expansion with "resize on mount"); within a run the
+     * node is appended once, and appended again when it is the node whose call is in flight (that call may have found
+     * nothing published); while EXPANDING, in EXPAND_FAILED or any other phase nothing happens. Every end of an
+     * expansion is a Report marked as one (create and delete results are not).
+     */
+    @Test
+    void aClaimReadyOnANodeBehindStartsOrJoinsANodeExpansionRunAndNothingElse() {
+        Transition start = MACHINE.claimReady(at(Phase.CREATED, 3, false), "n3");
+        assertEquals(new Snapshot(Phase.NODE_EXPANDING, 1, false, List.of("n3"), true), start.next());
+        assertEquals(List.of(new Send(NodeCommandKind.NODE_EXPAND)), start.effects());
+        Transition joined = MACHINE.claimReady(start.next(), "n1");
+        assertEquals(new Snapshot(Phase.NODE_EXPANDING, 1, false, List.of("n3", "n1"), true), joined.next());
+        assertEquals(List.of(), joined.effects(), "one call in flight per volume: the node waits its turn");
+        assertEquals(joined.next(), MACHINE.claimReady(joined.next(), "n1").next(), "queued once");
+        assertEquals(List.of("n3", "n1", "n3"), MACHINE.claimReady(joined.next(), "n3").next().expandNodes(),
+                "the node in flight is queued again");
+        Transition next = MACHINE.succeeded(joined.next());
+        assertEquals(new Snapshot(Phase.NODE_EXPANDING, 1, false, List.of("n1"), true), next.next());
+        Transition done = MACHINE.succeeded(next.next());
+        assertEquals(at(Phase.CREATED, 1, false), done.next());
+        Report report = (Report) done.effects().get(0);
+        assertTrue(report.expansion() && report.reason().contains("resize on mount"), report.toString());
+        for (Phase other : List.of(Phase.EXPANDING, Phase.EXPAND_FAILED, Phase.CREATING, Phase.DELETING, Phase.DELETE_FAILED)) {
+            Transition none = MACHINE.claimReady(at(other, 2, false), "n1");
+            assertEquals(at(other, 2, false), none.next(), other.name());
+            assertEquals(List.of(), none.effects(), other.name());
+        }
+        Transition byRequest = MACHINE.controllerExpanded(at(Phase.EXPANDING, 1, false), true, List.of("n1"));
+        assertTrue(!byRequest.next().onMount(), "a run started by an expansion request is not on mount");
+        Report expanded = (Report) MACHINE.succeeded(byRequest.next()).effects().get(0);
+        assertTrue(expanded.expansion() && !expanded.reason().contains("resize on mount"), expanded.toString());
+        assertTrue(((Report) MACHINE.failed(byRequest.next(), "FAILED_PRECONDITION", "busy").effects().get(0)).expansion());
+        assertTrue(MACHINE.succeeded(at(Phase.CREATING, 1, false)).effects().stream()
+                .noneMatch(e -> e instanceof Report r && r.expansion()), "a create's result is no expansion's");
+    }
+
+    /**
+     * A plugin that expands offline only refuses the expansion of a claimed volume: a conflict naming the plugin, the
+     * volume, each claim and what to do; unclaimed, or an online plugin: no refusal.
+     */
+    @Test
+    void anOfflineOnlyPluginsExpansionOfAClaimedVolumeIsAConflictSayingToReleaseTheClaims() {
+        ProvisionMachine.ExpandRefusal refusal = ProvisionMachine.offlineRefusal("ns/v", "hp", true,
+                List.of("alloc-1 on node n1", "alloc-2 on node n2"));
+        assertTrue(refusal.conflict());
+        assertEquals("volume", refusal.field());
+        assertEquals("ns/v", refusal.value());
+        assertTrue(refusal.reason().contains("plugin hp expands volumes offline only")
+                && refusal.reason().contains("alloc-1 on node n1, alloc-2 on node n2")
+                && refusal.reason().contains("release the claims first"), refusal.reason());
+        assertNull(ProvisionMachine.offlineRefusal("ns/v", "hp", true, List.of()));
+        assertNull(ProvisionMachine.offlineRefusal("ns/v", "hp", false, List.of("alloc-1 on node n1")));
+    }
+
     /** Without node expansion required, or with no claimed node, the controller's success ends the expansion (CREATED, no command). */
     @Test
     void anExpansionWithoutNodeWorkEndsAtTheController() {

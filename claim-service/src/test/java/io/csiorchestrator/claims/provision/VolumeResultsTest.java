@@ -44,6 +44,28 @@ class VolumeResultsTest {
                 "an in-between phase is not a result");
     }
 
+    /**
+     * The end of an expansion: expanded carries the plugin's id and the capacity it reports now; expand-failed its
+     * reason (the plugin's message) and the capacity as far as the controller got; both valid, keyed namespace/volume.
+     */
+    @Test
+    void anExpansionsEndIsExpandedWithTheNewCapacityOrExpandFailedWithItsReason() {
+        ProvisionEntity p = provision();
+        p.capacityBytes = 2L << 20;
+        VolumeStatus expanded = VolumeResults.expansion(p, Phase.CREATED, "expanded by the controller and on every node");
+        assertEquals(VolumeState.EXPANDED, expanded.state());
+        assertEquals("ext-1", expanded.externalId());
+        assertEquals(2L << 20, expanded.capacityBytes());
+        assertEquals("ns1/pv-1", expanded.recordKey());
+        EventCodec.requireValid(expanded);
+        VolumeStatus failed = VolumeResults.expansion(p, Phase.EXPAND_FAILED,
+                "NodeExpandVolume on node n1 failed with FAILED_PRECONDITION: busy");
+        assertEquals(VolumeState.EXPAND_FAILED, failed.state());
+        assertTrue(failed.reason().contains("FAILED_PRECONDITION: busy"));
+        EventCodec.requireValid(failed);
+        assertThrows(IllegalArgumentException.class, () -> VolumeResults.expansion(p, Phase.NODE_EXPANDING, "x"));
+    }
+
     /** A snapshot's result names the snapshot and is keyed by its source volume. */
     @Test
     void aSnapshotsResultIsKeyedByItsSourceVolume() {

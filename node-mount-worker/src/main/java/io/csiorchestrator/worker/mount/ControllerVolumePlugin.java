@@ -48,6 +48,15 @@ public interface ControllerVolumePlugin {
         throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot expand volumes", false);
     }
 
+    /**
+     * CSI ListVolumes, one page: at most {@code maxEntries} volume ids from {@code startingToken} (null: the first
+     * page), and the next page's token (null on the last page). A plugin without LIST_VOLUMES answers UNIMPLEMENTED;
+     * a token the plugin no longer accepts is ABORTED (CSI).
+     */
+    default io.csiorchestrator.events.ListedVolumes listVolumes(String startingToken, int maxEntries) {
+        throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot list volumes", false);
+    }
+
     /** CSI DeleteSnapshot; NOT_FOUND counts as done (the snapshot is gone). */
     default void deleteSnapshot(String externalSnapshotId, Map<String, String> secrets) {
         throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot delete snapshots", false);

@@ -15,7 +15,8 @@ import java.util.Optional;
  * The create-volume, delete-volume, create-snapshot, delete-snapshot and controller-expand-volume commands (issue 14)
  * on the node hosting a healthy controller instance of the plugin: CSI CreateVolume (idempotent by the command's CSI
  * name: a redelivered or re-sent command gets the same volume), DeleteVolume (NOT_FOUND is done) and
- * ControllerExpandVolume (idempotent: a volume already as large answers its capacity). They hold no node state: no record, no mount, nothing to restore;
+ * ControllerExpandVolume (idempotent: a volume already as large answers its capacity), and list-volumes, one page of
+ * CSI ListVolumes for claim-service's reconciliation. They hold no node state: no record, no mount, nothing to restore;
  * claim-service records the request before it sends it and the answer when it comes.
  */
 final class ProvisionOperations {
@@ -44,6 +45,15 @@ final class ProvisionOperations {
         if (found.isEmpty()) {
             return failed(command, VolumeOperations.PLUGIN_NOT_FOUND, "CSI plugin '" + command.pluginId()
                     + "' has no healthy controller instance on node " + nodeId);
+        }
+        if (command.kind() == NodeCommandKind.LIST_VOLUMES) {
+            // claim-service's reconciliation (issue 14): one page of the plugin's volumes; no secrets, no volume
+            try {
+                return MountDone.listed(command, nodeId, found.get().listVolumes(command.listing().startingToken(),
+                        command.listing().maxEntries()), clock.instant());
+            } catch (PluginCallFailure failure) {
+                return failed(command, failure.code(), failure.getMessage());
+            }
         }
         SecretPayload opened;
         try {

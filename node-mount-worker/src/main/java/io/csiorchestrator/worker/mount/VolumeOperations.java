@@ -169,7 +169,7 @@ public final class VolumeOperations {
                     case UNMOUNT -> unmount(command, key);
                     case CONTROLLER_PUBLISH -> controllerPublish(command, key);
                     case CONTROLLER_UNPUBLISH -> controllerUnpublish(command, key);
-                    case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT, CONTROLLER_EXPAND, NODE_EXPAND -> throw new IllegalStateException("answered above");
+                    case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT, CONTROLLER_EXPAND, NODE_EXPAND, LIST_VOLUMES -> throw new IllegalStateException("answered above");
                 };
             }
         } catch (IllegalArgumentException e) {
@@ -989,14 +989,14 @@ public final class VolumeOperations {
             case UNMOUNT -> NodeEventKind.UNMOUNT;
             case CONTROLLER_PUBLISH -> NodeEventKind.CONTROLLER_PUBLISH;
             case CONTROLLER_UNPUBLISH -> NodeEventKind.CONTROLLER_UNPUBLISH;
-            case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT, CONTROLLER_EXPAND, NODE_EXPAND -> throw new IllegalStateException("no node event of " + command.kind());
+            case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT, CONTROLLER_EXPAND, NODE_EXPAND, LIST_VOLUMES -> throw new IllegalStateException("no node event of " + command.kind());
         };
         String message = switch (command.kind()) {
             case MOUNT -> "Mount volume";
             case UNMOUNT -> "Unmount volume";
             case CONTROLLER_PUBLISH -> "Controller publish volume";
             case CONTROLLER_UNPUBLISH -> "Controller unpublish volume";
-            case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT, CONTROLLER_EXPAND, NODE_EXPAND -> throw new IllegalStateException("no node event of " + command.kind());
+            case CREATE_VOLUME, DELETE_VOLUME, CREATE_SNAPSHOT, DELETE_SNAPSHOT, CONTROLLER_EXPAND, NODE_EXPAND, LIST_VOLUMES -> throw new IllegalStateException("no node event of " + command.kind());
         };
         Map<String, String> details = new LinkedHashMap<>();
         details.put("commandId", command.commandId());

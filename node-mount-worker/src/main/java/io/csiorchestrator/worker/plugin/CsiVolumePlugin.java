@@ -247,6 +247,20 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
     }
 
     @Override
+    public io.csiorchestrator.events.ListedVolumes listVolumes(String startingToken, int maxEntries) {
+        io.csiorchestrator.csi.v1.ListVolumesRequest.Builder request = io.csiorchestrator.csi.v1.ListVolumesRequest
+                .newBuilder().setMaxEntries(maxEntries);
+        if (startingToken != null) {
+            request.setStartingToken(startingToken);
+        }
+        io.csiorchestrator.csi.v1.ListVolumesResponse response = await(CsiRpc.LIST_VOLUMES,
+                client.listVolumes(request.build()));
+        return new io.csiorchestrator.events.ListedVolumes(response.getEntriesList().stream()
+                .map(e -> e.getVolume().getVolumeId()).toList(),
+                response.getNextToken().isEmpty() ? null : response.getNextToken());
+    }
+
+    @Override
     public long nodeExpand(String externalVolumeId, Path volumePath, Path stagingPath, long requiredBytes, long limitBytes) {
         NodeExpandVolumeRequest.Builder request = NodeExpandVolumeRequest.newBuilder().setVolumeId(externalVolumeId)
                 .setVolumePath(plugin(volumePath))

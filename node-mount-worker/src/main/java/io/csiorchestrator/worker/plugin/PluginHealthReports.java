@@ -44,11 +44,26 @@ public final class PluginHealthReports {
                 .map(n -> new NodeInfo(n.nodeId(), n.maxVolumesPerNode(), n.topology())).orElse(null);
         return new PluginHealth(pluginId, nodeId, type, healthy, truncate(description),
                 fp == null ? null : emptyToNull(fp.name()), fp == null ? null : emptyToNull(fp.vendorVersion()),
-                fp == null ? List.of() : fp.pluginCapabilities().stream().map(Enum::name).sorted().toList(),
+                fp == null ? List.of() : pluginCapabilities(fp),
                 fp == null ? List.of() : fp.controllerCapabilities().stream().map(Enum::name).sorted().toList(),
                 fp == null ? List.of() : fp.node().map(n -> n.capabilities().stream().map(Enum::name).sorted().toList())
                         .orElse(List.of()),
                 nodeInfo, heartbeat, at);
+    }
+
+    /**
+     * The plugin capabilities as plugin-health names them: the service types, and the VolumeExpansion type as
+     * {@code VOLUME_EXPANSION_ONLINE} / {@code VOLUME_EXPANSION_OFFLINE} (issue 14), sorted.
+     */
+    static List<String> pluginCapabilities(PluginFingerprint fp) {
+        java.util.stream.Stream<String> services = fp.pluginCapabilities().stream().map(Enum::name);
+        io.csiorchestrator.events.VolumeExpansionMode mode = switch (fp.volumeExpansion()) {
+            case ONLINE -> io.csiorchestrator.events.VolumeExpansionMode.ONLINE;
+            case OFFLINE -> io.csiorchestrator.events.VolumeExpansionMode.OFFLINE;
+            default -> null;
+        };
+        return java.util.stream.Stream.concat(services, mode == null ? java.util.stream.Stream.of()
+                : java.util.stream.Stream.of(mode.capability())).sorted().toList();
     }
 
     /** The node event of a health transition of {@code pluginId}, served at {@code socket}. */

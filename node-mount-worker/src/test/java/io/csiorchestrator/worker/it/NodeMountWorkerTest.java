@@ -260,6 +260,8 @@ class NodeMountWorkerTest {
         assertEquals("hostpath.csi.csiorchestrator.io", health.providerName());
         assertTrue(health.nodeCapabilities().contains("STAGE_UNSTAGE_VOLUME"), health.toString());
         assertTrue(health.pluginCapabilities().contains("CONTROLLER_SERVICE"), health.toString());
+        assertTrue(health.pluginCapabilities().contains("VOLUME_EXPANSION_ONLINE"), "the plugin's VolumeExpansion type: "
+                + health.pluginCapabilities());
         assertEquals(io.csiorchestrator.events.PluginType.MONOLITH, health.type());
         assertEquals(NODE, health.nodeInfo().externalNodeId());
         assertEquals(EventType.PLUGIN_HEALTH.cloudEventType(), CloudEventHeaders.requireValid(record.headers(), EventType.PLUGIN_HEALTH).type());
@@ -1186,7 +1188,9 @@ class NodeMountWorkerTest {
      * published calls NodeExpandVolume once at the target path, and NodeGetVolumeStats there then reports the new
      * capacity while the file written before stays readable; a NodeExpandVolume failing with FAILED_PRECONDITION is
      * answered with that code and the plugin's message after exactly one call (never retried, CSI); a node-expand of a
-     * volume not published on the node succeeds without a plugin call.
+     * volume not published on the node succeeds without a plugin call and without a capacity. A volume expanded while
+     * published nowhere and mounted afterwards has the former size on this node until a node-expand runs here (resize
+     * on mount, issue 14).
      */
     @Test
     void expandCommandsCallControllerThenNodeExpandAtThePublishedPathAndNeverRetryFailedPrecondition() throws Exception {
@@ -1223,8 +1227,56 @@ class NodeMountWorkerTest {
         MountDone notPublished = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 2L << 30));
         assertTrue(notPublished.succeeded(), notPublished.toString());
         assertEquals(nodeCalls + 2, plugin.calls("NodeExpandVolume"), "nothing published here: no call");
+        assertEquals(null, notPublished.provisioned(), "no capacity: claim-service does not count the node as expanded");
+
+        // expanded while published nowhere, then mounted: this node's file system keeps the former size until a
+        // NodeExpandVolume runs here (what claim-service's resize on mount sends once the claim is ready)
+        assertTrue(run(expandCommand(NodeCommandKind.CONTROLLER_EXPAND, "exp-1", ext, 3L << 30)).succeeded());
+        MountDone remounted = run(mount("exp-1", ext, "alloc-exp2", false));
+        assertTrue(remounted.succeeded(), remounted.toString());
+        Path target2 = Path.of(remounted.hostPath());
+        assertEquals(2L << 30, statsTotalBytes(ext, target2), "mounted after the expansion: still the former size here");
+        MountDone onMount = run(expandCommand(NodeCommandKind.NODE_EXPAND, "exp-1", ext, 3L << 30));
+        assertTrue(onMount.succeeded(), onMount.toString());
+        assertEquals(3L << 30, onMount.provisioned().capacityBytes());
+        assertEquals(3L << 30, statsTotalBytes(ext, target2));
+        assertTrue(run(unmount("exp-1", ext, "alloc-exp2")).succeeded());
         assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.DELETE_VOLUME, NS, "exp-1",
                 PLUGIN, ext, null, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())).succeeded());
+    }
+
+    /**
+     * Issue 14: a list-volumes command runs CSI ListVolumes on the plugin's controller, one page of at most
+     * {@code maxEntries} ids with its next token; following the tokens reads exactly the plugin's volumes (two created
+     * for this test among them). A plugin not running here answers PLUGIN_NOT_FOUND.
+     */
+    @Test
+    void aListVolumesCommandAnswersOnePageOfThePluginsVolumesAndTheTokenOfTheNext() throws Exception {
+        await().atMost(WAIT).until(() -> worker.plugins().controller(PLUGIN).isPresent());
+        String one = createVolume("list-one");
+        String two = createVolume("list-two");
+        List<String> listed = new java.util.ArrayList<>();
+        String token = null;
+        for (int page = 0; page < 100; page++) {
+            MountDone done = run(NodeCommand.listVolumes("cmd-" + UUID.randomUUID(), NODE, PLUGIN,
+                    new io.csiorchestrator.events.VolumeListing(token, 1), Instant.now()));
+            assertTrue(done.succeeded(), done.toString());
+            assertTrue(done.listed().externalVolumeIds().size() <= 1, done.toString());
+            listed.addAll(done.listed().externalVolumeIds());
+            if (done.listed().last()) {
+                break;
+            }
+            token = done.listed().nextToken();
+        }
+        assertTrue(listed.containsAll(List.of(one, two)), listed.toString());
+        assertEquals(new java.util.TreeSet<>(pluginVolumes()), new java.util.TreeSet<>(listed), "every page read: the plugin's volumes");
+        MountDone unknown = run(NodeCommand.listVolumes("cmd-" + UUID.randomUUID(), NODE, "no-such-plugin",
+                new io.csiorchestrator.events.VolumeListing(null, 10), Instant.now()));
+        assertEquals("PLUGIN_NOT_FOUND", unknown.errorCode());
+        for (String id : List.of(one, two)) {
+            assertTrue(run(new NodeCommand("cmd-" + UUID.randomUUID(), NODE, NodeCommandKind.DELETE_VOLUME, NS, "list-vol",
+                    PLUGIN, id, null, null, null, false, null, null, Map.of(), Map.of(), null, Instant.now())).succeeded());
+        }
     }
 
     private static NodeCommand expandCommand(NodeCommandKind kind, String volumeId, String externalVolumeId, long bytes) {
@@ -1334,6 +1386,32 @@ class NodeMountWorkerTest {
             await().atMost(WAIT).until(() -> worker.plugins().node(doomedId).isPresent());
         } finally {
             removePlugin(doomed);
+        }
+    }
+
+    /**
+     * Issue 14: a plugin whose GetPluginCapabilities says VolumeExpansion OFFLINE (the hostpath plugin with
+     * {@code --volume-expansion=offline}, a plugin of its own) is reported on plugin-health with
+     * {@code VOLUME_EXPANSION_OFFLINE} among its plugin capabilities (never ONLINE), which the registry turns into
+     * plugin-status' {@code volumeExpansion: offline}.
+     */
+    @Test
+    void aPluginThatExpandsOfflineOnlyIsReportedSoOnPluginHealth() throws Exception {
+        String offlineId = "hpo";
+        Instant before = Instant.now().minusSeconds(1);
+        HostpathPlugin offline = new HostpathPlugin(offlineId, pluginsDir(), WorkerRootResource.root.resolve("hpo-state"),
+                "--controller-publish=false", "--volume-expansion=offline").start();
+        try {
+            ConsumerRecord<String, String> record = kafka.awaitRecord("plugin-health", r -> r.key().equals(
+                    PluginHealth.key(offlineId, NODE)) && EventCodec.decode(PluginHealth.class, r.value()).reportsHealthy()
+                    && !EventCodec.decode(PluginHealth.class, r.value()).observedAt().isBefore(before), WAIT);
+            PluginHealth health = EventCodec.decode(PluginHealth.class, record.value());
+            assertTrue(health.pluginCapabilities().contains("VOLUME_EXPANSION_OFFLINE"), health.pluginCapabilities().toString());
+            assertFalse(health.pluginCapabilities().contains("VOLUME_EXPANSION_ONLINE"), health.pluginCapabilities().toString());
+            assertEquals(io.csiorchestrator.events.VolumeExpansionMode.OFFLINE,
+                    io.csiorchestrator.events.VolumeExpansionMode.fromCapabilities(health.pluginCapabilities()));
+        } finally {
+            removePlugin(offline);
         }
     }
 

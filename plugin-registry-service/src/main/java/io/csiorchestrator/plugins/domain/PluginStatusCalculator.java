@@ -2,6 +2,7 @@ package io.csiorchestrator.plugins.domain;
 
 import io.csiorchestrator.events.NodeInfo;
 import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.events.VolumeExpansionMode;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.Comparator;
@@ -22,7 +23,11 @@ import java.util.stream.Collectors;
  *   <li>A controller publish is required when some controller instance advertises
  *       PUBLISH_UNPUBLISH_VOLUME.</li>
  *   <li>The plugin expands volumes when some controller instance advertises EXPAND_VOLUME; its nodes expand them
- *       when some node instance advertises EXPAND_VOLUME (issue 14 item 3).</li>
+ *       when some node instance advertises EXPAND_VOLUME (issue 14 item 3). It expands offline only when some
+ *       instance advertises the VolumeExpansion type OFFLINE (the stricter answer wins while instances disagree,
+ *       e.g. during a rolling upgrade), online when some advertises ONLINE and none OFFLINE; else the status says
+ *       nothing about it.</li>
+ *   <li>It lists volumes when some controller instance advertises LIST_VOLUMES.</li>
  *   <li>The plugin's provider name and version are those most of its instances report (ties: the
  *       greatest), so a heartbeat never flips them during a rolling upgrade.</li>
  *   <li>Instances are listed by node id.</li>
@@ -32,6 +37,8 @@ public final class PluginStatusCalculator {
 
     /** The controller and node RPC capability of volume expansion (the same name in both enums of csi.proto). */
     static final String EXPAND_VOLUME = "EXPAND_VOLUME";
+    /** The controller RPC capability of ListVolumes (issue 14: claim-service's reconciliation). */
+    static final String LIST_VOLUMES = "LIST_VOLUMES";
 
     private PluginStatusCalculator() {
     }
@@ -60,7 +67,17 @@ public final class PluginStatusCalculator {
                 nodes.stream().map(PluginStatusCalculator::nodeOf).toList(),
                 updatedAt,
                 controllers.stream().anyMatch(i -> i.controllerCapabilities().contains(EXPAND_VOLUME)),
-                nodes.stream().anyMatch(i -> i.nodeCapabilities().contains(EXPAND_VOLUME)));
+                nodes.stream().anyMatch(i -> i.nodeCapabilities().contains(EXPAND_VOLUME)),
+                volumeExpansion(sorted),
+                controllers.stream().anyMatch(i -> i.controllerCapabilities().contains(LIST_VOLUMES)));
+    }
+
+    /** OFFLINE when some instance advertises it, else ONLINE when some does, else null. */
+    static VolumeExpansionMode volumeExpansion(List<PluginInstance> instances) {
+        List<VolumeExpansionMode> modes = instances.stream()
+                .map(i -> VolumeExpansionMode.fromCapabilities(i.pluginCapabilities())).filter(Objects::nonNull).toList();
+        return modes.contains(VolumeExpansionMode.OFFLINE) ? VolumeExpansionMode.OFFLINE
+                : modes.contains(VolumeExpansionMode.ONLINE) ? VolumeExpansionMode.ONLINE : null;
     }
 
     /**
@@ -81,7 +98,7 @@ public final class PluginStatusCalculator {
                         .map(n -> new PluginStatus.NodeInstance(n.nodeId(), n.externalNodeId(), n.maxVolumes(),
                                 n.accessibleTopology(), n.healthy(), n.healthDescription(), null))
                         .toList(),
-                null, s.controllerExpansion(), s.nodeExpansion());
+                null, s.controllerExpansion(), s.nodeExpansion(), s.volumeExpansion(), s.listVolumes());
     }
 
     private static PluginStatus.ControllerInstance controllerOf(PluginInstance i) {

@@ -99,6 +99,52 @@ class PluginStatusCalculatorTest {
         assertFalse(PluginStatusCalculator.sameStatus(both, neither), "a capability change is a status change");
     }
 
+    /**
+     * Issue 14: the VolumeExpansion plugin capability the instances advertise (plugin-health's pluginCapabilities
+     * VOLUME_EXPANSION_ONLINE / _OFFLINE) becomes the status' volumeExpansion: online when they say ONLINE, offline as
+     * soon as one says OFFLINE (instances that disagree, e.g. in a rolling upgrade: the stricter one), absent when none
+     * says either; it survives the codec and its change is a status change.
+     */
+    @Test
+    void volumeExpansionIsOfflineWhenAnyInstanceSaysSoOnlineWhenOneSaysOnlineElseAbsent() {
+        PluginStatus online = PluginStatusCalculator.calculate("p", List.of(
+                instance(expanding("c", PluginType.CONTROLLER, "VOLUME_EXPANSION_ONLINE"), T0),
+                instance(expanding("n", PluginType.NODE, "VOLUME_EXPANSION_ONLINE"), T0)), T0);
+        assertEquals(io.csiorchestrator.events.VolumeExpansionMode.ONLINE, online.volumeExpansion());
+        PluginStatus mixed = PluginStatusCalculator.calculate("p", List.of(
+                instance(expanding("c", PluginType.CONTROLLER, "VOLUME_EXPANSION_ONLINE"), T0),
+                instance(expanding("n", PluginType.NODE, "VOLUME_EXPANSION_OFFLINE"), T0)), T0);
+        assertEquals(io.csiorchestrator.events.VolumeExpansionMode.OFFLINE, mixed.volumeExpansion());
+        assertTrue(EventCodec.encodeToString(mixed).contains("\"volumeExpansion\":\"offline\""), EventCodec.encodeToString(mixed));
+        assertEquals(mixed, EventCodec.decode(PluginStatus.class, EventCodec.encode(mixed)));
+        assertFalse(PluginStatusCalculator.sameStatus(online, mixed), "online to offline is a status change");
+        PluginStatus none = PluginStatusCalculator.calculate("p", List.of(
+                instance(controller("p", "c", true, T0, "EXPAND_VOLUME"), T0)), T0);
+        assertNull(none.volumeExpansion());
+        assertFalse(EventCodec.encodeToString(none).contains("volumeExpansion"));
+    }
+
+    /** Issue 14: listVolumes when a controller instance advertises LIST_VOLUMES (a node instance's does not count). */
+    @Test
+    void listVolumesWhenAControllerAdvertisesIt() {
+        PluginStatus lists = PluginStatusCalculator.calculate("p", List.of(
+                instance(controller("p", "c", true, T0, "CREATE_DELETE_VOLUME", "LIST_VOLUMES"), T0),
+                instance(node("p", "n", true, T0), T0)), T0);
+        assertTrue(lists.listVolumes());
+        assertEquals(lists, EventCodec.decode(PluginStatus.class, EventCodec.encode(lists)));
+        PluginStatus not = PluginStatusCalculator.calculate("p", List.of(
+                instance(controller("p", "c", true, T0, "CREATE_DELETE_VOLUME"), T0)), T0);
+        assertFalse(not.listVolumes());
+        assertFalse(PluginStatusCalculator.sameStatus(lists, not), "a capability change is a status change");
+    }
+
+    private static PluginHealth expanding(String node, PluginType type, String expansion) {
+        return new PluginHealth("p", node, type, true, null, null, null, List.of("CONTROLLER_SERVICE", expansion),
+                type == PluginType.NODE ? List.of() : List.of("EXPAND_VOLUME"),
+                type == PluginType.NODE ? List.of("EXPAND_VOLUME") : List.of(),
+                type == PluginType.NODE ? new io.csiorchestrator.events.NodeInfo("ext-" + node, 0L, Map.of()) : null, false, T0);
+    }
+
     @Test
     void aSilentInstanceIsUnhealthyWithTheSilenceReason() {
         PluginInstance silent = instance(node("p", "n1", true, T0), T0).silencedBecause("no heartbeat from node n1 for more than 90s");
