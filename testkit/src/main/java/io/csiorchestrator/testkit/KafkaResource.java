@@ -133,26 +133,7 @@ public class KafkaResource implements QuarkusTestResourceLifecycleManager {
      * start); a test whose application under test is not claim-service creates them here, as the super user.
      */
     public static void createContractTopics(String prefix) {
-        io.csiorchestrator.events.TopicCatalog catalog = new io.csiorchestrator.events.TopicCatalog(prefix == null ? "" : prefix);
-        java.util.Set<String> existing;
-        try (org.apache.kafka.clients.admin.Admin admin = Kraft.admin(bootstrapServers(), adminSecurity())) {
-            existing = admin.listTopics().names().get(30, java.util.concurrent.TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-            throw new IllegalStateException("Could not list the shared broker's topics: " + e, e);
-        }
-        for (io.csiorchestrator.events.Topic topic : io.csiorchestrator.events.Topic.values()) {
-            String name = catalog.name(topic);
-            if (!existing.contains(name)) {
-                createTopic(name, 1, topic.compacted() ? Map.of("cleanup.policy", "compact") : Map.of());
-            }
-            String deadLetter = catalog.deadLetterName(topic);
-            if (!existing.contains(deadLetter)) {
-                createTopic(deadLetter, 1, Map.of());
-            }
-        }
+        KafkaBroker.createContractTopics(bootstrapServers(), adminSecurity(), prefix);
     }
 
     @Override
