@@ -11,6 +11,7 @@ import io.csiorchestrator.events.ClaimStatus;
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.ContractEvent;
 import io.csiorchestrator.events.EventCodec;
+import io.csiorchestrator.events.KafkaAccess;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.MountOptions;
 import io.csiorchestrator.events.MountSupport;
@@ -35,7 +36,9 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * The test's side of claim-service's topics, standing in for the other parts: a scheduler sending
  * claims, the plugin registry publishing plugin-status, and the worker answering node commands with
  * mount-done. None of these parts runs in claim-service's tests: what they check is claim-service's
- * answers to these inputs.
+ * answers to these inputs. On the closed broker each part writes as its own principal with its ACLs from
+ * {@code KafkaAccess} (a claim request as {@code scheduler-test-scheduler}, a node's record as {@code node-<id>},
+ * plugin-status and node-leases as {@code plugin-registry-service}); the test reads as the super user.
  */
 public final class Bus implements AutoCloseable {
 
@@ -47,6 +50,8 @@ public final class Bus implements AutoCloseable {
      */
     public final KafkaTestClient kafka = KafkaTestClient.forSharedBroker()
             .fromNow(topic(Topic.CLAIM_STATUS), topic(Topic.NODE_COMMANDS));
+    /** The producers of the parts this bus plays, by principal name (made on first use). */
+    private final Map<String, KafkaTestClient> writers = new java.util.concurrent.ConcurrentHashMap<>();
     private final Set<String> seenCommands = new HashSet<>();
 
     public static String topic(Topic topic) {
@@ -74,8 +79,47 @@ public final class Bus implements AutoCloseable {
         h.putAll(extra);
         String value = EventCodec.encodeToString(event);
         io.csiorchestrator.events.identity.IdentityKey signer = signer(event);
-        kafka.send(topic(event.eventType().topic()), event.recordKey(), value,
+        writer(writerOf(event)).send(topic(event.eventType().topic()), event.recordKey(), value,
                 signer == null ? h : io.csiorchestrator.testkit.TestIdentities.signed(signer, event.recordKey(), value, h));
+    }
+
+    /**
+     * Who writes {@code event} in production, the Kafka principal this bus writes it as: a claim request the tests'
+     * scheduler, a node's record ({@code mount-done}, {@code node-events}, {@code node-state}) that node, the
+     * registry's records ({@code plugin-status}, {@code node-leases}) the registry.
+     */
+    public static KafkaAccess.Principal writerOf(ContractEvent event) {
+        if (event instanceof ClaimRequested) {
+            return KafkaAccess.Principal.scheduler(io.csiorchestrator.testkit.TestIdentities.SCHEDULER);
+        }
+        if (event instanceof MountDone d) {
+            return KafkaAccess.Principal.node(d.nodeId());
+        }
+        if (event instanceof io.csiorchestrator.events.NodeEvent e) {
+            return KafkaAccess.Principal.node(e.nodeId());
+        }
+        if (event instanceof io.csiorchestrator.events.NodeStateReported r) {
+            return KafkaAccess.Principal.node(r.nodeId());
+        }
+        if (event instanceof PluginStatus || event instanceof io.csiorchestrator.events.NodeLease) {
+            return KafkaAccess.Principal.pluginRegistry();
+        }
+        throw new IllegalArgumentException("no writer of " + event.eventType() + " played by the bus");
+    }
+
+    /** A producer on the shared broker as {@code principal}, with its ACLs on this module's topics. */
+    public KafkaTestClient writer(KafkaAccess.Principal principal) {
+        return writers.computeIfAbsent(principal.name(), n -> KafkaTestClient.forSharedBroker(principal, TestResources.PREFIX));
+    }
+
+    /** The writer of {@code topic}'s records in production (a node's topic: node {@code key}), as {@link #writerOf}. */
+    private KafkaTestClient writerOf(Topic topic, String key) {
+        return switch (topic) {
+            case CLAIM_REQUESTED -> writer(KafkaAccess.Principal.scheduler(io.csiorchestrator.testkit.TestIdentities.SCHEDULER));
+            case PLUGIN_STATUS, NODE_LEASES -> writer(KafkaAccess.Principal.pluginRegistry());
+            case MOUNT_DONE, NODE_EVENTS, NODE_STATE -> writer(KafkaAccess.Principal.node(key));
+            default -> throw new IllegalArgumentException("no writer of " + topic + " played by the bus");
+        };
     }
 
     /**
@@ -108,7 +152,7 @@ public final class Bus implements AutoCloseable {
         CloudEventHeaders.create(io.csiorchestrator.events.EventType.forTopic(topic), "/test").writeTo(headers);
         Map<String, String> h = new LinkedHashMap<>();
         headers.forEach(header -> h.put(header.key(), new String(header.value(), java.nio.charset.StandardCharsets.UTF_8)));
-        kafka.send(topic(topic), key, value, h);
+        writerOf(topic, key).send(topic(topic), key, value, h);
     }
 
     /** Registers a file-system volume (no secrets) and returns its id. */
@@ -282,6 +326,7 @@ public final class Bus implements AutoCloseable {
     @Override
     public void close() {
         kafka.close();
+        writers.values().forEach(KafkaTestClient::close);
     }
 
     /**
@@ -290,8 +335,8 @@ public final class Bus implements AutoCloseable {
      */
     public int scanEveryRecord(java.util.function.BiConsumer<String, String> check) throws Exception {
         int scanned = 0;
-        try (org.apache.kafka.clients.admin.Admin admin = org.apache.kafka.clients.admin.Admin.create(
-                Map.<String, Object>of("bootstrap.servers", kafka.bootstrapServers()))) {
+        try (org.apache.kafka.clients.admin.Admin admin = io.csiorchestrator.localinfra.Kraft.admin(kafka.bootstrapServers(),
+                kafka.security())) {
             for (String topic : admin.listTopics().names().get(30, java.util.concurrent.TimeUnit.SECONDS)) {
                 if (!topic.startsWith(TestResources.PREFIX)) {
                     continue;

@@ -154,6 +154,49 @@ class HostileRecordsTest {
     }
 
     /**
+     * A node acting as another (Kubernetes' NodeRestriction, issue 20 item 3): node r1's worker, connected as its own
+     * Kafka principal {@code node-<r1>} (whose ACLs allow mount-done: Kafka cannot limit a principal to its own
+     * records) and signing with its own key, writes a successful answer to node r2's mount command. claim-service
+     * dead-letters it "node mismatch: signed by node:<r1>" and nothing changes: no READY answer, the claim not ready,
+     * until r2's own answer makes it ready (once).
+     */
+    @Test
+    void aNodeAnsweringAnotherNodesMountIsDeadLetteredNodeMismatchAndChangesNothing() {
+        String node1 = ClaimFlowTest.unique("node-r1");
+        String node2 = ClaimFlowTest.unique("node-r2");
+        String vol = bus.schedulableVolume("ns1", "restrict", AccessMode.SINGLE_NODE_WRITER, node2);
+        ClaimRequested claim = Bus.claim("ns1", vol, "alloc-1", node2, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(claim);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        MountDone forged = new MountDone(mount.commandId(), node2, NodeCommandKind.MOUNT, "ns1", vol, "alloc-1", true, null,
+                null, Map.of(), "/var/lib/csi/" + vol + "/alloc-1", null, Instant.now());
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(forged.eventType(), "/test").writeTo(headers);
+        Map<String, String> ce = new LinkedHashMap<>();
+        headers.forEach(h -> ce.put(h.key(), new String(h.value(), StandardCharsets.UTF_8)));
+        String value = EventCodec.encodeToString(forged);
+        List<org.apache.kafka.common.header.Header> signed = new java.util.ArrayList<>();
+        TestIdentities.signed(TestIdentities.node(node1), forged.recordKey(), value, ce).forEach((k, v) -> signed.add(
+                new org.apache.kafka.common.header.internals.RecordHeader(k, v.getBytes(StandardCharsets.UTF_8))));
+        HostileRecords.Kind asAnother = new HostileRecords.Kind("node-1 answers for node-2", forged.recordKey(), value, signed,
+                "node mismatch: signed by node:" + node1);
+
+        Map<HostileRecords.Kind, RecordMetadata> sent = HostileRecords.send(
+                bus.writer(io.csiorchestrator.events.KafkaAccess.Principal.node(node1)), Bus.topic(Topic.MOUNT_DONE),
+                List.of(asAnother));
+        assertAllDeadLettered(Topic.MOUNT_DONE, sent);
+        assertTrue(bus.statuses(claim.requestId()).stream().noneMatch(st -> st.state() == ClaimState.READY),
+                "no READY answer for another node's mount-done");
+        io.restassured.RestAssured.given().get("/v1/volumes/ns1/" + vol).then().statusCode(200)
+                .body("claims", org.hamcrest.Matchers.hasSize(1))
+                .body("claims[0].state", org.hamcrest.Matchers.not(org.hamcrest.Matchers.equalTo("ready")));
+
+        bus.succeed(mount);
+        bus.awaitStatus(claim.requestId(), ClaimState.READY);
+        assertEquals(1, bus.statuses(claim.requestId()).stream().filter(st -> st.state() == ClaimState.READY).count());
+    }
+
+    /**
      * A claim request signed by the tests' scheduler and accepted, sent again byte for byte (same ce_id, same
      * signature): the copy is dead-lettered "replayed" and the request is answered accepted once.
      */

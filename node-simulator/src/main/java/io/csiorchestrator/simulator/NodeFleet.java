@@ -57,10 +57,18 @@ public final class NodeFleet implements AutoCloseable {
     /** Written by start and close only; read by the heartbeat thread and readiness at any time. */
     private final List<Running> nodes = new CopyOnWriteArrayList<>();
     private ScheduledExecutorService heartbeats;
+    /** One principal for the whole fleet (KafkaAccess.SIMULATOR): CSI_KAFKA_* or -Dcsi.kafka.* unless given. */
+    private KafkaClientSecurity kafkaSecurity = KafkaClientSecurity.fromEnvironment();
 
     public NodeFleet(Settings settings, Telemetry telemetry) {
         this.settings = settings;
         this.telemetry = telemetry;
+    }
+
+    /** Connects with {@code security}'s settings instead of the environment's (call before {@link #start()}). */
+    public NodeFleet withSecurity(KafkaClientSecurity security) {
+        this.kafkaSecurity = java.util.Objects.requireNonNull(security, "security");
+        return this;
     }
 
     /**
@@ -73,8 +81,6 @@ public final class NodeFleet implements AutoCloseable {
                     : new io.csiorchestrator.events.identity.IdentityDirectory(java.nio.file.Path.of(System.getenv("CSI_IDENTITY_DIR")));
 
     public synchronized void start() throws IOException {
-        // one principal for the whole fleet (KafkaAccess.SIMULATOR): CSI_KAFKA_* or -Dcsi.kafka.*
-        KafkaClientSecurity kafkaSecurity = KafkaClientSecurity.fromEnvironment();
         heartbeats = Executors.newSingleThreadScheduledExecutor(daemon("sim-heartbeats"));
         WorkerMetrics metrics = telemetry.metrics();
         for (String nodeId : settings.nodeIds()) {

@@ -244,6 +244,40 @@ public final class KafkaBroker implements AutoCloseable {
         return createTopic(name, partitions, Map.of());
     }
 
+    /**
+     * Creates every topic of the contract under {@code prefix} and its dead-letter topic that does not exist yet: one
+     * partition each (compacted where the contract's topic is), as an open broker's auto-creation makes them. A
+     * secured broker, as every deployment's, creates no topic on first use (claim-service creates the contract's
+     * topics at start); a test whose application under test is not claim-service creates them here.
+     */
+    public void createContractTopics(String prefix) {
+        createContractTopics(bootstrapServers, adminSecurity, prefix);
+    }
+
+    static void createContractTopics(String bootstrapServers, KafkaClientSecurity admin, String prefix) {
+        TopicCatalog catalog = new TopicCatalog(prefix == null ? "" : prefix);
+        java.util.Set<String> existing;
+        try (Admin client = Kraft.admin(bootstrapServers, admin)) {
+            existing = client.listTopics().names().get(ADMIN_TIMEOUT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("Could not list the topics of " + bootstrapServers + ": " + e, e);
+        }
+        for (io.csiorchestrator.events.Topic topic : io.csiorchestrator.events.Topic.values()) {
+            String name = catalog.name(topic);
+            if (!existing.contains(name)) {
+                Kraft.createTopic(bootstrapServers, admin, name, 1,
+                    topic.compacted() ? Map.of("cleanup.policy", "compact") : Map.of());
+            }
+            String deadLetter = catalog.deadLetterName(topic);
+            if (!existing.contains(deadLetter)) {
+                Kraft.createTopic(bootstrapServers, admin, deadLetter, 1, Map.of());
+            }
+        }
+    }
+
     static boolean createTopic(String bootstrapServers, String name, int partitions, Map<String, String> configs) {
         return Kraft.createTopic(bootstrapServers, name, partitions, configs);
     }

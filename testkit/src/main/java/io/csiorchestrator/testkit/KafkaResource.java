@@ -51,10 +51,16 @@ public class KafkaResource implements QuarkusTestResourceLifecycleManager {
     public static final String PRINCIPAL = "principal";
     /** Init arg: the application's topic prefix, for its principal's ACLs. */
     public static final String TOPICS_PREFIX = "topics-prefix";
+    /**
+     * Init arg: {@code true} creates every topic of the contract under {@value #TOPICS_PREFIX} before the application
+     * starts ({@link #createContractTopics}), for an application that does not create its topics itself (a worker).
+     */
+    public static final String CONTRACT_TOPICS = "contract-topics";
 
     private Map<String, Integer> topics = Map.of();
     private String principal;
     private String prefix = "";
+    private boolean contractTopics;
 
     /** Whether the JVM's shared broker is closed (SASL_SSL, SCRAM, the authorizer). */
     public static boolean secured() {
@@ -85,6 +91,31 @@ public class KafkaResource implements QuarkusTestResourceLifecycleManager {
         return KafkaClientSecurity.scram(credential[0], Path.of(credential[1]), Path.of(credential[2]));
     }
 
+    /**
+     * The configuration an application connecting as {@code principal} ({@code ROLE} or {@code ROLE:id}, as init arg
+     * {@value #PRINCIPAL}) with its ACLs on the topics of {@code prefix} gets on the closed shared broker:
+     * {@code csi.kafka.*} (the service's own clients) and the same as {@code kafka.*} (the clients Quarkus makes itself);
+     * empty when the broker is not closed. For a test profile whose application runs as another principal (another
+     * node) than the resource's: a profile's configuration overrides the resource's.
+     */
+    public static Map<String, String> applicationSecurity(String principal, String prefix) {
+        Map<String, String> config = new LinkedHashMap<>();
+        if (!secured()) {
+            return config;
+        }
+        int colon = principal.indexOf(':');
+        String role = colon < 0 ? principal : principal.substring(0, colon);
+        String id = colon < 0 ? "" : principal.substring(colon + 1);
+        String[] credential = SharedInfrastructure.kafkaCredential(role, id, prefix == null ? "" : prefix);
+        config.put(KafkaClientSecurity.PROTOCOL, "SASL_SSL");
+        config.put(KafkaClientSecurity.USERNAME, credential[0]);
+        config.put(KafkaClientSecurity.PASSWORD_FILE, credential[1]);
+        config.put(KafkaClientSecurity.TRUSTSTORE, credential[2]);
+        // the clients Quarkus makes itself (the Kafka readiness check) read the global kafka.* settings
+        fromCredential(credential).clientProperties().forEach((key, value) -> config.put("kafka." + key, String.valueOf(value)));
+        return config;
+    }
+
     /** {@code bootstrap.servers} of the JVM's shared broker (starting it if needed). */
     public static String bootstrapServers() {
         return SharedInfrastructure.kafkaBootstrapServers();
@@ -95,17 +126,31 @@ public class KafkaResource implements QuarkusTestResourceLifecycleManager {
         return Kraft.createTopic(bootstrapServers(), adminSecurity(), name, partitions, configs);
     }
 
+    /**
+     * Creates every topic of the contract under {@code prefix} and its dead-letter topic that does not exist yet: one
+     * partition each (compacted where the contract's topic is), as the open broker's auto-creation made them. A closed
+     * broker, as every deployment's, creates no topic on first use (claim-service creates the contract's topics at
+     * start); a test whose application under test is not claim-service creates them here, as the super user.
+     */
+    public static void createContractTopics(String prefix) {
+        KafkaBroker.createContractTopics(bootstrapServers(), adminSecurity(), prefix);
+    }
+
     @Override
     public void init(Map<String, String> initArgs) {
         topics = KafkaBroker.parseTopics(initArgs.get(TOPICS));
         principal = initArgs.get(PRINCIPAL);
         prefix = initArgs.getOrDefault(TOPICS_PREFIX, "");
+        contractTopics = Boolean.parseBoolean(initArgs.get(CONTRACT_TOPICS));
     }
 
     @Override
     public Map<String, String> start() {
         String bootstrap = bootstrapServers();
         topics.forEach((name, partitions) -> createTopic(name, partitions, Map.of()));
+        if (contractTopics) {
+            createContractTopics(prefix);
+        }
         Map<String, String> config = new LinkedHashMap<>();
         config.put(BOOTSTRAP_SERVERS_KEY, bootstrap);
         config.put("quarkus.kafka.devservices.enabled", "false");
@@ -114,16 +159,7 @@ public class KafkaResource implements QuarkusTestResourceLifecycleManager {
                 throw new IllegalStateException("the shared Kafka broker is closed: give KafkaResource the application's "
                     + "principal (init arg " + PRINCIPAL + ", e.g. PLUGIN_REGISTRY or NODE:node-1)");
             }
-            int colon = principal.indexOf(':');
-            String role = colon < 0 ? principal : principal.substring(0, colon);
-            String id = colon < 0 ? "" : principal.substring(colon + 1);
-            String[] credential = SharedInfrastructure.kafkaCredential(role, id, prefix);
-            config.put(KafkaClientSecurity.PROTOCOL, "SASL_SSL");
-            config.put(KafkaClientSecurity.USERNAME, credential[0]);
-            config.put(KafkaClientSecurity.PASSWORD_FILE, credential[1]);
-            config.put(KafkaClientSecurity.TRUSTSTORE, credential[2]);
-            // the clients Quarkus makes itself (the Kafka readiness check) read the global kafka.* settings
-            fromCredential(credential).clientProperties().forEach((key, value) -> config.put("kafka." + key, String.valueOf(value)));
+            config.putAll(applicationSecurity(principal, prefix));
         }
         return config;
     }

@@ -70,6 +70,11 @@ import org.junit.jupiter.api.Test;
  * consumers (per-channel {@code bootstrap.servers}) and this test use the broker's own listener, so claims keep
  * arriving and being decided while nothing can be published.
  *
+ * <p>The broker is closed as every deployment's is ({@code KafkaBroker.builder().secured(true)}: SASL_SSL, SCRAM, the
+ * StandardAuthorizer, both listeners): claim-service connects as its principal {@code claim-service} with exactly its
+ * ACLs from {@code KafkaAccess} on each test's prefix; the test writes as the part it plays (the scheduler, the node,
+ * the registry) and reads as the super user.
+ *
  * <p>Every test ends with {@link #assertEveryRowDeliveredAndNoneLeft()}: no row left unpublished, and the set of
  * ce_ids on the topics equals the set of outbox rows (a consumer that dedupes by ce_id sees every row once and
  * nothing else; a re-sent row shows up as a second record with the same ce_id).
@@ -88,6 +93,10 @@ class ClaimServiceCrashIT {
     static TcpProxy relayKafka;
     static KafkaBroker broker;
     static KafkaTestClient kafka;
+    /** The principals issued on the broker, and the prefixes each has its ACLs on. */
+    static final Map<String, java.util.Set<String>> GRANTED = new java.util.HashMap<>();
+    /** The producers of the parts the test plays, by principal name. */
+    static final Map<String, KafkaTestClient> WRITERS = new java.util.HashMap<>();
 
     final List<ClaimServiceProcess> instances = new ArrayList<>();
     String database;
@@ -99,9 +108,9 @@ class ClaimServiceCrashIT {
         logDir = Files.createDirectories(Path.of("target", "claim-service-crash-it"));
         pg = EmbeddedPostgresServer.start();
         relayKafka = TcpProxy.reserve();
-        broker = KafkaBroker.builder().advertisedListener("RELAY", relayKafka.port()).start();
+        broker = KafkaBroker.builder().secured(true).advertisedListener("RELAY", relayKafka.port()).start();
         relayKafka.forwardTo("127.0.0.1", broker.listenerPort("RELAY"));
-        kafka = new KafkaTestClient(broker.bootstrapServers());
+        kafka = new KafkaTestClient(broker.bootstrapServers(), broker.adminSecurity());
     }
 
     @AfterAll
@@ -109,6 +118,9 @@ class ClaimServiceCrashIT {
         if (kafka != null) {
             kafka.close();
         }
+        WRITERS.values().forEach(KafkaTestClient::close);
+        WRITERS.clear();
+        GRANTED.clear();
         if (broker != null) {
             broker.close();
         }
@@ -376,12 +388,44 @@ class ClaimServiceCrashIT {
         for (String channel : List.of("claim-requested", "mount-done", "plugin-status", "node-events")) {
             props.put("mp.messaging.incoming." + channel + ".bootstrap.servers", broker.bootstrapServers());
         }
+        // its own principal on the closed broker, with its ACLs on this test's prefix
+        io.csiorchestrator.events.KafkaClientSecurity security = security(io.csiorchestrator.events.KafkaAccess.Principal.claimService());
+        props.put(io.csiorchestrator.events.KafkaClientSecurity.PROTOCOL, "SASL_SSL");
+        props.put(io.csiorchestrator.events.KafkaClientSecurity.USERNAME, security.username().orElseThrow());
+        props.put(io.csiorchestrator.events.KafkaClientSecurity.PASSWORD_FILE,
+                broker.passwordFileOf(security.username().orElseThrow()).toString());
+        props.put(io.csiorchestrator.events.KafkaClientSecurity.TRUSTSTORE, broker.truststore().toString());
         props.put("csi.claims.outbox.send-timeout", "2s");
         props.put("csi.claims.outbox.sweep-interval", "1s");
         props.put("csi.claims.leader.retry-interval", "1s");
         ClaimServiceProcess instance = ClaimServiceProcess.start(prefix + name, logDir, env, props);
         instances.add(instance);
         return instance;
+    }
+
+    /**
+     * {@code principal}'s client settings on the closed broker, with its {@code KafkaAccess} ACLs on this test's prefix
+     * (issued on first use; a later prefix only adds its ACLs, the password stays).
+     */
+    private io.csiorchestrator.events.KafkaClientSecurity security(io.csiorchestrator.events.KafkaAccess.Principal principal) {
+        io.csiorchestrator.events.TopicCatalog topics = new io.csiorchestrator.events.TopicCatalog(prefix);
+        java.util.Set<String> prefixes = GRANTED.get(principal.name());
+        if (prefixes == null) {
+            broker.issue(principal, topics);
+            GRANTED.put(principal.name(), new java.util.HashSet<>(List.of(prefix)));
+        } else if (prefixes.add(prefix)) {
+            try (Admin admin = broker.admin()) {
+                new io.csiorchestrator.localinfra.KafkaUsers(admin).grant(principal, topics);
+            }
+        }
+        return io.csiorchestrator.events.KafkaClientSecurity.scram(principal.name(), broker.passwordFileOf(principal.name()),
+                broker.truststore());
+    }
+
+    /** A producer as {@code principal} (the part the test plays), with its ACLs on this test's prefix. */
+    private KafkaTestClient writer(io.csiorchestrator.events.KafkaAccess.Principal principal) {
+        io.csiorchestrator.events.KafkaClientSecurity security = security(principal);
+        return WRITERS.computeIfAbsent(principal.name(), n -> new KafkaTestClient(broker.bootstrapServers(), security));
     }
 
     private String topic(Topic topic) {
@@ -395,7 +439,7 @@ class ClaimServiceCrashIT {
         headers.forEach(header -> h.put(header.key(), new String(header.value(), StandardCharsets.UTF_8)));
         String value = EventCodec.encodeToString(event);
         io.csiorchestrator.events.identity.IdentityKey signer = io.csiorchestrator.claims.Bus.signer(event);
-        kafka.send(topic(event.eventType().topic()), event.recordKey(), value,
+        writer(io.csiorchestrator.claims.Bus.writerOf(event)).send(topic(event.eventType().topic()), event.recordKey(), value,
                 signer == null ? h : io.csiorchestrator.testkit.TestIdentities.signed(signer, event.recordKey(), value, h));
     }
 

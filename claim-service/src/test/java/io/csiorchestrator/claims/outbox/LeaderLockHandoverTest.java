@@ -70,6 +70,8 @@ class LeaderLockHandoverTest {
     Tracer tracer;
     @ConfigProperty(name = "kafka.bootstrap.servers")
     String bootstrapServers;
+    @Inject
+    io.csiorchestrator.events.KafkaClientSecurity kafkaSecurity;
     @ConfigProperty(name = "quarkus.datasource.reactive.url")
     String reactiveUrl;
     @ConfigProperty(name = "quarkus.datasource.username")
@@ -91,6 +93,7 @@ class LeaderLockHandoverTest {
         second.openTelemetry = openTelemetry;
         second.tracer = tracer;
         second.bootstrapServers = bootstrapServers;
+        second.kafkaSecurity = kafkaSecurity; // a second replica of claim-service: the same principal
         second.start();
         secondElection = new LeaderElection(vertx, Leadership.connectOptions(reactiveUrl, username.orElse(null), password.orElse(null)),
                 LeaderElection.LOCK_KEY, Duration.ofMillis(200), second::leadershipChanged, second::signal);

@@ -13,12 +13,10 @@ import io.vertx.mutiny.sqlclient.Tuple;
 import jakarta.inject.Inject;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.awaitility.Awaitility;
@@ -30,7 +28,9 @@ import org.junit.jupiter.api.Test;
  * Partitions added to node-commands while claim-service runs (an operator growing the topic): the
  * outbox relay sends a node command to the node's partition under the count its producer sees at send
  * time, also for a row committed before the change, so it lands where the node's worker now reads
- * (the worker follows the same count). A topic of this test's own, so no other test sees the change.
+ * (the worker follows the same count). A topic of this test's own, so no other test sees the change: the
+ * node-commands of a prefix of its own, on which claim-service's principal gets its rows of {@code KafkaAccess} (as
+ * a deployment with that prefix would), nothing more.
  */
 @QuarkusTest
 class NodeCommandPartitionsTest {
@@ -51,7 +51,9 @@ class NodeCommandPartitionsTest {
 
     @Test
     void aNodeCommandGoesToTheNodesPartitionUnderTheCountAtSendTime() throws Exception {
-        String topic = "cs-test.node-commands-grown-" + UUID.randomUUID().toString().substring(0, 8);
+        String prefix = "cs-grown-" + UUID.randomUUID().toString().substring(0, 8) + ".";
+        String topic = new io.csiorchestrator.events.TopicCatalog(prefix).name(io.csiorchestrator.events.Topic.NODE_COMMANDS);
+        io.csiorchestrator.testkit.KafkaResource.securityOf(io.csiorchestrator.events.KafkaAccess.Principal.claimService(), prefix);
         kafka.createTopic(topic, 2, Map.of());
         String node = IntStream.range(0, 100).mapToObj(i -> "node-" + i)
                 .filter(n -> NodePartitioner.partitionFor(n, 2) != NodePartitioner.partitionFor(n, 8))
@@ -68,9 +70,7 @@ class NodeCommandPartitionsTest {
         String committedBeforeTheChange;
         try {
             committedBeforeTheChange = commit(topic, node, before);
-            Properties props = new Properties();
-            props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
-            try (Admin admin = Admin.create(props)) {
+            try (Admin admin = io.csiorchestrator.localinfra.Kraft.admin(bootstrapServers, kafka.security())) {
                 admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(8))).all().get(30, TimeUnit.SECONDS);
             }
             // The relay's producer refreshes its metadata (csi.claims.outbox.metadata-max-age, 1 s in tests).

@@ -25,7 +25,10 @@ import io.csiorchestrator.events.NodeLeaseRequested;
 import io.csiorchestrator.events.NodeLeaseState;
 import io.csiorchestrator.events.NodePartitioner;
 import io.csiorchestrator.events.PluginHealth;
+import io.csiorchestrator.events.KafkaAccess;
+import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.Topic;
+import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.testkit.KafkaBroker;
 import io.csiorchestrator.testkit.KafkaTestClient;
 import io.csiorchestrator.worker.lease.FenceGuard;
@@ -58,7 +61,10 @@ import org.junit.jupiter.api.Test;
  * A fenceOnLapse mount goes through the real plugin; then the worker is frozen with SIGSTOP: the guard, starved,
  * unmounts the target and the staging while the worker is still stopped (its /proc state is checked before SIGCONT)
  * and its marker names both. Then SIGCONT; then kill -9 of the worker: the guard lives on and a new worker takes it
- * over (same pid, no second guard). No time is asserted, only the order.
+ * over (same pid, no second guard). No time is asserted, only the order. The broker is closed as every deployment's is
+ * (SASL_SSL, SCRAM, the StandardAuthorizer): the worker connects as {@code node-guard-node} with exactly its
+ * {@code KafkaAccess} ACLs; the test writes node commands as {@code claim-service}, answers lease requests as
+ * {@code plugin-registry-service} and reads as the super user.
  */
 class FenceGuardIT {
 
@@ -68,6 +74,9 @@ class FenceGuardIT {
     static Path workerRoot;
     static KafkaBroker broker;
     static KafkaTestClient kafka;
+    /** The test's stand-ins for claim-service (node-commands) and the registry (node-leases), as their principals. */
+    static KafkaTestClient claimService;
+    static KafkaTestClient registryWriter;
     static HostpathPlugin plugin;
     static Process worker;
     static Thread registry;
@@ -77,11 +86,17 @@ class FenceGuardIT {
     static void setUp() throws Exception {
         root = Files.createTempDirectory("csi-fence-guard-it").toRealPath();
         workerRoot = root.resolve("worker");
-        broker = KafkaBroker.start();
+        broker = KafkaBroker.builder().secured(true).start();
         broker.createTopic("node-commands", 4);
         broker.createTopic(Topic.NODE_LEASE_REQUESTS.baseName(), 6);
         broker.createTopic(Topic.NODE_LEASES.baseName(), 6, Map.of("cleanup.policy", "compact"));
-        kafka = new KafkaTestClient(broker.bootstrapServers());
+        broker.createContractTopics(""); // the rest, as claim-service makes them (a closed broker creates none)
+        broker.issue(KafkaAccess.Principal.node(NODE), TopicCatalog.unprefixed());
+        kafka = new KafkaTestClient(broker.bootstrapServers(), broker.adminSecurity());
+        claimService = new KafkaTestClient(broker.bootstrapServers(),
+                broker.issue(KafkaAccess.Principal.claimService(), TopicCatalog.unprefixed()));
+        registryWriter = new KafkaTestClient(broker.bootstrapServers(),
+                broker.issue(KafkaAccess.Principal.pluginRegistry(), TopicCatalog.unprefixed()));
         plugin = new HostpathPlugin("hp", root.resolve("plugins"), root.resolve("hp-state"),
                 "--controller-publish=false").start();
         registry = new Thread(FenceGuardIT::grantEveryRequest, "test-registry");
@@ -107,6 +122,12 @@ class FenceGuardIT {
         if (kafka != null) {
             kafka.close();
         }
+        if (claimService != null) {
+            claimService.close();
+        }
+        if (registryWriter != null) {
+            registryWriter.close();
+        }
         if (broker != null) {
             broker.close();
         }
@@ -123,9 +144,10 @@ class FenceGuardIT {
      * it on when the worker reports FENCED, as plugin-registry-service does (the next grant after a fence is E+1).
      */
     static void grantEveryRequest() {
-        Properties c = new Properties();
+        Properties c = registryWriter.security().applyTo(new Properties());
         c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
-        c.put(ConsumerConfig.GROUP_ID_CONFIG, "test-registry");
+        // a group of the registry's own (its principal may read groups plugin-registry-service*, no other)
+        c.put(ConsumerConfig.GROUP_ID_CONFIG, KafkaAccess.PLUGIN_REGISTRY + "-fence-guard-it");
         c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         try (KafkaConsumer<String, String> requests = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer())) {
             requests.subscribe(List.of(Topic.NODE_LEASE_REQUESTS.baseName()));
@@ -139,7 +161,7 @@ class FenceGuardIT {
                             1_500, Instant.now());
                     RecordHeaders h = new RecordHeaders();
                     CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
-                    kafka.send(new ProducerRecord<>(Topic.NODE_LEASES.baseName(), null, NODE,
+                    registryWriter.send(new ProducerRecord<>(Topic.NODE_LEASES.baseName(), null, NODE,
                             EventCodec.encodeToString(lease), h));
                 }
             }
@@ -160,6 +182,11 @@ class FenceGuardIT {
                 "-Dcsi.worker.fencing.enabled=true",
                 "-Dcsi.fencing.lease-ttl=4s",
                 "-Dkafka.bootstrap.servers=" + broker.bootstrapServers(),
+                // its node's principal on the closed broker
+                "-D" + KafkaClientSecurity.PROTOCOL + "=SASL_SSL",
+                "-D" + KafkaClientSecurity.USERNAME + "=" + KafkaAccess.Principal.node(NODE).name(),
+                "-D" + KafkaClientSecurity.PASSWORD_FILE + "=" + broker.passwordFileOf(KafkaAccess.Principal.node(NODE).name()),
+                "-D" + KafkaClientSecurity.TRUSTSTORE + "=" + broker.truststore(),
                 "-Dquarkus.http.port=0",
                 "-jar", jar.toAbsolutePath().toString());
         return new ProcessBuilder(cmd).redirectErrorStream(true)
@@ -179,7 +206,7 @@ class FenceGuardIT {
     private static void send(NodeCommand command) {
         RecordHeaders headers = new RecordHeaders();
         CloudEventHeaders.create(EventType.NODE_COMMAND, "/test").writeTo(headers);
-        kafka.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
+        claimService.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
                 EventCodec.encodeToString(command), headers));
     }
 

@@ -56,7 +56,6 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -77,11 +76,16 @@ import org.junit.jupiter.api.Test;
  * alone and in any order: the shared plugin {@code hp} is started (or found running) by
  * {@link #pluginRunning()} before each test, each test uses its own volumes and allocations and
  * asserts on them (counts as deltas around its own commands), and a test that kills or removes a
- * plugin uses a plugin of its own.
+ * plugin uses a plugin of its own. The broker is closed as every deployment's is (this module's Surefire sets
+ * {@code csi.testkit.kafka.secured}): the worker connects as its node's principal {@code node-test-node} with exactly
+ * its ACLs from {@code KafkaAccess}; the test writes node commands as {@code claim-service} (a node may not) and
+ * reads as the super user.
  */
 @QuarkusTest
-@QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false,
-        initArgs = @ResourceArg(name = KafkaResource.TOPICS, value = "node-commands:4"))
+@QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false, initArgs = {
+        @ResourceArg(name = KafkaResource.TOPICS, value = "node-commands:4"),
+        @ResourceArg(name = KafkaResource.CONTRACT_TOPICS, value = "true"),
+        @ResourceArg(name = KafkaResource.PRINCIPAL, value = "NODE:" + NodeMountWorkerTest.NODE)})
 @QuarkusTestResource(value = WorkerRootResource.class, restrictToAnnotatedClass = false)
 class NodeMountWorkerTest {
 
@@ -94,6 +98,8 @@ class NodeMountWorkerTest {
     /** When {@link #pluginRunning()} last started {@link #plugin}. */
     static Instant pluginStartedAt;
     static KafkaTestClient kafka;
+    /** The test's stand-in for claim-service, the one writer of node-commands. */
+    static KafkaTestClient claimService;
 
     @Inject
     NodeMountWorker worker;
@@ -104,12 +110,16 @@ class NodeMountWorkerTest {
     @BeforeAll
     static void startKafkaClient() {
         kafka = KafkaTestClient.forSharedBroker();
+        claimService = KafkaTestClient.forSharedBroker(io.csiorchestrator.events.KafkaAccess.Principal.claimService(), "");
     }
 
     @AfterAll
     static void stopAll() throws Exception {
         if (kafka != null) {
             kafka.close();
+        }
+        if (claimService != null) {
+            claimService.close();
         }
     }
 
@@ -172,7 +182,7 @@ class NodeMountWorkerTest {
         RecordHeaders headers = new RecordHeaders();
         CloudEventHeaders.create(EventType.NODE_COMMAND, "/test").writeTo(headers);
         int partition = NodePartitioner.partitionFor(NODE, 4);
-        kafka.send(new ProducerRecord<>("node-commands", partition, NODE, json, headers));
+        claimService.send(new ProducerRecord<>("node-commands", partition, NODE, json, headers));
     }
 
     private static final String TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -183,7 +193,7 @@ class NodeMountWorkerTest {
         CloudEventHeaders.create(EventType.NODE_COMMAND, "/test").writeTo(headers);
         headers.add("traceparent", traceparent.getBytes(StandardCharsets.UTF_8));
         int partition = NodePartitioner.partitionFor(NODE, 4);
-        kafka.send(new ProducerRecord<>("node-commands", partition, NODE, EventCodec.encodeToString(command), headers));
+        claimService.send(new ProducerRecord<>("node-commands", partition, NODE, EventCodec.encodeToString(command), headers));
     }
 
     private static String traceIdOf(String traceparent) {
@@ -433,7 +443,7 @@ class NodeMountWorkerTest {
      */
     private static void awaitCommandsSettled() {
         TopicPartition partition = new TopicPartition("node-commands", NodePartitioner.partitionFor(NODE, 4));
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()))) {
+        try (Admin admin = io.csiorchestrator.localinfra.Kraft.admin(kafka.bootstrapServers(), kafka.security())) {
             await().atMost(WAIT).until(() -> {
                 long end = kafka.endOffsets("node-commands").get(partition);
                 OffsetAndMetadata committed = admin.listConsumerGroupOffsets("node-mount-worker-" + NODE)

@@ -74,8 +74,10 @@ import org.junit.jupiter.api.Test;
  */
 @QuarkusTest
 @TestProfile(RestoreFailuresTest.ShortRestoreTimeout.class)
-@QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false,
-        initArgs = @ResourceArg(name = KafkaResource.TOPICS, value = "node-commands:4"))
+@QuarkusTestResource(value = KafkaResource.class, restrictToAnnotatedClass = false, initArgs = {
+        @ResourceArg(name = KafkaResource.TOPICS, value = "node-commands:4"),
+        @ResourceArg(name = KafkaResource.CONTRACT_TOPICS, value = "true"),
+        @ResourceArg(name = KafkaResource.PRINCIPAL, value = "NODE:" + NodeMountWorkerTest.NODE)})
 @QuarkusTestResource(value = WorkerRootResource.class, restrictToAnnotatedClass = false)
 class RestoreFailuresTest {
 
@@ -99,6 +101,8 @@ class RestoreFailuresTest {
 
     static HostpathPlugin plugin;
     static KafkaTestClient kafka;
+    /** The test's stand-in for claim-service, the one writer of node-commands (the worker runs as node-test-node). */
+    static KafkaTestClient claimService;
 
     @Inject
     NodeMountWorker worker;
@@ -109,6 +113,7 @@ class RestoreFailuresTest {
     @BeforeAll
     static void startPluginAndClient() throws Exception {
         kafka = KafkaTestClient.forSharedBroker();
+        claimService = KafkaTestClient.forSharedBroker(io.csiorchestrator.events.KafkaAccess.Principal.claimService(), "");
         plugin = new HostpathPlugin(PLUGIN, WorkerRootResource.root.resolve("plugins"),
                 WorkerRootResource.root.resolve("hp-restore-state"), "--controller-publish=false").start();
     }
@@ -117,6 +122,9 @@ class RestoreFailuresTest {
     static void stopAll() {
         if (kafka != null) {
             kafka.close();
+        }
+        if (claimService != null) {
+            claimService.close();
         }
     }
 
@@ -158,7 +166,7 @@ class RestoreFailuresTest {
     private static MountDone run(NodeCommand command) {
         RecordHeaders headers = new RecordHeaders();
         CloudEventHeaders.create(EventType.NODE_COMMAND, "/test").writeTo(headers);
-        kafka.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
+        claimService.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
                 EventCodec.encodeToString(command), headers));
         String marker = "\"commandId\":\"" + command.commandId() + "\"";
         return EventCodec.decode(MountDone.class,

@@ -27,7 +27,9 @@ import io.csiorchestrator.events.NodeLease;
 import io.csiorchestrator.events.NodeLeaseRequested;
 import io.csiorchestrator.events.NodeLeaseState;
 import io.csiorchestrator.events.NodePartitioner;
+import io.csiorchestrator.testkit.KafkaResource;
 import io.csiorchestrator.testkit.KafkaTestClient;
+import io.csiorchestrator.events.KafkaAccess;
 import io.csiorchestrator.worker.NodeMountWorker;
 import io.csiorchestrator.worker.lease.FenceMarker;
 import io.csiorchestrator.worker.lease.LeaseGate;
@@ -87,14 +89,20 @@ class SelfFenceTest {
             // valid (a frozen worker's healer cannot run; VolumeOperationsTest covers the healer without a lease)
             io.csiorchestrator.events.identity.Principal node = io.csiorchestrator.events.identity.Principal.node(NODE);
             io.csiorchestrator.testkit.TestIdentities.sealing(node); // this node's own sealing key (issue 20 item 4)
-            return Map.of("csi.worker.fencing.enabled", "true", "csi.fencing.lease-ttl", "4s",
-                    "csi.worker.node-id", NODE, "csi.worker.heal-interval", "0s",
-                    "csi.worker.seal-key-file", io.csiorchestrator.testkit.TestIdentities.sealKeyFile(node).toString());
+            Map<String, String> config = new HashMap<>(Map.of("csi.worker.fencing.enabled", "true",
+                    "csi.fencing.lease-ttl", "4s", "csi.worker.node-id", NODE, "csi.worker.heal-interval", "0s",
+                    "csi.worker.seal-key-file", io.csiorchestrator.testkit.TestIdentities.sealKeyFile(node).toString()));
+            // on the closed broker the worker connects as this node's own principal, not the module's node-test-node
+            config.putAll(KafkaResource.applicationSecurity("NODE:" + NODE, ""));
+            return config;
         }
     }
 
     static HostpathPlugin plugin;
     static KafkaTestClient kafka;
+    /** The test's stand-ins for claim-service (node-commands) and the registry (node-leases), as their principals. */
+    static KafkaTestClient claimService;
+    static KafkaTestClient registryWriter;
     static final AtomicBoolean answering = new AtomicBoolean();
     static final AtomicLong epoch = new AtomicLong();
     static Thread registry;
@@ -107,7 +115,9 @@ class SelfFenceTest {
     @BeforeAll
     static void standInRegistry() {
         kafka = KafkaTestClient.forSharedBroker();
-        Properties c = new Properties();
+        claimService = KafkaTestClient.forSharedBroker(KafkaAccess.Principal.claimService(), "");
+        registryWriter = KafkaTestClient.forSharedBroker(KafkaAccess.Principal.pluginRegistry(), "");
+        Properties c = registryWriter.security().applyTo(new Properties());
         c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
         c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         requests = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer());
@@ -139,7 +149,7 @@ class SelfFenceTest {
                     CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
                     Map<String, String> headers = new HashMap<>();
                     h.forEach(x -> headers.put(x.key(), new String(x.value(), StandardCharsets.UTF_8)));
-                    kafka.send("node-leases", NODE, EventCodec.encodeToString(lease), headers);
+                    registryWriter.send("node-leases", NODE, EventCodec.encodeToString(lease), headers);
                 }
             }
         } catch (WakeupException e) {
@@ -155,6 +165,8 @@ class SelfFenceTest {
         requests.wakeup();
         registry.join(10_000);
         kafka.close();
+        claimService.close();
+        registryWriter.close();
     }
 
     /** The worker running, the plugin registered, and a valid lease (a new epoch when the last one was not renewed). */
@@ -208,7 +220,7 @@ class SelfFenceTest {
     private static MountDone run(NodeCommand command) {
         RecordHeaders headers = new RecordHeaders();
         CloudEventHeaders.create(EventType.NODE_COMMAND, "/test").writeTo(headers);
-        kafka.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
+        claimService.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
                 EventCodec.encodeToString(command), headers));
         String marker = "\"commandId\":\"" + command.commandId() + "\"";
         return EventCodec.decode(MountDone.class,

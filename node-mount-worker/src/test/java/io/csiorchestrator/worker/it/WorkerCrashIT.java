@@ -41,6 +41,9 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import io.csiorchestrator.events.KafkaAccess;
+import io.csiorchestrator.events.KafkaClientSecurity;
+import io.csiorchestrator.events.TopicCatalog;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -51,7 +54,10 @@ import org.junit.jupiter.api.Test;
  * Kafka broker and the hostpath plugin (also a process). NodePublishVolume is slowed down so the
  * worker is killed while the publish is in flight, right after the stage was answered. The
  * worker then restarts without Kafka (restore from the local record alone), is killed again, and
- * restarts with Kafka: the redelivered command is answered and nothing is mounted twice.
+ * restarts with Kafka: the redelivered command is answered and nothing is mounted twice. The broker is closed as every
+ * deployment's is (SASL_SSL, SCRAM, the StandardAuthorizer): the worker connects as {@code node-crash-node} with
+ * exactly its {@code KafkaAccess} ACLs, the test writes node commands as {@code claim-service} and reads as the
+ * super user.
  */
 class WorkerCrashIT {
 
@@ -59,15 +65,21 @@ class WorkerCrashIT {
     static Path root;
     static KafkaBroker broker;
     static KafkaTestClient kafka;
+    /** The test's stand-in for claim-service, the one writer of node-commands. */
+    static KafkaTestClient claimService;
     static HostpathPlugin plugin;
     static final List<Process> workers = new ArrayList<>();
 
     @BeforeAll
     static void setUp() throws Exception {
         root = Files.createTempDirectory("csi-worker-crash").toRealPath();
-        broker = KafkaBroker.start();
+        broker = KafkaBroker.builder().secured(true).start();
         broker.createTopic("node-commands", 4);
-        kafka = new KafkaTestClient(broker.bootstrapServers());
+        broker.createContractTopics(""); // the rest, as claim-service makes them (a closed broker creates none)
+        broker.issue(KafkaAccess.Principal.node(NODE), TopicCatalog.unprefixed());
+        kafka = new KafkaTestClient(broker.bootstrapServers(), broker.adminSecurity());
+        claimService = new KafkaTestClient(broker.bootstrapServers(),
+                broker.issue(KafkaAccess.Principal.claimService(), TopicCatalog.unprefixed()));
         plugin = new HostpathPlugin("hp", root.resolve("plugins"), root.resolve("hp-state"),
                 "--controller-publish=false").start();
     }
@@ -82,6 +94,9 @@ class WorkerCrashIT {
         WorkerRootResource.unmountAllUnder(root);
         if (kafka != null) {
             kafka.close();
+        }
+        if (claimService != null) {
+            claimService.close();
         }
         if (broker != null) {
             broker.close();
@@ -110,6 +125,11 @@ class WorkerCrashIT {
                 // every mount of the crash cases would be refused NO_VALID_LEASE; leases are not what this test is about
                 "-Dcsi.worker.fencing.enabled=false",
                 "-Dkafka.bootstrap.servers=" + bootstrapServers,
+                // its node's principal on the closed broker
+                "-D" + KafkaClientSecurity.PROTOCOL + "=SASL_SSL",
+                "-D" + KafkaClientSecurity.USERNAME + "=" + KafkaAccess.Principal.node(NODE).name(),
+                "-D" + KafkaClientSecurity.PASSWORD_FILE + "=" + broker.passwordFileOf(KafkaAccess.Principal.node(NODE).name()),
+                "-D" + KafkaClientSecurity.TRUSTSTORE + "=" + broker.truststore(),
                 "-Dquarkus.http.port=0",
                 "-jar", jar.toAbsolutePath().toString());
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
@@ -131,7 +151,7 @@ class WorkerCrashIT {
     private static void send(NodeCommand command) {
         org.apache.kafka.common.header.internals.RecordHeaders headers = new org.apache.kafka.common.header.internals.RecordHeaders();
         io.csiorchestrator.events.CloudEventHeaders.create(io.csiorchestrator.events.EventType.NODE_COMMAND, "/test").writeTo(headers);
-        kafka.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
+        claimService.send(new ProducerRecord<>("node-commands", NodePartitioner.partitionFor(NODE, 4), NODE,
                 EventCodec.encodeToString(command), headers));
     }
 

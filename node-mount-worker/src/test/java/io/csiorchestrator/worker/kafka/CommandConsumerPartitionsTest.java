@@ -71,7 +71,12 @@ class CommandConsumerPartitionsTest {
     private String mountDoneTopic;
     private String group;
     private Admin admin;
+    /** The test's observer (the super user on the closed broker). */
     private KafkaTestClient kafka;
+    /** The test's stand-in for claim-service, the one writer of node-commands. */
+    private KafkaTestClient claimService;
+    /** The worker's client settings: its node's principal. */
+    private io.csiorchestrator.events.KafkaClientSecurity node;
     private KafkaEventPublisher publisher;
     private ExecutorService volumeThreads;
 
@@ -95,15 +100,20 @@ class CommandConsumerPartitionsTest {
         topics = new TopicCatalog("partitions-" + run + ".");
         commandsTopic = topics.name(Topic.NODE_COMMANDS);
         mountDoneTopic = topics.name(Topic.MOUNT_DONE);
-        group = "node-mount-worker-" + NODE + "-" + run;
-        Properties props = new Properties();
+        // the worker's own group: on the closed broker a node's principal may read no other (KafkaAccess)
+        group = io.csiorchestrator.events.KafkaAccess.NODE_GROUP_PREFIX + NODE;
+        Properties props = KafkaResource.adminSecurity().applyTo(new Properties());
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         admin = Admin.create(props);
         admin.createTopics(java.util.List.of(new NewTopic(commandsTopic, OLD_COUNT, (short) 1),
                 new NewTopic(mountDoneTopic, 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
-        kafka = new KafkaTestClient(bootstrap);
-        publisher = new KafkaEventPublisher(bootstrap, topics, "/node-mount-worker", 100);
+        KafkaResource.createContractTopics(topics.prefix());
+        kafka = KafkaTestClient.forSharedBroker();
+        claimService = KafkaTestClient.forSharedBroker(io.csiorchestrator.events.KafkaAccess.Principal.claimService(),
+                topics.prefix());
+        node = KafkaResource.securityOf(io.csiorchestrator.events.KafkaAccess.Principal.node(NODE), topics.prefix());
+        publisher = new KafkaEventPublisher(bootstrap, topics, "/node-mount-worker", 100).withSecurity(node);
         publisher.start();
         volumeThreads = Executors.newFixedThreadPool(2);
     }
@@ -116,6 +126,9 @@ class CommandConsumerPartitionsTest {
         if (kafka != null) {
             kafka.close();
         }
+        if (claimService != null) {
+            claimService.close();
+        }
         if (admin != null) {
             admin.close(Duration.ofSeconds(5));
         }
@@ -127,7 +140,7 @@ class CommandConsumerPartitionsTest {
     private CommandConsumer startConsumer() {
         CommandConsumer consumer = new CommandConsumer(bootstrap, group, commandsTopic, topics.deadLetterName(
                 Topic.NODE_COMMANDS), NODE, new VolumeSerializer(volumeThreads), (command, context) -> answer(command),
-                publisher, Telemetry.none(), METADATA_MAX_AGE);
+                publisher, Telemetry.none(), METADATA_MAX_AGE).withSecurity(node);
         consumer.start();
         return consumer;
     }
@@ -147,7 +160,7 @@ class CommandConsumerPartitionsTest {
 
     /** Writes the command to {@code partition}, explicitly, keyed with the node; returns its offset. */
     private long send(NodeCommand command, int partition) {
-        RecordMetadata written = kafka.send(new ProducerRecord<>(commandsTopic, partition, command.nodeId(),
+        RecordMetadata written = claimService.send(new ProducerRecord<>(commandsTopic, partition, command.nodeId(),
                 EventCodec.encodeToString(command), cloudEventHeaders()));
         assertEquals(partition, written.partition(), "written to the partition asked for");
         return written.offset();
@@ -158,7 +171,7 @@ class CommandConsumerPartitionsTest {
         NodeCommand other = new NodeCommand("cmd-" + UUID.randomUUID(), "other-node", NodeCommandKind.UNMOUNT, "ns",
                 "v-other", "plugin", "ext-other", "alloc-other", null, null, false, null, null, Map.of(), Map.of(), null,
                 Instant.now());
-        kafka.send(new ProducerRecord<>(commandsTopic, partition, other.nodeId(), EventCodec.encodeToString(other),
+        claimService.send(new ProducerRecord<>(commandsTopic, partition, other.nodeId(), EventCodec.encodeToString(other),
                 cloudEventHeaders()));
     }
 

@@ -84,6 +84,7 @@ class KafkaEventPublisherKillNineTest {
         }
         String prefix = "spool-kill-" + UUID.randomUUID().toString().substring(0, 8) + ".";
         TopicCatalog topics = new TopicCatalog(prefix);
+        KafkaResource.createContractTopics(prefix);
         Path root = temp.resolve("root");
         WorkerPaths paths = new WorkerPaths(root, new PosixDirs());
 
@@ -120,7 +121,8 @@ class KafkaEventPublisherKillNineTest {
 
         // 3. the restarted worker's publisher, Kafka reachable
         KafkaEventPublisher second = new KafkaEventPublisher(KafkaResource.bootstrapServers(), topics,
-                "/node-mount-worker", Integer.MAX_VALUE, WorkerTracing.noop(), EventSpool.open(paths));
+                "/node-mount-worker", Integer.MAX_VALUE, WorkerTracing.noop(), EventSpool.open(paths)).withSecurity(
+                KafkaResource.securityOf(io.csiorchestrator.events.KafkaAccess.Principal.node("spool-node"), prefix));
         int queued = second.queued();
         assertEquals(spooled.size(), queued, "every whole spool file is queued, the torn one is not");
         assertTrue(Files.exists(torn.resolveSibling(torn.getFileName() + EventSpool.CORRUPT_SUFFIX)),
@@ -131,7 +133,7 @@ class KafkaEventPublisherKillNineTest {
                     "a temporary file the kill left is removed");
         }
         second.start();
-        try (KafkaTestClient kafka = new KafkaTestClient(KafkaResource.bootstrapServers())) {
+        try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker()) {
             await().atMost(Duration.ofSeconds(120)).until(() -> files(paths.eventsDir(), EventSpool.SUFFIX).isEmpty());
             CompletableFuture<Void> marker = second.send(new NodeEvent("spool-node", null,
                     NodeEventKind.RESTORE, "marker", null, "ns", "marker", null, true, null, Map.of(), Instant.now()));

@@ -113,6 +113,7 @@ class KafkaEventPublisherSpoolTest {
             deadPort = probe.getLocalPort();
         }
         TopicCatalog topics = new TopicCatalog("spool-test-" + UUID.randomUUID().toString().substring(0, 8) + ".");
+        KafkaResource.createContractTopics(topics.prefix());
         WorkerPaths paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
         List<String> givenIds = new CopyOnWriteArrayList<>();
         OpenTelemetry otel = capturingCeIds(givenIds);
@@ -140,14 +141,15 @@ class KafkaEventPublisherSpoolTest {
 
         // 2. the restarted worker: a new publisher on the same root, Kafka reachable
         KafkaEventPublisher second = new KafkaEventPublisher(KafkaResource.bootstrapServers(), topics, SOURCE, 100,
-                WorkerTracing.noop(), EventSpool.open(paths));
+                WorkerTracing.noop(), EventSpool.open(paths)).withSecurity(KafkaResource.securityOf(
+                io.csiorchestrator.events.KafkaAccess.Principal.node("spool-node"), topics.prefix()));
         assertEquals(3, second.queued(), "the spooled events are queued at construction, before anything new");
         CompletableFuture<Void> newEvent = second.send(event(3));
         CompletableFuture<Void> newMountDone = second.send(mountDone("cmd-after-restart"));
         second.start();
         try {
             CompletableFuture.allOf(newEvent, newMountDone).get(60, TimeUnit.SECONDS);
-            try (KafkaTestClient kafka = new KafkaTestClient(KafkaResource.bootstrapServers())) {
+            try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker()) {
                 List<ConsumerRecord<String, String>> records = kafka.awaitRecords(topics.name(Topic.NODE_EVENTS),
                         r -> true, 4, Duration.ofSeconds(60));
                 assertEquals(4, records.size());

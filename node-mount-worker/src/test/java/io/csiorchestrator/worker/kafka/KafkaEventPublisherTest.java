@@ -104,7 +104,10 @@ class KafkaEventPublisherTest {
             port = probe.getLocalPort();
         }
         TopicCatalog topics = new TopicCatalog("offline-test.");
-        KafkaEventPublisher publisher = new KafkaEventPublisher("127.0.0.1:" + port, topics, "/node-mount-worker", 100);
+        KafkaResource.createContractTopics(topics.prefix());
+        KafkaEventPublisher publisher = new KafkaEventPublisher("127.0.0.1:" + port, topics, "/node-mount-worker", 100)
+                .withSecurity(KafkaResource.securityOf(io.csiorchestrator.events.KafkaAccess.Principal.node("offline-node"),
+                        topics.prefix()));
         publisher.start();
         try {
             List<CompletableFuture<Void>> acks = new ArrayList<>();
@@ -132,7 +135,7 @@ class KafkaEventPublisherTest {
             assertEquals(HealthCheckResponse.Status.DOWN, KafkaReadiness.evaluate(
                     new CommandConsumer.Connectivity(null, null, "not connected yet"), publisher).getStatus(),
                     "down while the consumer has no partition");
-            try (KafkaTestClient kafka = new KafkaTestClient(broker)) {
+            try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker()) {
                 List<ConsumerRecord<String, String>> records = kafka.awaitRecords("offline-test.node-events",
                         r -> true, 3, Duration.ofSeconds(20));
                 for (int i = 0; i < 3; i++) {
@@ -157,8 +160,10 @@ class KafkaEventPublisherTest {
         io.csiorchestrator.events.identity.TrustSet trust = io.csiorchestrator.events.identity.TrustSet.of(
                 List.of(key.publicEntry()));
         TopicCatalog topics = new TopicCatalog("signed-test.");
+        KafkaResource.createContractTopics(topics.prefix());
         KafkaEventPublisher publisher = new KafkaEventPublisher(KafkaResource.bootstrapServers(), topics, "/node-mount-worker",
-                100);
+                100).withSecurity(KafkaResource.securityOf(io.csiorchestrator.events.KafkaAccess.Principal.node("offline-node"),
+                        topics.prefix()));
         publisher.signWith(key);
         publisher.start();
         try {
@@ -166,7 +171,7 @@ class KafkaEventPublisherTest {
         } finally {
             publisher.close(Duration.ofSeconds(5));
         }
-        try (KafkaTestClient kafka = new KafkaTestClient(KafkaResource.bootstrapServers())) {
+        try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker()) {
             ConsumerRecord<String, String> record = kafka.awaitRecord("signed-test.node-events", r -> true,
                     Duration.ofSeconds(20));
             io.csiorchestrator.events.identity.RecordSignature.Verdict verdict = io.csiorchestrator.events.identity

@@ -39,7 +39,10 @@ import org.junit.jupiter.api.Test;
 class LeaseClientKafkaTest {
 
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
+    /** The test's observer (the super user on the closed broker). */
     private KafkaTestClient kafka;
+    /** The test's stand-in for plugin-registry-service, the one writer of node-leases. */
+    private KafkaTestClient registry;
     private TopicCatalog topics;
     private LeaseClient client;
 
@@ -49,6 +52,8 @@ class LeaseClientKafkaTest {
         topics = new TopicCatalog("lease-" + UUID.randomUUID().toString().substring(0, 8) + ".");
         kafka.createTopic(topics.name(Topic.NODE_LEASE_REQUESTS), 6, Map.of());
         kafka.createTopic(topics.name(Topic.NODE_LEASES), 6, Map.of("cleanup.policy", "compact"));
+        registry = KafkaTestClient.forSharedBroker(io.csiorchestrator.events.KafkaAccess.Principal.pluginRegistry(),
+                topics.prefix());
     }
 
     @AfterEach
@@ -57,6 +62,7 @@ class LeaseClientKafkaTest {
             client.close();
         }
         kafka.close();
+        registry.close();
     }
 
     private NodeLeaseRequested awaitRequest(java.util.function.Predicate<NodeLeaseRequested> which) {
@@ -73,7 +79,7 @@ class LeaseClientKafkaTest {
         CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
         Map<String, String> headers = new HashMap<>();
         h.forEach(x -> headers.put(x.key(), new String(x.value(), java.nio.charset.StandardCharsets.UTF_8)));
-        kafka.send(topics.name(Topic.NODE_LEASES), request.nodeId(), EventCodec.encodeToString(lease), headers);
+        registry.send(topics.name(Topic.NODE_LEASES), request.nodeId(), EventCodec.encodeToString(lease), headers);
     }
 
     @Test
@@ -81,7 +87,8 @@ class LeaseClientKafkaTest {
         String node = "lease-worker-" + UUID.randomUUID().toString().substring(0, 8);
         LeaseGate gate = LeaseGate.enabled(node, System::nanoTime);
         client = new LeaseClient(kafka.bootstrapServers(), topics, node, "/test-worker", gate, Duration.ofSeconds(3),
-                (change, lease) -> { });
+                (change, lease) -> { }).withSecurity(io.csiorchestrator.testkit.KafkaResource.securityOf(
+                io.csiorchestrator.events.KafkaAccess.Principal.node(node), topics.prefix()));
         client.start();
         assertFalse(gate.valid(), "no lease before a grant");
 

@@ -43,9 +43,14 @@ class LeaseReadinessTest {
         public Map<String, String> getConfigOverrides() {
             io.csiorchestrator.events.identity.Principal node = io.csiorchestrator.events.identity.Principal.node(NODE);
             io.csiorchestrator.testkit.TestIdentities.sealing(node); // this node's own sealing key (issue 20 item 4)
-            return Map.of("csi.worker.fencing.enabled", "true", "csi.fencing.lease-ttl", "3s",
-                    "csi.worker.node-id", NODE, TopicCatalog.PREFIX_PROPERTY, TOPICS.prefix(),
-                    "csi.worker.seal-key-file", io.csiorchestrator.testkit.TestIdentities.sealKeyFile(node).toString());
+            Map<String, String> config = new HashMap<>(Map.of("csi.worker.fencing.enabled", "true",
+                    "csi.fencing.lease-ttl", "3s", "csi.worker.node-id", NODE, TopicCatalog.PREFIX_PROPERTY, TOPICS.prefix(),
+                    "csi.worker.seal-key-file", io.csiorchestrator.testkit.TestIdentities.sealKeyFile(node).toString()));
+            // on the closed broker the worker connects as this node's own principal with its ACLs on this prefix,
+            // and finds this prefix's topics made (a closed broker creates none on first use)
+            io.csiorchestrator.testkit.KafkaResource.createContractTopics(TOPICS.prefix());
+            config.putAll(io.csiorchestrator.testkit.KafkaResource.applicationSecurity("NODE:" + NODE, TOPICS.prefix()));
+            return config;
         }
     }
 
@@ -59,12 +64,14 @@ class LeaseReadinessTest {
 
     @Test
     void readyOnlyWithAValidLease() {
-        try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker()) {
+        try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker();
+             KafkaTestClient registry = KafkaTestClient.forSharedBroker(
+                     io.csiorchestrator.events.KafkaAccess.Principal.pluginRegistry(), TOPICS.prefix())) {
             await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertEquals(
                     NODE + " has no valid lease (none granted yet)", lease(leaseCheck(503))));
 
             await().atMost(Duration.ofSeconds(30)).until(() -> {
-                answerLatest(kafka);
+                answerLatest(kafka, registry);
                 return given().get("/q/health/ready").statusCode() == 200;
             });
             assertEquals("valid (epoch 1)", lease(leaseCheck(200)));
@@ -75,7 +82,8 @@ class LeaseReadinessTest {
         }
     }
 
-    private static void answerLatest(KafkaTestClient kafka) {
+    /** Reads the worker's requests as the test's observer, answers the latest as the registry would. */
+    private static void answerLatest(KafkaTestClient kafka, KafkaTestClient registry) {
         NodeLeaseRequested latest = null;
         for (ConsumerRecord<String, String> r : kafka.readAll(TOPICS.name(Topic.NODE_LEASE_REQUESTS))) {
             NodeLeaseRequested q = EventCodec.decode(NodeLeaseRequested.class, r.value());
@@ -91,6 +99,6 @@ class LeaseReadinessTest {
         CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
         Map<String, String> headers = new HashMap<>();
         h.forEach(x -> headers.put(x.key(), new String(x.value(), java.nio.charset.StandardCharsets.UTF_8)));
-        kafka.send(TOPICS.name(Topic.NODE_LEASES), NODE, EventCodec.encodeToString(lease), headers);
+        registry.send(TOPICS.name(Topic.NODE_LEASES), NODE, EventCodec.encodeToString(lease), headers);
     }
 }

@@ -26,12 +26,15 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link RecordingWatch} against a real broker that it reaches through a {@link TcpProxy} (its own listener):
  * a record the group has not committed holds the window's end back, a commit past it moves the end, Kafka
- * unreachable for the registry closes the window, and it opens again, later, once Kafka is back.
+ * unreachable for the registry closes the window, and it opens again, later, once Kafka is back. The broker is closed
+ * as every deployment's is (SASL_SSL, SCRAM, the StandardAuthorizer, both listeners): the watch connects as
+ * {@code plugin-registry-service} with exactly its {@code KafkaAccess} ACLs, its group one of the registry's own; the
+ * test acts as the super user.
  */
 class RecordingWatchKafkaTest {
 
     private static final String PREFIX = "watch-test.";
-    private static final String GROUP = "registry-watch-test";
+    private static final String GROUP = io.csiorchestrator.events.KafkaAccess.PLUGIN_REGISTRY + "-watch-test";
 
     private static TcpProxy proxy;
     private static KafkaBroker broker;
@@ -40,9 +43,9 @@ class RecordingWatchKafkaTest {
     @BeforeAll
     static void broker() {
         proxy = TcpProxy.reserve();
-        broker = KafkaBroker.builder().advertisedListener("REGISTRY", proxy.port()).start();
+        broker = KafkaBroker.builder().secured(true).advertisedListener("REGISTRY", proxy.port()).start();
         proxy.forwardTo("127.0.0.1", broker.listenerPort("REGISTRY"));
-        kafka = new KafkaTestClient(broker.bootstrapServers());
+        kafka = new KafkaTestClient(broker.bootstrapServers(), broker.adminSecurity());
     }
 
     @AfterAll
@@ -67,6 +70,8 @@ class RecordingWatchKafkaTest {
         watch.topics = new TopicCatalog(PREFIX);
         watch.bootstrapServers = "127.0.0.1:" + proxy.port();
         watch.groupId = GROUP;
+        watch.kafkaSecurity = broker.issue(io.csiorchestrator.events.KafkaAccess.Principal.pluginRegistry(),
+                new TopicCatalog(PREFIX));
         watch.start();
         try {
             assertFalse(watch.window().recording(), "nothing is counted before the first catch-up");
