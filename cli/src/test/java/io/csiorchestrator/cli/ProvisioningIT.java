@@ -306,7 +306,10 @@ class ProvisioningIT {
      * there); the claim stays: the file reads back and a new one is written. NodeExpandVolume failing
      * FAILED_PRECONDITION once makes {@code volume expand --capacity 3MiB} exit 1 naming the node, the code, the
      * plugin's message and "not retried", after exactly one NodeExpandVolume call; the same command again, without the
-     * fault, expands to 3MiB. Release and delete leave the plugin's volumes as they were.
+     * fault, expands to 3MiB. Resize on mount (issue 14): released, the volume is expanded to 4MiB (ControllerExpandVolume
+     * only: published nowhere, so node-1 keeps its 3MiB file system); claimed again on node-1, claim-service sends node-1
+     * NodeExpandVolume once the claim is ready: the plugin reports 4MiB at the new target, the provisioned view records
+     * node-1 at 4MiB, the files are there. Release and delete leave the plugin's volumes as they were.
      */
     @Test
     void aVolumeIsExpandedWhilePublishedAndANodeExpandFailedPreconditionIsAClearErrorNotRetried() throws Exception {
@@ -348,6 +351,19 @@ class ProvisioningIT {
         assertTrue(csi("volume", "expand", "pv-expand", "--capacity", "3MiB").contains("to 3145728 bytes"));
         assertEquals(3L << 20, nodeReportedBytes(externalId, hostPath));
         ClaimClient.Outcome released = client.request(ClaimClient.release(NS, "pv-expand", "alloc-exp"), START, s -> { });
+        assertTrue(released.is(ClaimState.RELEASED), released.describe());
+
+        assertTrue(csi("volume", "expand", "pv-expand", "--capacity", "4MiB").contains("to 4194304 bytes"));
+        ClaimClient.Outcome again = client.request(ClaimClient.claim(NS, "pv-expand", "alloc-exp2", NODE, ClaimMode.WRITE,
+                AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM), START, s -> { });
+        assertTrue(again.is(ClaimState.READY), again.describe());
+        Path target = Path.of(again.last().hostPath());
+        Wait.until("NodeExpandVolume of the claim mounted after the expansion (resize on mount)", START, null, () ->
+                nodeReportedBytes(externalId, target) == 4L << 20 ? Optional.of(true) : Optional.empty());
+        assertEquals(4L << 20, claims.get("/v1/provisioned-volumes/" + NS + "/pv-expand").body()
+                .path("nodeExpandedBytes").path(NODE).asLong());
+        assertEquals("written after the expansion", Files.readString(target.resolve("after.txt")));
+        released = client.request(ClaimClient.release(NS, "pv-expand", "alloc-exp2"), START, s -> { });
         assertTrue(released.is(ClaimState.RELEASED), released.describe());
         assertEquals(202, claims.delete("/v1/provisioned-volumes/" + NS + "/pv-expand").status());
         awaitGone("pv-expand");

@@ -199,7 +199,10 @@ public class VolumeResource {
 
     @GET
     @Path("/{namespace}/{id}")
-    @Operation(summary = "Read a volume", description = "Everything but secret values and mount flags, with its current and past claims.")
+    @Operation(summary = "Read a volume", description = "Everything but secret values and mount flags, with its current and past "
+            + "claims, its CSI condition on each node where it is claimed (conditions) and, for a volume created through the "
+            + "services that its plugin's last complete ListVolumes did not list, listing: {pluginId, condition: abnormal, "
+            + "message: \"volume not listed by plugin P since T\", since} (a mark only: nothing is deleted for it).")
     @APIResponse(responseCode = "200", description = "The volume",
             content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(implementation = VolumeDetail.class)))
     @APIResponse(responseCode = "404", description = "No such volume",
