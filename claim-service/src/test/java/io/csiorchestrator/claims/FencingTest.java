@@ -106,6 +106,39 @@ class FencingTest {
     }
 
     /**
+     * A release on a node whose lease lapsed, of a plugin with a controller: the node side is assumed detached once the
+     * fence wait passed (no unmount answered), the controller side still gets its unpublish, and the RELEASED that
+     * follows it says why the node side was freed (it had no reason when the controller-unpublish came between).
+     */
+    @Test
+    void theReleasedAfterALapseDrivenControllerUnpublishSaysWhyTheNodeWasAssumedDetached() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of(node));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH), null, java.util.Map.of());
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        bus.fail(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT), "INTERNAL", "device busy");
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        NodeCommand unpublish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
+        assertTrue(bus.statuses(release.requestId()).stream().noneMatch(s -> s.state() == ClaimState.RELEASED),
+                "released before its controller-unpublish was done: " + bus.statuses(release.requestId()));
+        bus.succeed(unpublish, null, java.util.Map.of());
+        ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        assertEquals(node + "'s lease epoch 1 lapsed and the fence wait passed: assumed detached", released.reason());
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims", hasSize(0));
+    }
+
+    /**
      * A mount-done of a lease epoch older than the node's newest is ignored: dead-lettered with the reason and
      * counted; the claim stays mounting until an answer of the current epoch comes.
      */
@@ -415,7 +448,8 @@ class FencingTest {
                 "released before the controller side was unpublished: " + bus.statuses(release.requestId()));
         bus.succeedAt(unpublish, 1);
         ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
-        assertEquals(null, released.reason(), "a failed fence is not reported as one");
+        assertEquals(x + "'s lease epoch 1 lapsed and the fence wait passed: assumed detached", released.reason(),
+                "freed by the lease wait, which the RELEASED after the controller side says; a failed fence is not one");
         List<ClaimStatus> order = bus.statuses(release.requestId());
         assertTrue(order.indexOf(fallback) < order.indexOf(released), order.toString());
     }
