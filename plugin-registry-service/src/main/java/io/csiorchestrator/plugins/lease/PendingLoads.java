@@ -23,7 +23,7 @@ final class PendingLoads {
 
     PendingLoads(Duration maxBackoff) {
         if (maxBackoff.compareTo(FIRST_BACKOFF) < 0) {
-            throw new IllegalArgumentException("the reload's maximum backoff " + maxBackoff + " must be at least "
+            throw new IllegalArgumentException("csi.registry.lease-reload-max-backoff " + maxBackoff + " must be at least "
                     + FIRST_BACKOFF);
         }
         this.maxBackoffNanos = maxBackoff.toNanos();
