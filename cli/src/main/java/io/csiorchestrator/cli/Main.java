@@ -155,6 +155,11 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(argv, 1, argv.length);
         try {
             Args args = Args.parse(rest);
+            if (args.flag("help")) {
+                // `./csi chaos --help` must not start a 20-minute run, nor `volume detach .. --help` detach anything
+                out.print(USAGE);
+                return 0;
+            }
             // Kafka credentials and scheduler key of `up` in this work dir (`--work-dir`, else <home>/.csi/up), unless
             // CSI_KAFKA_* / CSI_IDENTITY_KEY_FILE say otherwise; a system this process started itself (a test's
             // cluster) keeps its own unless --work-dir names another
