@@ -451,9 +451,9 @@ final class Chaos {
             cluster.awaitReady(replica, "http://127.0.0.1:" + replicaPort, Demo.START_TIMEOUT);
         }
         if (name.equals("registry-kill") && !cluster.proc(REGISTRY_REPLICA).map(p -> p.handle().isAlive()).orElse(false)) {
-            int port = Cluster.freePort();
-            Cluster.Proc replica = cluster.startRegistry(REGISTRY_REPLICA, port);
-            cluster.awaitReady(replica, "http://127.0.0.1:" + port, Demo.START_TIMEOUT);
+            registryReplicaPort = Cluster.freePort();
+            Cluster.Proc replica = cluster.startRegistry(REGISTRY_REPLICA, registryReplicaPort);
+            cluster.awaitReady(replica, registryUrl(REGISTRY_REPLICA), Demo.START_TIMEOUT);
             // both members of the lease group, the partitions dealt and each node renewed since (by either)
             awaitRenewals(System.currentTimeMillis() + 8_000, Duration.ofSeconds(60));
         }
@@ -513,11 +513,15 @@ final class Chaos {
                 return "kill -9 claim-service (pid " + pid + ") with " + REPLICA + " running: the survivor takes over";
             }
             case "registry-kill" -> {
-                // Two replicas (the second started before the fault): kill -9 the first; the survivor must take its
-                // node-lease-requests partitions over (the group's session timeout, 6 s) and renew every lease with
-                // the same epoch before any worker's fence time (ttl - budget after its last renewal). The killed one
-                // comes back after the convergence wait (restartRegistry), and the leases are watched past that.
-                long pid = cluster.kill9(REGISTRY);
+                // Two replicas (the second started before the fault): kill -9 the one that is node-1's lease
+                // authority (Kafka deals the partitions by chance; killing the other would test no takeover); the
+                // survivor must take its node-lease-requests partitions over (the group's session timeout, 6 s) and
+                // renew every lease with the same epoch before any worker's fence time (ttl - budget after its last
+                // renewal). The killed one comes back after the convergence wait (restartRegistry), and the leases
+                // are watched past that.
+                registryVictim = leaseAuthorityOf(FenceFaults.OLD_NODE);
+                String survivor = registryVictim.equals(REGISTRY) ? REGISTRY_REPLICA : REGISTRY;
+                long pid = cluster.kill9(registryVictim);
                 long killedAt = System.currentTimeMillis();
                 FenceCheck.Timers t = fence.timers();
                 Map<String, Long> renewed = awaitRenewals(killedAt, t.leaseTtl().minus(t.budget()));
@@ -528,7 +532,8 @@ final class Chaos {
                     took.append(took.length() == 0 ? "" : ", ").append(node).append(at == null ? " not renewed"
                             : String.format(java.util.Locale.ROOT, " renewed %.1f s after the kill", (at - killedAt) / 1000.0));
                 }
-                return "kill -9 " + REGISTRY + " (pid " + pid + ") with " + REGISTRY_REPLICA + " running: " + took;
+                return "kill -9 " + registryVictim + " (pid " + pid + ", " + FenceFaults.OLD_NODE + "'s lease authority) with "
+                        + survivor + " running: " + took;
             }
             case "worker-kill-node-1", "worker-kill-node-2" -> {
                 String node = name.substring("worker-kill-".length());
@@ -566,6 +571,36 @@ final class Chaos {
     }
 
     private long registryKilledAt;
+    private String registryVictim = REGISTRY;
+    private int registryReplicaPort;
+
+    private String registryUrl(String name) {
+        return name.equals(REGISTRY) ? cluster.registryUrl() : "http://127.0.0.1:" + registryReplicaPort;
+    }
+
+    /**
+     * Which registry replica is {@code node}'s lease authority ({@code GET /v1/nodes/{node}} answers
+     * {@code authority: true} on the one owning its partition); asked for up to 30 s (a rebalance under way), then
+     * the first.
+     */
+    private String leaseAuthorityOf(String node) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() - deadline < 0) {
+            for (String name : List.of(REGISTRY, REGISTRY_REPLICA)) {
+                try {
+                    Http.Response r = new Http(name, registryUrl(name), cluster.adminToken()).get("/v1/nodes/" + node);
+                    if (r.ok() && r.body() != null && r.body().path("authority").asBoolean()) {
+                        return name;
+                    }
+                } catch (RuntimeException e) {
+                    // not answering now: asked again
+                }
+            }
+            pause(Duration.ofMillis(250));
+        }
+        out.println("csi chaos: note: no registry replica said it is " + node + "'s lease authority; killing " + REGISTRY);
+        return REGISTRY;
+    }
 
     /**
      * After {@code registry-kill}'s convergence wait: starts the killed registry again (the survivor keeps running)
@@ -575,8 +610,8 @@ final class Chaos {
      */
     private String restartRegistry() throws Exception {
         long restartAt = System.currentTimeMillis();
-        Cluster.Proc p = cluster.restart(REGISTRY);
-        cluster.awaitReady(p, cluster.registryUrl(), Demo.START_TIMEOUT);
+        Cluster.Proc p = cluster.restart(registryVictim);
+        cluster.awaitReady(p, registryUrl(registryVictim), Demo.START_TIMEOUT);
         FenceCheck.Timers t = fence.timers();
         long watchedUntil = restartAt + Math.round(t.leaseTtl().toMillis() * (1 + t.clockDrift()))
                 + 2 * t.leaseTtl().toMillis() / 6 + 2_000;
@@ -584,7 +619,7 @@ final class Chaos {
         synchronized (lock) {
             registryRestarts.add(new long[] {registryKilledAt, restartAt, watchedUntil});
         }
-        return REGISTRY + " restarted (pid " + p.handle().pid() + "), leases watched until restart + "
+        return registryVictim + " restarted (pid " + p.handle().pid() + "), leases watched until restart + "
                 + (watchedUntil - restartAt) / 1000 + " s";
     }
 

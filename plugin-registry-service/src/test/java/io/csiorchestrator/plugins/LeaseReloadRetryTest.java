@@ -1,8 +1,11 @@
 package io.csiorchestrator.plugins;
 
 import static io.csiorchestrator.plugins.HealthRecords.topics;
+import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.EventCodec;
@@ -10,6 +13,7 @@ import io.csiorchestrator.events.EventType;
 import io.csiorchestrator.events.NodeLease;
 import io.csiorchestrator.events.NodeLeaseRequested;
 import io.csiorchestrator.events.NodeLeaseState;
+import io.csiorchestrator.events.NodePartitioner;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.plugins.lease.LeaseAuthority;
 import io.csiorchestrator.testkit.KafkaTestClient;
@@ -23,12 +27,15 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.UUID;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.RangeAssignor;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.awaitility.Awaitility;
@@ -36,14 +43,20 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The lease authority takes node-lease-requests partitions over while PostgreSQL is away (issue 19: a standby
- * registry replica taking a killed one's nodes over during a database outage). Real broker, real PostgreSQL behind
- * the tests' proxy, the test profile's ttl of 3 s. A node holds epoch 1 and renews it; the database is cut; a
- * rebalance of the lease group (a second member joins, then leaves) hands every partition back to the application,
- * whose reload of the persisted leases fails: those partitions are counted unloaded (paused). The node stops renewing
- * and the database comes back: the reload is tried again by itself (no further rebalance), and the node's lapse is
- * declared, of epoch 1. Without the retry the
- * partitions stayed unowned after the failed reload and the lapse never came (until some later rebalance).
+ * Rebalances of the lease group while PostgreSQL is away (issue 19: a standby registry replica taking a killed one's
+ * nodes over during a database outage; a rebalance for any other reason meanwhile). Real broker, real PostgreSQL behind
+ * the tests' proxy, the test profile's ttl of 3 s. Two nodes hold epoch 1, one on the first and one on the last
+ * partition of node-lease-requests, and renew; the database is cut; a second member joins the lease group and takes
+ * half the partitions (Kafka's range assignor: one of the two nodes' partitions goes to it, the other stays).
+ * <ul>
+ *   <li>The node whose partition stayed with the application is still renewed: a partition kept through a rebalance
+ *       needs no reload (a failing reload paused it, and with it every renewal, so both workers fenced themselves
+ *       in a full chaos run when a rebalance came during the PostgreSQL outage).</li>
+ *   <li>The member leaves: the other node's partition comes back and must be loaded, which fails: it is paused
+ *       (gauge, REST {@code authority: false}). Once the database is back the load is retried by itself (no
+ *       further rebalance) and that node's lapse is declared. Without the retry the partition stayed unowned after
+ *       the failed reload and the lapse never came.</li>
+ * </ul>
  */
 @QuarkusTest
 class LeaseReloadRetryTest {
@@ -85,19 +98,26 @@ class LeaseReloadRetryTest {
                 r -> node.equals(r.key()) && which.test(EventCodec.decode(NodeLease.class, r.value())), TIMEOUT).value());
     }
 
+    /** A fresh node id whose node-lease-requests partition is {@code partition}. */
+    private static String nodeOn(int partition, int partitions) {
+        while (true) {
+            String node = "reload-node-" + UUID.randomUUID().toString().substring(0, 8);
+            if (NodePartitioner.partitionFor(node, partitions) == partition) {
+                return node;
+            }
+        }
+    }
+
+    private static boolean authority(String node) {
+        return given().get("/v1/nodes/" + node).then().statusCode(200).extract().jsonPath().getBoolean("authority");
+    }
+
     @Test
-    void aReloadThatFailedAtAssignmentIsRetriedOnceTheDatabaseIsBackAndTheLapseComes() {
+    void aKeptPartitionRenewsThroughARebalanceAndAReloadThatFailedIsRetriedOnceTheDatabaseIsBack() {
         HealthRecords.awaitLeaseAuthorityServing(kafka);
         TcpProxy database = PostgresResource.proxy();
         assertNotNull(database, "the test datasource goes through a proxy (TestInfrastructure)");
-        String node = "reload-node-" + UUID.randomUUID().toString().substring(0, 8);
-        String granted = request(node, 0);
-        assertEquals(1, awaitLease(node, l -> granted.equals(l.requestId())).epoch());
-        assertEquals(0.0, unloaded(), "every partition loaded before the cut");
-
-        database.cut();
         String requests = topics().name(Topic.NODE_LEASE_REQUESTS);
-        int partitions;
         Properties props = new Properties();
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
         kafka.security().applyTo(props);
@@ -105,31 +125,60 @@ class LeaseReloadRetryTest {
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
         props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "1000");
-        try (KafkaConsumer<String, String> member = new KafkaConsumer<>(props, new StringDeserializer(),
-                new StringDeserializer())) {
-            partitions = member.partitionsFor(requests).size();
-            // a second member of the lease group: the partitions are dealt again (the application's reload fails)
+        props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName());
+        KafkaConsumer<String, String> member = new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
+        boolean left = false;
+        try {
+            int partitions = member.partitionsFor(requests).size();
+            List<String> nodes = List.of(nodeOn(0, partitions), nodeOn(partitions - 1, partitions));
+            for (String node : nodes) {
+                String granted = request(node, 0);
+                assertEquals(1, awaitLease(node, l -> granted.equals(l.requestId())).epoch());
+            }
+            assertEquals(0.0, unloaded(), "every partition loaded before the cut");
+
+            database.cut();
+            // a second member of the lease group: the range assignor gives it one half, the application the other
             member.subscribe(List.of(requests, topics().name(Topic.NODE_EVENTS)));
-            // the node renews meanwhile (renewals need no database), so its lease is valid when the reload fails
             Awaitility.await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(500)).until(() -> {
-                request(node, 1);
+                nodes.forEach(n -> request(n, 1)); // renewals need no database
                 member.poll(Duration.ofMillis(200));
-                return !member.assignment().isEmpty();
+                return member.assignment().stream().anyMatch(tp -> tp.topic().equals(requests));
             });
-        } // it leaves: every partition goes back to the application, whose reload fails again
-        Awaitility.await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(500)).until(() -> {
-            request(node, 1);
-            return unloaded() == partitions;
-        });
+            Set<Integer> theirs = new HashSet<>();
+            member.assignment().stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> theirs.add(tp.partition()));
+            String moved = nodes.stream().filter(n -> theirs.contains(NodePartitioner.partitionFor(n, partitions)))
+                    .findFirst().orElseThrow(() -> new AssertionError("the member got " + theirs + ": none of " + nodes));
+            String stayed = nodes.get(0).equals(moved) ? nodes.get(1) : nodes.get(0);
 
-        database.restore();
-        // no rebalance from here on: only the retry can load the partitions and declare the node's lapse
-        NodeLease lapse = awaitLease(node, l -> l.state() == NodeLeaseState.LAPSED);
-        assertEquals(1, lapse.epoch());
-        Awaitility.await().atMost(TIMEOUT).until(() -> unloaded() == 0);
+            // the partition that stayed is kept through the rebalance: renewed, though nothing could be loaded
+            String renewal = request(stayed, 1);
+            assertEquals(1, awaitLease(stayed, l -> renewal.equals(l.requestId())).epoch());
+            assertEquals(0.0, unloaded(), "nothing to load: the application kept its partitions");
+            assertTrue(authority(stayed));
 
-        // the authority answers again, from the leases it loaded: the lapsed epoch is never granted again
-        String next = request(node, 1);
-        assertEquals(2, awaitLease(node, l -> next.equals(l.requestId())).epoch());
+            member.close(); // it leaves: its half comes back to the application, whose load of it fails
+            left = true;
+            Awaitility.await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(500)).until(() -> {
+                request(moved, 1);
+                return unloaded() == theirs.size();
+            });
+            assertFalse(authority(moved), "not the node's authority while its partition is not loaded");
+
+            database.restore();
+            // no rebalance from here on: only the retry can load the partition and declare the node's lapse
+            NodeLease lapse = awaitLease(moved, l -> l.state() == NodeLeaseState.LAPSED);
+            assertEquals(1, lapse.epoch());
+            Awaitility.await().atMost(TIMEOUT).until(() -> unloaded() == 0);
+            assertTrue(authority(moved));
+
+            // the authority answers again, from the leases it loaded: the lapsed epoch is never granted again
+            String next = request(moved, 1);
+            assertEquals(2, awaitLease(moved, l -> next.equals(l.requestId())).epoch());
+        } finally {
+            if (!left) {
+                member.close();
+            }
+        }
     }
 }

@@ -102,6 +102,9 @@ public class LeaseAuthority {
 
     private LeaseBook book;
     private final Set<Integer> owned = ConcurrentHashMap.newKeySet();
+    /** Request partitions owned (loaded) up to the last revocation, and the partition count then; consumer thread's. */
+    private final Set<Integer> justOwned = new HashSet<>();
+    private int justOwnedOf;
     /** Assigned request partitions whose leases are not loaded yet; the consumer thread's only. */
     private PendingLoads pendingLoads;
     private volatile int unloaded;
@@ -186,8 +189,22 @@ public class LeaseAuthority {
                 public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
                     Set<Integer> gone = new HashSet<>();
                     revoked.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> gone.add(tp.partition()));
+                    // what this instance owned (loaded) up to this rebalance: current in its book, even if it gets
+                    // them back while the database is away
+                    justOwned.clear();
+                    gone.stream().filter(owned::contains).forEach(justOwned::add);
+                    justOwnedOf = partitions;
                     owned.removeAll(gone);
                     pendingLoads.revoked(gone);
+                    unloaded = pendingLoads.size();
+                }
+
+                @Override
+                public void onPartitionsLost(Collection<TopicPartition> lost) {
+                    // the session was lost: another member may have had them meanwhile, nothing here is current
+                    lost.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> owned.remove(tp.partition()));
+                    justOwned.clear();
+                    pendingLoads.revoked(lost.stream().map(TopicPartition::partition).toList());
                     unloaded = pendingLoads.size();
                 }
 
@@ -196,8 +213,20 @@ public class LeaseAuthority {
                     partitions = Math.max(1, consumer.partitionsFor(requests).size());
                     Set<Integer> fresh = new HashSet<>();
                     assigned.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> fresh.add(tp.partition()));
+                    // Partitions this instance owned right up to this rebalance (eager: revoked, then assigned again)
+                    // are kept as they are: nobody else had them in between, its book is current, and a reload
+                    // failing now (the database away) must not stop their renewals. The others are loaded.
+                    Set<Integer> kept = new HashSet<>();
+                    if (justOwnedOf == partitions) {
+                        fresh.stream().filter(justOwned::contains).forEach(kept::add);
+                    }
+                    justOwned.clear();
+                    owned.addAll(kept);
+                    fresh.removeAll(kept);
                     if (!fresh.isEmpty()) {
                         tryLoad(fresh, requests, nodeEvents);
+                    } else if (!kept.isEmpty()) {
+                        LOG.infof("owning node lease partitions %s (kept)", owned);
                     }
                 }
             });
@@ -447,6 +476,11 @@ public class LeaseAuthority {
         }
         reason.ifPresent(r -> stale.increment());
         return reason;
+    }
+
+    /** Whether this instance owns {@code nodeId}'s partition (loaded): it answers its requests and declares its lapses. */
+    public boolean owns(String nodeId) {
+        return owned.contains(NodePartitioner.partitionFor(nodeId, partitions));
     }
 
     /** Every node's lease as this instance knows it. */
