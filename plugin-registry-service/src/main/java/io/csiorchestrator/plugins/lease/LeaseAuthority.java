@@ -58,10 +58,11 @@ import org.jboss.logging.Logger;
  * persists epochs in {@code node_leases}. One thread with a plain Kafka consumer (group
  * {@code plugin-registry-service-leases}) and producer, so requests, lapses and rebalances of this instance never
  * run at once; the rules are {@link LeaseBook}'s. A node's lapse is declared only by the instance owning its
- * request partition; on taking a partition over (start, rebalance) it reloads the persisted leases and counts them as
- * granted then. A partition whose reload failed (the database away) is paused, neither answered nor swept, and its
- * reload tried again with backoff from the poll loop ({@link PendingLoads}) until it succeeds. A new epoch is written to PostgreSQL before its grant is published; a request that cannot be
- * answered (database or broker away) is answered by the worker's next request.
+ * request partition; on taking a partition over (start, rebalance) it loads the persisted leases and counts them as
+ * granted then; a partition it owned right up to the rebalance is kept as it is. A partition whose load failed (the
+ * database away) is paused, neither answered nor swept, and its load tried again with backoff from the poll loop
+ * ({@link PendingLoads}) until it succeeds. A new epoch is written to PostgreSQL before its grant is published; a
+ * request that cannot be answered (database or broker away) is answered by the worker's next request.
  */
 @ApplicationScoped
 public class LeaseAuthority {
