@@ -337,6 +337,37 @@ class FencingTest {
     }
 
     /**
+     * A controller-publish answered under an epoch older than the controller node's newest (the node's lease changed
+     * epoch while the command ran) is taken: it is the storage's result, not the node's mounts, and it is the claim's
+     * current command. It was dropped as stale, and the claim waited out the command timeout each time.
+     */
+    @Test
+    void aControllerPublishAnsweredUnderAnOlderEpochOfTheControllersNodeIsTaken() {
+        String node = ClaimFlowTest.unique("node");
+        String controller = ClaimFlowTest.unique("ctrl");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        bus.lease(controller, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(controller, 1, "valid");
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        bus.plugin(plugin, true, List.of(controller), List.of(node));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        NodeCommand publish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
+        assertEquals(controller, publish.nodeId());
+        bus.lease(controller, 1, NodeLeaseState.LAPSED);
+        bus.lease(controller, 2, NodeLeaseState.VALID);
+        Bus.awaitLease(controller, 2, "valid");
+        bus.succeedAt(publish, 1);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        bus.succeedAt(mount, 1);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+        assertEquals(1, bus.commands(vol).stream().filter(c -> c.kind() == NodeCommandKind.CONTROLLER_PUBLISH).count(),
+                "published once: the answer was taken, not waited out and sent again");
+    }
+
+    /**
      * A writer on node X and a second node Y, both with a controller and a node instance of {@code plugin} (a
      * storage-fencing plugin of the test profile) and a valid lease; the claim on X is READY. {x, y, vol, requestId}.
      */
