@@ -432,6 +432,11 @@ public class ClaimService {
                     ? apply(volume, claim, machine().storageFenced(snapshot(claim), StorageFence.fencedNote(claim.nodeId)))
                     : storageFenceFailed(volume, claim, done.errorCode(), done.errorMessage());
         }
+        if (claim.detachNote != null && Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)
+                && (done.succeeded() || "NOT_FOUND".equals(done.errorCode()))) {
+            // the controller side of a claim whose node side was assumed detached: its RELEASED says why
+            return apply(volume, claim, machine().controllerUnpublishedAfterDetach(snapshot(claim), claim.detachNote));
+        }
         if (done.succeeded()) {
             if (done.kind() == NodeCommandKind.CONTROLLER_PUBLISH) {
                 claim.publishContextJson = Json.write(done.publishContext());
@@ -747,6 +752,9 @@ public class ClaimService {
                         claim.tx = Tx.untraced();
                         String reason = nodeId + " fenced at epoch " + epoch + ": mount removed";
                         LOG.warnf("claim %s (volume %s): %s", claim.claimId, volumeKey, reason);
+                        if (java.util.Set.of("MOUNTING", "READY", "UNMOUNTING").contains(claim.phase)) {
+                            claim.detachNote = reason; // its mount removed: the RELEASED after the controller side says so
+                        }
                         if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
                             claim.commandId = null;
                             claim.commandDeadline = null;
@@ -761,6 +769,7 @@ public class ClaimService {
     private Uni<Void> detach(VolumeEntity volume, ClaimEntity claim, String why) {
         LOG.warnf("claim %s: %s", claim.claimId, why);
         if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
+            claim.detachNote = why; // the node side assumed detached: the RELEASED after the controller side says why
             claim.commandId = null;
             claim.commandDeadline = null;
             claim.retryAt = null;
@@ -803,6 +812,7 @@ public class ClaimService {
     public Uni<Void> detachLocked(VolumeEntity volume, ClaimEntity claim, String why, Tx tx) {
         claim.tx = tx;
         if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
+            claim.detachNote = why; // the node side assumed detached: the RELEASED after the controller side says why
             claim.commandId = null;
             claim.commandDeadline = null;
             claim.retryAt = null;

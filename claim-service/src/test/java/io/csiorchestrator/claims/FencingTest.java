@@ -106,6 +106,39 @@ class FencingTest {
     }
 
     /**
+     * A release on a node whose lease lapsed, of a plugin with a controller: the node side is assumed detached once the
+     * fence wait passed (no unmount answered), the controller side still gets its unpublish, and the RELEASED that
+     * follows it says why the node side was freed (it had no reason when the controller-unpublish came between).
+     */
+    @Test
+    void theReleasedAfterALapseDrivenControllerUnpublishSaysWhyTheNodeWasAssumedDetached() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        bus.plugin(plugin, true, List.of("ctrl-1"), List.of(node));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        bus.succeed(bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH), null, java.util.Map.of());
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-1");
+        bus.send(release);
+        bus.fail(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT), "INTERNAL", "device busy");
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        NodeCommand unpublish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_UNPUBLISH);
+        assertTrue(bus.statuses(release.requestId()).stream().noneMatch(s -> s.state() == ClaimState.RELEASED),
+                "released before its controller-unpublish was done: " + bus.statuses(release.requestId()));
+        bus.succeed(unpublish, null, java.util.Map.of());
+        ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
+        assertEquals(node + "'s lease epoch 1 lapsed and the fence wait passed: assumed detached", released.reason());
+        given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims", hasSize(0));
+    }
+
+    /**
      * A mount-done of a lease epoch older than the node's newest is ignored: dead-lettered with the reason and
      * counted; the claim stays mounting until an answer of the current epoch comes.
      */
@@ -304,6 +337,37 @@ class FencingTest {
     }
 
     /**
+     * A controller-publish answered under an epoch older than the controller node's newest (the node's lease changed
+     * epoch while the command ran) is taken: it is the storage's result, not the node's mounts, and it is the claim's
+     * current command. It was dropped as stale, and the claim waited out the command timeout each time.
+     */
+    @Test
+    void aControllerPublishAnsweredUnderAnOlderEpochOfTheControllersNodeIsTaken() {
+        String node = ClaimFlowTest.unique("node");
+        String controller = ClaimFlowTest.unique("ctrl");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        bus.lease(controller, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(controller, 1, "valid");
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
+        bus.plugin(plugin, true, List.of(controller), List.of(node));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        NodeCommand publish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
+        assertEquals(controller, publish.nodeId());
+        bus.lease(controller, 1, NodeLeaseState.LAPSED);
+        bus.lease(controller, 2, NodeLeaseState.VALID);
+        Bus.awaitLease(controller, 2, "valid");
+        bus.succeedAt(publish, 1);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        bus.succeedAt(mount, 1);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+        assertEquals(1, bus.commands(vol).stream().filter(c -> c.kind() == NodeCommandKind.CONTROLLER_PUBLISH).count(),
+                "published once: the answer was taken, not waited out and sent again");
+    }
+
+    /**
      * A writer on node X and a second node Y, both with a controller and a node instance of {@code plugin} (a
      * storage-fencing plugin of the test profile) and a valid lease; the claim on X is READY. {x, y, vol, requestId}.
      */
@@ -415,7 +479,8 @@ class FencingTest {
                 "released before the controller side was unpublished: " + bus.statuses(release.requestId()));
         bus.succeedAt(unpublish, 1);
         ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
-        assertEquals(null, released.reason(), "a failed fence is not reported as one");
+        assertEquals(x + "'s lease epoch 1 lapsed and the fence wait passed: assumed detached", released.reason(),
+                "freed by the lease wait, which the RELEASED after the controller side says; a failed fence is not one");
         List<ClaimStatus> order = bus.statuses(release.requestId());
         assertTrue(order.indexOf(fallback) < order.indexOf(released), order.toString());
     }

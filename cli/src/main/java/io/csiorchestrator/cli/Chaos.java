@@ -67,6 +67,9 @@ final class Chaos {
             "postgres-kill");
     static final String NAMESPACE = "chaos";
     static final String REPLICA = "claim-service-2";
+    /** The second plugin-registry-service of {@code registry-kill}: it takes the killed one's node leases over. */
+    static final String REGISTRY_REPLICA = "plugin-registry-service-2";
+    static final String REGISTRY = "plugin-registry-service";
     static final Duration ANSWER_WAIT = Duration.ofSeconds(180);
 
     /**
@@ -447,6 +450,13 @@ final class Chaos {
             Cluster.Proc replica = cluster.startClaims(REPLICA, replicaPort);
             cluster.awaitReady(replica, "http://127.0.0.1:" + replicaPort, Demo.START_TIMEOUT);
         }
+        if (name.equals("registry-kill") && !cluster.proc(REGISTRY_REPLICA).map(p -> p.handle().isAlive()).orElse(false)) {
+            registryReplicaPort = Cluster.freePort();
+            Cluster.Proc replica = cluster.startRegistry(REGISTRY_REPLICA, registryReplicaPort);
+            cluster.awaitReady(replica, registryUrl(REGISTRY_REPLICA), Demo.START_TIMEOUT);
+            // both members of the lease group, the partitions dealt and each node renewed since (by either)
+            awaitRenewals(System.currentTimeMillis() + 8_000, Duration.ofSeconds(60));
+        }
         pause(Duration.ofSeconds(3));
         long start = System.currentTimeMillis();
         String what;
@@ -478,6 +488,9 @@ final class Chaos {
             Cluster.Proc restarted = cluster.restart("claim-service");
             cluster.awaitReady(restarted, cluster.claimsUrl(), Demo.START_TIMEOUT);
         }
+        if (name.equals("registry-kill")) {
+            what += "; " + restartRegistry();
+        }
         pause(Duration.ofSeconds(2));
         long windowEnd = System.currentTimeMillis();
         out.printf("csi chaos: %-20s at %s %s; ended after %.1f s, %s%n", name, Instant.ofEpochMilli(start), what,
@@ -500,23 +513,27 @@ final class Chaos {
                 return "kill -9 claim-service (pid " + pid + ") with " + REPLICA + " running: the survivor takes over";
             }
             case "registry-kill" -> {
-                long killAt = System.currentTimeMillis();
-                long pid = cluster.kill9("plugin-registry-service");
-                long restartAt = System.currentTimeMillis();
-                Cluster.Proc p = cluster.restart("plugin-registry-service");
-                cluster.awaitReady(p, cluster.registryUrl(), Demo.START_TIMEOUT);
-                // Watched past the restart + ttl x (1 + drift) (the earliest lapse the new process may declare) and
-                // two renew intervals more, so that an early lapse, a new epoch or renewals that do not resume show
-                // (FenceCheck.RegistryRestart, checked at the end once every node-leases record was read).
+                // Two replicas (the second started before the fault): kill -9 the one that is node-1's lease
+                // authority (Kafka deals the partitions by chance; killing the other would test no takeover); the
+                // survivor must take its node-lease-requests partitions over (the group's session timeout, 6 s) and
+                // renew every lease with the same epoch before any worker's fence time (ttl - budget after its last
+                // renewal). The killed one comes back after the convergence wait (restartRegistry), and the leases
+                // are watched past that.
+                registryVictim = leaseAuthorityOf(FenceFaults.OLD_NODE);
+                String survivor = registryVictim.equals(REGISTRY) ? REGISTRY_REPLICA : REGISTRY;
+                long pid = cluster.kill9(registryVictim);
+                long killedAt = System.currentTimeMillis();
                 FenceCheck.Timers t = fence.timers();
-                long watchedUntil = restartAt + Math.round(t.leaseTtl().toMillis() * (1 + t.clockDrift()))
-                        + 2 * t.leaseTtl().toMillis() / 6 + 2_000;
-                pause(Duration.ofMillis(Math.max(0, watchedUntil - System.currentTimeMillis())));
-                synchronized (lock) {
-                    registryRestarts.add(new long[] {killAt, restartAt, watchedUntil});
+                Map<String, Long> renewed = awaitRenewals(killedAt, t.leaseTtl().minus(t.budget()));
+                registryKilledAt = killedAt;
+                StringBuilder took = new StringBuilder();
+                for (String node : Cluster.NODES) {
+                    Long at = renewed.get(node);
+                    took.append(took.length() == 0 ? "" : ", ").append(node).append(at == null ? " not renewed"
+                            : String.format(java.util.Locale.ROOT, " renewed %.1f s after the kill", (at - killedAt) / 1000.0));
                 }
-                return "kill -9 plugin-registry-service (pid " + pid + "), restarted (pid " + p.handle().pid()
-                        + "), leases watched until restart + " + (watchedUntil - restartAt) / 1000 + " s";
+                return "kill -9 " + registryVictim + " (pid " + pid + ", " + FenceFaults.OLD_NODE + "'s lease authority) with "
+                        + survivor + " running: " + took;
             }
             case "worker-kill-node-1", "worker-kill-node-2" -> {
                 String node = name.substring("worker-kill-".length());
@@ -550,6 +567,81 @@ final class Chaos {
                         + cluster.postmasterPid().map(String::valueOf).orElse("?") + ", process " + p.handle().pid() + ")";
             }
             default -> throw new IllegalArgumentException(name);
+        }
+    }
+
+    private long registryKilledAt;
+    private String registryVictim = REGISTRY;
+    private int registryReplicaPort;
+
+    private String registryUrl(String name) {
+        return name.equals(REGISTRY) ? cluster.registryUrl() : "http://127.0.0.1:" + registryReplicaPort;
+    }
+
+    /**
+     * Which registry replica is {@code node}'s lease authority ({@code GET /v1/nodes/{node}} answers
+     * {@code authority: true} on the one owning its partition); asked for up to 30 s (a rebalance under way), then
+     * the first.
+     */
+    private String leaseAuthorityOf(String node) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() - deadline < 0) {
+            for (String name : List.of(REGISTRY, REGISTRY_REPLICA)) {
+                try {
+                    Http.Response r = new Http(name, registryUrl(name), cluster.adminToken()).get("/v1/nodes/" + node);
+                    if (r.ok() && r.body() != null && r.body().path("authority").asBoolean()) {
+                        return name;
+                    }
+                } catch (RuntimeException e) {
+                    // not answering now: asked again
+                }
+            }
+            pause(Duration.ofMillis(250));
+        }
+        out.println("csi chaos: note: no registry replica said it is " + node + "'s lease authority; killing " + REGISTRY);
+        return REGISTRY;
+    }
+
+    /**
+     * After {@code registry-kill}'s convergence wait: starts the killed registry again (the survivor keeps running)
+     * and watches the leases past its start + ttl x (1 + drift) (the earliest lapse a process that just loaded them
+     * may declare) and two renew intervals more, so that a lapse, a new epoch or renewals that stop at the rebalance
+     * show ({@link FenceCheck.RegistryRestart}, checked at the end once every node-leases record was read).
+     */
+    private String restartRegistry() throws Exception {
+        long restartAt = System.currentTimeMillis();
+        Cluster.Proc p = cluster.restart(registryVictim);
+        cluster.awaitReady(p, registryUrl(registryVictim), Demo.START_TIMEOUT);
+        FenceCheck.Timers t = fence.timers();
+        long watchedUntil = restartAt + Math.round(t.leaseTtl().toMillis() * (1 + t.clockDrift()))
+                + 2 * t.leaseTtl().toMillis() / 6 + 2_000;
+        pause(Duration.ofMillis(Math.max(0, watchedUntil - System.currentTimeMillis())));
+        synchronized (lock) {
+            registryRestarts.add(new long[] {registryKilledAt, restartAt, watchedUntil});
+        }
+        return registryVictim + " restarted (pid " + p.handle().pid() + "), leases watched until restart + "
+                + (watchedUntil - restartAt) / 1000 + " s";
+    }
+
+    /**
+     * Waits (at most {@code within}) until every node's lease was granted valid after {@code since} (the reader's
+     * node-leases records, the registry's clock); returns when each was, by node (missing: not within the wait).
+     */
+    private Map<String, Long> awaitRenewals(long since, Duration within) {
+        long deadline = System.nanoTime() + within.toNanos();
+        Map<String, Long> renewed = new HashMap<>();
+        while (true) {
+            synchronized (lock) {
+                for (FenceCheck.LeaseEv l : leases) {
+                    if (l.state().equals("valid") && l.at() > since && Cluster.NODES.contains(l.node())) {
+                        renewed.merge(l.node(), l.at(), Math::min);
+                    }
+                }
+            }
+            if (renewed.keySet().containsAll(Cluster.NODES) || System.nanoTime() - deadline >= 0) {
+                return renewed;
+            }
+            pause(Duration.ofMillis(100));
         }
     }
 

@@ -546,17 +546,26 @@ public final class Cluster {
     public static final String IDENTITIES_DIR = "identities";
 
     public Proc startRegistry() throws IOException {
-        List<String> cmd = java("plugin-registry-service", 384);
+        return startRegistry("plugin-registry-service", ports.registry());
+    }
+
+    /**
+     * A plugin-registry-service instance named {@code name} (its log, its entry in {@code pids}, its
+     * {@code CSI_INSTANCE_NAME}) on {@code port}: several instances share the database and the topics, the node
+     * leases' partitions dealt among them ({@code ./csi chaos} runs a second replica for {@code registry-kill}).
+     */
+    public Proc startRegistry(String name, int port) throws IOException {
+        List<String> cmd = java(name, 384);
         cmd.addAll(tokenVerification());
         cmd.addAll(kafkaCredentials(KafkaAccess.PLUGIN_REGISTRY));
         cmd.addAll(List.of(
-                "-Dquarkus.http.port=" + ports.registry(),
+                "-Dquarkus.http.port=" + port,
                 "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
                 "-Dcsi.topics.prefix=" + TOPIC_PREFIX,
                 "-Dquarkus.datasource.reactive.url=" + infra.getProperty("postgres.plugin_registry.reactive"),
                 "-Dquarkus.datasource.username=" + infra.getProperty("postgres.username"),
                 "-jar", serviceJar("plugin-registry-service").toString()));
-        return start("plugin-registry-service", cmd, Map.of("QUARKUS_DATASOURCE_PASSWORD", "postgres"));
+        return start(name, cmd, Map.of("QUARKUS_DATASOURCE_PASSWORD", "postgres", "CSI_INSTANCE_NAME", name));
     }
 
     public Proc startClaims() throws IOException {

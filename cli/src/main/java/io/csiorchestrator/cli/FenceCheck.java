@@ -237,8 +237,10 @@ public final class FenceCheck {
     }
 
     /**
-     * A kill -9 of plugin-registry-service at {@code killAt} while the workers of {@code nodes} held leases, its new
-     * process started at {@code restartAt} and watched until {@code watchedUntil} (past restart + ttl x (1 + drift)).
+     * A kill -9 of one of two plugin-registry-service replicas, dead at {@code killAt}, while the workers of
+     * {@code nodes} held leases; the survivor takes its lease partitions over; the killed one started again at
+     * {@code restartAt} (a second rebalance) and the leases watched until {@code watchedUntil} (past restart + ttl x
+     * (1 + drift)).
      *
      * @param leases   every node-leases record read (any time)
      * @param events   every node event read (for FENCED ones)
@@ -250,23 +252,25 @@ public final class FenceCheck {
     }
 
     /**
-     * The checks of a registry restart (issue 19): the registry counts every persisted lease as granted at its start,
-     * so (1) it declares no lapse before its start + ttl x (1 + drift) ({@code lapse-before-floor}), and, the workers
-     * being alive and renewing, none at all while watched ({@code lease-lapsed}); (2) each node's renewals resume after
-     * the restart ({@code renewals-not-resumed}) with the epoch it held before the kill ({@code epoch-changed}); (3) no
-     * claim failed over: no FENCED node event and no claim failed for a fence in the window ({@code failed-over}).
+     * The checks of a registry replica's kill (issue 19): the survivor takes the killed one's nodes over and counts
+     * their persisted leases as granted then, so (1) no lapse is declared before the kill + ttl x (1 + drift)
+     * ({@code lapse-before-floor}) and, the workers being alive and renewing, none at all while watched
+     * ({@code lease-lapsed}); (2) each node is renewed by the survivor between the kill and the restart
+     * ({@code not-taken-over}), again after the restart ({@code renewals-not-resumed}), and every grant from the kill
+     * to the end of the watch has the epoch it held before the kill ({@code epoch-changed}); (3) no claim failed over:
+     * no FENCED node event and no claim failed for a fence in the window ({@code failed-over}).
      */
     public static List<ChaosCheck.Violation> check(RegistryRestart run) {
         List<ChaosCheck.Violation> out = new ArrayList<>();
         String f = run.fault();
-        long floorAt = run.restartAt() + Math.round(run.timers().leaseTtl().toMillis() * (1 + run.timers().clockDrift()));
+        long floorAt = run.killAt() + Math.round(run.timers().leaseTtl().toMillis() * (1 + run.timers().clockDrift()));
         for (LeaseEv l : run.leases()) {
             if (l.at() < run.killAt() || l.at() > run.watchedUntil() || l.state().equals("valid")) {
                 continue;
             }
             if (l.at() < floorAt) {
                 out.add(new ChaosCheck.Violation(f, "lapse-before-floor", l.node() + "'s lease epoch " + l.epoch()
-                        + " declared " + l.state() + " at " + t(l.at()) + ", before the restart at " + t(run.restartAt())
+                        + " declared " + l.state() + " at " + t(l.at()) + ", before the kill at " + t(run.killAt())
                         + " + ttl x (1 + drift) = " + t(floorAt)));
             } else {
                 out.add(new ChaosCheck.Violation(f, "lease-lapsed", l.node() + "'s lease epoch " + l.epoch() + " declared "
@@ -275,26 +279,46 @@ public final class FenceCheck {
         }
         for (String node : run.nodes()) {
             long before = -1;
-            long after = -1;
+            long takenOver = -1;
+            long resumed = -1;
+            LeaseEv changed = null;
             for (LeaseEv l : run.leases()) {
                 if (!l.node().equals(node) || !l.state().equals("valid")) {
                     continue;
                 }
                 if (l.at() < run.killAt()) {
                     before = l.epoch(); // the last grant before the kill
-                } else if (l.at() >= run.restartAt() && l.at() <= run.watchedUntil() && after < 0) {
-                    after = l.epoch(); // the first grant of the new process
+                    continue;
+                }
+                if (l.at() > run.watchedUntil()) {
+                    continue;
+                }
+                if (l.at() < run.restartAt() && takenOver < 0) {
+                    takenOver = l.at(); // the survivor's first grant
+                } else if (l.at() >= run.restartAt() && resumed < 0) {
+                    resumed = l.at(); // the first grant after the killed one's restart
+                }
+                if (changed == null && before >= 0 && l.epoch() != before) {
+                    changed = l;
                 }
             }
             if (before < 0) {
                 out.add(new ChaosCheck.Violation(f, "no-lease-before", node + " held no lease before the kill at "
                         + t(run.killAt())));
-            } else if (after < 0) {
+                continue;
+            }
+            if (takenOver < 0) {
+                out.add(new ChaosCheck.Violation(f, "not-taken-over", node + "'s lease was not renewed between the kill"
+                        + " at " + t(run.killAt()) + " and the restart at " + t(run.restartAt())
+                        + ": the survivor did not take it over"));
+            }
+            if (resumed < 0) {
                 out.add(new ChaosCheck.Violation(f, "renewals-not-resumed", node + "'s lease was not renewed after the"
                         + " restart at " + t(run.restartAt()) + " (watched until " + t(run.watchedUntil()) + ")"));
-            } else if (after != before) {
+            }
+            if (changed != null) {
                 out.add(new ChaosCheck.Violation(f, "epoch-changed", node + " held epoch " + before + " before the kill"
-                        + " and was granted epoch " + after + " after the restart"));
+                        + " and was granted epoch " + changed.epoch() + " at " + t(changed.at())));
             }
         }
         for (ChaosCheck.NodeEv e : run.events()) {

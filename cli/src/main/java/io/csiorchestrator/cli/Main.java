@@ -34,8 +34,9 @@ public final class Main {
               chaos [--short] [--faults a,b] [--rate R] [--volumes N] [--outage S] [--json F] [--work-dir D]
                                            the fault suite: its own system (.csi/chaos-<ts>) under a steady load of
                                            claims and releases, one fault after another (kill -9 and restart of each
-                                           process, a claim-service failover, Kafka restart, PostgreSQL crash and
-                                           outage); checks the invariants, prints a table per fault, exit 1 on any
+                                           process, a claim-service failover, a registry failover: one of two
+                                           replicas killed, the survivor keeps every node lease; Kafka restart,
+                                           PostgreSQL crash and outage); checks the invariants, prints a table per fault, exit 1 on any
                                            violation. Faults: claims-kill, claims-failover, registry-kill,
                                            worker-kill-node-1/-2, plugin-kill-node-1/-2, kafka-restart, postgres-kill,
                                            postgres-outage (--outage S seconds, default 130); --short: 4 of them.
@@ -173,6 +174,11 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(argv, 1, argv.length);
         try {
             Args args = Args.parse(rest);
+            if (args.flag("help")) {
+                // `./csi chaos --help` must not start a 20-minute run, nor `volume detach .. --help` detach anything
+                out.print(USAGE);
+                return 0;
+            }
             // Kafka credentials and scheduler key of `up` in this work dir (`--work-dir`, else <home>/.csi/up), unless
             // CSI_KAFKA_* / CSI_IDENTITY_KEY_FILE say otherwise; a system this process started itself (a test's
             // cluster) keeps its own unless --work-dir names another

@@ -191,42 +191,57 @@ class FenceCheckTest {
         return out;
     }
 
-    /** Killed at 20 s, started again at 21 s (ready at 30 s), watched until 21 + 31.5 + 10 + 2 = 64.5 s. */
+    /**
+     * One of two registries killed (dead) at 20 s, the survivor renewing from 30 s; the killed one started again at
+     * 40 s, watched until 40 + 31.5 + 10 + 2 = 83.5 s.
+     */
     private static List<Violation> restart(List<FenceCheck.LeaseEv> leases, List<NodeEv> events,
                                            List<ChaosCheck.Answer> answers) {
         return FenceCheck.check(new FenceCheck.RegistryRestart("registry-kill", List.of("node-1", "node-2"), 20_000,
-                21_000, 64_500, TTL_30, leases, events, answers));
+                40_000, 83_500, TTL_30, leases, events, answers));
     }
 
     /**
-     * A clean restart (no lapse, renewals resumed with the same epochs, nothing fenced) has no violation; a lapse
-     * declared before restart + ttl x (1 + drift) is {@code lapse-before-floor}, one after it (the workers were
-     * renewing) {@code lease-lapsed}; a new epoch after the restart is {@code epoch-changed}; no grant after it
+     * A clean takeover (no lapse, renewals by the survivor and after the restart with the same epochs, nothing
+     * fenced) has no violation; a lapse declared before kill + ttl x (1 + drift) is {@code lapse-before-floor}, one
+     * after it (the workers were renewing) {@code lease-lapsed}; a new epoch after the kill {@code epoch-changed};
+     * no grant between the kill and the restart {@code not-taken-over}; none after the restart
      * {@code renewals-not-resumed}; a FENCED node event or a claim failed for a fence in the window
      * {@code failed-over}.
      */
     @Test
-    void aRegistryRestartKeepsEveryLeaseItsEpochAndEveryClaim() {
-        assertEquals(List.of(), restart(renewals(20_000, 30_000, 64_500), List.of(), List.of()));
+    void aRegistryReplicasKillKeepsEveryLeaseItsEpochAndEveryClaim() {
+        assertEquals(List.of(), restart(renewals(20_000, 30_000, 83_500), List.of(), List.of()));
 
-        List<FenceCheck.LeaseEv> early = new ArrayList<>(renewals(20_000, 30_000, 64_500));
+        List<FenceCheck.LeaseEv> early = new ArrayList<>(renewals(20_000, 30_000, 83_500));
         early.add(new FenceCheck.LeaseEv("node-1", 3, "lapsed", 25_000));
         assertEquals(List.of("lapse-before-floor"), kinds(restart(early, List.of(), List.of())));
 
-        List<FenceCheck.LeaseEv> late = new ArrayList<>(renewals(20_000, 30_000, 64_500));
-        late.add(new FenceCheck.LeaseEv("node-2", 1, "lapsed", 53_000));
+        List<FenceCheck.LeaseEv> late = new ArrayList<>(renewals(20_000, 30_000, 83_500));
+        late.add(new FenceCheck.LeaseEv("node-2", 1, "lapsed", 60_000));
         assertEquals(List.of("lease-lapsed"), kinds(restart(late, List.of(), List.of())));
 
-        List<FenceCheck.LeaseEv> newEpoch = new ArrayList<>(renewals(20_000, 64_600, 64_500));
-        newEpoch.add(new FenceCheck.LeaseEv("node-1", 4, "valid", 31_000));
-        newEpoch.add(new FenceCheck.LeaseEv("node-2", 1, "valid", 31_000));
+        List<FenceCheck.LeaseEv> newEpoch = new ArrayList<>(renewals(20_000, 90_000, 83_500));
+        for (long at : new long[] {31_000, 45_000}) {
+            newEpoch.add(new FenceCheck.LeaseEv("node-1", 4, "valid", at));
+            newEpoch.add(new FenceCheck.LeaseEv("node-2", 1, "valid", at));
+        }
         assertEquals(List.of("epoch-changed"), kinds(restart(newEpoch, List.of(), List.of())));
 
-        List<FenceCheck.LeaseEv> silent = new ArrayList<>(renewals(20_000, 64_600, 64_500));
-        silent.add(new FenceCheck.LeaseEv("node-2", 1, "valid", 31_000));
-        assertEquals(List.of("renewals-not-resumed"), kinds(restart(silent, List.of(), List.of())));
+        List<FenceCheck.LeaseEv> notTakenOver = new ArrayList<>(renewals(20_000, 40_000, 83_500));
+        assertEquals(List.of("not-taken-over", "not-taken-over"), kinds(restart(notTakenOver, List.of(), List.of())));
 
-        List<Violation> fenced = restart(renewals(20_000, 30_000, 64_500),
+        List<FenceCheck.LeaseEv> stopped = new ArrayList<>(renewals(20_000, 30_000, 39_000));
+        stopped.add(new FenceCheck.LeaseEv("node-2", 1, "valid", 45_000));
+        assertEquals(List.of("renewals-not-resumed"), kinds(restart(stopped, List.of(), List.of())));
+
+        List<FenceCheck.LeaseEv> silent = new ArrayList<>(renewals(20_000, 90_000, 83_500));
+        for (long at : new long[] {31_000, 45_000}) {
+            silent.add(new FenceCheck.LeaseEv("node-2", 1, "valid", at));
+        }
+        assertEquals(List.of("not-taken-over", "renewals-not-resumed"), kinds(restart(silent, List.of(), List.of())));
+
+        List<Violation> fenced = restart(renewals(20_000, 30_000, 83_500),
                 List.of(new NodeEv("node-1", NodeEventKind.FENCED, null, null, true, 40_000)),
                 List.of(new ChaosCheck.Answer("r1", io.csiorchestrator.events.ClaimState.FAILED,
                         "node-1 fenced at epoch 3: mount removed", 41_000)));

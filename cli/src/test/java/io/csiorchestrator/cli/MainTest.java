@@ -160,6 +160,18 @@ class MainTest {
     }
 
     /**
+     * {@code --help} after a command prints the usage and does nothing else (it was ignored: {@code chaos --help}
+     * started the full fault suite, {@code volume detach .. --help} sent the detach).
+     */
+    @Test
+    void helpAfterACommandPrintsTheUsageAndDoesNothing() {
+        Run r = run("volume", "detach", "v1", "node-1", "--help", "--claims-url", "http://127.0.0.1:1");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().contains("chaos [--short]"), r.out());
+        assertEquals("", r.err());
+    }
+
+    /**
      * Against a closed system (the work dir has up's Kafka credential and CA) but without a scheduler key, a claim is
      * refused before anything is sent, naming the missing key and what to do (the services would dead-letter the
      * unsigned request "unsigned" and the CLI would wait for an answer that never comes); nothing listens on the

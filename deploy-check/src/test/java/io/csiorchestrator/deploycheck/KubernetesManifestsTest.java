@@ -143,6 +143,21 @@ class KubernetesManifestsTest {
                 name + " Service exposes " + containerPort);
     }
 
+    /**
+     * claim-service and plugin-registry-service run two replicas and roll one at a time with none unavailable: a
+     * replica's death or rollout leaves the claims and the node leases (issue 19) with a live instance to take them
+     * over before any worker's fence time.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"claim-service", "plugin-registry-service"})
+    void centralServicesRunTwoReplicasAndRollWithNoneUnavailable(String name) {
+        Map<String, Object> deployment = named(kubernetesObjects(), "Deployment", name);
+        assertEquals(2, Manifests.at(deployment, "spec", "replicas").orElse(null), name + " replicas");
+        assertEquals("RollingUpdate", string(deployment, "spec", "strategy", "type"), name + " strategy");
+        assertEquals(0, Manifests.at(deployment, "spec", "strategy", "rollingUpdate", "maxUnavailable").orElse(null),
+                name + " maxUnavailable");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"Deployment/claim-service", "Deployment/plugin-registry-service", "DaemonSet/node-mount-worker"})
     void everyServiceIsScrapedForPrometheusOnItsHttpPort(String kindAndName) {

@@ -135,6 +135,7 @@ class NodeLeaseFlowTest {
         assertEquals(2, lease.getInt("lease.epoch"));
         assertEquals("valid", lease.getString("lease.state"));
         assertTrue(lease.getString("lease.expiresAt") != null, "a valid lease has the registry's expiry estimate");
+        assertTrue(lease.getBoolean("authority"), "the only instance owns every node's partition");
         assertEquals(2, given().get("/v1/nodes").then().statusCode(200).extract().jsonPath()
                 .getInt("find { it.nodeId == '" + node + "' }.lease.epoch"));
         given().get("/v1/nodes/no-such-node-" + UUID.randomUUID()).then().statusCode(404);

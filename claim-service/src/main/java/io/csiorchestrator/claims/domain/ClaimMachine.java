@@ -446,6 +446,19 @@ public final class ClaimMachine {
     }
 
     /**
+     * The controller-unpublish that followed a node side assumed detached ({@link #nodeDetached}, {@link #fenced})
+     * is done (succeeded, or NOT_FOUND): a release ends RELEASED with {@code note}, why the node side was assumed
+     * detached ("node-1's lease epoch 3 lapsed and the fence wait passed: assumed detached"), as it does when no
+     * controller-unpublish was owed; a rollback ends FAILED. Anything but CONTROLLER_UNPUBLISHING changes nothing.
+     */
+    public Transition controllerUnpublishedAfterDetach(Snapshot s, String note) {
+        if (s.phase() != Phase.CONTROLLER_UNPUBLISHING) {
+            return new Transition(s, List.of());
+        }
+        return finish(s, new ArrayList<>(), note);
+    }
+
+    /**
      * The claim's node is unreachable (its lease lapsed, or its unmount keeps failing) and it may not yet be assumed
      * detached: another node may write only once the node's lease surely lapsed and it fenced (issue 19). Nothing is
      * sent; a release being torn down says why it waits in a RELEASING status ({@code reason}, e.g. "waiting for

@@ -19,6 +19,7 @@ import java.util.List;
 import org.apache.kafka.common.header.Header;
 import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.MountDone;
+import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.NodeLease;
 import io.csiorchestrator.claims.Fencing;
 import io.csiorchestrator.claims.domain.LeaseBook;
@@ -111,8 +112,14 @@ public class Consumers {
             CloudEventHeaders.requireValid(record.headers(), EventType.MOUNT_DONE);
             MountDone done = EventCodec.decode(MountDone.class, record.value());
             authenticity.requireNode(record, EventType.MOUNT_DONE.displayName(), done.nodeId());
-            refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
-            if (done.kind() == io.csiorchestrator.events.NodeCommandKind.LIST_VOLUMES) {
+            if (done.kind() != NodeCommandKind.CONTROLLER_PUBLISH && done.kind() != NodeCommandKind.CONTROLLER_UNPUBLISH) {
+                refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
+            }
+            // A controller-publish/-unpublish answer is the storage's result, not the node's mounts: it is taken
+            // whatever lease epoch the controller's node held when it ran (it matches the claim's current command or
+            // nothing). Dropped as stale, it left the claim waiting out the command timeout after every epoch change
+            // of that node (full chaos run: claims on node-2 failed after 3 x 2 min while node-1 changed epochs).
+            if (done.kind() == NodeCommandKind.LIST_VOLUMES) {
                 // a page of ListVolumes for the comparison of the volumes created through the services (issue 14)
                 return retried(() -> listings.onDone(done, tx), "mount-done " + done.commandId());
             }

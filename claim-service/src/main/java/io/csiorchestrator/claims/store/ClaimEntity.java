@@ -75,6 +75,9 @@ public class ClaimEntity extends PanacheEntityBase {
     /** 'failed' once a storage fence of this claim failed (tried once per claim); null otherwise. */
     @Column(name = "storage_fence")
     public String storageFence;
+    /** Why the node side was assumed detached (lapse, fence report, operator), for the RELEASED after the controller-unpublish. */
+    @Column(name = "detach_note")
+    public String detachNote;
     @Column(name = "external_node_id")
     public String externalNodeId;
     @Column(name = "controller_node_id")

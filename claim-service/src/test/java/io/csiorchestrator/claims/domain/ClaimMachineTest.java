@@ -228,6 +228,34 @@ class ClaimMachineTest {
         assertEquals(List.of(), t.effects());
     }
 
+    /**
+     * A release whose node is assumed detached with a controller publication left: the controller-unpublish is sent,
+     * and once done the RELEASED carries why the node side was freed; a rollback ends FAILED with no second answer;
+     * any phase but controller-unpublishing changes nothing.
+     */
+    @Test
+    void theControllerUnpublishAfterADetachEndsTheReleaseWithTheDetachsReason() {
+        Snapshot ready = machine.succeeded(machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next(), "/h")
+                .next();
+        Snapshot unmounting = machine.release(ready).next();
+        Transition t = machine.nodeDetached(unmounting, "node-1's lease epoch 3 lapsed and the fence wait passed: assumed detached");
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertEquals(List.of(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)), t.effects());
+        t = machine.controllerUnpublishedAfterDetach(t.next(),
+                "node-1's lease epoch 3 lapsed and the fence wait passed: assumed detached");
+        assertEquals(Phase.FREED, t.next().phase());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED,
+                "node-1's lease epoch 3 lapsed and the fence wait passed: assumed detached")), t.effects());
+
+        Snapshot published = machine.succeeded(machine.start(Snapshot.fresh(true)).next(), null).next();
+        t = machine.nodeDetached(published, "node gone");
+        t = machine.controllerUnpublishedAfterDetach(t.next(), "node gone");
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(), t.effects(), "answered once: failed");
+
+        assertEquals(new Transition(ready, List.of()), machine.controllerUnpublishedAfterDetach(ready, "node gone"));
+    }
+
     @Test
     void aLateFailureAfterReadyOrAfterTheEndChangesNothing() {
         Snapshot ready = machine.succeeded(machine.start(Snapshot.fresh(false)).next(), "/h").next();

@@ -29,7 +29,12 @@ public class NodeResource {
     public record LeaseView(long epoch, String state, Instant lastRenewedAt, Instant expiresAt, long fencedEpoch) {
     }
 
-    public record NodeView(String nodeId, LeaseView lease) {
+    /**
+     * @param authority whether this instance owns the node's partition of node-lease-requests (it answers the node's
+     *                  requests and declares its lapses: its view is current); false: another replica's node, shown as
+     *                  this one loaded or saw it last
+     */
+    public record NodeView(String nodeId, LeaseView lease, boolean authority) {
     }
 
     @Inject
@@ -63,6 +68,6 @@ public class NodeResource {
     private NodeView view(LeaseBook.View v) {
         Instant expires = v.state() == NodeLeaseState.VALID ? leases.expiresAt(v) : null;
         return new NodeView(v.nodeId(), new LeaseView(v.epoch(), v.state().wire(), v.lastRenewedAt(), expires,
-                v.fencedEpoch()));
+                v.fencedEpoch()), leases.owns(v.nodeId()));
     }
 }

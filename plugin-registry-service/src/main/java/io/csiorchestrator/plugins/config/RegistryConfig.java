@@ -42,4 +42,12 @@ public interface RegistryConfig {
      */
     @WithDefault("true")
     boolean leases();
+
+    /**
+     * The longest wait between two tries of loading the persisted leases of node-lease-requests partitions this
+     * instance took over while the database was away (backoff from 200 ms; read by {@code LeaseAuthority} as
+     * {@code csi.registry.lease-reload-max-backoff}). Until loaded, those partitions are paused.
+     */
+    @WithDefault("5s")
+    Duration leaseReloadMaxBackoff();
 }

@@ -58,9 +58,11 @@ import org.jboss.logging.Logger;
  * persists epochs in {@code node_leases}. One thread with a plain Kafka consumer (group
  * {@code plugin-registry-service-leases}) and producer, so requests, lapses and rebalances of this instance never
  * run at once; the rules are {@link LeaseBook}'s. A node's lapse is declared only by the instance owning its
- * request partition; on taking a partition over (start, rebalance) it reloads the persisted leases and counts them as
- * granted then. A new epoch is written to PostgreSQL before its grant is published; a request that cannot be
- * answered (database or broker away) is answered by the worker's next request.
+ * request partition; on taking a partition over (start, rebalance) it loads the persisted leases and counts them as
+ * granted then; a partition it owned right up to the rebalance is kept as it is. A partition whose load failed (the
+ * database away) is paused, neither answered nor swept, and its load tried again with backoff from the poll loop
+ * ({@link PendingLoads}) until it succeeds. A new epoch is written to PostgreSQL before its grant is published; a
+ * request that cannot be answered (database or broker away) is answered by the worker's next request.
  */
 @ApplicationScoped
 public class LeaseAuthority {
@@ -74,6 +76,8 @@ public class LeaseAuthority {
     public static final String GROUP = "plugin-registry-service-leases";
     /** Stale-epoch reports (plugin-health heartbeats) ignored and dead-lettered. */
     public static final String STALE_EPOCH = "csi.registry.stale.epoch";
+    /** Assigned request partitions whose persisted leases could not be loaded yet (retried with backoff). */
+    public static final String UNLOADED = "csi.node.lease.partitions.unloaded";
 
     @Inject
     Pool pool;
@@ -94,9 +98,17 @@ public class LeaseAuthority {
     Duration budget;
     @ConfigProperty(name = "csi.registry.leases", defaultValue = "true")
     boolean enabled;
+    @ConfigProperty(name = "csi.registry.lease-reload-max-backoff", defaultValue = "5s")
+    Duration reloadMaxBackoff;
 
     private LeaseBook book;
     private final Set<Integer> owned = ConcurrentHashMap.newKeySet();
+    /** Request partitions owned (loaded) up to the last revocation, and the partition count then; consumer thread's. */
+    private final Set<Integer> justOwned = new HashSet<>();
+    private int justOwnedOf;
+    /** Assigned request partitions whose leases are not loaded yet; the consumer thread's only. */
+    private PendingLoads pendingLoads;
+    private volatile int unloaded;
     private final Map<String, Boolean> gauged = new ConcurrentHashMap<>();
     private volatile int partitions = 6;
     private volatile boolean running;
@@ -111,6 +123,11 @@ public class LeaseAuthority {
         }
         book = new LeaseBook(LeaseBook.lapseAfterNanos(ttl, clockDrift));
         stale = Counter.builder(STALE_EPOCH).description("plugin-health reports of a stale lease epoch, dead-lettered")
+                .register(meters);
+        pendingLoads = new PendingLoads(reloadMaxBackoff);
+        Gauge.builder(UNLOADED, this, a -> a.unloaded)
+                .description("node-lease-requests partitions this instance owns whose leases it could not load yet"
+                        + " (paused: their requests wait, their lapses too)")
                 .register(meters);
         if (!enabled) {
             return;
@@ -171,7 +188,25 @@ public class LeaseAuthority {
             consumer.subscribe(List.of(requests, nodeEvents), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
-                    revoked.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> owned.remove(tp.partition()));
+                    Set<Integer> gone = new HashSet<>();
+                    revoked.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> gone.add(tp.partition()));
+                    // what this instance owned (loaded) up to this rebalance: current in its book, even if it gets
+                    // them back while the database is away
+                    justOwned.clear();
+                    gone.stream().filter(owned::contains).forEach(justOwned::add);
+                    justOwnedOf = partitions;
+                    owned.removeAll(gone);
+                    pendingLoads.revoked(gone);
+                    unloaded = pendingLoads.size();
+                }
+
+                @Override
+                public void onPartitionsLost(Collection<TopicPartition> lost) {
+                    // the session was lost: another member may have had them meanwhile, nothing here is current
+                    lost.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> owned.remove(tp.partition()));
+                    justOwned.clear();
+                    pendingLoads.revoked(lost.stream().map(TopicPartition::partition).toList());
+                    unloaded = pendingLoads.size();
                 }
 
                 @Override
@@ -179,18 +214,21 @@ public class LeaseAuthority {
                     partitions = Math.max(1, consumer.partitionsFor(requests).size());
                     Set<Integer> fresh = new HashSet<>();
                     assigned.stream().filter(tp -> tp.topic().equals(requests)).forEach(tp -> fresh.add(tp.partition()));
-                    if (fresh.isEmpty()) {
-                        return;
+                    // Partitions this instance owned right up to this rebalance (eager: revoked, then assigned again)
+                    // are kept as they are: nobody else had them in between, its book is current, and a reload
+                    // failing now (the database away) must not stop their renewals. The others are loaded.
+                    Set<Integer> kept = new HashSet<>();
+                    if (justOwnedOf == partitions) {
+                        fresh.stream().filter(justOwned::contains).forEach(kept::add);
                     }
-                    try {
-                        load(fresh);
-                    } catch (RuntimeException e) {
-                        LOG.warn("could not reload the node leases of partitions " + fresh
-                                + "; their nodes' lapses wait for the next assignment", e);
-                        return;
+                    justOwned.clear();
+                    owned.addAll(kept);
+                    fresh.removeAll(kept);
+                    if (!fresh.isEmpty()) {
+                        tryLoad(fresh, requests, nodeEvents);
+                    } else if (!kept.isEmpty()) {
+                        LOG.infof("owning node lease partitions %s (kept)", owned);
                     }
-                    owned.addAll(fresh);
-                    LOG.infof("owning node lease partitions %s", owned);
                 }
             });
             while (running) {
@@ -200,6 +238,9 @@ public class LeaseAuthority {
                     } else {
                         handle(record);
                     }
+                }
+                if (pendingLoads.due(System.nanoTime())) {
+                    tryLoad(pendingLoads.partitions(), requests, nodeEvents);
                 }
                 sweep();
             }
@@ -212,6 +253,38 @@ public class LeaseAuthority {
         } finally {
             consumer.close(Duration.ofSeconds(5));
         }
+    }
+
+    /**
+     * On the consumer thread: loads the leases of request partitions {@code wanted} (assigned just now, or waiting
+     * for a retry). Loaded: this instance owns them (declares their lapses) and reads them. Failed: they and their
+     * node-events partitions are paused (a request answered from leases not loaded could grant a new epoch to a node
+     * that holds a valid one, and so fence it) and tried again after the backoff.
+     */
+    private void tryLoad(Set<Integer> wanted, String requests, String nodeEvents) {
+        List<TopicPartition> topicPartitions = new ArrayList<>();
+        for (int partition : wanted) {
+            topicPartitions.add(new TopicPartition(requests, partition));
+            topicPartitions.add(new TopicPartition(nodeEvents, partition));
+        }
+        topicPartitions.retainAll(consumer.assignment());
+        int failedTries = pendingLoads.failures();
+        try {
+            load(wanted);
+        } catch (RuntimeException e) {
+            pendingLoads.failed(wanted, System.nanoTime());
+            unloaded = pendingLoads.size();
+            consumer.pause(topicPartitions);
+            LOG.warnf("could not load the node leases of partitions %s (try %d): their requests and lapses wait, tried"
+                    + " again in %d ms: %s", wanted, pendingLoads.failures(), pendingLoads.backoff().toMillis(), e.toString());
+            return;
+        }
+        pendingLoads.loaded(wanted);
+        unloaded = pendingLoads.size();
+        consumer.resume(topicPartitions);
+        owned.addAll(wanted);
+        LOG.infof("owning node lease partitions %s%s", owned,
+                failedTries > 0 ? " (" + wanted + " loaded after " + failedTries + " failed tries)" : "");
     }
 
     /** Loads the persisted leases (of the nodes of {@code partitionsOrAll}; null: all), as granted now. */
@@ -404,6 +477,11 @@ public class LeaseAuthority {
         }
         reason.ifPresent(r -> stale.increment());
         return reason;
+    }
+
+    /** Whether this instance owns {@code nodeId}'s partition (loaded): it answers its requests and declares its lapses. */
+    public boolean owns(String nodeId) {
+        return owned.contains(NodePartitioner.partitionFor(nodeId, partitions));
     }
 
     /** Every node's lease as this instance knows it. */
