@@ -221,6 +221,8 @@ public class NodeMountWorker {
                     + e.getMessage(), e);
         }
         fenceGuard = guard;
+        // a new fenced mount is in the guard's list before it is made (not only at the next lease poll)
+        ops.feedGuardBeforeMountsWith(() -> guard.feedNow(lease.deadline()));
         // the guard's marker is taken in by the self-fence, even while the lease is valid again (the guard fenced an
         // epoch this worker may have renewed since); one tick after every lease poll feeds both
         guard.onMarker(fence::markerFound);

@@ -239,6 +239,16 @@ public final class FenceGuard {
         }
     }
 
+    /**
+     * Feeds the guard now, outside the lease thread's rhythm ({@link #tick}), and answers whether it holds the current
+     * plan's paths under the lease's epoch: called before a mount fenced on a lapse, so that the guard knows the path
+     * before the mount exists. False without a valid lease, or when the guard did not take the feed.
+     */
+    public synchronized boolean feedNow(java.util.Optional<LeaseGate.Deadline> lease) {
+        tick(lease);
+        return lease.isPresent() && fedEpoch == lease.get().epoch() && safePaths().equals(fedPaths);
+    }
+
     /** The plan's paths that may reach the guard: under the root, normal, no control character (else logged). */
     private List<String> safePaths() {
         List<String> safe = new ArrayList<>();

@@ -70,6 +70,7 @@ public final class VolumeOperations {
     private final MountCheck mountCheck;
     private final Map<VolumeKey, VolumeRecord> records = new ConcurrentHashMap<>();
     private volatile java.util.function.BooleanSupplier leaseValid = () -> true;
+    private volatile java.util.function.BooleanSupplier guardFed = () -> true;
     private final ProvisionOperations provisioning;
 
     public VolumeOperations(String nodeId, WorkerPaths paths, MountRecordStore store, PluginDirectory plugins,
@@ -99,6 +100,18 @@ public final class VolumeOperations {
      */
     public void publishFencedOnlyWhile(java.util.function.BooleanSupplier valid) {
         this.leaseValid = valid;
+    }
+
+    /**
+     * With the fence guard (issue 19): before a new publication fenced on a lapse is staged or published, the guard is
+     * fed the paths of the records (which hold it from step 1 of {@link #mount} on) through {@code feed}, which answers
+     * whether the guard now has them. A mount made between two of the lease thread's feeds (every poll, up to 200 ms
+     * apart) and a freeze right after it was not in the guard's list: the guard then fenced everything but it, and
+     * node-2 was given the volume while node-1 still had it mounted (FencingIT, freeze-worker-node-1). A guard that
+     * cannot be fed refuses the mount: when in doubt, nothing is mounted.
+     */
+    public void feedGuardBeforeMountsWith(java.util.function.BooleanSupplier feed) {
+        this.guardFed = feed;
     }
 
     private boolean mayPublish(Usage usage) {
@@ -291,6 +304,13 @@ public final class VolumeOperations {
             record = record.withStage(StageState.STAGING);
         }
         save(record);
+        // 1b. a new publication fenced on a lapse: in the guard's list before anything is mounted
+        if (usage.fencesOnLapse() && usage.state() != PublishState.PUBLISHED && !guardFed.getAsBoolean()) {
+            rollBackMount(key, plugin, alloc, target, false);
+            return failed(command, "FENCE_GUARD_UNFED", "volume " + key + " is not mounted for allocation " + alloc
+                    + " on node " + nodeId + ": the fence guard could not be given its path before the mount (a"
+                    + " mount it does not know would outlive a freeze of this worker); see the worker's log", null, null);
+        }
 
         VolumeRequest request = request(record, usage, opened, staging, target);
         boolean publishAttempted = false;

@@ -95,6 +95,22 @@ class FenceGuardTest {
         assertFalse(Files.exists(state.resolve(FenceGuard.MARKER)), "fed 60 s ahead: no fence");
     }
 
+    /**
+     * {@code feedNow} (called before a fenced mount): with a valid lease it hands the guard the current paths at once,
+     * outside the lease poll's rhythm, and says so; without a valid lease it feeds nothing and answers false.
+     */
+    @Test
+    void feedNowHandsTheGuardANewPathAtOnceAndAnswersWhetherItHasIt() throws Exception {
+        FenceGuard guard = guard();
+        long fenceAt = now.get() + 60_000_000_000L;
+        assertTrue(guard.feedNow(Optional.of(new LeaseGate.Deadline(4, fenceAt))), "an empty plan is fed too");
+        Path target = Files.createDirectories(state.resolve("per-alloc/a2/default/v2"));
+        paths.add(target.toString());
+        assertFalse(guard.feedNow(Optional.empty()), "no valid lease: not fed");
+        assertTrue(guard.feedNow(Optional.of(new LeaseGate.Deadline(4, fenceAt))));
+        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 4 with 1 path(s)"));
+    }
+
     @Test
     void aGuardKilledWithMinusNineIsStartedAgainAtTheNextFeed() throws Exception {
         FenceGuard guard = guard();

@@ -225,6 +225,42 @@ class VolumeOperationsTest {
         assertFalse(record.usage("r1").orElseThrow().fencesOnLapse());
     }
 
+    /**
+     * Issue 19: a new mount fenced on a lapse is in the fence guard's plan (target and staging) before the plugin is
+     * asked to stage or publish anything, so a freeze right after the mount cannot leave a mount the guard does not
+     * know (FencingIT saw one: mounted 76 ms before the SIGSTOP, between two feeds). A mount not fenced on a lapse
+     * does not wait for the guard; a guard that cannot be fed refuses the mount, and nothing of it is left.
+     */
+    @Test
+    void aFencedMountIsInTheGuardsPlanBeforeThePluginMountsAndAnUnfedGuardRefusesIt() throws Exception {
+        VolumeOperations ops = operations(plugin, true);
+        List<List<String>> planAtFeed = new ArrayList<>();
+        List<Integer> pluginCallsAtFeed = new ArrayList<>();
+        boolean[] guardTakesIt = {true};
+        ops.feedGuardBeforeMountsWith(() -> {
+            planAtFeed.add(io.csiorchestrator.worker.lease.FencePlan.of(ops.records().values()).paths());
+            pluginCallsAtFeed.add(plugin.calls.size());
+            return guardTakesIt[0];
+        });
+
+        MountDone w1 = ops.execute(mount("w1", false).withFencing(1L, 1L, true));
+        assertTrue(w1.succeeded(), w1.toString());
+        assertEquals(List.of(List.of(paths.targetPath("w1", "ns", "vol1").toString(),
+                paths.stagingPath("ns", "vol1").toString())), planAtFeed, "the guard's plan when it was fed");
+        assertEquals(List.of(0), pluginCallsAtFeed, "fed before the plugin staged or published anything");
+
+        assertTrue(ops.execute(mount("r1", true)).succeeded());
+        assertEquals(1, planAtFeed.size(), "a mount not fenced on a lapse does not feed the guard");
+
+        guardTakesIt[0] = false;
+        MountDone w2 = ops.execute(mount("w2", false).withFencing(1L, 1L, true));
+        assertFalse(w2.succeeded(), w2.toString());
+        assertEquals("FENCE_GUARD_UNFED", w2.errorCode());
+        assertTrue(w2.errorMessage().contains("fence guard"), w2.errorMessage());
+        assertEquals(0, plugin.count("publish w2"), plugin.calls.toString());
+        assertTrue(ops.record(new VolumeKey("ns", "vol1")).orElseThrow().usage("w2").isEmpty(), "nothing of w2 is left");
+    }
+
     @Test
     void aRedeliveredCommandIsAnsweredFromTheRecord() throws Exception {
         VolumeOperations ops = operations(plugin, true);
