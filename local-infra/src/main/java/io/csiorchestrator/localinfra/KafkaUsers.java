@@ -7,7 +7,6 @@ import java.util.concurrent.TimeoutException;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Base64;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -119,17 +118,7 @@ public final class KafkaUsers {
 
     /** The live (not yet expired) tokens owned by {@code owner}, without their HMACs. */
     public List<TokenInformation> tokensOf(String owner) {
-        List<DelegationToken> tokens = get("list the Kafka tokens of " + owner, () -> admin.describeDelegationToken(
-            new DescribeDelegationTokenOptions().owners(List.of(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, owner))))
-            .delegationTokens().get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
-        long now = System.currentTimeMillis();
-        List<TokenInformation> live = new ArrayList<>();
-        for (DelegationToken t : tokens) {
-            if (t.tokenInfo().expiryTimestamp() > now) {
-                live.add(t.tokenInfo());
-            }
-        }
-        return live;
+        return liveTokens(owner).stream().map(DelegationToken::tokenInfo).toList();
     }
 
     /**
@@ -137,20 +126,22 @@ public final class KafkaUsers {
      * open connection ends at its next re-authentication. Returns how many were revoked.
      */
     public int revokeTokens(String owner) {
-        List<DelegationToken> tokens = get("list the Kafka tokens of " + owner, () -> admin.describeDelegationToken(
-            new DescribeDelegationTokenOptions().owners(List.of(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, owner))))
-            .delegationTokens().get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
-        int revoked = 0;
+        List<DelegationToken> tokens = liveTokens(owner);
         for (DelegationToken t : tokens) {
-            if (t.tokenInfo().expiryTimestamp() <= System.currentTimeMillis()) {
-                continue;
-            }
             run("revoke Kafka token " + t.tokenInfo().tokenId() + " of " + owner, () -> admin.expireDelegationToken(
                 t.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1)).expiryTimestamp()
                 .get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
-            revoked++;
         }
-        return revoked;
+        return tokens.size();
+    }
+
+    /** The tokens of {@code owner} the broker holds and that have not expired yet (the admin sees their HMACs). */
+    private List<DelegationToken> liveTokens(String owner) {
+        List<DelegationToken> tokens = get("list the Kafka tokens of " + owner, () -> admin.describeDelegationToken(
+            new DescribeDelegationTokenOptions().owners(List.of(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, owner))))
+            .delegationTokens().get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
+        long now = System.currentTimeMillis();
+        return tokens.stream().filter(t -> t.tokenInfo().expiryTimestamp() > now).toList();
     }
 
     /** Renews {@code token} for {@code period} more (never past the lifetime it was issued with); returns it renewed. */
