@@ -73,9 +73,11 @@ public final class ClaimMachine {
     /**
      * The worker's lease refusals (issue 19), retried like {@link #RETRYABLE}: STALE_LEASE_EPOCH (the command carried an
      * older epoch than the worker's: sent again, with the node's newest epoch once node-leases brought it) and
-     * NO_VALID_LEASE (the node holds no valid lease right now: it takes no mount until it is granted one).
+     * NO_VALID_LEASE (the node holds no valid lease right now: it takes no mount until it is granted one) and
+     * FENCE_GUARD_UNFED (the node's fence guard could not be given the new mount's path first: the worker starts the
+     * guard again at its next lease poll).
      */
-    public static final Set<String> LEASE_REFUSALS = Set.of("STALE_LEASE_EPOCH", "NO_VALID_LEASE");
+    public static final Set<String> LEASE_REFUSALS = Set.of("STALE_LEASE_EPOCH", "NO_VALID_LEASE", "FENCE_GUARD_UNFED");
 
     /** Retry and backoff settings. */
     public record Policy(int maxPublishAttempts, Duration baseBackoff, Duration maxBackoff) {

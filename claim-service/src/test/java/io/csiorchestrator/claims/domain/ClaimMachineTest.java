@@ -549,6 +549,7 @@ class ClaimMachineTest {
     /** The worker's lease refusals of a mount are retried with backoff like UNAVAILABLE, then given up and rolled back. */
     @Test
     void aMountRefusedForItsLeaseIsRetriedLikeUnavailable() {
+        assertEquals(java.util.Set.of("STALE_LEASE_EPOCH", "NO_VALID_LEASE", "FENCE_GUARD_UNFED"), ClaimMachine.LEASE_REFUSALS);
         for (String code : ClaimMachine.LEASE_REFUSALS) {
             Snapshot mounting = machine.start(Snapshot.fresh(false)).next();
             Transition t = machine.failed(mounting, code, "stale lease epoch 1 < 2");
