@@ -16,8 +16,8 @@ import java.security.KeyPair;
 import java.security.KeyPairGenerator;
 import java.security.PrivateKey;
 import java.security.PublicKey;
-import java.security.Signature;
 import java.util.Base64;
+import org.bouncycastle.crypto.params.Ed25519PrivateKeyParameters;
 
 /**
  * One principal's Ed25519 signing key: its {@link Principal}, its key id ({@code kid}, a {@link PathSafeId}) and the
@@ -33,12 +33,17 @@ public final class IdentityKey {
     private final String kid;
     private final PrivateKey privateKey;
     private final PublicKey publicKey;
+    private final Ed25519PrivateKeyParameters signer;
 
     private IdentityKey(Principal principal, String kid, PrivateKey privateKey, PublicKey publicKey) {
         this.principal = principal;
         this.kid = PathSafeId.require("key id", kid);
         this.privateKey = privateKey;
         this.publicKey = publicKey;
+        this.signer = Ed25519.signer(privateKey);
+        if (!java.util.Arrays.equals(signer.generatePublicKey().getEncoded(), Ed25519.raw(publicKey))) {
+            throw new IllegalArgumentException("the public key (x) is not the private key's (d)");
+        }
     }
 
     /** A new key for {@code principal} under {@code kid}. */
@@ -66,14 +71,7 @@ public final class IdentityKey {
 
     /** An Ed25519 signature over {@code data}. */
     public byte[] sign(byte[] data) {
-        try {
-            Signature signature = Signature.getInstance("Ed25519");
-            signature.initSign(privateKey);
-            signature.update(data);
-            return signature.sign();
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException("Ed25519 signing failed", e);
-        }
+        return Ed25519.sign(signer, data);
     }
 
     /** Reads a key file written by {@link #write}; errors name the file and the field, never key material. */

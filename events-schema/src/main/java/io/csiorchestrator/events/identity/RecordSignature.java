@@ -6,8 +6,6 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.security.GeneralSecurityException;
-import java.security.Signature;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
@@ -97,12 +95,9 @@ public final class RecordSignature {
             return new Verdict(Outcome.BAD_SIGNATURE, kid, null);
         }
         try {
-            Signature verifier = Signature.getInstance("Ed25519");
-            verifier.initVerify(entry.key());
-            verifier.update(signedBytes(key, value, headers));
-            return verifier.verify(signature) ? new Verdict(Outcome.VALID, kid, entry)
-                    : new Verdict(Outcome.BAD_SIGNATURE, kid, null);
-        } catch (GeneralSecurityException | RuntimeException e) {
+            return Ed25519.verify(entry.key(), signedBytes(key, value, headers), signature)
+                    ? new Verdict(Outcome.VALID, kid, entry) : new Verdict(Outcome.BAD_SIGNATURE, kid, null);
+        } catch (RuntimeException e) {
             return new Verdict(Outcome.BAD_SIGNATURE, kid, null);
         }
     }
