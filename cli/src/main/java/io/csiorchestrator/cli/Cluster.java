@@ -99,6 +99,8 @@ public final class Cluster {
     private String pluginDelay = "1ms";
 
     private final Map<String, String> extraEnv = new java.util.LinkedHashMap<>();
+    /** Extra JVM options for every JVM `up` starts (space-separated, after the defaults). */
+    public static final String JVM_OPTIONS_ENV = "CSI_JVM_OPTIONS";
     /** Nodes whose worker and plugin run in a network namespace of their own ({@link #isolate}). */
     private final Map<String, io.csiorchestrator.localinfra.NetNamespace> isolated = new LinkedHashMap<>();
 
@@ -715,6 +717,12 @@ public final class Cluster {
         cmd.add("-XX:TieredStopAtLevel=1");
         cmd.add("-XX:+UseSerialGC");
         cmd.add("-Xmx" + heapMb + "m");
+        // CSI_JVM_OPTIONS: more options for every JVM of the system, after these (so they win): e.g. measuring the
+        // full tiered JIT with -XX:TieredStopAtLevel=4 (README "Performance")
+        String more = extraEnv.getOrDefault(JVM_OPTIONS_ENV, System.getenv(JVM_OPTIONS_ENV));
+        if (more != null && !more.isBlank()) {
+            cmd.addAll(List.of(more.trim().split("\\s+")));
+        }
         return cmd;
     }
 

@@ -704,7 +704,39 @@ final class LoadBench {
             }
             ProcStats.sampleTree(pid).ifPresent(s -> samples.put(proc.name(), s));
         }
+        sampleFenceGuards(samples);
         return samples;
+    }
+
+    /**
+     * The workers' fence guards (bash watchdogs started with setsid, so not in a worker's process tree): each one
+     * named by {@code <work>/<node>/root/fence-guard.pid} and still running the guard script.
+     */
+    private void sampleFenceGuards(Map<String, ProcStats.Sample> samples) throws IOException {
+        if (!Files.isDirectory(work)) {
+            return;
+        }
+        try (var nodes = Files.list(work)) {
+            for (Path node : nodes.sorted().toList()) {
+                Path pidFile = node.resolve("root").resolve("fence-guard.pid");
+                if (!Files.isRegularFile(pidFile)) {
+                    continue;
+                }
+                long pid;
+                try {
+                    pid = Long.parseLong(Files.readString(pidFile).trim());
+                } catch (NumberFormatException | IOException e) {
+                    continue;
+                }
+                boolean guard = ProcessHandle.of(pid).filter(ProcessHandle::isAlive)
+                        .flatMap(h -> h.info().arguments())
+                        .map(args -> java.util.Arrays.stream(args).anyMatch(a -> a.endsWith("csi-fence-guard")))
+                        .orElse(false);
+                if (guard) {
+                    ProcStats.sampleTree(pid).ifPresent(s -> samples.put("fence-guard-" + node.getFileName(), s));
+                }
+            }
+        }
     }
 
     private JsonNode processes(Map<String, ProcStats.Sample> before, Map<String, ProcStats.Sample> after,
