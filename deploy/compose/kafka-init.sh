@@ -1,8 +1,10 @@
 #!/bin/sh
 # One-shot `kafka-init` container (the apache/kafka image, as root), before the broker starts: the closed broker's
-# key material and one SCRAM password per principal (README "Security"), made ONCE with the image's own tools
+# key material and one SCRAM password per service principal (README "Security"), made ONCE with the image's own tools
 # (keytool, /dev/urandom) in the host directory mounted at $MATERIAL (default .csi/compose/kafka), then copied into
-# one volume per container, owned by the user that container runs as, so each one reads only its own password:
+# one volume per container, owned by the user that container runs as, so each one reads only its own password (the
+# worker's volume gets the CA only: its node logs in with a delegation token that kafka-topics writes there once the
+# broker is up, deploy/compose/kafka-node-token.sh):
 #
 #   $MATERIAL/ca.pem                      the CA certificate every client trusts (its key is never kept: nobody can
 #                                         issue another certificate under it)
@@ -12,7 +14,8 @@
 #   $MATERIAL/admin.password              csi-admin, the super user kafka-topics issues the others with
 #   $MATERIAL/token-secret.key            the key the broker signs delegation tokens with (expiring credentials of
 #                                         nodes and schedulers: ./csi kafka-credential)
-#   $MATERIAL/clients/<principal>.password  claim-service, plugin-registry-service, node-<CSI_NODE_ID>, csi-operator
+#   $MATERIAL/clients/<principal>.password  claim-service, plugin-registry-service, csi-operator (no node password:
+#                                         one made by an earlier version is deleted)
 #
 # Every secret is 0600 and owned by the owner of $MATERIAL (the host user who made .csi/compose), so
 # ./csi on the host can use csi-operator's. Idempotent: what exists is kept (delete $MATERIAL to start afresh, together
@@ -75,9 +78,10 @@ fi
 # outside the block above, so material made before delegation tokens gains the key
 secret "$MATERIAL/token-secret.key"
 
-for principal in claim-service plugin-registry-service "node-$NODE_ID" csi-operator; do
+for principal in claim-service plugin-registry-service csi-operator; do
   secret "$MATERIAL/clients/$principal.password"
 done
+rm -f "$MATERIAL/clients/node-$NODE_ID.password"
 chown -R "$owner" "$MATERIAL"
 
 # $1 volume directory, $2 owner uid, then the files to copy into it
@@ -96,7 +100,7 @@ copy() {
 
 copy "$OUT/broker" "$KAFKA_UID" "$MATERIAL/broker.p12" "$MATERIAL/broker.p12.password" \
   "$MATERIAL/broker.password" "$MATERIAL/admin.password" "$MATERIAL/token-secret.key"
-# a client's volume holds `password` (its principal's only) and ca.pem: CSI_KAFKA_PASSWORD_FILE, CSI_KAFKA_TRUSTSTORE
+# a service's volume holds `password` (its principal's only) and ca.pem: CSI_KAFKA_PASSWORD_FILE, CSI_KAFKA_TRUSTSTORE
 client() {
   dir="$OUT/$1"; [ -d "$dir" ] || return 0
   cp "$MATERIAL/clients/$2.password" "$dir/password"
@@ -104,5 +108,9 @@ client() {
 }
 client claim-service claim-service "$SERVICE_UID"
 client plugin-registry-service plugin-registry-service "$SERVICE_UID"
-client node "node-$NODE_ID" "$WORKER_UID"
-echo "kafka-init: material in $MATERIAL, node principal node-$NODE_ID"
+# the worker's: ca.pem only (CSI_KAFKA_TRUSTSTORE); its `token` (CSI_KAFKA_TOKEN_FILE) comes from kafka-topics
+if [ -d "$OUT/node" ]; then
+  rm -f "$OUT/node/password"
+  copy "$OUT/node" "$WORKER_UID"
+fi
+echo "kafka-init: material in $MATERIAL, node principal node-$NODE_ID (its token: kafka-topics)"

@@ -1,7 +1,9 @@
 #!/bin/sh
 # The one-shot `kafka-topics` container (apache/kafka image, as root to read kafka-init's material): as csi-admin,
-# creates the contract topics (create-topics.sh), then issues every principal of docker-compose: its SCRAM credential,
-# ACLs and quotas (kafka-users.sh, rendered from events-schema's KafkaAccess). Idempotent.
+# creates the contract topics (create-topics.sh), then issues every principal of docker-compose: its ACLs and quotas,
+# each service's SCRAM credential (kafka-users.sh, rendered from events-schema's KafkaAccess), and the node's
+# delegation token into the worker's credential volume (kafka-node-token.sh: kept while it lives long enough, else
+# issued anew). Idempotent.
 set -eu
 umask 077
 MATERIAL="${CSI_KAFKA_MATERIAL:-/material}"
@@ -18,4 +20,5 @@ export KAFKA_COMMAND_CONFIG="$CONFIG"
 export CSI_KAFKA_MATERIAL="$MATERIAL"
 /bin/sh /deploy/create-topics.sh
 /bin/sh /deploy/kafka-users.sh "${CSI_NODE_ID:-node-1}"
-echo "kafka-topics: topics and principals issued"
+/bin/sh /deploy/kafka-node-token.sh "${CSI_NODE_ID:-node-1}"
+echo "kafka-topics: topics, principals and the node's token issued"

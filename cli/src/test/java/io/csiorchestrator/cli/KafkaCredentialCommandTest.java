@@ -118,6 +118,36 @@ class KafkaCredentialCommandTest {
         assertFalse(Files.exists(CliKafkaSecurity.tokenFile(work, "scheduler-s1")), "nothing issued");
     }
 
+    /**
+     * The Kubernetes way (deploy/README.md): no work dir of {@code ./csi up}; the cluster's bootstrap from {@code --kafka}
+     * and its admin credential from {@code CSI_KAFKA_USERNAME}, {@code _PASSWORD_FILE}, {@code _TRUSTSTORE} (set here as
+     * the system properties of the same settings, which {@code KafkaClientSecurity.fromEnvironment} reads first); the
+     * token goes to {@code --out} (0600) and logs in as the node.
+     */
+    @Test
+    void aNodeTokenIsIssuedAgainstAnotherClusterWithTheAdminCredentialOfTheEnvironment(@TempDir Path work) throws Exception {
+        Path out = work.resolve("to-copy-to-the-node/token");
+        Map<String, String> admin = Map.of(KafkaClientSecurity.USERNAME, io.csiorchestrator.events.KafkaAccess.ADMIN,
+                KafkaClientSecurity.PASSWORD_FILE, broker.passwordFileOf(io.csiorchestrator.events.KafkaAccess.ADMIN).toString(),
+                KafkaClientSecurity.TRUSTSTORE, broker.truststore().toString());
+        admin.forEach(System::setProperty);
+        Result issued;
+        try {
+            issued = run("kafka-credential", "issue", "node:node-8", "--ttl", "30d", "--out", out.toString(),
+                    "--kafka", broker.bootstrapServers(), "--topic-prefix", Cluster.TOPIC_PREFIX,
+                    "--work-dir", work.resolve("no-up").toString());
+        } finally {
+            admin.keySet().forEach(System::clearProperty);
+        }
+        assertEquals(0, issued.code, issued.toString());
+        assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(out)));
+        KafkaToken token = KafkaToken.read(out);
+        assertEquals("node-node-8", token.owner());
+        try (KafkaProducer<String, String> producer = producer(KafkaClientSecurity.token(out, broker.truststore()))) {
+            producer.send(new ProducerRecord<>(TOPICS.name(Topic.MOUNT_DONE), "node-8", "{}")).get();
+        }
+    }
+
     private record Result(int code, String out, String err) {
     }
 

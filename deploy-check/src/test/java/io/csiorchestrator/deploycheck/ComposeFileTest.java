@@ -215,17 +215,29 @@ class ComposeFileTest {
 
     /**
      * Every service that talks to Kafka authenticates (SASL_SSL) as its own principal, one that kafka-users.sh issues
-     * with a credential and ACLs, with its password file on the volume kafka-init fills for it alone; and no ACL of the
-     * script is a wildcard or grants more than Read, Write or Create.
+     * with quotas and ACLs: the services with a SCRAM credential and their password file on the volume kafka-init
+     * fills for each alone, the worker with no password but the delegation token kafka-node-token.sh writes into its
+     * volume (issue 20 item 8); and no ACL of the script is a wildcard or grants more than Read, Write or Create.
      */
     @Test
     void everyKafkaClientIsItsOwnPrincipalWithAclsAndNoWildcard() {
         String users = read(root().resolve(ComposeKafkaUsers.FILE));
         Map<String, Integer> acls = new HashMap<>();
-        Matcher credential = Pattern.compile("(?m)^credential \"([^\"]+)\" \\d+ \\d+ \\d+$").matcher(users);
+        Set<String> tokenLogins = new TreeSet<>();
+        Matcher credential = Pattern.compile("(?m)^(credential|no_password) \"([^\"]+)\"$").matcher(users);
         while (credential.find()) {
-            acls.put(credential.group(1), 0);
+            acls.put(credential.group(2), 0);
+            if (credential.group(1).equals("no_password")) {
+                tokenLogins.add(credential.group(2));
+            }
         }
+        assertEquals(Set.of("node-$NODE_ID"), tokenLogins, "only the node logs in without a password (with a delegation token)");
+        Set<String> withQuotas = new TreeSet<>();
+        Matcher quotas = Pattern.compile("(?m)^quotas \"([^\"]+)\" \\d+ \\d+ \\d+$").matcher(users);
+        while (quotas.find()) {
+            withQuotas.add(quotas.group(1));
+        }
+        assertEquals(new TreeSet<>(acls.keySet()), withQuotas, "every principal has quotas");
         Matcher allow = Pattern.compile("(?m)^allow \"([^\"]+)\" (\\w+) (topic|group) \"([^\"]*)\" (literal|prefixed)$")
                 .matcher(users);
         while (allow.find()) {
@@ -252,11 +264,30 @@ class ComposeFileTest {
             clients.add(name);
             assertEquals("SASL_SSL", string(service, "environment", "CSI_KAFKA_SECURITY_PROTOCOL"), name);
             String user = string(service, "environment", "CSI_KAFKA_USERNAME");
-            assertNotNull(user, name + " has no CSI_KAFKA_USERNAME: it would connect unauthenticated");
-            String principal = user.replace("${CSI_NODE_ID:-node-1}", "$NODE_ID");
-            assertTrue(acls.containsKey(principal), name + " authenticates as " + user
-                    + ", whom kafka-users.sh does not issue: " + acls.keySet());
-            assertEquals("/etc/csi/kafka/password", string(service, "environment", "CSI_KAFKA_PASSWORD_FILE"), name);
+            if (name.equals("node-mount-worker")) {
+                // node-<id> logs in with the token kafka-topics issues for the same id into this worker's volume
+                assertNull(user, "the worker logs in with its node's token, not as a user with a password");
+                assertNull(string(service, "environment", "CSI_KAFKA_PASSWORD_FILE"), "the worker has no Kafka password");
+                assertEquals("/etc/csi/kafka/token", string(service, "environment", "CSI_KAFKA_TOKEN_FILE"));
+                Map<String, Object> setup = service("kafka-topics");
+                assertEquals(string(service, "environment", "CSI_WORKER_NODE_ID"), string(setup, "environment", "CSI_NODE_ID"),
+                        "the token is issued for the worker's node");
+                assertTrue(read(root().resolve("deploy/compose/kafka-setup.sh"))
+                        .contains("/bin/sh /deploy/kafka-node-token.sh \"${CSI_NODE_ID:-node-1}\""),
+                        "kafka-setup.sh issues the node's token");
+                String volume = String.valueOf(volumeAt(service, "/etc/csi/kafka").get("source"));
+                assertTrue(Manifests.asList(setup.get("volumes"), "kafka-topics volumes").contains(volume + ":/out/node"),
+                        "kafka-topics writes the token into the worker's volume " + volume);
+                assertTrue(Manifests.asList(setup.get("volumes"), "kafka-topics volumes")
+                        .contains("./deploy/compose/kafka-node-token.sh:/deploy/kafka-node-token.sh:ro"));
+                assertTrue(tokenLogins.contains("node-$NODE_ID"), "kafka-users.sh issues node-$NODE_ID without a password");
+            } else {
+                assertNotNull(user, name + " has no CSI_KAFKA_USERNAME: it would connect unauthenticated");
+                String principal = user.replace("${CSI_NODE_ID:-node-1}", "$NODE_ID");
+                assertTrue(acls.containsKey(principal) && !tokenLogins.contains(principal), name + " authenticates as "
+                        + user + ", whom kafka-users.sh does not issue a credential: " + acls.keySet());
+                assertEquals("/etc/csi/kafka/password", string(service, "environment", "CSI_KAFKA_PASSWORD_FILE"), name);
+            }
             assertEquals("/etc/csi/kafka/ca.pem", string(service, "environment", "CSI_KAFKA_TRUSTSTORE"), name);
             Map<String, Object> mount = volumeAt(service, "/etc/csi/kafka");
             assertEquals("volume", mount.get("type"), name + ": " + mount);

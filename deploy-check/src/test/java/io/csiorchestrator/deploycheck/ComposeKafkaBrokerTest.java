@@ -1,29 +1,40 @@
 package io.csiorchestrator.deploycheck;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.GroupAuthorizationException;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.utils.Time;
 import org.junit.jupiter.api.AfterAll;
@@ -32,6 +43,7 @@ import org.junit.jupiter.api.Test;
 
 import io.csiorchestrator.events.KafkaAccess.Principal;
 import io.csiorchestrator.events.KafkaClientSecurity;
+import io.csiorchestrator.events.KafkaToken;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.localinfra.KafkaUsers;
@@ -46,7 +58,8 @@ import kafka.server.KafkaRaftServer;
  * ({@code CSI_KAFKA_CONFIG_ONLY=1}); only the compose host name {@code kafka} and the fixed ports are replaced by
  * loopback and free ports. The storage is formatted with the broker's and csi-admin's SCRAM credentials as the start
  * script does; claim-service is issued from the KafkaAccess table (what {@code kafka-users.sh} renders) with the
- * password kafka-init put in claim-service's volume.
+ * password kafka-init put in claim-service's volume; the worker's delegation token comes from
+ * {@code deploy/compose/kafka-node-token.sh}, run with the Kafka tool the image has.
  */
 class ComposeKafkaBrokerTest {
 
@@ -72,6 +85,10 @@ class ComposeKafkaBrokerTest {
         run(Map.of("CSI_KAFKA_MATERIAL", dir.resolve("material").toString(), "CSI_KAFKA_OUT", out.toString(),
                 "CSI_KAFKA_UID", uid, "CSI_SERVICE_UID", uid, "CSI_WORKER_UID", uid, "CSI_NODE_ID", "node-1"),
             "deploy/compose/kafka-init.sh");
+        // the node logs in with a delegation token (composeTokenScriptGivesTheWorkerANodeLoginWithinItsAclsOnly): no password of its own anywhere
+        assertFalse(Files.exists(out.resolve("node/password")), "the worker's volume holds no password");
+        assertFalse(Files.exists(dir.resolve("material/clients/node-node-1.password")), "no node password is made");
+        assertTrue(Files.isRegularFile(out.resolve("node/ca.pem")), "the worker's volume holds the CA");
         Path secrets = out.resolve("broker");
         run(Map.of("CSI_KAFKA_CONFIG_ONLY", "1", "CSI_KAFKA_SECRETS", secrets.toString(),
             "CSI_KAFKA_CONF_DIR", dir.resolve("conf").toString(), "CLUSTER_ID", "4YEu_ozjR0iXbxiWfxbCNA"),
@@ -152,29 +169,122 @@ class ComposeKafkaBrokerTest {
     }
 
     /**
-     * The compose broker signs delegation tokens (kafka-init's token key): a node's token, issued by csi-admin as
-     * {@code ./csi kafka-credential issue} does, logs in on the host listener as the node and writes within the node's
-     * ACLs only; once revoked it is refused.
+     * The compose worker's credential, as compose makes it: {@code deploy/compose/kafka-node-token.sh}, run for real
+     * with the Kafka tool the image has ({@code kafka-delegation-tokens.sh}: {@code DelegationTokenCommand} of Kafka
+     * 4.1.1), issues node-1's token as csi-admin into the worker's volume. The file is 0600, owned by the worker's uid,
+     * and {@code KafkaToken.read} takes it; {@code KafkaClientSecurity} from the worker's compose settings
+     * ({@code CSI_KAFKA_TOKEN_FILE}, {@code CSI_KAFKA_TRUSTSTORE}) logs in as {@code node-node-1}, which writes
+     * {@code mount-done} and reads {@code node-commands} in its own group but is refused {@code claim-requested}, a
+     * topic without ACLs and another principal's group. Run again, the script keeps the token; with a lifetime more
+     * than three times what is left it issues a new one; once revoked, the old token is refused and the script issues
+     * a working one.
      */
     @Test
-    void aNodesDelegationTokenLogsInAsTheNodeUntilRevoked() throws Exception {
-        io.csiorchestrator.events.KafkaToken token;
+    void composeTokenScriptGivesTheWorkerANodeLoginWithinItsAclsOnly() throws Exception {
+        // kafka-users.sh's part for the node: its ACLs (quotas aside) and no SCRAM credential
         try (Admin client = Kraft.admin(bootstrap, admin)) {
-            KafkaUsers users = new KafkaUsers(client);
-            users.grant(Principal.node("node-1"), TopicCatalog.unprefixed());
-            token = users.issueToken("node-node-1", java.time.Duration.ofDays(30));
+            new KafkaUsers(client).grant(Principal.node("node-1"), TopicCatalog.unprefixed());
         }
-        KafkaClientSecurity node = KafkaClientSecurity.token(token, ca);
-        try (KafkaProducer<String, String> producer = producer(node, hostBootstrap)) {
+        Path file = dir.resolve("out/node/token");
+        Instant before = Instant.now();
+        String output = runTokenScript("30d");
+        assertTrue(output.contains("issuing a token of node-node-1 for 30d"), output);
+        assertEquals(PosixFilePermissions.fromString("rw-------"), Files.getPosixFilePermissions(file));
+        assertEquals(Files.getAttribute(dir, "unix:uid"), Files.getAttribute(file, "unix:uid"), "owned by the worker's uid");
+        KafkaToken issued = KafkaToken.read(file);
+        assertEquals("node-node-1", issued.owner());
+        assertFalse(issued.expires().isBefore(before.plus(Duration.ofDays(30)).minusSeconds(1)), issued.toString());
+        assertFalse(issued.expires().isAfter(Instant.now().plus(Duration.ofDays(30))), issued.toString());
+
+        KafkaClientSecurity node = workerSecurity(file);
+        assertEquals(Optional.of("node-node-1"), node.username());
+        assertEquals(Optional.of(issued), node.token());
+        try (KafkaProducer<String, String> producer = producer(node, bootstrap)) {
             producer.send(new ProducerRecord<>("mount-done", "node-1", "{}")).get(30, TimeUnit.SECONDS);
         }
-        Throwable refused = sendFailure(node, hostBootstrap, "claim-requested");
-        assertInstanceOf(TopicAuthorizationException.class, refused, "a node's token writes claim-requested: " + refused);
+        assertNull(pollFailure(node, "node-commands", "node-mount-worker-node-1"), "node-1 reads its commands");
+        Throwable refused = sendFailure(node, bootstrap, "claim-requested");
+        assertInstanceOf(TopicAuthorizationException.class, refused, "the node's token writes claim-requested: " + refused);
+        Throwable noAcl = sendFailure(node, bootstrap, NO_ACL_TOPIC);
+        assertInstanceOf(TopicAuthorizationException.class, noAcl, "the node's token writes a topic without ACLs: " + noAcl);
+        Throwable group = pollFailure(node, "node-commands", "claim-service");
+        assertInstanceOf(GroupAuthorizationException.class, group, "the node's token joins claim-service's group: " + group);
+
+        output = runTokenScript("30d");
+        assertTrue(output.contains("keeping token " + issued.tokenId()), output);
+        assertEquals(issued, KafkaToken.read(file), "a second run keeps the token");
+
+        output = runTokenScript("100d");
+        KafkaToken longer = KafkaToken.read(file);
+        assertNotEquals(issued.tokenId(), longer.tokenId(), "30 days left of 100: issued anew: " + output);
+        assertFalse(longer.expires().isBefore(Instant.now().plus(Duration.ofDays(100)).minusSeconds(120)), longer.toString());
+
         try (Admin client = Kraft.admin(bootstrap, admin)) {
-            assertEquals(1, new KafkaUsers(client).revokeTokens("node-node-1"));
+            assertEquals(2, new KafkaUsers(client).revokeTokens("node-node-1"), "the replaced token is left to expire");
         }
-        Throwable revoked = sendFailure(node, hostBootstrap, "mount-done");
+        Throwable revoked = sendFailure(workerSecurity(file), bootstrap, "mount-done");
         assertInstanceOf(SaslAuthenticationException.class, revoked, "a revoked token: " + revoked);
+        output = runTokenScript("100d");
+        KafkaToken fresh = KafkaToken.read(file);
+        assertNotEquals(longer.tokenId(), fresh.tokenId(), "a revoked token is replaced: " + output);
+        try (KafkaProducer<String, String> producer = producer(workerSecurity(file), bootstrap)) {
+            producer.send(new ProducerRecord<>("mount-done", "node-1", "{}")).get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /** The worker's Kafka settings as docker-compose.yml gives them (the env names, read as KafkaClientSecurity does). */
+    private static KafkaClientSecurity workerSecurity(Path tokenFile) {
+        Map<String, String> env = Map.of("CSI_KAFKA_SECURITY_PROTOCOL", "SASL_SSL",
+            "CSI_KAFKA_TOKEN_FILE", tokenFile.toString(),
+            "CSI_KAFKA_TRUSTSTORE", dir.resolve("out/node/ca.pem").toString());
+        return KafkaClientSecurity.from(name -> Optional.ofNullable(env.get(KafkaClientSecurity.envName(name))));
+    }
+
+    /**
+     * Runs deploy/compose/kafka-node-token.sh as kafka-setup.sh does, as csi-admin on the compose network's listener,
+     * with the node's volume at {@code out/node}; its {@code kafka-delegation-tokens.sh} is the image's command
+     * ({@code org.apache.kafka.tools.DelegationTokenCommand}) run on this JVM's class path.
+     */
+    private static String runTokenScript(String ttl) throws IOException, InterruptedException {
+        Path bin = dir.resolve("bin");
+        Path tool = bin.resolve("kafka-delegation-tokens.sh");
+        if (!Files.exists(tool)) {
+            Files.createDirectories(bin);
+            String classPath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+            Files.writeString(tool, "#!/bin/sh\n# kafka-run-class.sh's way: KAFKA_OPTS, then the class\nexec '"
+                + Path.of(System.getProperty("java.home"), "bin", "java") + "' $KAFKA_OPTS -cp '" + classPath
+                + "' org.apache.kafka.tools.DelegationTokenCommand \"$@\"\n");
+            Files.setPosixFilePermissions(tool, PosixFilePermissions.fromString("rwx------"));
+            Properties settings = admin.applyTo(new Properties());
+            try (var out = Files.newOutputStream(dir.resolve("admin.properties"))) {
+                settings.store(out, "csi-admin, as kafka-setup.sh writes it");
+            }
+        }
+        String uid = String.valueOf(Files.getAttribute(dir, "unix:uid"));
+        return run(Map.of("KAFKA_BIN", bin.toString(), "KAFKA_BOOTSTRAP_SERVERS", bootstrap,
+            "KAFKA_COMMAND_CONFIG", dir.resolve("admin.properties").toString(), "CSI_NODE_ID", "node-1",
+            "CSI_KAFKA_TOKEN_OUT", dir.resolve("out/node/token").toString(), "CSI_WORKER_UID", uid,
+            "CSI_KAFKA_NODE_TOKEN_TTL", ttl), "deploy/compose/kafka-node-token.sh");
+    }
+
+    /** Null when a consumer of {@code group} polls {@code topic} without error, else what it threw. */
+    private static Throwable pollFailure(KafkaClientSecurity security, String topic, String group) {
+        Properties p = security.applyTo(new Properties());
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
+            consumer.subscribe(List.of(topic));
+            long end = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+            while (consumer.assignment().isEmpty() && System.nanoTime() < end) {
+                consumer.poll(Duration.ofMillis(500));
+            }
+            return consumer.assignment().isEmpty() ? new AssertionError("no partition of " + topic + " assigned") : null;
+        } catch (RuntimeException e) {
+            return e;
+        }
     }
 
     private static Throwable sendFailure(KafkaClientSecurity security, String address, String topic) {
@@ -208,8 +318,8 @@ class ComposeKafkaBrokerTest {
         return Files.readString(file, StandardCharsets.UTF_8).strip();
     }
 
-    /** Runs {@code sh <script>} of the repository with {@code env}; fails the test with its output if it fails. */
-    private static void run(Map<String, String> env, String script) throws IOException, InterruptedException {
+    /** Runs {@code sh <script>} of the repository with {@code env}; its output; fails the test with it if it fails. */
+    private static String run(Map<String, String> env, String script) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of("sh", Manifests.root().resolve(script).toString()));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
         builder.environment().putAll(env);
@@ -220,5 +330,6 @@ class ComposeKafkaBrokerTest {
             throw new AssertionError(script + " did not finish in 2 minutes: " + output);
         }
         assertEquals(0, process.exitValue(), script + ": " + output);
+        return output;
     }
 }

@@ -16,8 +16,9 @@ import io.csiorchestrator.events.TopicCatalog;
 /**
  * Renders {@code deploy/compose/kafka-users.sh} from {@link KafkaAccess}: the script docker-compose's one-shot
  * {@code kafka-topics} container runs as {@value KafkaAccess#ADMIN} to issue compose's principals (claim-service,
- * plugin-registry-service, the node's worker, csi-operator for the host's CLI): each one's SCRAM-SHA-512 credential,
- * its ACLs and its quotas. {@code ComposeFileTest} fails when the file differs from what this renders; {@code main}
+ * plugin-registry-service, the node's worker, csi-operator for the host's CLI): each one's ACLs and quotas, and the
+ * SCRAM-SHA-512 credential of each but the node, which logs in with an expiring delegation token instead
+ * ({@code deploy/compose/kafka-node-token.sh}, run next; README "Security"). {@code ComposeFileTest} fails when the file differs from what this renders; {@code main}
  * rewrites it after the table changes: {@code java -cp ... io.csiorchestrator.deploycheck.ComposeKafkaUsers <root>}.
  */
 final class ComposeKafkaUsers {
@@ -40,10 +41,11 @@ final class ComposeKafkaUsers {
             #!/bin/sh
             # GENERATED from events-schema's KafkaAccess (the one table of Kafka rights) by deploy-check's
             # ComposeKafkaUsers; ComposeFileTest fails if it drifts. Run by the one-shot kafka-topics container as
-            # csi-admin: issues docker-compose's principals on the closed broker, each with its SCRAM-SHA-512
-            # credential (the password kafka-init made in $CSI_KAFKA_MATERIAL/clients/<principal>.password), its ACLs
-            # (never a wildcard, nothing without one) and its quotas. Idempotent. Names assume no csi.topics.prefix.
-            # Usage: kafka-users.sh <node id>
+            # csi-admin: issues docker-compose's principals on the closed broker, each with its ACLs (never a
+            # wildcard, nothing without one) and its quotas; the services and csi-operator with their SCRAM-SHA-512
+            # credential (the password kafka-init made in $CSI_KAFKA_MATERIAL/clients/<principal>.password), the node
+            # with none: it logs in with a delegation token (kafka-node-token.sh, run next). Idempotent. Names assume
+            # no csi.topics.prefix. Usage: kafka-users.sh <node id>
             set -eu
             BOOTSTRAP="${KAFKA_BOOTSTRAP_SERVERS:-kafka:9092}"
             CONFIG="${KAFKA_COMMAND_CONFIG:?the admin client settings}"
@@ -53,11 +55,24 @@ final class ComposeKafkaUsers {
               ''|*[!A-Za-z0-9._-]*|.*) echo "kafka-users: node id '$NODE_ID' is not a safe id" >&2; exit 2 ;;
             esac
 
-            # principal producer-bytes/s consumer-bytes/s request-percentage
+            # principal: its SCRAM-SHA-512 credential
             credential() {
               password="$(tr -d '\\n' < "$MATERIAL/clients/$1.password")"
               /opt/kafka/bin/kafka-configs.sh --bootstrap-server "$BOOTSTRAP" --command-config "$CONFIG" --alter \\
                 --entity-type users --entity-name "$1" --add-config "SCRAM-SHA-512=[iterations=4096,password=$password]"
+            }
+
+            # principal: no SCRAM credential (a delegation token's login); one an earlier version made is deleted
+            no_password() {
+              if /opt/kafka/bin/kafka-configs.sh --bootstrap-server "$BOOTSTRAP" --command-config "$CONFIG" --describe \\
+                  --entity-type users --entity-name "$1" | grep -q 'SCRAM-SHA-512='; then
+                /opt/kafka/bin/kafka-configs.sh --bootstrap-server "$BOOTSTRAP" --command-config "$CONFIG" --alter \\
+                  --entity-type users --entity-name "$1" --delete-config SCRAM-SHA-512
+              fi
+            }
+
+            # principal producer-bytes/s consumer-bytes/s request-percentage
+            quotas() {
               /opt/kafka/bin/kafka-configs.sh --bootstrap-server "$BOOTSTRAP" --command-config "$CONFIG" --alter \\
                 --entity-type users --entity-name "$1" \\
                 --add-config "producer_byte_rate=$2,consumer_byte_rate=$3,request_percentage=$4"
@@ -79,7 +94,8 @@ final class ComposeKafkaUsers {
         KafkaAccess.Quota quota = KafkaAccess.quota(principal.role());
         String name = '"' + principal.name() + '"';
         StringBuilder out = new StringBuilder("\n# ").append(principal.name()).append('\n')
-            .append("credential ").append(name).append(' ').append(quota.producerByteRate()).append(' ')
+            .append(KafkaUserManifests.tokenLogin(principal) ? "no_password " : "credential ").append(name).append('\n')
+            .append("quotas ").append(name).append(' ').append(quota.producerByteRate()).append(' ')
             .append(quota.consumerByteRate()).append(' ').append(quota.requestPercentage()).append('\n');
         for (Grant grant : KafkaAccess.grants(principal, TopicCatalog.unprefixed())) {
             out.append("allow ").append(name).append(' ').append(pascal(grant.operation().name())).append(' ')

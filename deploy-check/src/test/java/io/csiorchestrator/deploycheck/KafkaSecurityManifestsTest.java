@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
@@ -24,8 +25,9 @@ import org.junit.jupiter.api.Test;
 import io.csiorchestrator.events.KafkaAccess.Principal;
 
 /**
- * The Kubernetes manifests run Kafka closed: every service and node authenticates (SASL_SSL, SCRAM-SHA-512) as a
- * principal that has a Strimzi KafkaUser, every KafkaUser is exactly what events-schema's KafkaAccess table renders
+ * The Kubernetes manifests run Kafka closed: every service authenticates (SASL_SSL, SCRAM-SHA-512) as a principal that
+ * has a Strimzi KafkaUser with a password, every node with a delegation token of a principal whose KafkaUser has ACLs
+ * and no password (issue 20 item 8), every KafkaUser is exactly what events-schema's KafkaAccess table renders
  * (ACLs, quotas), none has a wildcard or no ACL at all, and nothing is configured PLAINTEXT.
  */
 class KafkaSecurityManifestsTest {
@@ -42,8 +44,10 @@ class KafkaSecurityManifestsTest {
     }
 
     /**
-     * Every KafkaUser authenticates with SCRAM-SHA-512, has at least one ACL, no wildcard resource, only Read,
-     * Write or Create, literal or prefix patterns, and quotas.
+     * Every KafkaUser has at least one ACL, no wildcard resource, only Read, Write or Create, literal or prefix
+     * patterns, and quotas; the services' and the operator's authenticate with SCRAM-SHA-512, the node's and the
+     * scheduler's templates have no authentication at all (no password: their principals log in with delegation
+     * tokens).
      */
     @Test
     void everyKafkaUserHasAclsWithoutWildcardsAndQuotas() {
@@ -51,7 +55,11 @@ class KafkaSecurityManifestsTest {
         assertTrue(users.size() >= 5, "KafkaUsers: " + users.size());
         for (Map<String, Object> user : users) {
             String name = string(user, "metadata", "name");
-            assertEquals("scram-sha-512", string(user, "spec", "authentication", "type"), name);
+            if (name.startsWith("node-") || name.startsWith("scheduler-")) {
+                assertTrue(Manifests.at(user, "spec", "authentication").isEmpty(), name + " has no password: " + user);
+            } else {
+                assertEquals("scram-sha-512", string(user, "spec", "authentication", "type"), name);
+            }
             assertEquals("simple", string(user, "spec", "authorization", "type"), name);
             List<Map<String, Object>> acls = maps(user, "spec", "authorization", "acls");
             assertFalse(acls.isEmpty(), name + " has no ACL");
@@ -73,7 +81,10 @@ class KafkaSecurityManifestsTest {
         }
     }
 
-    /** Every workload that talks to Kafka names a principal that has a KafkaUser, with its password and CA files. */
+    /**
+     * Every workload that talks to Kafka names a principal that has a KafkaUser, with its password and CA files; the
+     * worker its node's token file (on the node's own /etc/csi/kafka) and the CA, no user and no password.
+     */
     @Test
     void everyWorkloadAuthenticatesAsAPrincipalWithAKafkaUser() {
         Set<String> users = new TreeSet<>();
@@ -97,10 +108,26 @@ class KafkaSecurityManifestsTest {
                     continue; // not a Kafka client (the plugin sidecar)
                 }
                 String user = env.get("CSI_KAFKA_USERNAME");
-                assertNotNull(user, where + " has no CSI_KAFKA_USERNAME: it would connect unauthenticated");
-                assertNotNull(env.get("CSI_KAFKA_PASSWORD_FILE"), where);
                 assertNotNull(env.get("CSI_KAFKA_TRUSTSTORE"), where);
-                String principal = user.replace("$(CSI_WORKER_NODE_ID)", KafkaUserManifests.ID);
+                String principal;
+                if (env.containsKey("CSI_WORKER_NODE_ID")) {
+                    // the token's owner is node-<node name>: the operator issues it for that principal at join
+                    assertNull(user, where + " logs in with its node's token, not as a user with a password");
+                    assertNull(env.get("CSI_KAFKA_PASSWORD_FILE"), where + " has no Kafka password");
+                    assertEquals("/etc/csi/kafka/token", env.get("CSI_KAFKA_TOKEN_FILE"), where);
+                    Map<String, Object> mount = maps(container, "volumeMounts").stream()
+                        .filter(m -> "/etc/csi/kafka".equals(m.get("mountPath"))).findFirst()
+                        .orElseThrow(() -> new AssertionError(where + " mounts nothing at /etc/csi/kafka"));
+                    assertEquals(Boolean.TRUE, mount.get("readOnly"), where);
+                    Map<String, Object> volume = maps(workload, "spec", "template", "spec", "volumes").stream()
+                        .filter(v -> mount.get("name").equals(v.get("name"))).findFirst().orElseThrow();
+                    assertEquals("/etc/csi/kafka", string(volume, "hostPath", "path"), "the node's own credential directory");
+                    principal = "node-" + KafkaUserManifests.ID;
+                } else {
+                    assertNotNull(user, where + " has no CSI_KAFKA_USERNAME: it would connect unauthenticated");
+                    assertNotNull(env.get("CSI_KAFKA_PASSWORD_FILE"), where);
+                    principal = user;
+                }
                 used.add(principal);
                 assertTrue(users.contains(principal), where + " authenticates as " + principal + ", which has no KafkaUser: " + users);
             }

@@ -14,8 +14,10 @@ import io.csiorchestrator.events.KafkaAccess.Principal;
 import io.csiorchestrator.events.TopicCatalog;
 
 /**
- * Renders Strimzi {@code KafkaUser}s (SCRAM-SHA-512, simple ACLs, quotas) from {@link KafkaAccess}: the text of
- * {@code deploy/kubernetes/kafka-users.yaml} and of the node and scheduler templates. {@code KafkaSecurityManifestsTest}
+ * Renders Strimzi {@code KafkaUser}s (simple ACLs, quotas) from {@link KafkaAccess}: the text of
+ * {@code deploy/kubernetes/kafka-users.yaml} (the services and the operator, with a SCRAM-SHA-512 password the User
+ * Operator makes) and of the node and scheduler templates (no {@code authentication}: ACL-only users, whose principals
+ * log in with expiring Kafka delegation tokens issued by {@code ./csi kafka-credential}; README "Security"). {@code KafkaSecurityManifestsTest}
  * fails when a file differs from what this renders; {@code main} rewrites them after the table changes:
  * {@code java -cp ... io.csiorchestrator.deploycheck.KafkaUserManifests <repository root>}.
  */
@@ -52,9 +54,18 @@ final class KafkaUserManifests {
     }
 
     static String template(Principal principal, String what) {
+        String kind = principal.role() == KafkaAccess.Role.NODE ? "node" : "scheduler";
         return "# GENERATED from events-schema's KafkaAccess by deploy-check's KafkaUserManifests. The KafkaUser of one "
-            + what + ":\n# replace " + ID + " with its id (e.g. sed s/" + ID + "/worker-7/g) and apply it when it joins; delete it"
-            + " to revoke.\n" + render(principal);
+            + what + ":\n# replace " + ID + " with its id (e.g. sed s/" + ID + "/worker-7/g) and apply it when it joins."
+            + " ACLs and quotas only, no password:\n# " + principal.name() + " logs in with an expiring delegation token"
+            + " (./csi kafka-credential issue " + kind + ":" + ID + "; deploy/README.md).\n"
+            + "# Revoke: ./csi kafka-credential revoke " + kind + ":" + ID + " (its logins); delete this KafkaUser (its rights).\n"
+            + render(principal);
+    }
+
+    /** Nodes and schedulers log in with delegation tokens (expiring credentials): their KafkaUser has no password. */
+    static boolean tokenLogin(Principal principal) {
+        return principal.role() == KafkaAccess.Role.NODE || principal.role() == KafkaAccess.Role.SCHEDULER;
     }
 
     static String render(Principal principal) {
@@ -69,10 +80,12 @@ final class KafkaUserManifests {
             .append("  labels:\n")
             .append("    strimzi.io/cluster: ").append(CLUSTER).append('\n')
             .append("    app.kubernetes.io/part-of: csi-orchestrator\n")
-            .append("spec:\n")
-            .append("  authentication:\n")
-            .append("    type: scram-sha-512\n")
-            .append("  authorization:\n")
+            .append("spec:\n");
+        if (!tokenLogin(principal)) {
+            out.append("  authentication:\n")
+                .append("    type: scram-sha-512\n");
+        }
+        out.append("  authorization:\n")
             .append("    type: simple\n")
             .append("    acls:\n");
         for (Grant grant : KafkaAccess.grants(principal, TopicCatalog.unprefixed())) {
