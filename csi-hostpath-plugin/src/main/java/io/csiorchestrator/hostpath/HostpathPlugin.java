@@ -64,6 +64,7 @@ public final class HostpathPlugin implements AutoCloseable {
                     + ", stage-unstage=" + options.stageUnstage() + ", controller-publish=" + options.controllerPublish()
                     + ", max-volumes-per-node=" + options.maxVolumesPerNode()
                     + ", unmount-staging-on-exit=" + options.unmountStagingOnExit()
+                    + ", mounts with " + (mounter.usesSyscalls() ? "mount(2)" : "util-linux mount")
                     + ", fence-on-controller-unpublish=" + options.fenceOnControllerUnpublish()
                     + ", faults file " + options.faultsFile() + ")");
             return new HostpathPlugin(options, callLog, node, server, fences);

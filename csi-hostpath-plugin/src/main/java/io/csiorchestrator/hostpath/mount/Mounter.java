@@ -5,12 +5,14 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import io.csiorchestrator.csi.mount.MountTable;
 import java.nio.file.Path;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
- * Makes and removes bind mounts with util-linux's {@code mount} and {@code umount}. Mount flags
- * from requests are never passed on a command line.
+ * Makes and removes bind mounts: with mount(2) and umount2(2) called directly ({@link Syscalls}), or, where those
+ * cannot be loaded, with util-linux's {@code mount} and {@code umount}. Mount flags from requests are never passed
+ * on a command line.
  */
 public final class Mounter {
 
@@ -18,18 +20,37 @@ public final class Mounter {
     private static final int MAX_STACKED_UNMOUNTS = 16;
 
     private final Supplier<MountTable> mountTable;
+    private final Optional<Syscalls> syscalls;
 
     /** @param mountTable reads the mount table afresh (e.g. {@code MountTable::readSelf}) */
     public Mounter(Supplier<MountTable> mountTable) {
+        this(mountTable, true);
+    }
+
+    /**
+     * @param mountTable  reads the mount table afresh
+     * @param useSyscalls false: always util-linux's commands (the tests compare both ways)
+     */
+    public Mounter(Supplier<MountTable> mountTable, boolean useSyscalls) {
         this.mountTable = mountTable;
+        this.syscalls = useSyscalls ? Syscalls.load() : Optional.empty();
+    }
+
+    /** Whether mounts are made with system calls (else with util-linux's commands). */
+    public boolean usesSyscalls() {
+        return syscalls.isPresent();
     }
 
     /** Bind-mounts {@code source} at {@code target}, read-only when asked. */
     public void bind(Path source, Path target, boolean readOnly) throws IOException {
-        run("mount", "--bind", source.toString(), target.toString());
+        if (syscalls.isPresent()) {
+            syscalls.get().bind(source, target);
+        } else {
+            run("mount", "--bind", source.toString(), target.toString());
+        }
         if (readOnly) {
             try {
-                run("mount", "-o", "remount,bind,ro", target.toString());
+                remountReadOnly(target);
             } catch (IOException e) {
                 unmountAll(target);
                 throw e;
@@ -43,7 +64,12 @@ public final class Mounter {
      * is open for writing through this mount.
      */
     public void remountReadOnly(Path target) throws IOException {
-        run("mount", "-o", "remount,bind,ro", target.toString());
+        if (syscalls.isPresent()) {
+            long keep = mountTable.get().mountAt(target).map(m -> Syscalls.perMountFlags(m.mountOptions())).orElse(0L);
+            syscalls.get().remountBindReadOnly(target, keep);
+        } else {
+            run("mount", "-o", "remount,bind,ro", target.toString());
+        }
     }
 
     /**
@@ -54,7 +80,11 @@ public final class Mounter {
     public void unmountAll(Path target) throws IOException {
         for (int i = 0; i < MAX_STACKED_UNMOUNTS && mountTable.get().isMountPoint(target); i++) {
             try {
-                run("umount", target.toString());
+                if (syscalls.isPresent()) {
+                    syscalls.get().unmount(target);
+                } else {
+                    run("umount", target.toString());
+                }
             } catch (IOException e) {
                 if (mountTable.get().isMountPoint(target)) {
                     throw e;
