@@ -109,12 +109,15 @@ public final class EventSpool {
 
     /**
      * Deletes the file of an acknowledged (or dropped) record. A failure is logged and the file
-     * stays: its record is sent again at the next start, with the same {@code ce_id}.
+     * stays: its record is sent again at the next start, with the same {@code ce_id}. The deletion
+     * is not made durable by itself (no fsync of the directory: the next spooled record's write
+     * does that): a crash that loses it only sends the record again, which every consumer takes
+     * as a duplicate (at-least-once delivery).
      */
     public void delete(long sequence) {
         Path file = fileOf(sequence);
         try {
-            AtomicFiles.delete(file);
+            Files.deleteIfExists(file);
         } catch (IOException | RuntimeException e) {
             LOG.warnf("could not delete the event spool file %s (%s: %s); its event will be sent again at the next start",
                     file, e.getClass().getSimpleName(), e.getMessage());

@@ -69,6 +69,8 @@ public final class VolumeOperations {
     private final Clock clock;
     private final MountCheck mountCheck;
     private final Map<VolumeKey, VolumeRecord> records = new ConcurrentHashMap<>();
+    /** Volumes whose record in {@link #records} has a {@link #checkpoint} not yet written. */
+    private final java.util.Set<VolumeKey> unsaved = ConcurrentHashMap.newKeySet();
     private volatile java.util.function.BooleanSupplier leaseValid = () -> true;
     private volatile java.util.function.BooleanSupplier guardFed = () -> true;
     private final ProvisionOperations provisioning;
@@ -195,7 +197,7 @@ public final class VolumeOperations {
             done = failed(command, WORKER_IO_ERROR, "node " + nodeId + " could not update its local state for volume "
                     + key + ": " + e.getMessage(), null, null);
         }
-        remember(key, command, done);
+        done = remember(key, command, done);
         emitCommandEvent(command, done);
         return done;
     }
@@ -245,17 +247,34 @@ public final class VolumeOperations {
         }
     }
 
-    private void remember(VolumeKey key, NodeCommand command, MountDone done) {
+    /**
+     * Writes the command's result into the volume's record, together with the state the command checkpointed (one
+     * atomic, durable write: the state after the last plugin call and the answer are on disk at once, before the
+     * answer is sent). If that write fails while it carried checkpointed state, the answer becomes the failure
+     * {@code WORKER_IO_ERROR} (as when a write inside the command failed: the record on disk still says the operation
+     * is in progress, which a restart or the next command finishes); a failed write of the result alone only means a
+     * redelivery runs the command again (idempotently).
+     */
+    private MountDone remember(VolumeKey key, NodeCommand command, MountDone done) {
         VolumeRecord record = records.get(key);
         if (record == null) {
             record = VolumeRecord.empty(key, command.pluginId(), command.externalVolumeId(),
                     paths.stagingPath(key.namespace(), key.volumeId()).toString());
         }
+        boolean carriesState = unsaved.contains(key);
         try {
             save(record.withResult(done));
+            return done;
         } catch (IOException e) {
-            LOG.log(Level.WARNING, "could not record the result of command " + command.commandId()
-                    + "; a redelivery runs it again (idempotently)", e);
+            if (!carriesState) {
+                LOG.log(Level.WARNING, "could not record the result of command " + command.commandId()
+                        + "; a redelivery runs it again (idempotently)", e);
+                return done;
+            }
+            MountDone failure = failed(command, WORKER_IO_ERROR, "node " + nodeId
+                    + " could not update its local state for volume " + key + ": " + e.getMessage(), null, null);
+            LOG.log(Level.WARNING, "could not record the state and result of command " + command.commandId(), e);
+            return failure;
         }
     }
 
@@ -327,7 +346,7 @@ public final class VolumeOperations {
                     paths.requireNoLinks(staging);
                     plugin.stage(request);
                 }
-                record = save(records.get(key).withStage(StageState.STAGED));
+                record = checkpoint(records.get(key).withStage(StageState.STAGED));
             }
             // 4. publish for this allocation, unless it is already mounted the same way
             MountTable table = mountTable.get();
@@ -337,7 +356,7 @@ public final class VolumeOperations {
                 publishAttempted = true;
                 plugin.publish(request);
             }
-            save(records.get(key).withUsage(usage.withState(PublishState.PUBLISHED)));
+            checkpoint(records.get(key).withUsage(usage.withState(PublishState.PUBLISHED)));
             return succeeded(command, target.toString(), staged ? staging.toString() : null);
         } catch (PluginCallFailure failure) {
             rollBackMount(key, plugin, alloc, target, publishAttempted || failure.uncertain());
@@ -364,8 +383,8 @@ public final class VolumeOperations {
                 plugin.unpublish(record.externalVolumeId(), paths.requireNoLinks(target));
             }
             removeEmptyTarget(target, alloc);
-            record = save(record.withoutUsage(alloc));
-            finishUnstageIfUnused(key, plugin);
+            record = checkpoint(record.withoutUsage(alloc));
+            finishUnstageIfUnused(key, plugin, this::checkpoint);
         } catch (PluginCallFailure cleanup) {
             LOG.warning("rolling back the failed mount of " + key + " for allocation " + alloc
                     + " is incomplete (" + cleanup.getMessage() + "); the next unmount or restart finishes it");
@@ -399,8 +418,8 @@ public final class VolumeOperations {
             plugin.unpublish(externalVolumeId, target);
             removeEmptyTarget(target, alloc);
             if (record != null) {
-                save(records.get(key).withoutUsage(alloc));
-                finishUnstageIfUnused(key, plugin);
+                checkpoint(records.get(key).withoutUsage(alloc));
+                finishUnstageIfUnused(key, plugin, this::checkpoint);
             }
             return succeeded(command, null, null);
         } catch (PluginCallFailure failure) {
@@ -408,8 +427,12 @@ public final class VolumeOperations {
         }
     }
 
-    /** Unstages the volume when nobody on this node uses it any more. */
-    private void finishUnstageIfUnused(VolumeKey key, NodeVolumePlugin plugin) throws IOException {
+    /**
+     * Unstages the volume when nobody on this node uses it any more: UNSTAGING is written before the call (durably,
+     * with whatever was checkpointed before it), UNSTAGED after it through {@code end}: {@link #checkpoint} inside a
+     * command (its result's write makes it durable), {@link #save} elsewhere.
+     */
+    private void finishUnstageIfUnused(VolumeKey key, NodeVolumePlugin plugin, Persist end) throws IOException {
         VolumeRecord record = records.get(key);
         if (!record.unstageAllowed()) {
             return;
@@ -419,7 +442,7 @@ public final class VolumeOperations {
         if (plugin.requiresStaging() || mountTable.get().isMountPoint(staging)) {
             plugin.unstage(record.externalVolumeId(), paths.requireNoLinks(staging));
         }
-        save(records.get(key).withStage(StageState.UNSTAGED));
+        end.persist(records.get(key).withStage(StageState.UNSTAGED));
         removeEmptyDirectory(staging);
         removeEmptyDirectory(staging.getParent());
     }
@@ -442,7 +465,7 @@ public final class VolumeOperations {
         try {
             Map<String, String> context = found.get().controllerPublish(request, command.externalNodeId());
             VolumeRecord record = recordFor(key, command);
-            save(record.withControllerPublication(command.externalNodeId(), context));
+            checkpoint(record.withControllerPublication(command.externalNodeId(), context));
             return new MountDone(command.commandId(), nodeId, command.kind(), key.namespace(), key.volumeId(),
                     command.allocationId(), true, null, null, context, null, null, clock.instant());
         } catch (PluginCallFailure failure) {
@@ -466,7 +489,7 @@ public final class VolumeOperations {
             found.get().controllerUnpublish(command.externalVolumeId(), command.externalNodeId(), opened.secrets());
             VolumeRecord record = records.get(key);
             if (record != null) {
-                save(record.withoutControllerPublication(command.externalNodeId()));
+                checkpoint(record.withoutControllerPublication(command.externalNodeId()));
             }
             return succeeded(command, null, null);
         } catch (PluginCallFailure failure) {
@@ -825,7 +848,7 @@ public final class VolumeOperations {
             if (record.usages().isEmpty()) {
                 if (record.stage() != StageState.UNSTAGED) {
                     try {
-                        finishUnstageIfUnused(key, plugin);
+                        finishUnstageIfUnused(key, plugin, this::save);
                         released++;
                     } catch (PluginCallFailure f) {
                         errors.add("unstage: " + f.getMessage());
@@ -968,7 +991,27 @@ public final class VolumeOperations {
     private VolumeRecord save(VolumeRecord record) throws IOException {
         store.save(record);
         records.put(record.key(), record);
+        unsaved.remove(record.key());
         return record;
+    }
+
+    /**
+     * A state reached after a plugin call, kept in memory only: the next {@link #save} of the volume (at the latest
+     * {@link #remember}'s write of the command's result, before the answer is sent) writes it with what follows.
+     * Only for states whose loss at a crash is safe: the record on disk then still says the step is in progress
+     * (STAGING, PUBLISHING, UNPUBLISHING, UNSTAGING, or no controller publication yet), and the restart's convergence
+     * repeats the idempotent call. Saves two fsyncs a checkpoint (the file and its directory).
+     */
+    private VolumeRecord checkpoint(VolumeRecord record) {
+        records.put(record.key(), record);
+        unsaved.add(record.key());
+        return record;
+    }
+
+    /** How a state is kept: {@link #save} or {@link #checkpoint}. */
+    @FunctionalInterface
+    private interface Persist {
+        VolumeRecord persist(VolumeRecord record) throws IOException;
     }
 
     /** Removes the target directory (and the allocation's empty parents); never a mounted or non-empty one. */

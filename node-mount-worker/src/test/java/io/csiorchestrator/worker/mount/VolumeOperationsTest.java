@@ -20,6 +20,7 @@ import io.csiorchestrator.worker.state.StageState;
 import io.csiorchestrator.worker.state.VolumeKey;
 import io.csiorchestrator.worker.state.VolumeRecord;
 import io.csiorchestrator.worker.state.WorkerPaths;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -131,6 +132,10 @@ class VolumeOperationsTest {
     private final Set<String> corrupted = new LinkedHashSet<>();
 
     private VolumeOperations operations(FakePlugin p, boolean pluginUp) {
+        return operations(p, pluginUp, new MountRecordStore(paths));
+    }
+
+    private VolumeOperations operations(FakePlugin p, boolean pluginUp, MountRecordStore store) {
         PluginDirectory directory = new PluginDirectory() {
             @Override
             public Optional<NodeVolumePlugin> node(String pluginId) {
@@ -142,7 +147,7 @@ class VolumeOperationsTest {
                 return Optional.empty();
             }
         };
-        return new VolumeOperations("node-1", paths, new MountRecordStore(paths), directory, p::table,
+        return new VolumeOperations("node-1", paths, store, directory, p::table,
                 (sealed, ns, vol) -> SecretPayload.EMPTY, events::add, Clock.systemUTC(),
                 new MountCheck(path -> corrupted.contains(path.toString())
                         ? Optional.of(jnr.constants.platform.Errno.ENOTCONN) : Optional.empty()));
@@ -259,6 +264,73 @@ class VolumeOperationsTest {
         assertTrue(w2.errorMessage().contains("fence guard"), w2.errorMessage());
         assertEquals(0, plugin.count("publish w2"), plugin.calls.toString());
         assertTrue(ops.record(new VolumeKey("ns", "vol1")).orElseThrow().usage("w2").isEmpty(), "nothing of w2 is left");
+    }
+
+    /**
+     * A mount writes its record twice (the intent before any plugin call, then the state after the last call together
+     * with the command's result), an unmount three times (UNPUBLISHING, UNSTAGING, then UNSTAGED with the result): the
+     * states between plugin calls are checkpoints that the next write carries. What is on disk after each command is
+     * the whole truth: a new worker loading it answers the redelivered command and sees the same state.
+     */
+    @Test
+    void eachCommandEndsWithOneWriteOfItsStateAndResult() throws Exception {
+        List<String> writes = new java.util.ArrayList<>();
+        MountRecordStore counting = new MountRecordStore(paths) {
+            @Override
+            public void save(VolumeRecord record) throws IOException {
+                writes.add(record.stage() + " " + record.usages().values().stream().map(u -> u.allocationId() + ":" + u.state())
+                        .toList());
+                super.save(record);
+            }
+        };
+        VolumeOperations ops = operations(plugin, true, counting);
+        NodeCommand mount = mount("a1", false);
+        assertTrue(ops.execute(mount).succeeded());
+        assertEquals(List.of("STAGING [a1:PUBLISHING]", "STAGED [a1:PUBLISHED]"), writes);
+        VolumeRecord onDisk = new MountRecordStore(paths).load(new VolumeKey("ns", "vol1")).orElseThrow();
+        assertEquals(StageState.STAGED, onDisk.stage());
+        assertEquals(PublishState.PUBLISHED, onDisk.usage("a1").orElseThrow().state());
+        assertTrue(onDisk.resultFor(mount.commandId()).orElseThrow().succeeded());
+
+        writes.clear();
+        NodeCommand unmount = unmount("a1");
+        assertTrue(ops.execute(unmount).succeeded());
+        assertEquals(List.of("STAGED [a1:UNPUBLISHING]", "UNSTAGING []", "UNSTAGED []"), writes);
+        VolumeOperations restarted = operations(plugin, true);
+        restarted.load();
+        VolumeRecord loaded = restarted.record(new VolumeKey("ns", "vol1")).orElseThrow();
+        assertEquals(StageState.UNSTAGED, loaded.stage());
+        assertTrue(loaded.usages().isEmpty());
+        int calls = plugin.calls.size();
+        assertTrue(restarted.execute(unmount).succeeded(), "the redelivery is answered from the record");
+        assertEquals(calls, plugin.calls.size());
+    }
+
+    /**
+     * When the write that carries the state after the plugin calls fails, the answer is WORKER_IO_ERROR (as when a
+     * write inside the command fails), and the record on disk still says the mount is in progress, so the restart's
+     * convergence publishes it again (idempotently) instead of trusting a state that was never written.
+     */
+    @Test
+    void aFailedFinalWriteFailsTheCommandAndLeavesTheIntentOnDisk() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger saves = new java.util.concurrent.atomic.AtomicInteger();
+        MountRecordStore failingSecond = new MountRecordStore(paths) {
+            @Override
+            public void save(VolumeRecord record) throws IOException {
+                if (saves.incrementAndGet() == 2) {
+                    throw new IOException("disk full");
+                }
+                super.save(record);
+            }
+        };
+        VolumeOperations ops = operations(plugin, true, failingSecond);
+        MountDone done = ops.execute(mount("a1", false));
+        assertFalse(done.succeeded(), done.toString());
+        assertEquals("WORKER_IO_ERROR", done.errorCode());
+        assertTrue(done.errorMessage().contains("disk full"), done.errorMessage());
+        VolumeRecord onDisk = new MountRecordStore(paths).load(new VolumeKey("ns", "vol1")).orElseThrow();
+        assertEquals(StageState.STAGING, onDisk.stage());
+        assertEquals(PublishState.PUBLISHING, onDisk.usage("a1").orElseThrow().state());
     }
 
     @Test
