@@ -50,8 +50,13 @@ public final class Bus implements AutoCloseable {
      */
     public final KafkaTestClient kafka = KafkaTestClient.forSharedBroker()
             .fromNow(topic(Topic.CLAIM_STATUS), topic(Topic.NODE_COMMANDS));
-    /** The producers of the parts this bus plays, by principal name (made on first use). */
-    private final Map<String, KafkaTestClient> writers = new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * The producers of the parts the buses play, by principal name (made on first use), shared by every Bus of the
+     * test JVM (of one Quarkus class loader) on its one shared broker: each send waits for the broker's ack, so a
+     * producer carries nothing from one test to the next, and a new one per test cost a TLS handshake and a SCRAM
+     * exchange per principal (about half a second each on 2 cores). Never closed: they end with the JVM, as the broker.
+     */
+    private static final Map<String, KafkaTestClient> WRITERS = new java.util.concurrent.ConcurrentHashMap<>();
     private final Set<String> seenCommands = new HashSet<>();
 
     public static String topic(Topic topic) {
@@ -109,7 +114,7 @@ public final class Bus implements AutoCloseable {
 
     /** A producer on the shared broker as {@code principal}, with its ACLs on this module's topics. */
     public KafkaTestClient writer(KafkaAccess.Principal principal) {
-        return writers.computeIfAbsent(principal.name(), n -> KafkaTestClient.forSharedBroker(principal, TestResources.PREFIX));
+        return WRITERS.computeIfAbsent(principal.name(), n -> KafkaTestClient.forSharedBroker(principal, TestResources.PREFIX));
     }
 
     /** The writer of {@code topic}'s records in production (a node's topic: node {@code key}), as {@link #writerOf}. */
@@ -326,7 +331,6 @@ public final class Bus implements AutoCloseable {
     @Override
     public void close() {
         kafka.close();
-        writers.values().forEach(KafkaTestClient::close);
     }
 
     /**

@@ -311,12 +311,14 @@ public final class Cluster {
         Properties postgresReady = awaitInfra(postgres, postgresDir());
         infra = infraProperties(kafkaReady, postgresReady);
         TopicCatalog catalog = new TopicCatalog(TOPIC_PREFIX);
-        KafkaClientSecurity admin = kafkaAdmin();
-        for (Map.Entry<String, Topic> entry : catalog.all().entrySet()) {
-            Topic topic = entry.getValue();
-            Map<String, String> configs = topic.compacted() ? Map.of("cleanup.policy", "compact") : Map.of();
-            Kraft.createTopic(kafkaBootstrap(), admin, entry.getKey(), topic.defaultPartitions(), configs);
-            Kraft.createTopic(kafkaBootstrap(), admin, catalog.deadLetterName(topic), 1, Map.of());
+        // one Admin for every topic: a connection to the closed broker costs a TLS handshake and a SCRAM exchange
+        try (org.apache.kafka.clients.admin.Admin admin = Kraft.admin(kafkaBootstrap(), kafkaAdmin())) {
+            for (Map.Entry<String, Topic> entry : catalog.all().entrySet()) {
+                Topic topic = entry.getValue();
+                Map<String, String> configs = topic.compacted() ? Map.of("cleanup.policy", "compact") : Map.of();
+                Kraft.createTopic(admin, entry.getKey(), topic.defaultPartitions(), configs);
+                Kraft.createTopic(admin, catalog.deadLetterName(topic), 1, Map.of());
+            }
         }
         issueKafkaCredentials(catalog);
     }

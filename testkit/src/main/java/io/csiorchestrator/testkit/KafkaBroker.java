@@ -256,24 +256,28 @@ public final class KafkaBroker implements AutoCloseable {
 
     static void createContractTopics(String bootstrapServers, KafkaClientSecurity admin, String prefix) {
         TopicCatalog catalog = new TopicCatalog(prefix == null ? "" : prefix);
-        java.util.Set<String> existing;
+        // one Admin for the listing and every topic: a connection to a closed broker costs a TLS handshake and a
+        // SCRAM exchange
         try (Admin client = Kraft.admin(bootstrapServers, admin)) {
-            existing = client.listTopics().names().get(ADMIN_TIMEOUT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-            throw new IllegalStateException("Could not list the topics of " + bootstrapServers + ": " + e, e);
-        }
-        for (io.csiorchestrator.events.Topic topic : io.csiorchestrator.events.Topic.values()) {
-            String name = catalog.name(topic);
-            if (!existing.contains(name)) {
-                Kraft.createTopic(bootstrapServers, admin, name, 1,
-                    topic.compacted() ? Map.of("cleanup.policy", "compact") : Map.of());
+            java.util.Set<String> existing;
+            try {
+                existing = client.listTopics().names().get(ADMIN_TIMEOUT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                throw new IllegalStateException("Could not list the topics of " + bootstrapServers + ": " + e, e);
             }
-            String deadLetter = catalog.deadLetterName(topic);
-            if (!existing.contains(deadLetter)) {
-                Kraft.createTopic(bootstrapServers, admin, deadLetter, 1, Map.of());
+            for (io.csiorchestrator.events.Topic topic : io.csiorchestrator.events.Topic.values()) {
+                String name = catalog.name(topic);
+                if (!existing.contains(name)) {
+                    Kraft.createTopic(client, name, 1,
+                        topic.compacted() ? Map.of("cleanup.policy", "compact") : Map.of());
+                }
+                String deadLetter = catalog.deadLetterName(topic);
+                if (!existing.contains(deadLetter)) {
+                    Kraft.createTopic(client, deadLetter, 1, Map.of());
+                }
             }
         }
     }

@@ -36,7 +36,10 @@ import io.csiorchestrator.events.KafkaClientSecurity;
  *
  * <p>Reading never joins a consumer group: each await assigns itself every partition of the topic and reads
  * from the beginning (or from the offsets {@link #endOffsets(String)} recorded earlier), polling until the
- * deadline. So it sees records produced before the call, and doesn't disturb the application's groups.
+ * deadline. So it sees records produced before the call, and doesn't disturb the application's groups. The
+ * reading consumer is kept for the client's next read (each read assigns and seeks every partition anew, and reads
+ * the topic's partitions fresh from the broker): on the closed broker a new one costs two TLS handshakes and two
+ * SCRAM exchanges, about half a second of a 2-core machine, which made every await of a test that long.
  *
  * <pre>{@code
  * try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker()) {
@@ -54,6 +57,9 @@ public final class KafkaTestClient implements AutoCloseable {
     private final String bootstrapServers;
     private final KafkaClientSecurity security;
     private KafkaProducer<String, String> producer;
+    /** Readers done with their last read, kept for the next one (a read takes one, or makes one if none is idle). */
+    private final java.util.Deque<KafkaConsumer<String, String>> idleReaders = new java.util.ArrayDeque<>();
+    private static final int MAX_IDLE_READERS = 2;
     /** Per topic, where this client's reads start instead of the beginning ({@link #fromNow}). */
     private final Map<String, Map<TopicPartition, Long>> startOffsets = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -175,8 +181,10 @@ public final class KafkaTestClient implements AutoCloseable {
         List<ConsumerRecord<String, String>> matched = new ArrayList<>();
         int seen = 0;
         List<String> lastSeen = new ArrayList<>();
-        try (KafkaConsumer<String, String> consumer = consumer()) {
-            List<TopicPartition> partitions = awaitPartitions(consumer, topic, deadline);
+        Reader reader = reader(topic, deadline);
+        try {
+            KafkaConsumer<String, String> consumer = reader.consumer;
+            List<TopicPartition> partitions = reader.partitions;
             consumer.assign(partitions);
             seek(consumer, partitions, fromOffsets.isEmpty() ? startOffsets.getOrDefault(topic, Map.of()) : fromOffsets);
             while (System.nanoTime() < deadline) {
@@ -189,11 +197,15 @@ public final class KafkaTestClient implements AutoCloseable {
                     if (predicate.test(record)) {
                         matched.add(record);
                         if (matched.size() == count) {
+                            reader.done = true;
                             return matched;
                         }
                     }
                 }
             }
+            reader.done = true;
+        } finally {
+            release(reader);
         }
         throw new AssertionError("Expected " + count + " matching record(s) on topic " + topic + " within " + timeout
             + " but got " + matched.size() + " (of " + seen + " read). Last records read: " + lastSeen);
@@ -201,9 +213,13 @@ public final class KafkaTestClient implements AutoCloseable {
 
     /** Current end offset of each partition of {@code topic}: pass to {@link #awaitRecords} to see only newer records. */
     public Map<TopicPartition, Long> endOffsets(String topic) {
-        try (KafkaConsumer<String, String> consumer = consumer()) {
-            List<TopicPartition> partitions = awaitPartitions(consumer, topic, System.nanoTime() + DEFAULT_TIMEOUT.toNanos());
-            return new LinkedHashMap<>(consumer.endOffsets(partitions));
+        Reader reader = reader(topic, System.nanoTime() + DEFAULT_TIMEOUT.toNanos());
+        try {
+            Map<TopicPartition, Long> end = new LinkedHashMap<>(reader.consumer.endOffsets(reader.partitions));
+            reader.done = true;
+            return end;
+        } finally {
+            release(reader);
         }
     }
 
@@ -214,8 +230,10 @@ public final class KafkaTestClient implements AutoCloseable {
     public List<ConsumerRecord<String, String>> readAll(String topic) {
         long deadline = System.nanoTime() + DEFAULT_TIMEOUT.toNanos();
         List<ConsumerRecord<String, String>> records = new ArrayList<>();
-        try (KafkaConsumer<String, String> consumer = consumer()) {
-            List<TopicPartition> partitions = awaitPartitions(consumer, topic, deadline);
+        Reader reader = reader(topic, deadline);
+        try {
+            KafkaConsumer<String, String> consumer = reader.consumer;
+            List<TopicPartition> partitions = reader.partitions;
             consumer.assign(partitions);
             seek(consumer, partitions, startOffsets.getOrDefault(topic, Map.of()));
             Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
@@ -225,6 +243,9 @@ public final class KafkaTestClient implements AutoCloseable {
                 }
                 consumer.poll(POLL).forEach(records::add);
             }
+            reader.done = true;
+        } finally {
+            release(reader);
         }
         return records;
     }
@@ -241,6 +262,85 @@ public final class KafkaTestClient implements AutoCloseable {
             producer.close(Duration.ofSeconds(5));
             producer = null;
         }
+        List<KafkaConsumer<String, String>> idle;
+        synchronized (idleReaders) {
+            idle = new ArrayList<>(idleReaders);
+            idleReaders.clear();
+        }
+        idle.forEach(c -> c.close(Duration.ofSeconds(5)));
+    }
+
+    /** A consumer for one read of {@code topic} and the topic's partitions as the broker has them now. */
+    private static final class Reader {
+        final KafkaConsumer<String, String> consumer;
+        final List<TopicPartition> partitions;
+        /** Set when the read ended normally: only then is the consumer kept for the next read. */
+        boolean done;
+
+        Reader(KafkaConsumer<String, String> consumer, List<TopicPartition> partitions) {
+            this.consumer = consumer;
+            this.partitions = partitions;
+        }
+    }
+
+    /**
+     * An idle reader of this client if one has {@code topic} in a fresh metadata answer of the broker (the topic's
+     * partitions as they are now, e.g. after the topic grew), else a new consumer as before (a topic still missing, or
+     * one this client may not describe, is waited for or refused exactly as a first read's).
+     */
+    private Reader reader(String topic, long deadline) {
+        KafkaConsumer<String, String> idle;
+        synchronized (idleReaders) {
+            idle = idleReaders.pollFirst();
+        }
+        if (idle != null) {
+            boolean kept = false;
+            try {
+                List<PartitionInfo> infos = idle.listTopics(Duration.ofSeconds(5)).get(topic);
+                if (infos != null && !infos.isEmpty()) {
+                    kept = true;
+                    return new Reader(idle, partitionsOf(infos));
+                }
+            } catch (RuntimeException e) {
+                // a broker gone or a client refused: start over with a new consumer, as every read did before
+            } finally {
+                if (!kept) {
+                    idle.close(Duration.ofSeconds(5));
+                }
+            }
+        }
+        KafkaConsumer<String, String> consumer = consumer();
+        try {
+            Reader reader = new Reader(consumer, awaitPartitions(consumer, topic, deadline));
+            consumer = null;
+            return reader;
+        } finally {
+            if (consumer != null) {
+                consumer.close(Duration.ofSeconds(5));
+            }
+        }
+    }
+
+    /** Keeps {@code reader}'s consumer for the next read if its read ended normally, else closes it. */
+    private void release(Reader reader) {
+        if (reader.done) {
+            reader.consumer.unsubscribe();
+            synchronized (idleReaders) {
+                if (idleReaders.size() < MAX_IDLE_READERS) {
+                    idleReaders.addFirst(reader.consumer);
+                    return;
+                }
+            }
+        }
+        reader.consumer.close(Duration.ofSeconds(5));
+    }
+
+    private static List<TopicPartition> partitionsOf(List<PartitionInfo> infos) {
+        List<TopicPartition> partitions = new ArrayList<>();
+        for (PartitionInfo info : infos) {
+            partitions.add(new TopicPartition(info.topic(), info.partition()));
+        }
+        return partitions;
     }
 
     private synchronized KafkaProducer<String, String> producer() {
@@ -280,11 +380,7 @@ public final class KafkaTestClient implements AutoCloseable {
                 infos = List.of();
             }
             if (infos != null && !infos.isEmpty()) {
-                List<TopicPartition> partitions = new ArrayList<>();
-                for (PartitionInfo info : infos) {
-                    partitions.add(new TopicPartition(info.topic(), info.partition()));
-                }
-                return partitions;
+                return partitionsOf(infos);
             }
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("Topic " + topic + " does not exist (waited until the deadline)");
