@@ -935,12 +935,44 @@ public final class Cluster {
         }
     }
 
+    /** Ports this process handed out already (never twice). */
+    private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final int LOWEST_PORT = 20000;
+
+    /**
+     * A port free now for a service to listen on later, below the kernel's ephemeral range
+     * ({@code /proc/sys/net/ipv4/ip_local_port_range}): a port the kernel picked (port 0) is in that range, and the
+     * system's own outgoing connections (dozens of Kafka and PostgreSQL clients) take ports from it meanwhile; one
+     * took a worker's port before the worker bound it ("Port ... seems to be in use", seen in CI). Never the same port
+     * twice in one process; the kernel's choice as the last resort.
+     */
     static int freePort() {
+        int high = ephemeralLow() - 1;
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int attempt = 0; high > LOWEST_PORT && attempt < 200; attempt++) {
+            int port = random.nextInt(LOWEST_PORT, high + 1);
+            if (!HANDED_OUT.contains(port) && portFree(port) && HANDED_OUT.add(port)) {
+                return port;
+            }
+        }
         try (ServerSocket socket = new ServerSocket(0)) {
             socket.setReuseAddress(true);
+            HANDED_OUT.add(socket.getLocalPort());
             return socket.getLocalPort();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The first port of the kernel's ephemeral range (32768 when it cannot be read). */
+    static int ephemeralLow() {
+        try {
+            // a line read through a reader: Files.readString gave only "3" of "32768\t60999" from this /proc file
+            String[] range = Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).get(0).trim()
+                    .split("\\s+");
+            return Integer.parseInt(range[0]);
+        } catch (IOException | RuntimeException e) {
+            return 32768;
         }
     }
 
