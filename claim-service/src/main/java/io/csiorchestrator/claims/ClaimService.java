@@ -225,8 +225,8 @@ public class ClaimService {
             }
             volume.updatedAt = Instant.now();
             Snapshot fresh = Snapshot.fresh(claim.controllerRequired);
-            return claim.persist().chain(() -> apply(volume, claim, wait == null ? machine().start(fresh)
-                    : machine().waitForPlugin(fresh, wait.since(), wait.until(), wait.reason(), true)));
+            return applyToNew(volume, claim, wait == null ? machine().start(fresh)
+                    : machine().waitForPlugin(fresh, wait.since(), wait.until(), wait.reason(), true));
         });
     }
 
@@ -250,8 +250,20 @@ public class ClaimService {
         claim.requestedAt = requestedAt;
         claim.tx = tx;
         volume.updatedAt = Instant.now();
-        return claim.persist().chain(() -> apply(volume, claim, machine().waitForRelease(
-                Snapshot.fresh(claim.controllerRequired), Instant.now().plus(settings.pendingTimeout()), reason)));
+        return applyToNew(volume, claim, machine().waitForRelease(
+                Snapshot.fresh(claim.controllerRequired), Instant.now().plus(settings.pendingTimeout()), reason));
+    }
+
+    /**
+     * The first transition of a new claim, then its row: inserted once with the state and command the transition gave
+     * it (persisted first, Hibernate inserts the fields as they were at persist and updates them at the flush). A first
+     * transition never ends the claim (nothing in {@link #apply} reads the claim's own row before it ends).
+     */
+    private Uni<Void> applyToNew(VolumeEntity volume, ClaimEntity claim, Transition first) {
+        if (first.next().phase().past()) {
+            return claim.persist().chain(() -> apply(volume, claim, first));
+        }
+        return apply(volume, claim, first).chain(() -> claim.persist()).replaceWithVoid();
     }
 
     /** What a claim pending on {@code blocker}'s release waits for, e.g. "waiting for node-1's lease to lapse: 41 s left". */
@@ -402,25 +414,29 @@ public class ClaimService {
     public Uni<Void> onMountDone(MountDone done, Tx tx) {
         // Find the volume of the command, lock the volume, then read the claim: a concurrent update of the
         // same volume (a claim-requested on another partition) waits for this transaction or vice versa.
-        return inTransaction(tx, () -> volumeKeyOf("command_id", done.commandId()).chain(volumeKey -> {
-            if (volumeKey == null) {
+        return inTransaction(tx, () -> lockVolumeOfClaim("commandId", done.commandId()).chain(volume -> {
+            if (volume == null) {
                 LOG.debugf("mount-done for command %s matches no pending command (already handled or unknown)", done.commandId());
                 return Uni.createFrom().voidItem();
             }
-            return lockVolume(volumeKey).chain(volume -> ClaimEntity.<ClaimEntity>find("commandId", done.commandId()).firstResult()
-                    .chain(claim -> {
-                        if (volume == null || claim == null) {
-                            return Uni.createFrom().voidItem();
-                        }
-                        claim.tx = tx;
-                        return stepDone(volume, claim, done);
-                    }));
+            return ClaimEntity.<ClaimEntity>find("commandId", done.commandId()).firstResult().chain(claim -> {
+                if (claim == null) {
+                    return Uni.createFrom().voidItem();
+                }
+                claim.tx = tx;
+                return stepDone(volume, claim, done);
+            });
         }));
     }
 
-    private static Uni<String> volumeKeyOf(String column, String value) {
-        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT volume_key FROM claims WHERE " + column + " = :v", String.class)
-                .setParameter("v", value).getResultList()).map(keys -> keys.isEmpty() ? null : keys.get(0));
+    /**
+     * Locks the volume of the claim whose {@code attribute} ({@code commandId} or {@code claimId}) is {@code value}, in
+     * one statement (a claim's volume never changes); null when no claim matches. The claim itself is read after this,
+     * under the lock.
+     */
+    private static Uni<VolumeEntity> lockVolumeOfClaim(String attribute, String value) {
+        return VolumeEntity.<VolumeEntity>find("volumeKey = (select c.volumeKey from ClaimEntity c where c." + attribute + " = ?1)",
+                value).withLock(LockModeType.PESSIMISTIC_WRITE).firstResult();
     }
 
     private Uni<Void> stepDone(VolumeEntity volume, ClaimEntity claim, MountDone done) {
@@ -826,16 +842,15 @@ public class ClaimService {
 
     private Uni<Void> onLockedClaim(String claimId, ClaimWork work) {
         Tx tx = Tx.untraced();
-        return inTransaction(tx, () -> volumeKeyOf("claim_id", claimId).chain(volumeKey -> volumeKey == null
+        return inTransaction(tx, () -> lockVolumeOfClaim("claimId", claimId).chain(volume -> volume == null
                 ? Uni.createFrom().voidItem()
-                : lockVolume(volumeKey).chain(volume -> ClaimEntity.<ClaimEntity>findById(claimId)
-                        .chain(claim -> {
-                            if (volume == null || claim == null) {
-                                return Uni.createFrom().voidItem();
-                            }
-                            claim.tx = tx;
-                            return work.run(volume, claim);
-                        }))));
+                : ClaimEntity.<ClaimEntity>findById(claimId).chain(claim -> {
+                    if (claim == null) {
+                        return Uni.createFrom().voidItem();
+                    }
+                    claim.tx = tx;
+                    return work.run(volume, claim);
+                })));
     }
 
     // ---------------------------------------------------------------- transitions

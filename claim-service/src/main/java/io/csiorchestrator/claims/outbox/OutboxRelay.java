@@ -222,7 +222,7 @@ public class OutboxRelay {
                         .await().atMost(Duration.ofSeconds(30))
                         .forEach(rows::add);
                 if (rows.isEmpty()) {
-                    updatePending();
+                    metrics.outboxPending(0);
                     return;
                 }
                 List<Future<RecordMetadata>> sends = new ArrayList<>();
@@ -245,13 +245,21 @@ public class OutboxRelay {
                             .execute(Tuple.of(acked.toArray(new Long[0])))
                             .await().atMost(Duration.ofSeconds(30));
                     published.addAndGet(acked.size());
-                    updatePending();
                 }
                 if (failure != null) {
+                    updatePending();
                     LOG.warnf("outbox publish failed after %d of %d records (retried by the next signal or sweep): %s",
                             acked.size(), rows.size(), failure.toString());
                     return;
                 }
+                if (rows.size() < settings.outbox().batchSize()) {
+                    // Everything committed before this SELECT is published now; a commit since then signalled and
+                    // has its own drain queued (pending was cleared when this one began): no second SELECT to find
+                    // nothing, no count of an empty backlog.
+                    metrics.outboxPending(0);
+                    return;
+                }
+                updatePending(); // a full batch: a backlog, worth its count
             }
         } catch (RuntimeException e) {
             LOG.warnf("outbox drain failed (retried by the next signal or sweep): %s", e.toString());

@@ -7,6 +7,7 @@ import io.csiorchestrator.events.PluginStatus;
 import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
+import org.hibernate.FlushMode;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -76,12 +77,15 @@ public class Plugins {
 
     /** By node id, since when each node instance of the plugin that was healthy before is unhealthy or missing. */
     Uni<Map<String, Instant>> outages(String pluginId) {
+        // Untyped (a result class makes Hibernate miss its query plan cache at every execution) and without the
+        // session's auto-flush (plugin_nodes is no entity's table: nothing pending in the session changes it).
         return Panache.getSession().chain(s -> s.createNativeQuery("SELECT node_id, unhealthy_since FROM plugin_nodes"
-                        + " WHERE plugin_id = :p AND unhealthy_since IS NOT NULL AND last_healthy_at IS NOT NULL", Object[].class)
-                .setParameter("p", pluginId).getResultList())
+                        + " WHERE plugin_id = :p AND unhealthy_since IS NOT NULL AND last_healthy_at IS NOT NULL")
+                .setFlushMode(FlushMode.MANUAL).setParameter("p", pluginId).getResultList())
                 .map(rows -> {
                     Map<String, Instant> out = new HashMap<>();
-                    for (Object[] r : rows) {
+                    for (Object row : rows) {
+                        Object[] r = (Object[]) row;
                         out.put((String) r[0], toInstant(r[1]));
                     }
                     return out;
