@@ -77,15 +77,13 @@ public class Plugins {
 
     /** By node id, since when each node instance of the plugin that was healthy before is unhealthy or missing. */
     Uni<Map<String, Instant>> outages(String pluginId) {
-        // Untyped (a result class makes Hibernate miss its query plan cache at every execution) and without the
-        // session's auto-flush (plugin_nodes is no entity's table: nothing pending in the session changes it).
-        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT node_id, unhealthy_since FROM plugin_nodes"
-                        + " WHERE plugin_id = :p AND unhealthy_since IS NOT NULL AND last_healthy_at IS NOT NULL")
+        // HQL, not a native select: see PluginNodeEntity. No auto-flush: nothing pending in the session changes plugin_nodes.
+        return Panache.getSession().chain(s -> s.createSelectionQuery("select n.nodeId, n.unhealthySince from PluginNodeEntity n"
+                        + " where n.pluginId = :p and n.unhealthySince is not null and n.lastHealthyAt is not null", Object[].class)
                 .setFlushMode(FlushMode.MANUAL).setParameter("p", pluginId).getResultList())
                 .map(rows -> {
                     Map<String, Instant> out = new HashMap<>();
-                    for (Object row : rows) {
-                        Object[] r = (Object[]) row;
+                    for (Object[] r : rows) {
                         out.put((String) r[0], toInstant(r[1]));
                     }
                     return out;
