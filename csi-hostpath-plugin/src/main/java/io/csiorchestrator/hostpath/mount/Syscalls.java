@@ -42,8 +42,25 @@ final class Syscalls {
         this.runtime = Runtime.getRuntime(libc);
     }
 
-    /** The C library's calls, or empty when they cannot be loaded (not Linux, no libc). */
+    /** Loaded once per process: the binding is generated at the first load and shared by every {@link Mounter}. */
+    private static volatile java.util.Optional<Syscalls> loaded;
+
+    /** The C library's calls, or empty when they cannot be loaded (not Linux, no libc); loaded once per process. */
     static java.util.Optional<Syscalls> load() {
+        java.util.Optional<Syscalls> once = loaded;
+        if (once == null) {
+            synchronized (Syscalls.class) {
+                once = loaded;
+                if (once == null) {
+                    once = loadNow();
+                    loaded = once;
+                }
+            }
+        }
+        return once;
+    }
+
+    private static java.util.Optional<Syscalls> loadNow() {
         if (!System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux")) {
             return java.util.Optional.empty();
         }

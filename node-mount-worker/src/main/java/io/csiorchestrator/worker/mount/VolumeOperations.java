@@ -336,20 +336,23 @@ public final class VolumeOperations {
         try {
             // 2. directories: the staging path and the target's parent, 0700; a staging path the volume is mounted
             //    on already (another allocation's) is the volume's root: never chmod it (EROFS when read-only)
-            if (staged && !mountTable.get().isMountPoint(staging)) {
+            //    (one read of the mount table for steps 2 to 4 while nothing is mounted in between: each read parses
+            //    the whole of /proc/self/mountinfo)
+            MountTable table = mountTable.get();
+            if (staged && !table.isMountPoint(staging)) {
                 paths.ensureDirectory(staging);
             }
             paths.ensureTargetParent(target);
             // 3. stage once per volume on this node
             if (staged && record.stage() != StageState.STAGED) {
-                if (!mountTable.get().isMountPoint(staging)) {
+                if (!table.isMountPoint(staging)) {
                     paths.requireNoLinks(staging);
                     plugin.stage(request);
+                    table = mountTable.get(); // staged now: read again
                 }
                 record = checkpoint(records.get(key).withStage(StageState.STAGED));
             }
             // 4. publish for this allocation, unless it is already mounted the same way
-            MountTable table = mountTable.get();
             Optional<MountInfo> mounted = table.mountAt(target);
             if (mounted.isEmpty() || mounted.get().readOnly() != command.readOnly()) {
                 paths.requireNoLinks(target);
