@@ -240,6 +240,31 @@ class FenceGuardScriptTest {
                 log);
     }
 
+    /**
+     * Nothing read from the FIFO is evaluated: command substitutions, array subscripts and arithmetic in every field
+     * of every line form stay text (a malformed line is ignored, a path is a path), and the file they would create
+     * never appears.
+     */
+    @Test
+    void nothingReadFromTheFifoIsEvaluated() throws Exception {
+        Path touched = dir.resolve("touched");
+        String cmd = "$(touch " + touched + ")";
+        String odd = "per-alloc/" + cmd + "/`touch " + touched + "`/x";
+        write("feed [" + cmd + "]=1 600000\nend\n"
+                + "feed 8 600000 a[" + cmd + "]\nend\n"
+                + "feed 8 600000 40\npath " + root + "/" + odd + "\nend\n"
+                + "delta 8 600000 40 " + cmd + "\nend\n"
+                + "delta 8 600000 40 41\nadd x[" + cmd + "] a\nadd 9 " + odd + "y\ndel " + cmd + " a\nend\n"
+                + "delta 8 600000 41 42\ndel 9[" + cmd + "] a\nend\n"
+                + "delta 8 " + DEADLINE_MS + " 40 43\nend\n"); // on the only list it took
+
+        await().atMost(AWAIT).until(() -> Files.exists(marker()));
+        assertEquals(List.of("epoch 8", "unmounted " + root + "/" + odd), markerLines(),
+                "the one path fed, as text; every malformed line ignored: " + log());
+        assertFalse(Files.exists(touched), "nothing evaluated");
+        assertTrue(log().contains("ignoring a malformed"), log());
+    }
+
     private Path bindMount(Path target) throws Exception {
         Files.createDirectories(target);
         Process p = new ProcessBuilder("mount", "--bind", source.toString(), target.toString())
