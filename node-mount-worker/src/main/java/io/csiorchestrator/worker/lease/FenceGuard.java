@@ -35,10 +35,13 @@ import org.jboss.logging.Logger;
  * last deadline it was given. The guard's protocol and fence are described in the script; in short:
  *
  * <ul>
- *   <li>a full feed ({@code feed <epoch> <ms until fence> <id>}, a {@code path} line per path, {@code end}) replaces
- *       the guard's list; a delta ({@code delta <epoch> <ms> <base id> <id>}, {@code del <position>}/{@code add <position>}
- *       lines with paths relative to the root, {@code end}) changes it, and only if the guard holds the list named
- *       {@code <base id>}; a delta with no line is a renewal. Nothing applies before {@code end}.</li>
+ *   <li>A full feed ({@code feed <epoch> <ms until fence> <id>}, a {@code path} line per path, {@code end}) replaces
+ *       the guard's list; a delta ({@code delta <epoch> <ms> <base id> <id>}, {@code del <position> <path>} and
+ *       {@code add <position> <path>} lines with paths relative to the root, {@code end}) changes it, and only if the
+ *       guard holds the list named {@code <base id>} for that epoch (else it refuses it whole); a delta with no line
+ *       is a renewal. Nothing applies before {@code end}. The guard keeps its list by position, which is the fence
+ *       order: a full feed puts its n-th path at n * {@link #SPACING}, a delta puts a new path between its neighbours
+ *       ({@link #delta}).</li>
  *   <li>A guard whose command line has no protocol argument is an older build's (protocol 1): it is only ever fed
  *       full feeds in the old form, {@code feed <epoch> <ms>} with no id.</li>
  *   <li>A full feed is sent whenever this worker cannot be sure of what the guard holds: the first feed after a start

@@ -247,7 +247,7 @@ class FenceGuardDeltaTest {
                 List.of("/r/a", "/r/n", "/r/b"), root), "no position left between 1 and 2");
     }
 
-    /** Starts the script as an older worker build did (its text of then, two arguments) and waits for its ready line. */
+    /** Starts the script as an older worker build did (its text of then, two arguments); waits for its ready line. */
     private long startProtocol1Guard() throws Exception {
         Path script = state.resolve(FenceGuard.SCRIPT);
         try (InputStream in = getClass().getResourceAsStream("csi-fence-guard-protocol-1")) {
