@@ -29,10 +29,28 @@ import org.jboss.logging.Logger;
  *
  * <p>{@link #startOrTakeOver}: if {@code <state dir>/fence-guard.pid} names a live guard of this state dir (its
  * {@code /proc/<pid>/cmdline} runs this script on this state dir), this worker takes it over: it simply feeds the same
- * FIFO. Otherwise it starts one. {@link #tick} runs on the lease thread after every poll: while the lease is valid it
- * feeds {@code feed <epoch> <ms until fence>}, the paths of the fence plan and {@code end} whenever the lease was
- * renewed (its fence moved) or the paths changed; with no valid lease it feeds nothing, so the guard fences at the last
- * deadline it was given. The guard's own protocol and fence are described in the script.
+ * FIFO. Otherwise it starts one, with the argument {@value #PROTOCOL} (the protocol it speaks). {@link #tick} runs on
+ * the lease thread after every poll: while the lease is valid it feeds the guard whenever the lease was renewed (its
+ * fence moved) or the paths of the fence plan changed; with no valid lease it feeds nothing, so the guard fences at the
+ * last deadline it was given. The guard's protocol and fence are described in the script; in short:
+ *
+ * <ul>
+ *   <li>A full feed ({@code feed <epoch> <ms until fence> <id>}, a {@code path} line per path, {@code end}) replaces
+ *       the guard's list; a delta ({@code delta <epoch> <ms> <base id> <id>}, {@code del <position> <path>} and
+ *       {@code add <position> <path>} lines with paths relative to the root, {@code end}) changes it, and only if the
+ *       guard holds the list named {@code <base id>} for that epoch (else it refuses it whole); a delta with no line
+ *       is a renewal. Nothing applies before {@code end}. The guard keeps its list by position, which is the fence
+ *       order: a full feed puts its n-th path at n * {@link #SPACING}, a delta puts a new path between its neighbours
+ *       ({@link #delta}).</li>
+ *   <li>A guard whose command line has no protocol argument is an older build's (protocol 1): it is only ever fed
+ *       full feeds in the old form, {@code feed <epoch> <ms>} with no id.</li>
+ *   <li>A full feed is sent whenever this worker cannot be sure of what the guard holds: the first feed after a start
+ *       or a takeover, after a write that failed or was cut short, after the guard was restarted or its pid file names
+ *       another process, on a new epoch, while the guard's marker is there (it fenced: it holds nothing), when the
+ *       guard asks for one ({@value #RESYNC}: it refused a delta), when the change cannot be written as a delta, and
+ *       at least every {@link #FULL_EVERY}. Otherwise a delta is sent.</li>
+ * </ul>
+ * Each write starts with an empty line, which ends (and so drops) whatever partial feed another write left in the FIFO.
  */
 public final class FenceGuard {
 
@@ -45,6 +63,12 @@ public final class FenceGuard {
     public static final String LOG_FILE = "fence-guard.log";
     /** Written by the guard when it fenced: {@code epoch <E>}, then {@code unmounted|lazy|failed <path>} lines. */
     public static final String MARKER = "fence-guard.marker";
+    /** Written by the guard when it refused a delta: the next feed is a full one. */
+    public static final String RESYNC = "fence-guard.resync";
+    /** The guard protocol this worker speaks: its guards are started with it as their third argument. */
+    public static final String PROTOCOL = "2";
+    /** A full feed at least this often, whatever the worker believes the guard holds. */
+    static final java.time.Duration FULL_EVERY = java.time.Duration.ofSeconds(30);
 
     /** How long a started guard may take to say it is ready. */
     static final java.time.Duration START_TIMEOUT = java.time.Duration.ofSeconds(10);
@@ -65,9 +89,22 @@ public final class FenceGuard {
         }
     });
     private long pid;
+    /** The protocol of the guard fed: 1 (an older build's guard: full feeds only) or 2. */
+    private int protocol;
     private long fedEpoch;
     private long fedFenceAt;
     private List<String> fedPaths = List.of();
+    /** Where the guard holds each of {@code fedPaths} (protocol 2: its list is kept by position). */
+    private java.util.Map<String, Long> fedPositions = java.util.Map.of();
+    /** The id of the list the guard holds, as far as this worker knows (0: none known, the next feed is full). */
+    private long fedId;
+    private long nextId = 1 + java.util.concurrent.ThreadLocalRandom.current().nextLong(1_000_000L);
+    private boolean needFull = true;
+    /** A feed is due even if nothing changed (the guard asked for a full feed, or was replaced). */
+    private boolean feedDue;
+    private long lastFullNanos;
+    private long fullFeeds;
+    private long deltaFeeds;
     private volatile Runnable onMarker = () -> { };
     private boolean markerSeen;
 
@@ -106,6 +143,20 @@ public final class FenceGuard {
         return pid;
     }
 
+    /** The protocol of the guard fed: 1 (an older build's) or 2. */
+    public int protocol() {
+        return protocol;
+    }
+
+    /** How many full feeds and deltas this supervisor wrote (for tests and the log). */
+    long fullFeeds() {
+        return fullFeeds;
+    }
+
+    long deltaFeeds() {
+        return deltaFeeds;
+    }
+
     /** Writes the script (atomically, a new file: a running guard keeps reading its own copy) with mode 0700. */
     public static Path writeScript(Path stateDir) throws IOException {
         byte[] script;
@@ -124,9 +175,16 @@ public final class FenceGuard {
     private synchronized void ensureRunning() throws IOException {
         Path script = writeScript(stateDir);
         OptionalLong live = liveGuard(stateDir);
+        // a guard taken over or started holds nothing this worker knows of: the next feed is a full one
+        needFull = true;
+        fedId = 0;
+        fedEpoch = 0;
+        fedPaths = List.of();
+        fedPositions = java.util.Map.of();
         if (live.isPresent()) {
             pid = live.getAsLong();
-            LOG.infof("fence guard pid %d taken over (state %s)", pid, stateDir);
+            protocol = protocolOf(stateDir, pid);
+            LOG.infof("fence guard pid %d taken over (state %s, protocol %d)", pid, stateDir, protocol);
             return;
         }
         Path log = stateDir.resolve(LOG_FILE);
@@ -134,7 +192,7 @@ public final class FenceGuard {
         // no fork; with -f the JDK would close the stdout pipe as soon as the forking parent exits). It says
         // "ready <pid>" on stdout once it reads its FIFO and has written its pid file, then logs to the log file only.
         Process setsid = new ProcessBuilder("setsid", "bash", script.toString(), stateDir.toString(),
-                root.toString())
+                root.toString(), PROTOCOL)
                 .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
                 .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .start();
@@ -144,8 +202,8 @@ public final class FenceGuard {
             throw new IOException("the fence guard did not start (" + ready + "); see " + log);
         }
         pid = live.getAsLong();
-        fedEpoch = 0;
-        LOG.infof("fence guard pid %d started (state %s, root %s)", pid, stateDir, root);
+        protocol = protocolOf(stateDir, pid);
+        LOG.infof("fence guard pid %d started (state %s, root %s, protocol %d)", pid, stateDir, root, protocol);
     }
 
     /**
@@ -202,8 +260,27 @@ public final class FenceGuard {
     }
 
     /**
-     * Feeds the guard if the lease is valid and its fence moved or the paths changed since the last feed (called on
-     * the lease thread after every poll). A guard that is gone (no reader on the FIFO) is started again.
+     * The protocol of the guard {@code pid} of {@code stateDir}: the argument after its state dir and root on its
+     * command line ({@value #PROTOCOL}), or 1 when there is none (a guard started by an older worker build).
+     */
+    static int protocolOf(Path stateDir, long pid) {
+        try {
+            byte[] raw = Files.readAllBytes(Path.of("/proc", Long.toString(pid), "cmdline"));
+            List<String> args = List.of(new String(raw, StandardCharsets.UTF_8).split("\0"));
+            int script = args.indexOf(stateDir.resolve(SCRIPT).toString());
+            if (script >= 0 && args.size() > script + 3 && args.get(script + 3).equals(PROTOCOL)) {
+                return 2;
+            }
+        } catch (IOException e) {
+            // gone: fed as an old one until it is found again
+        }
+        return 1;
+    }
+
+    /**
+     * Feeds the guard if the lease is valid and its fence moved or the paths changed since the last feed, or the
+     * guard needs a full feed (called on the lease thread after every poll). A guard that is gone (no reader on the
+     * FIFO) is started again and given a full feed.
      *
      * @param lease the lease now: its epoch and fence time, empty while it is not valid
      */
@@ -215,27 +292,194 @@ public final class FenceGuard {
         }
         markerSeen = marker;
         if (marker) {
+            needFull = true; // it fenced: it holds no list (and ignores the fenced epoch)
             onMarker.run();
         }
         if (lease.isEmpty()) {
             return; // no valid lease: the guard keeps its last deadline and fences at it
         }
+        checkGuard();
         LeaseGate.Deadline d = lease.get();
         List<String> now = safePaths();
-        if (d.epoch() == fedEpoch && d.fenceAtNanos() == fedFenceAt && now.equals(fedPaths)) {
+        long nanos = nanoTime.getAsLong();
+        boolean fullDue = nanos - lastFullNanos >= FULL_EVERY.toNanos();
+        if (!feedDue && !fullDue && d.epoch() == fedEpoch && d.fenceAtNanos() == fedFenceAt && now.equals(fedPaths)) {
             return;
         }
-        long ms = (d.fenceAtNanos() - nanoTime.getAsLong()) / 1_000_000L;
+        long ms = (d.fenceAtNanos() - nanos) / 1_000_000L;
         if (ms <= 0) {
             return;
         }
-        StringBuilder feed = new StringBuilder("feed ").append(d.epoch()).append(' ').append(ms).append('\n');
-        now.forEach(p -> feed.append("path ").append(p).append('\n'));
-        feed.append("end\n");
-        if (write(feed.toString().getBytes(StandardCharsets.UTF_8))) {
+        boolean full = fullDue || needFull || fedId == 0 || protocol < 2 || d.epoch() != fedEpoch;
+        int written = feed(d.epoch(), ms, now, full, nanos);
+        if (written < 0) {
+            LOG.warnf("the fence guard is gone (no reader on %s); starting a new one", stateDir.resolve(FIFO));
+            try {
+                ensureRunning();
+            } catch (IOException e) {
+                LOG.errorf("cannot start the fence guard: %s", e.getMessage());
+                return;
+            }
+            written = feed(d.epoch(), ms, now, true, nanos);
+        }
+        if (written > 0) {
             fedEpoch = d.epoch();
             fedFenceAt = d.fenceAtNanos();
             fedPaths = now;
+            feedDue = false;
+        }
+    }
+
+    /**
+     * Writes one feed: full (the old form, without an id, to a protocol 1 guard) or a delta from {@code fedPaths}
+     * (full if the change cannot be written as one). 1 when written, 0 when not (the next feed is a full one), -1 when
+     * the guard is gone.
+     */
+    private int feed(long epoch, long ms, List<String> paths, boolean full, long nanos) {
+        Delta delta = full ? null : delta(fedPaths, fedPositions, paths, root);
+        long id = protocol < 2 ? 0 : nextId++;
+        StringBuilder feed = new StringBuilder("\n");
+        if (delta == null) {
+            feed.append("feed ").append(epoch).append(' ').append(ms);
+            if (id != 0) {
+                feed.append(' ').append(id);
+            }
+            feed.append('\n');
+            paths.forEach(p -> feed.append("path ").append(p).append('\n'));
+        } else {
+            feed.append("delta ").append(epoch).append(' ').append(ms).append(' ').append(fedId).append(' ')
+                    .append(id).append('\n');
+            delta.lines().forEach(l -> feed.append(l).append('\n'));
+        }
+        feed.append("end\n");
+        int written = write(feed.toString().getBytes(StandardCharsets.UTF_8));
+        if (written > 0) {
+            fedId = id;
+            needFull = false;
+            if (delta == null) {
+                fedPositions = positionsOfFull(paths);
+                lastFullNanos = nanos;
+                fullFeeds++;
+            } else {
+                fedPositions = delta.positions();
+                deltaFeeds++;
+            }
+        } else {
+            fedId = 0;
+            needFull = true; // what it took of it is unknown
+        }
+        return written;
+    }
+
+    /** The position a full feed gives its n-th path (from 1): n times this. */
+    static final long SPACING = 1L << 32;
+
+    /** A delta's lines and the positions of the list it gives. */
+    record Delta(List<String> lines, java.util.Map<String, Long> positions) {
+    }
+
+    /** The positions a full feed of {@code paths} gives them in the guard. */
+    static java.util.Map<String, Long> positionsOfFull(List<String> paths) {
+        java.util.Map<String, Long> positions = new java.util.HashMap<>();
+        for (int i = 0; i < paths.size(); i++) {
+            positions.put(paths.get(i), (i + 1) * SPACING);
+        }
+        return positions;
+    }
+
+    /**
+     * The delta from {@code from} (whose paths the guard holds at {@code positions}) to {@code to}: a {@code del
+     * <position> <path>} line per path gone, an {@code add <position> <path>} line per new one (paths relative to
+     * {@code root}), each new path at a position between those of its neighbours in {@code to} (a run of new paths
+     * spread evenly over the gap), so that the guard's order (ascending position) is {@code to}'s. Null when it cannot
+     * be one: a path twice, the kept paths in another order, or no free position left in a gap.
+     */
+    static Delta delta(List<String> from, java.util.Map<String, Long> positions, List<String> to, Path root) {
+        java.util.Set<String> fromSet = new java.util.HashSet<>(from);
+        java.util.Set<String> toSet = new java.util.HashSet<>(to);
+        if (fromSet.size() != from.size() || toSet.size() != to.size() || !positions.keySet().equals(fromSet)) {
+            return null;
+        }
+        List<String> lines = new ArrayList<>();
+        for (String p : from) {
+            if (!toSet.contains(p)) {
+                lines.add("del " + positions.get(p) + " " + relative(root, p));
+            }
+        }
+        java.util.Map<String, Long> next = new java.util.HashMap<>();
+        long lower = 0;
+        int i = 0;
+        while (i < to.size()) {
+            String p = to.get(i);
+            if (fromSet.contains(p)) {
+                long at = positions.get(p);
+                if (at <= lower) {
+                    return null; // the kept paths in another order
+                }
+                next.put(p, at);
+                lower = at;
+                i++;
+                continue;
+            }
+            int run = i;
+            while (run < to.size() && !fromSet.contains(to.get(run))) {
+                run++;
+            }
+            int count = run - i;
+            long upper = run < to.size() ? positions.get(to.get(run)) : lower + (count + 1) * SPACING;
+            long step = (upper - lower) / (count + 1);
+            if (step < 1 || upper <= lower) {
+                return null; // no room: a full feed renumbers
+            }
+            for (int k = 0; k < count; k++) {
+                long at = lower + step * (k + 1);
+                next.put(to.get(i + k), at);
+                lines.add("add " + at + " " + relative(root, to.get(i + k)));
+            }
+            lower = lower + step * count;
+            i = run;
+        }
+        return new Delta(lines, next);
+    }
+
+    private static String relative(Path root, String path) {
+        return root.relativize(Path.of(path)).toString();
+    }
+
+    /**
+     * Whether this worker still knows what the guard holds: a resync file (the guard refused a delta) or a pid file
+     * naming another guard (replaced behind this worker's back) makes the next feed a full one, due now.
+     */
+    private void checkGuard() {
+        Path resync = stateDir.resolve(RESYNC);
+        if (Files.exists(resync)) {
+            String why;
+            try {
+                why = Files.readString(resync).trim();
+                Files.deleteIfExists(resync);
+            } catch (IOException e) {
+                why = e.toString();
+            }
+            LOG.warnf("the fence guard refused a delta (%s): feeding it the whole list", why);
+            needFull = true;
+            feedDue = true;
+        }
+        long named;
+        try {
+            named = Long.parseLong(Files.readString(stateDir.resolve(PID_FILE)).trim());
+        } catch (IOException | NumberFormatException e) {
+            return; // gone or being replaced: the next write finds out
+        }
+        if (named != pid) {
+            OptionalLong live = liveGuard(stateDir);
+            if (live.isPresent()) {
+                LOG.warnf("the fence guard pid %d was replaced by pid %d: feeding it the whole list", pid,
+                        live.getAsLong());
+                pid = live.getAsLong();
+                protocol = protocolOf(stateDir, pid);
+                needFull = true;
+                feedDue = true;
+            }
         }
     }
 
@@ -271,32 +515,28 @@ public final class FenceGuard {
                 && !path.equals(root);
     }
 
-    /** One write of the whole feed (atomic below PIPE_BUF); false if the guard did not get it. */
-    private boolean write(byte[] feed) {
+    /**
+     * One write of the whole feed (atomic below PIPE_BUF): 1 when written, 0 when the guard did not get it all, -1
+     * when there is no reader on the FIFO (the guard is gone).
+     */
+    private int write(byte[] feed) {
         Path fifo = stateDir.resolve(FIFO);
         int fd = posix.open(fifo.toString(), OpenFlags.O_WRONLY.intValue() | OpenFlags.O_NONBLOCK.intValue(), 0);
         if (fd < 0 && posix.errno() == ENXIO) {
-            LOG.warnf("the fence guard is gone (no reader on %s); starting a new one", fifo);
-            try {
-                ensureRunning();
-            } catch (IOException e) {
-                LOG.errorf("cannot start the fence guard: %s", e.getMessage());
-                return false;
-            }
-            fd = posix.open(fifo.toString(), OpenFlags.O_WRONLY.intValue() | OpenFlags.O_NONBLOCK.intValue(), 0);
+            return -1;
         }
         if (fd < 0) {
             LOG.errorf("cannot open %s to feed the fence guard: errno %d", fifo, posix.errno());
-            return false;
+            return 0;
         }
         try {
             int n = posix.write(fd, feed, feed.length);
             if (n != feed.length) {
                 LOG.errorf("feeding the fence guard wrote %d of %d bytes (errno %d): it is not reading", n,
                         feed.length, posix.errno());
-                return false;
+                return 0;
             }
-            return true;
+            return 1;
         } finally {
             posix.close(fd);
         }

@@ -163,6 +163,108 @@ class FenceGuardScriptTest {
         assertTrue(log.contains("refusing path " + root + ":"), log);
     }
 
+    /** Where a full feed puts its first path (the n-th at n times this). */
+    private static final long SPACING = 4_294_967_296L;
+
+    /**
+     * A delta (protocol 2) adds a path at a position between two others and a later one removes another: the guard
+     * fences exactly the list the two give, in the order of their positions, at the last delta's deadline.
+     */
+    @Test
+    void aDeltaAddsAndRemovesPathsAtItsEnd() throws Exception {
+        Path a = bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path b = bindMount(root.resolve("per-alloc/a2/default/v2"));
+        Path staging = bindMount(root.resolve("staging/default/v2"));
+        write("feed 5 600000 10\npath " + a + "\npath " + staging + "\nend\n");
+        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 5 with 2 path(s)"));
+        // between the target (at SPACING) and the staging (at 2 * SPACING)
+        write("delta 5 600000 10 11\nadd " + (SPACING + SPACING / 2) + " " + root.relativize(b) + "\nend\n");
+        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 5 with 3 path(s)"));
+        write("delta 5 " + DEADLINE_MS + " 11 12\ndel " + SPACING + " " + root.relativize(a) + "\n");
+        write("end\n"); // the same delta, its end in a second write
+
+        await().atMost(AWAIT).until(() -> Files.exists(marker()));
+        assertEquals(List.of("epoch 5", "unmounted " + b, "unmounted " + staging), markerLines(),
+                "the list the deltas give, in their order");
+        assertTrue(mounted(a), "removed by the second delta");
+        assertFalse(mounted(b) || mounted(staging));
+    }
+
+    /**
+     * A delta without its {@code end} is dropped whole: the next delta, on the same base as if the cut one had never
+     * been written, is applied (were anything of the cut one applied, its add or its id, the guard would hold another
+     * list and refuse it, and no fence would come before the first feed's 600 s).
+     */
+    @Test
+    void aDeltaWithoutItsEndIsNeverApplied() throws Exception {
+        Path a = bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path b = bindMount(root.resolve("per-alloc/a2/default/v2"));
+        write("feed 6 600000 20\npath " + a + "\nend\n");
+        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 6 with 1 path(s)"));
+        write("delta 6 600000 20 21\nadd " + 2 * SPACING + " " + root.relativize(b) + "\n"); // cut short: no end
+        write("delta 6 " + DEADLINE_MS + " 20 22\nend\n");
+
+        await().atMost(AWAIT).until(() -> Files.exists(marker()));
+        assertEquals(List.of("epoch 6", "unmounted " + a), markerLines());
+        assertTrue(mounted(b), "the cut delta's path was never the guard's");
+        assertFalse(Files.exists(state.resolve(FenceGuard.RESYNC)), "nothing refused: " + log());
+    }
+
+    /**
+     * A delta the guard cannot apply (its base is not the list the guard holds, or its del names a path the guard
+     * does not hold at that index) is refused whole, its deadline too, and the guard asks for a full feed: had the
+     * first one (a 1 ms deadline) been applied, the guard would fence at once and ignore the second one (no second
+     * resync); had anything of either been applied, the renewal on the full feed's id would be refused (no fence).
+     */
+    @Test
+    void aDeltaOnAnotherListIsRefusedWholeAndTheGuardAsksForAFullFeed() throws Exception {
+        Path a = bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path b = bindMount(root.resolve("per-alloc/a2/default/v2"));
+        Path resync = state.resolve(FenceGuard.RESYNC);
+        write("feed 7 600000 30\npath " + a + "\nend\n");
+        write("delta 7 1 29 31\nadd " + 2 * SPACING + " " + root.relativize(b) + "\nend\n"); // another base
+        await().atMost(AWAIT).until(() -> Files.exists(resync));
+        Files.delete(resync);
+        // the right base, but not a path it holds (nothing is at position 1)
+        write("delta 7 600000 30 31\ndel 1 " + root.relativize(b) + "\nend\n");
+        await().atMost(AWAIT).until(() -> Files.exists(resync));
+        assertFalse(Files.exists(marker()), "no fence: the refused deltas moved no deadline");
+        write("delta 7 " + DEADLINE_MS + " 30 32\nend\n");
+
+        await().atMost(AWAIT).until(() -> Files.exists(marker()));
+        assertEquals(List.of("epoch 7", "unmounted " + a), markerLines(), "the full feed's list");
+        assertTrue(mounted(b));
+        String log = log();
+        assertTrue(log.contains("refusing a delta of epoch 7 (base 29, id 31): it holds list 30"), log);
+        assertTrue(log.contains("refusing a delta of epoch 7 (base 30, id 31): del of a path it does not hold at 1"),
+                log);
+    }
+
+    /**
+     * Nothing read from the FIFO is evaluated: command substitutions, array subscripts and arithmetic in every field
+     * of every line form stay text (a malformed line is ignored, a path is a path), and the file they would create
+     * never appears.
+     */
+    @Test
+    void nothingReadFromTheFifoIsEvaluated() throws Exception {
+        Path touched = dir.resolve("touched");
+        String cmd = "$(touch " + touched + ")";
+        String odd = "per-alloc/" + cmd + "/`touch " + touched + "`/x";
+        write("feed [" + cmd + "]=1 600000\nend\n"
+                + "feed 8 600000 a[" + cmd + "]\nend\n"
+                + "feed 8 600000 40\npath " + root + "/" + odd + "\nend\n"
+                + "delta 8 600000 40 " + cmd + "\nend\n"
+                + "delta 8 600000 40 41\nadd x[" + cmd + "] a\nadd 9 " + odd + "y\ndel " + cmd + " a\nend\n"
+                + "delta 8 600000 41 42\ndel 9[" + cmd + "] a\nend\n"
+                + "delta 8 " + DEADLINE_MS + " 40 43\nend\n"); // on the only list it took
+
+        await().atMost(AWAIT).until(() -> Files.exists(marker()));
+        assertEquals(List.of("epoch 8", "unmounted " + root + "/" + odd), markerLines(),
+                "the one path fed, as text; every malformed line ignored: " + log());
+        assertFalse(Files.exists(touched), "nothing evaluated");
+        assertTrue(log().contains("ignoring a malformed"), log());
+    }
+
     private Path bindMount(Path target) throws Exception {
         Files.createDirectories(target);
         Process p = new ProcessBuilder("mount", "--bind", source.toString(), target.toString())
