@@ -101,6 +101,11 @@ public final class Cluster {
     private final Map<String, String> extraEnv = new java.util.LinkedHashMap<>();
     /** Extra JVM options for every JVM `up` starts (space-separated, after the defaults). */
     public static final String JVM_OPTIONS_ENV = "CSI_JVM_OPTIONS";
+    /**
+     * A JDK home (25 or later) the Quarkus services (claim-service, plugin-registry-service, the workers) run on, each
+     * with an AOT cache of its own under {@code <work>/aot} ({@link ServiceJava}); unset: the CLI's own Java, no cache.
+     */
+    public static final String SERVICE_JAVA_HOME_ENV = "CSI_SERVICE_JAVA_HOME";
     /** Nodes whose worker and plugin run in a network namespace of their own ({@link #isolate}). */
     private final Map<String, io.csiorchestrator.localinfra.NetNamespace> isolated = new LinkedHashMap<>();
 
@@ -559,7 +564,7 @@ public final class Cluster {
      * leases' partitions dealt among them ({@code ./csi chaos} runs a second replica for {@code registry-kill}).
      */
     public Proc startRegistry(String name, int port) throws IOException {
-        List<String> cmd = java(name, 384);
+        List<String> cmd = serviceJava(name, 384);
         cmd.addAll(tokenVerification());
         cmd.addAll(kafkaCredentials(KafkaAccess.PLUGIN_REGISTRY));
         cmd.addAll(List.of(
@@ -582,7 +587,7 @@ public final class Cluster {
      * several instances share the database and the topics ({@code ./csi chaos} runs a second replica).
      */
     public Proc startClaims(String name, int port) throws IOException {
-        List<String> cmd = java(name, 384);
+        List<String> cmd = serviceJava(name, 384);
         cmd.addAll(tokenVerification());
         cmd.addAll(kafkaCredentials(KafkaAccess.CLAIM_SERVICE));
         cmd.addAll(List.of(
@@ -615,7 +620,7 @@ public final class Cluster {
     }
 
     public Proc startWorker(String node) throws IOException {
-        List<String> cmd = java("node-mount-worker-" + node, 384);
+        List<String> cmd = serviceJava("node-mount-worker-" + node, 384);
         cmd.addAll(nodeKafkaCredentials(node));
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + ports.workers().get(node),
@@ -710,15 +715,32 @@ public final class Cluster {
     }
 
     private List<String> java(String name, int heapMb) {
+        return java(name, heapMb, null);
+    }
+
+    /**
+     * A Quarkus service's JVM: on {@value #SERVICE_JAVA_HOME_ENV}'s JDK with its AOT cache when that is set
+     * ({@link ServiceJava}), else as {@link #java(String, int)}.
+     */
+    private List<String> serviceJava(String name, int heapMb) {
+        String home = extraEnv.getOrDefault(SERVICE_JAVA_HOME_ENV, System.getenv(SERVICE_JAVA_HOME_ENV));
+        return java(name, heapMb, home == null || home.isBlank() ? null
+                : ServiceJava.of(Path.of(home.trim()), workDir.resolve("aot").resolve(name + ".aot")));
+    }
+
+    private List<String> java(String name, int heapMb, ServiceJava service) {
         List<String> cmd = new ArrayList<>();
         if (detached && Files.isExecutable(Path.of("/usr/bin/setsid"))) {
             cmd.add("/usr/bin/setsid"); // `csi up`: not in the terminal's process group, outlives the CLI
         }
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add(service != null ? service.java().toString() : Path.of(System.getProperty("java.home"), "bin", "java").toString());
         // Short-lived local processes on a small machine: the simplest JIT tier, a bounded heap, serial GC.
         cmd.add("-XX:TieredStopAtLevel=1");
         cmd.add("-XX:+UseSerialGC");
         cmd.add("-Xmx" + heapMb + "m");
+        if (service != null) {
+            cmd.addAll(service.aotOptions());
+        }
         // CSI_JVM_OPTIONS: more options for every JVM of the system, after these (so they win): e.g. measuring the
         // full tiered JIT with -XX:TieredStopAtLevel=4 (README "Performance")
         String more = extraEnv.getOrDefault(JVM_OPTIONS_ENV, System.getenv(JVM_OPTIONS_ENV));
