@@ -738,6 +738,11 @@ public final class Cluster {
         cmd.add("-XX:TieredStopAtLevel=1");
         cmd.add("-XX:+UseSerialGC");
         cmd.add("-Xmx" + heapMb + "m");
+        // The initial heap defaults to 1/64 of the machine's memory (384 MB here, so every heap was born at its
+        // maximum and its pages stayed resident): the heap grows from 32 MB as its live set needs instead. After
+        // `./csi bench --rate 10 --duration 30s`, RSS claim-service 392 -> 292 MB, registry 350 -> 255, worker 303 -> 198,
+        // CPU per operation unchanged (README "Throughput issue").
+        cmd.add("-Xms32m");
         if (service != null) {
             cmd.addAll(service.aotOptions());
         }
