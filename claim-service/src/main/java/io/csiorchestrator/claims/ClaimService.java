@@ -256,14 +256,20 @@ public class ClaimService {
 
     /**
      * The first transition of a new claim, then its row: inserted once with the state and command the transition gave
-     * it (persisted first, Hibernate inserts the fields as they were at persist and updates them at the flush). A first
-     * transition never ends the claim (nothing in {@link #apply} reads the claim's own row before it ends).
+     * it (persisted first, Hibernate inserts the fields as they were at persist and updates them at the flush). Nothing
+     * in {@link #apply} reads the claim's own row before the claim ends, and a first transition never ends it (a nested
+     * one, e.g. a command that cannot be written, may: then the row is inserted ended, or not at all when its volume
+     * was deleted with it).
      */
     private Uni<Void> applyToNew(VolumeEntity volume, ClaimEntity claim, Transition first) {
         if (first.next().phase().past()) {
             return claim.persist().chain(() -> apply(volume, claim, first));
         }
-        return apply(volume, claim, first).chain(() -> claim.persist()).replaceWithVoid();
+        return apply(volume, claim, first).chain(() -> claim.past && volume.deleting
+                // ended at once (a nested failure) as the last claim of a deleting volume: apply deleted the volume and
+                // its claims, as it would have deleted this row had it been inserted first
+                ? Uni.createFrom().voidItem()
+                : claim.persist().replaceWithVoid());
     }
 
     /** What a claim pending on {@code blocker}'s release waits for, e.g. "waiting for node-1's lease to lapse: 41 s left". */
