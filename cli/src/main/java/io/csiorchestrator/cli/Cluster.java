@@ -393,6 +393,18 @@ public final class Cluster {
         }
     }
 
+    /**
+     * A claim client of this system: Kafka as its operator (the credential {@link #issueKafkaCredentials} issued) and
+     * requests signed with this work dir's scheduler key, whatever the process's CLI settings are
+     * ({@link CliKafkaSecurity}, which the last system started in this process set): a test may keep a system running
+     * while another one is started in the same JVM.
+     */
+    public ClaimClient claimClient() {
+        return new ClaimClient(kafkaBootstrap(), TOPIC_PREFIX, kafkaClient(KafkaAccess.OPERATOR),
+                io.csiorchestrator.events.identity.IdentityKey.read(identities().keyFile(
+                        io.csiorchestrator.events.identity.Principal.scheduler(ClaimClient.CLI_SCHEDULER))));
+    }
+
     /** The client settings of {@code user}, issued by {@link #issueKafkaCredentials}. */
     public KafkaClientSecurity kafkaClient(String user) {
         return KafkaClientSecurity.scram(user, CliKafkaSecurity.passwordFile(workDir, user), kafkaTruststore());
