@@ -330,9 +330,7 @@ final class Chaos {
             cluster.awaitReady(claims, cluster.claimsUrl(), Demo.START_TIMEOUT);
         });
         step("start the hostpath plugins and the workers of node-1 and node-2", () -> {
-            for (String node : Cluster.NODES) {
-                cluster.startPlugin(node);
-            }
+            cluster.startPlugins(Cluster.NODES);
             List<Cluster.Proc> workers = new ArrayList<>();
             for (String node : Cluster.NODES) {
                 workers.add(cluster.startWorker(node));

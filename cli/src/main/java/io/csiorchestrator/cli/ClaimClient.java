@@ -123,10 +123,26 @@ public final class ClaimClient {
 
     private final String bootstrap;
     private final TopicCatalog topics;
+    /** This client's Kafka settings; null: the CLI's ({@link CliKafkaSecurity#resolve()}, one per process). */
+    private final io.csiorchestrator.events.KafkaClientSecurity security;
+    /** The key this client signs its requests with; null: the CLI's scheduler key ({@link #signWithKeyFile}). */
+    private final io.csiorchestrator.events.identity.IdentityKey signer;
 
+    /** A client with the CLI's Kafka settings and scheduler key (this process's, see {@link CliKafkaSecurity}). */
     public ClaimClient(String bootstrap, String topicPrefix) {
+        this(bootstrap, topicPrefix, null, null);
+    }
+
+    /**
+     * A client with Kafka settings and a scheduler key of its own, whatever the process's are ({@link Cluster#claimClient}:
+     * a system's own client keeps its credentials while another system of the same process issues others).
+     */
+    ClaimClient(String bootstrap, String topicPrefix, io.csiorchestrator.events.KafkaClientSecurity security,
+                io.csiorchestrator.events.identity.IdentityKey signer) {
         this.bootstrap = bootstrap;
         this.topics = new TopicCatalog(topicPrefix == null ? "" : topicPrefix);
+        this.security = security;
+        this.signer = signer;
     }
 
     public static ClaimRequested claim(String namespace, String volumeId, String allocationId, String nodeId,
@@ -235,9 +251,10 @@ public final class ClaimClient {
 
     /** Publishes the request in the trace {@code traceparent}; returns its record's timestamp (ms). */
     long send(ClaimRequested request, String traceparent) {
-        try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(producerProps(bootstrap, "csi-cli"),
+        try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(producerProps(),
                 new StringSerializer(), new ByteArraySerializer())) {
-            return producer.send(record(topics, request, traceparent)).get(30, TimeUnit.SECONDS).timestamp();
+            return producer.send(record(topics, request, traceparent, signer != null ? signer : schedulerKey()))
+                    .get(30, TimeUnit.SECONDS).timestamp();
         } catch (ExecutionException e) {
             throw new KafkaException("could not publish claim-requested to " + bootstrap + ": "
                     + e.getCause().getMessage(), e.getCause());
@@ -251,10 +268,15 @@ public final class ClaimClient {
 
     /** The claim-requested record of {@code request}: key, CloudEvents headers and the trace it starts. */
     static ProducerRecord<String, byte[]> record(TopicCatalog topics, ClaimRequested request, String traceparent) {
+        return record(topics, request, traceparent, schedulerKey());
+    }
+
+    /** As {@link #record(TopicCatalog, ClaimRequested, String)}, signed with {@code key} (none: unsigned). */
+    static ProducerRecord<String, byte[]> record(TopicCatalog topics, ClaimRequested request, String traceparent,
+                                                 io.csiorchestrator.events.identity.IdentityKey key) {
         ProducerRecord<String, byte[]> record = new ProducerRecord<>(topics.name(Topic.CLAIM_REQUESTED),
                 request.recordKey(), EventCodec.encode(request));
         CloudEventHeaders.create(request.eventType(), SOURCE).writeTo(record.headers());
-        io.csiorchestrator.events.identity.IdentityKey key = schedulerKey();
         if (key != null) {
             io.csiorchestrator.events.identity.RecordSignature.sign(key, record.key(), record.value(), record.headers());
         }
@@ -276,8 +298,16 @@ public final class ClaimClient {
         return props;
     }
 
-    private Properties consumerProps() {
-        return consumerProps(bootstrap, "csi-cli");
+    /** This client's producer settings: its own Kafka settings when it has them, else the CLI's. */
+    Properties producerProps() {
+        Properties props = producerProps(bootstrap, "csi-cli");
+        return security != null ? security.applyTo(props) : props;
+    }
+
+    /** This client's consumer settings: its own Kafka settings when it has them, else the CLI's. */
+    Properties consumerProps() {
+        Properties props = consumerProps(bootstrap, "csi-cli");
+        return security != null ? security.applyTo(props) : props;
     }
 
     /** A reader of the contract's topics from assigned positions: no group, no commits, committed records only. */

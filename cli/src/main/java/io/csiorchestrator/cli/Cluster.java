@@ -316,16 +316,21 @@ public final class Cluster {
         Properties postgresReady = awaitInfra(postgres, postgresDir());
         infra = infraProperties(kafkaReady, postgresReady);
         TopicCatalog catalog = new TopicCatalog(TOPIC_PREFIX);
-        // one Admin for every topic: a connection to the closed broker costs a TLS handshake and a SCRAM exchange
-        try (org.apache.kafka.clients.admin.Admin admin = Kraft.admin(kafkaBootstrap(), kafkaAdmin())) {
-            for (Map.Entry<String, Topic> entry : catalog.all().entrySet()) {
-                Topic topic = entry.getValue();
-                Map<String, String> configs = topic.compacted() ? Map.of("cleanup.policy", "compact") : Map.of();
-                Kraft.createTopic(admin, entry.getKey(), topic.defaultPartitions(), configs);
-                Kraft.createTopic(admin, catalog.deadLetterName(topic), 1, Map.of());
-            }
+        // one Admin for every topic: a connection to the closed broker costs a TLS handshake and a SCRAM exchange;
+        // and one request for all of them (those there already, after a restart, are left as they are)
+        List<org.apache.kafka.clients.admin.NewTopic> topics = new ArrayList<>();
+        for (Map.Entry<String, Topic> entry : catalog.all().entrySet()) {
+            Topic topic = entry.getValue();
+            Map<String, String> configs = topic.compacted() ? Map.of("cleanup.policy", "compact") : Map.of();
+            topics.add(new org.apache.kafka.clients.admin.NewTopic(entry.getKey(), topic.defaultPartitions(), (short) 1)
+                    .configs(configs));
+            topics.add(new org.apache.kafka.clients.admin.NewTopic(catalog.deadLetterName(topic), 1, (short) 1)
+                    .configs(Map.of()));
         }
-        issueKafkaCredentials(catalog);
+        try (org.apache.kafka.clients.admin.Admin admin = Kraft.admin(kafkaBootstrap(), kafkaAdmin())) {
+            Kraft.createTopics(admin, topics);
+            issueKafkaCredentials(catalog, admin);
+        }
     }
 
     /** The broker's admin (a super user): its password and CA are in Kafka's own directory ({@link KafkaMain}). */
@@ -348,33 +353,31 @@ public final class Cluster {
      * delegation token that lives {@link #nodeTokenTtl()} (env {@value #NODE_TOKEN_TTL_ENV}, default 30 days),
      * issued anew at every start, when the previous start's tokens of that node are revoked.
      */
-    private void issueKafkaCredentials(TopicCatalog catalog) throws IOException {
+    private void issueKafkaCredentials(TopicCatalog catalog, org.apache.kafka.clients.admin.Admin admin) throws IOException {
         List<KafkaAccess.Principal> principals = new ArrayList<>(List.of(KafkaAccess.Principal.claimService(),
                 KafkaAccess.Principal.pluginRegistry(), KafkaAccess.Principal.operator(), KafkaAccess.Principal.bench(),
                 KafkaAccess.Principal.simulator()));
         Files.createDirectories(workDir.resolve(CliKafkaSecurity.CREDENTIALS_DIR));
         Duration tokenTtl = nodeTokenTtl();
-        try (org.apache.kafka.clients.admin.Admin admin = Kraft.admin(kafkaBootstrap(), kafkaAdmin())) {
-            KafkaUsers users = new KafkaUsers(admin);
-            for (KafkaAccess.Principal principal : principals) {
-                Path file = CliKafkaSecurity.passwordFile(workDir, principal.name());
-                if (!Files.isRegularFile(file)) {
-                    BrokerSecurity.writeOwnerOnly(file, BrokerSecurity.newPassword() + "\n");
-                }
-                users.issue(principal, Files.readString(file).strip(), catalog);
+        KafkaUsers users = new KafkaUsers(admin);
+        for (KafkaAccess.Principal principal : principals) {
+            Path file = CliKafkaSecurity.passwordFile(workDir, principal.name());
+            if (!Files.isRegularFile(file)) {
+                BrokerSecurity.writeOwnerOnly(file, BrokerSecurity.newPassword() + "\n");
             }
-            for (String node : NODES) {
-                KafkaAccess.Principal principal = KafkaAccess.Principal.node(node);
-                users.grant(principal, catalog);
-                users.revokeTokens(principal.name());
-                Path oldPassword = CliKafkaSecurity.passwordFile(workDir, principal.name());
-                if (Files.deleteIfExists(oldPassword)) {
-                    // a work dir from before node tokens: that password must no longer log in
-                    users.deleteCredential(principal.name());
-                }
-                io.csiorchestrator.events.KafkaToken token = users.issueToken(principal.name(), tokenTtl);
-                BrokerSecurity.writeOwnerOnly(CliKafkaSecurity.tokenFile(workDir, principal.name()), token.toFileText());
+            users.issue(principal, Files.readString(file).strip(), catalog);
+        }
+        for (String node : NODES) {
+            KafkaAccess.Principal principal = KafkaAccess.Principal.node(node);
+            users.grant(principal, catalog);
+            users.revokeTokens(principal.name());
+            Path oldPassword = CliKafkaSecurity.passwordFile(workDir, principal.name());
+            if (Files.deleteIfExists(oldPassword)) {
+                // a work dir from before node tokens: that password must no longer log in
+                users.deleteCredential(principal.name());
             }
+            io.csiorchestrator.events.KafkaToken token = users.issueToken(principal.name(), tokenTtl);
+            BrokerSecurity.writeOwnerOnly(CliKafkaSecurity.tokenFile(workDir, principal.name()), token.toFileText());
         }
         // this process's own Kafka clients (chaos, demo) use this work dir's credentials, each as its role (the
         // operator; bench as csi-bench): not process-wide csi.kafka.* properties, which would make every later
@@ -396,6 +399,18 @@ public final class Cluster {
         } catch (Args.UsageException e) {
             throw new Args.UsageException(NODE_TOKEN_TTL_ENV + " takes a duration like 30d, 12h or 90m, not '" + value + "'");
         }
+    }
+
+    /**
+     * A claim client of this system: Kafka as its operator (the credential {@link #issueKafkaCredentials} issued) and
+     * requests signed with this work dir's scheduler key, whatever the process's CLI settings are
+     * ({@link CliKafkaSecurity}, which the last system started in this process set): a test may keep a system running
+     * while another one is started in the same JVM.
+     */
+    public ClaimClient claimClient() {
+        return new ClaimClient(kafkaBootstrap(), TOPIC_PREFIX, kafkaClient(KafkaAccess.OPERATOR),
+                io.csiorchestrator.events.identity.IdentityKey.read(identities().keyFile(
+                        io.csiorchestrator.events.identity.Principal.scheduler(ClaimClient.CLI_SCHEDULER))));
     }
 
     /** The client settings of {@code user}, issued by {@link #issueKafkaCredentials}. */
@@ -603,6 +618,26 @@ public final class Cluster {
     }
 
     public Proc startPlugin(String node) throws IOException {
+        return startPlugins(List.of(node)).get(0);
+    }
+
+    /**
+     * The hostpath plugins of {@code nodes}, started together (one JVM does not wait for the other's start) and each
+     * waited for until its socket is there; in the order of {@code nodes}.
+     */
+    public List<Proc> startPlugins(List<String> nodes) throws IOException {
+        List<Proc> started = new ArrayList<>();
+        for (String node : nodes) {
+            started.add(launchPlugin(node));
+        }
+        for (int i = 0; i < nodes.size(); i++) {
+            Path socket = pluginSocket(nodes.get(i));
+            Wait.forFile("hostpath plugin socket " + socket, socket, Duration.ofSeconds(60), started.get(i));
+        }
+        return started;
+    }
+
+    private Proc launchPlugin(String node) throws IOException {
         List<String> cmd = java("hostpath-" + node, 192);
         cmd.addAll(List.of("-jar", built("csi-hostpath-plugin",
                         home.resolve("csi-hostpath-plugin/target/csi-hostpath-plugin.jar")).toString(),
@@ -613,10 +648,7 @@ public final class Cluster {
                 // Volumes and controller publications in one place for both nodes' plugins: a ControllerPublish
                 // answered by node-1's plugin is known to node-2's NodeStage.
                 "--shared-dir", hostpathShared().toString()));
-        Proc proc = start("hostpath-" + node, inside(node, cmd), Map.of());
-        Path socket = pluginSocket(node);
-        Wait.forFile("hostpath plugin socket " + socket, socket, Duration.ofSeconds(60), proc);
-        return proc;
+        return start("hostpath-" + node, inside(node, cmd), Map.of());
     }
 
     public Proc startWorker(String node) throws IOException {

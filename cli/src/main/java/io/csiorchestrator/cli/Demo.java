@@ -83,9 +83,7 @@ public final class Demo {
                     return cluster.registryUrl() + ", " + cluster.claimsUrl();
                 })
                 && steps.run("start the hostpath plugin on node-1 and node-2", () -> {
-                    for (String node : Cluster.NODES) {
-                        cluster.startPlugin(node);
-                    }
+                    cluster.startPlugins(Cluster.NODES);
                     return "sockets " + cluster.pluginSocket("node-1").getFileName() + " under each plugins dir";
                 })
                 && steps.run("start node-mount-worker on node-1 and node-2", () -> {

@@ -79,9 +79,7 @@ final class Up {
             cluster.awaitSimulatedNodesRegistered(simulator, Demo.START_TIMEOUT);
             return null;
         }) : steps.run("start the hostpath plugin on node-1 and node-2", () -> {
-            for (String node : Cluster.NODES) {
-                cluster.startPlugin(node);
-            }
+            cluster.startPlugins(Cluster.NODES);
             return null;
         }) && steps.run("start node-mount-worker on node-1 and node-2", () -> {
             List<Cluster.Proc> workers = new java.util.ArrayList<>();

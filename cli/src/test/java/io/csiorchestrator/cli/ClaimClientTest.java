@@ -107,4 +107,45 @@ class ClaimClientTest {
         assertTrue(carried.traceCarried());
         assertFalse(new ClaimClient.Outcome(null, List.of(), false, 5, "a", null).traceCarried());
     }
+
+    /**
+     * A client with Kafka settings of its own ({@link Cluster#claimClient}) keeps them when another system started in the
+     * same process makes its credentials the CLI's ({@link CliKafkaSecurity#useClusterWorkDir}): the ITs that share one
+     * system go on claiming with its operator's password, not the last started system's.
+     */
+    @Test
+    void aClientWithKafkaSettingsOfItsOwnKeepsThemWhenAnotherSystemOfTheProcessSetsTheClis(
+            @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path mine = dir.resolve("mine");
+        java.nio.file.Path other = dir.resolve("other");
+        for (java.nio.file.Path work : List.of(mine, other)) {
+            java.nio.file.Path password = CliKafkaSecurity.passwordFile(work, io.csiorchestrator.events.KafkaAccess.OPERATOR);
+            java.nio.file.Files.createDirectories(password.getParent());
+            java.nio.file.Files.writeString(password, "password-of-" + work.getFileName() + "\n");
+            java.nio.file.Files.setPosixFilePermissions(password, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+            java.nio.file.Path ca = work.resolve(CliKafkaSecurity.TRUSTSTORE);
+            java.nio.file.Files.createDirectories(ca.getParent());
+            java.nio.file.Files.writeString(ca, "not read here\n");
+        }
+        io.csiorchestrator.events.KafkaClientSecurity own = io.csiorchestrator.events.KafkaClientSecurity.scram(
+                io.csiorchestrator.events.KafkaAccess.OPERATOR,
+                CliKafkaSecurity.passwordFile(mine, io.csiorchestrator.events.KafkaAccess.OPERATOR),
+                mine.resolve(CliKafkaSecurity.TRUSTSTORE));
+        ClaimClient client = new ClaimClient("127.0.0.1:9", "csi.", own, null);
+        CliKafkaSecurity.useClusterWorkDir(other);
+        try {
+            for (java.util.Properties props : List.of(client.producerProps(), client.consumerProps())) {
+                assertTrue(props.get("sasl.jaas.config").toString().contains("password-of-mine"), props.toString());
+                assertEquals(mine.resolve(CliKafkaSecurity.TRUSTSTORE).toAbsolutePath().toString(),
+                        props.get("ssl.truststore.location"));
+            }
+            if (!io.csiorchestrator.events.KafkaClientSecurity.fromEnvironment().secured()) {
+                // while a client with the CLI's settings uses the other system's
+                assertTrue(new ClaimClient("127.0.0.1:9", "csi.").producerProps().get("sasl.jaas.config").toString()
+                        .contains("password-of-other"));
+            }
+        } finally {
+            CliKafkaSecurity.useWorkDir(java.nio.file.Path.of(".csi", "up"));
+        }
+    }
 }

@@ -13,10 +13,11 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The controller publication is per (volume, node), shared by every claim of the volume on that node, across
@@ -25,6 +26,8 @@ import org.junit.jupiter.api.TestInstance;
  * are read with CSI ListVolumes (published_node_ids). In package {@code cli} for {@link PluginVolumes}.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@ExtendWith(OneNodeSystem.Shared.class)
+@Order(1)
 class ControllerPublicationIT {
 
     private static final Duration START = Duration.ofSeconds(180);
@@ -36,34 +39,11 @@ class ControllerPublicationIT {
     private ClaimClient client;
 
     @BeforeAll
-    void up() throws Exception {
-        Path home = Path.of(System.getProperty("csi.home", "..")).toAbsolutePath().normalize();
-        Path work = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "controller-publication-");
-        cluster = new Cluster(home, work, Cluster.Ports.free(), false);
-        cluster.prepare();
-        cluster.startInfra();
-        Cluster.Proc registry = cluster.startRegistry();
-        Cluster.Proc claimService = cluster.startClaims();
-        cluster.awaitReady(registry, cluster.registryUrl(), START);
-        cluster.awaitReady(claimService, cluster.claimsUrl(), START);
-        cluster.startPlugin(NODE);
-        cluster.awaitReady(cluster.startWorker(NODE), cluster.workerUrl(NODE), START);
-        claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
-        client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
-        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
-        Wait.until("plugin hostpath healthy on " + NODE, START, null, () -> {
-            Http.Response r = registryApi.get("/v1/plugins/" + Cluster.PLUGIN_ID);
-            return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() >= 1
-                    && r.body().path("controllersHealthy").asInt() >= 1 ? Optional.of(true) : Optional.empty();
-        });
-    }
-
-    @AfterAll
-    void down() {
-        if (cluster != null) {
-            cluster.stopAll(Duration.ofSeconds(30));
-            Mounts.unmountAllUnder(cluster.workDir());
-        }
+    void up(OneNodeSystem system) {
+        // the system these ITs share (OneNodeSystem.USERS): started by the first of them, stopped after the last
+        cluster = system.cluster();
+        claims = system.claims();
+        client = system.client();
     }
 
     /** Creates {@code volume} on node-1's plugin, registers it as multi-node-single-writer; returns its external id. */

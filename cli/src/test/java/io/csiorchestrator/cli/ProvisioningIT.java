@@ -22,10 +22,11 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Issue 14: volumes created and deleted through the services, across separate processes (Kafka, PostgreSQL,
@@ -33,6 +34,8 @@ import org.junit.jupiter.api.TestInstance;
  * bind mounts). The plugin's volumes are read with CSI ListVolumes; faults are injected through its faults file.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@ExtendWith(OneNodeSystem.Shared.class)
+@Order(2)
 class ProvisioningIT {
 
     private static final Duration START = Duration.ofSeconds(180);
@@ -44,34 +47,11 @@ class ProvisioningIT {
     private ClaimClient client;
 
     @BeforeAll
-    void up() throws Exception {
-        Path home = Path.of(System.getProperty("csi.home", "..")).toAbsolutePath().normalize();
-        Path work = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "provisioning-");
-        cluster = new Cluster(home, work, Cluster.Ports.free(), false);
-        cluster.prepare();
-        cluster.startInfra();
-        Cluster.Proc registry = cluster.startRegistry();
-        Cluster.Proc claimService = cluster.startClaims();
-        cluster.awaitReady(registry, cluster.registryUrl(), START);
-        cluster.awaitReady(claimService, cluster.claimsUrl(), START);
-        cluster.startPlugin(NODE);
-        cluster.awaitReady(cluster.startWorker(NODE), cluster.workerUrl(NODE), START);
-        claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
-        client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
-        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
-        Wait.until("plugin hostpath healthy on " + NODE, START, null, () -> {
-            Http.Response r = registryApi.get("/v1/plugins/" + Cluster.PLUGIN_ID);
-            return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() >= 1
-                    && r.body().path("controllersHealthy").asInt() >= 1 ? Optional.of(true) : Optional.empty();
-        });
-    }
-
-    @AfterAll
-    void down() {
-        if (cluster != null) {
-            cluster.stopAll(Duration.ofSeconds(30));
-            Mounts.unmountAllUnder(cluster.workDir());
-        }
+    void up(OneNodeSystem system) {
+        // the system these ITs share (OneNodeSystem.USERS): started by the first of them, stopped after the last
+        cluster = system.cluster();
+        claims = system.claims();
+        client = system.client();
     }
 
     private Http.Response create(String id, String capacity) throws Exception {

@@ -205,17 +205,53 @@ public final class Kraft {
     }
 
     private static void awaitTopicVisible(Admin admin, String name) throws InterruptedException {
+        awaitTopicsVisible(admin, List.of(name));
+    }
+
+    private static void awaitTopicsVisible(Admin admin, List<String> names) throws InterruptedException {
         long deadline = System.nanoTime() + ADMIN_TIMEOUT.toNanos();
         while (true) {
             try {
-                admin.describeTopics(List.of(name)).allTopicNames().get(ADMIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                admin.describeTopics(names).allTopicNames().get(ADMIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
                 return;
             } catch (ExecutionException | TimeoutException e) {
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("Topic " + name + " not visible after creation", e);
+                    throw new IllegalStateException("Topics " + names + " not visible after creation", e);
                 }
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
             }
+        }
+    }
+
+    /**
+     * As {@link #createTopic(Admin, String, int, Map)} for several topics in one request (a topic that exists already
+     * is left as it is), then waits until every topic it created is visible; returns the names it created. One round
+     * trip to the controller instead of two a topic: a system's start creates some twenty topics.
+     */
+    public static List<String> createTopics(Admin admin, List<NewTopic> topics) {
+        List<String> created = new ArrayList<>();
+        try {
+            Map<String, org.apache.kafka.common.KafkaFuture<Void>> results = admin.createTopics(topics).values();
+            for (NewTopic topic : topics) {
+                try {
+                    results.get(topic.name()).get(ADMIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                    created.add(topic.name());
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof TopicExistsException)) {
+                        throw new IllegalStateException("Could not create topic " + topic.name() + ": " + e.getCause(),
+                                e.getCause());
+                    }
+                }
+            }
+            if (!created.isEmpty()) {
+                awaitTopicsVisible(admin, created);
+            }
+            return created;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("Interrupted while creating topics", e);
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("Timed out creating topics", e);
         }
     }
 

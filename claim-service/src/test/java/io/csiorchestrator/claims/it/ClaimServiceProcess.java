@@ -35,12 +35,18 @@ final class ClaimServiceProcess {
     final String name;
     final int httpPort;
     final Path log;
+    /**
+     * Where this process's output starts in {@link #log}: the file is appended to, so it may hold an earlier
+     * process's output under the same name (a re-run without {@code mvn clean}); {@link #log()} reads from here only.
+     */
+    private final long logStart;
     private final Process process;
 
-    private ClaimServiceProcess(String name, int httpPort, Path log, Process process) {
+    private ClaimServiceProcess(String name, int httpPort, Path log, long logStart, Process process) {
         this.name = name;
         this.httpPort = httpPort;
         this.log = log;
+        this.logStart = logStart;
         this.process = process;
     }
 
@@ -76,7 +82,8 @@ final class ClaimServiceProcess {
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
         builder.environment().putAll(env);
         try {
-            return new ClaimServiceProcess(name, port, log, builder.start());
+            long logStart = Files.exists(log) ? Files.size(log) : 0;
+            return new ClaimServiceProcess(name, port, log, logStart, builder.start());
         } catch (IOException e) {
             throw new UncheckedIOException("could not start " + name, e);
         }
@@ -114,10 +121,11 @@ final class ClaimServiceProcess {
         }
     }
 
-    /** The console output so far. */
+    /** This process's console output so far (not what an earlier process left in the same file). */
     String log() {
-        try {
-            return Files.readString(log, StandardCharsets.UTF_8);
+        try (java.nio.channels.SeekableByteChannel channel = Files.newByteChannel(log)) {
+            channel.position(Math.min(logStart, channel.size()));
+            return new String(java.nio.channels.Channels.newInputStream(channel).readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             return "";
         }
