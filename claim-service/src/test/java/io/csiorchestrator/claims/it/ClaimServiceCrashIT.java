@@ -106,13 +106,6 @@ class ClaimServiceCrashIT {
     @BeforeAll
     static void infrastructure() throws Exception {
         logDir = Files.createDirectories(Path.of("target", "claim-service-crash-it"));
-        // The processes' logs are appended to (a restarted instance keeps its log); those of an earlier run would
-        // satisfy this run's waits on log lines before anything happened.
-        try (var old = Files.newDirectoryStream(logDir, "*.log")) {
-            for (Path log : old) {
-                Files.delete(log);
-            }
-        }
         pg = EmbeddedPostgresServer.start();
         relayKafka = TcpProxy.reserve();
         broker = KafkaBroker.builder().secured(true).advertisedListener("RELAY", relayKafka.port()).start();
