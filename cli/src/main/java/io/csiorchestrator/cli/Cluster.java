@@ -579,7 +579,8 @@ public final class Cluster {
      * leases' partitions dealt among them ({@code ./csi chaos} runs a second replica for {@code registry-kill}).
      */
     public Proc startRegistry(String name, int port) throws IOException {
-        List<String> cmd = serviceJava(name, 384);
+        Path jar = serviceJar("plugin-registry-service");
+        List<String> cmd = serviceJava(name, 384, jar);
         cmd.addAll(tokenVerification());
         cmd.addAll(kafkaCredentials(KafkaAccess.PLUGIN_REGISTRY));
         cmd.addAll(List.of(
@@ -588,7 +589,7 @@ public final class Cluster {
                 "-Dcsi.topics.prefix=" + TOPIC_PREFIX,
                 "-Dquarkus.datasource.reactive.url=" + infra.getProperty("postgres.plugin_registry.reactive"),
                 "-Dquarkus.datasource.username=" + infra.getProperty("postgres.username"),
-                "-jar", serviceJar("plugin-registry-service").toString()));
+                "-jar", jar.toString()));
         return start(name, cmd, Map.of("QUARKUS_DATASOURCE_PASSWORD", "postgres", "CSI_INSTANCE_NAME", name));
     }
 
@@ -602,7 +603,8 @@ public final class Cluster {
      * several instances share the database and the topics ({@code ./csi chaos} runs a second replica).
      */
     public Proc startClaims(String name, int port) throws IOException {
-        List<String> cmd = serviceJava(name, 384);
+        Path jar = serviceJar("claim-service");
+        List<String> cmd = serviceJava(name, 384, jar);
         cmd.addAll(tokenVerification());
         cmd.addAll(kafkaCredentials(KafkaAccess.CLAIM_SERVICE));
         cmd.addAll(List.of(
@@ -612,7 +614,7 @@ public final class Cluster {
                 "-Dquarkus.datasource.reactive.url=" + infra.getProperty("postgres.claims.reactive"),
                 "-Dquarkus.datasource.username=" + infra.getProperty("postgres.username"),
                 "-Dcsi.claims.reconcile-interval=1s",
-                "-jar", serviceJar("claim-service").toString()));
+                "-jar", jar.toString()));
         cmd.add(cmd.indexOf("-jar"), "-Dcsi.secrets.seal-key-file=" + identities().sealKeyFile(CLAIM_SERVICE));
         return start(name, cmd, Map.of("QUARKUS_DATASOURCE_PASSWORD", "postgres", "CSI_INSTANCE_NAME", name));
     }
@@ -652,7 +654,8 @@ public final class Cluster {
     }
 
     public Proc startWorker(String node) throws IOException {
-        List<String> cmd = serviceJava("node-mount-worker-" + node, 384);
+        Path jar = serviceJar("node-mount-worker");
+        List<String> cmd = serviceJava("node-mount-worker-" + node, 384, jar);
         cmd.addAll(nodeKafkaCredentials(node));
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + ports.workers().get(node),
@@ -665,7 +668,7 @@ public final class Cluster {
                 "-Dcsi.worker.plugins-dir=" + pluginsDir(node),
                 "-Dcsi.worker.probe-interval=1s",
                 "-Dcsi.worker.heartbeat-interval=10s",
-                "-jar", serviceJar("node-mount-worker").toString()));
+                "-jar", jar.toString()));
         return start("node-mount-worker-" + node, inside(node, cmd), Map.of());
     }
 
@@ -747,25 +750,45 @@ public final class Cluster {
     }
 
     private List<String> java(String name, int heapMb) {
-        return java(name, heapMb, null);
+        return java(name, heapMb, null, List.of());
     }
 
     /**
-     * A Quarkus service's JVM: on {@value #SERVICE_JAVA_HOME_ENV}'s JDK with its AOT cache when that is set
-     * ({@link ServiceJava}), else as {@link #java(String, int)}.
+     * A Quarkus service's JVM running {@code jar}: on {@value #SERVICE_JAVA_HOME_ENV}'s JDK with its AOT cache when
+     * that is set ({@link ServiceJava}: the cache is used, or, missing or stale, removed and written anew at the
+     * process's exit; the line saying which is kept for {@link #takeServiceJavaLines()}), else as
+     * {@link #java(String, int)}.
      */
-    private List<String> serviceJava(String name, int heapMb) {
+    private List<String> serviceJava(String name, int heapMb, Path jar) {
         String home = extraEnv.getOrDefault(SERVICE_JAVA_HOME_ENV, System.getenv(SERVICE_JAVA_HOME_ENV));
-        return java(name, heapMb, home == null || home.isBlank() ? null
-                : ServiceJava.of(Path.of(home.trim()), workDir.resolve("aot").resolve(name + ".aot")));
+        if (home == null || home.isBlank()) {
+            return java(name, heapMb);
+        }
+        ServiceJava service = ServiceJava.of(Path.of(home.trim()), workDir.resolve("aot").resolve(name + ".aot"));
+        ServiceJava.Aot aot = service.aot(jar);
+        aot.prepare();
+        serviceJavaLines.add(aot.line(name, workDir));
+        return java(name, heapMb, service.java(), aot.options());
     }
 
-    private List<String> java(String name, int heapMb, ServiceJava service) {
+    /** One line per Quarkus service started on {@value #SERVICE_JAVA_HOME_ENV}'s JDK since the last call: its AOT cache. */
+    public List<String> takeServiceJavaLines() {
+        synchronized (serviceJavaLines) {
+            List<String> lines = List.copyOf(serviceJavaLines);
+            serviceJavaLines.clear();
+            return lines;
+        }
+    }
+
+    private final List<String> serviceJavaLines = Collections.synchronizedList(new ArrayList<>());
+
+    /** A JVM: {@code java} (null: the CLI's own), the settings of every JVM of the system, {@code aotOptions}. */
+    private List<String> java(String name, int heapMb, Path java, List<String> aotOptions) {
         List<String> cmd = new ArrayList<>();
         if (detached && Files.isExecutable(Path.of("/usr/bin/setsid"))) {
             cmd.add("/usr/bin/setsid"); // `csi up`: not in the terminal's process group, outlives the CLI
         }
-        cmd.add(service != null ? service.java().toString() : Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add((java != null ? java : Path.of(System.getProperty("java.home"), "bin", "java")).toString());
         // Short-lived local processes on a small machine: the simplest JIT tier, a bounded heap, serial GC.
         cmd.add("-XX:TieredStopAtLevel=1");
         cmd.add("-XX:+UseSerialGC");
@@ -775,9 +798,7 @@ public final class Cluster {
         // `./csi bench --rate 10 --duration 30s`, RSS claim-service 392 -> 292 MB, registry 350 -> 255, worker 303 -> 198,
         // CPU per operation unchanged (README "Throughput issue").
         cmd.add("-Xms32m");
-        if (service != null) {
-            cmd.addAll(service.aotOptions());
-        }
+        cmd.addAll(aotOptions);
         // CSI_JVM_OPTIONS: more options for every JVM of the system, after these (so they win): e.g. measuring the
         // full tiered JIT with -XX:TieredStopAtLevel=4 (README "Performance")
         String more = extraEnv.getOrDefault(JVM_OPTIONS_ENV, System.getenv(JVM_OPTIONS_ENV));

@@ -64,13 +64,13 @@ final class Up {
             cluster.prepare();
             cluster.startInfra();
             return null;
-        }) && steps.run("start plugin-registry-service and claim-service", () -> {
+        }) && serviceJavaLines(steps.run("start plugin-registry-service and claim-service", () -> {
             Cluster.Proc registry = cluster.startRegistry();
             Cluster.Proc claims = cluster.startClaims();
             cluster.awaitReady(registry, cluster.registryUrl(), Demo.START_TIMEOUT);
             cluster.awaitReady(claims, cluster.claimsUrl(), Demo.START_TIMEOUT);
             return null;
-        });
+        }), cluster, out);
         boolean ok = started && (simulated > 0 ? steps.run("start " + simulated + " simulated nodes ("
                 + Cluster.SIM_NODE_PREFIX + "1.." + Cluster.SIM_NODE_PREFIX + simulated + ", node-simulator, plugin "
                 + Cluster.SIM_PLUGIN_ID + ", " + pluginDelay + " per plugin call)", () -> {
@@ -81,7 +81,7 @@ final class Up {
         }) : steps.run("start the hostpath plugin on node-1 and node-2", () -> {
             cluster.startPlugins(Cluster.NODES);
             return null;
-        }) && steps.run("start node-mount-worker on node-1 and node-2", () -> {
+        }) && serviceJavaLines(steps.run("start node-mount-worker on node-1 and node-2", () -> {
             List<Cluster.Proc> workers = new java.util.ArrayList<>();
             for (String node : Cluster.NODES) {
                 workers.add(cluster.startWorker(node));
@@ -93,7 +93,7 @@ final class Up {
             // the hostpath plugin healthy on every node, so a claim right after `up` finds it.
             cluster.awaitPluginRegistered(Cluster.PLUGIN_ID, Cluster.NODES.size(), workers.get(0), Demo.START_TIMEOUT);
             return null;
-        })) && steps.run("write " + Endpoints.FILE, () -> {
+        }), cluster, out)) && steps.run("write " + Endpoints.FILE, () -> {
             cluster.writeEndpoints();
             return null;
         });
@@ -130,6 +130,17 @@ final class Up {
         out.println("logs                     " + cluster.logs());
         out.println("stop with                ./csi down");
         return 0;
+    }
+
+    /**
+     * Under the step that started Quarkus services on {@value Cluster#SERVICE_JAVA_HOME_ENV}'s JDK, a line per service
+     * saying whether it uses its AOT cache or writes one (none without that setting); {@code stepOk} as is.
+     */
+    private static boolean serviceJavaLines(boolean stepOk, Cluster cluster, PrintStream out) {
+        for (String line : cluster.takeServiceJavaLines()) {
+            out.println("         " + line);
+        }
+        return stepOk;
     }
 
     /** {@code --simulated-nodes N}: 0 without it. */

@@ -1,5 +1,6 @@
 package io.csiorchestrator.worker.lease;
 
+import static io.csiorchestrator.worker.lease.FenceGuardFixture.mounted;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -7,20 +8,15 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.csiorchestrator.csi.mount.MountInfo;
-import io.csiorchestrator.csi.mount.MountTable;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -39,20 +35,15 @@ class FenceGuardDeltaTest {
     private static final long LONG_NANOS = 60_000_000_000L;
     private static final long SHORT_NANOS = 1_500_000_000L;
 
-    private Path dir;
+    private FenceGuardFixture files;
     private Path state;
-    private Path source;
     private final List<String> paths = new ArrayList<>();
     private final List<Process> started = new ArrayList<>();
 
     @BeforeEach
     void setUp() throws Exception {
-        dir = Files.createTempDirectory("csi-fence-guard-delta").toRealPath();
-        state = dir.resolve("state");
-        source = dir.resolve("source");
-        Files.createDirectories(state);
-        Files.createDirectories(source);
-        Files.writeString(source.resolve("data"), "volume data");
+        files = FenceGuardFixture.create("csi-fence-guard-delta");
+        state = files.state();
     }
 
     @AfterEach
@@ -62,13 +53,8 @@ class FenceGuardDeltaTest {
             p.destroyForcibly();
             p.waitFor(10, TimeUnit.SECONDS);
         }
-        for (int round = 0; round < 5; round++) {
-            for (String m : MountTable.readSelf().mountsUnder(dir).stream().map(MountInfo::mountPoint).toList()) {
-                new ProcessBuilder("umount", "-l", m).redirectErrorStream(true).start().waitFor(10, TimeUnit.SECONDS);
-            }
-        }
-        try (Stream<Path> files = Files.walk(dir)) {
-            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        if (files != null) {
+            files.close();
         }
     }
 
@@ -91,7 +77,7 @@ class FenceGuardDeltaTest {
 
         paths.add(a);
         guard.tick(lease(4, LONG_NANOS));
-        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 4 with 1 path(s)"));
+        await().atMost(AWAIT).until(() -> files.log().contains("armed for epoch 4 with 1 path(s)"));
         paths.add(b);
         guard.tick(lease(4, LONG_NANOS));
         paths.add(staging);
@@ -102,10 +88,10 @@ class FenceGuardDeltaTest {
         assertEquals(3, guard.deltaFeeds(), "then a delta per change");
         // frozen: no more ticks
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
         assertEquals(List.of("epoch 4", "unmounted " + a, "unmounted " + c, "unmounted " + b, "unmounted " + staging),
-                markerLines(), "every path the deltas added, in the worker's order");
-        assertFalse(Files.exists(state.resolve(FenceGuard.RESYNC)), "no delta refused: " + log());
+                files.markerLines(), "every path the deltas added, in the worker's order");
+        assertFalse(Files.exists(state.resolve(FenceGuard.RESYNC)), "no delta refused: " + files.log());
     }
 
     @Test
@@ -120,7 +106,7 @@ class FenceGuardDeltaTest {
         first.add(c);
         old.tick(lease(6, LONG_NANOS));
         assertEquals(1, old.deltaFeeds());
-        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 6 with 3 path(s)"));
+        await().atMost(AWAIT).until(() -> files.log().contains("armed for epoch 6 with 3 path(s)"));
 
         // a new worker instance (its own view of the mounts) takes the guard over: it cannot know what the guard holds
         FenceGuard taking = supervisor(List.of(b, d));
@@ -129,9 +115,9 @@ class FenceGuardDeltaTest {
         assertEquals(1, taking.fullFeeds());
         assertEquals(0, taking.deltaFeeds());
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 6", "unmounted " + b, "unmounted " + d), markerLines(), "exactly its list");
-        assertTrue(mounted(a) && mounted(c), "no longer in the list");
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 6", "unmounted " + b, "unmounted " + d), files.markerLines(), "exactly its list");
+        assertTrue(mounted(Path.of(a)) && mounted(Path.of(c)), "no longer in the list");
     }
 
     @Test
@@ -146,7 +132,7 @@ class FenceGuardDeltaTest {
         assertEquals(1, guard.protocol(), "no protocol argument: an older build's guard");
         paths.add(a);
         guard.tick(lease(8, LONG_NANOS));
-        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 8 with 1 path(s)"));
+        await().atMost(AWAIT).until(() -> files.log().contains("armed for epoch 8 with 1 path(s)"));
         paths.add(staging);
         guard.tick(lease(8, LONG_NANOS));
         paths.add(1, b);
@@ -154,9 +140,10 @@ class FenceGuardDeltaTest {
         assertEquals(3, guard.fullFeeds());
         assertEquals(0, guard.deltaFeeds(), "it would not understand one");
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 8", "unmounted " + a, "unmounted " + b, "unmounted " + staging), markerLines());
-        assertFalse(log().contains("malformed"), "every feed in its form: " + log());
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 8", "unmounted " + a, "unmounted " + b, "unmounted " + staging),
+                files.markerLines());
+        assertFalse(files.log().contains("malformed"), "every feed in its form: " + files.log());
         assertEquals(oldPid, FenceGuard.liveGuard(state).orElseThrow(), "still the old guard");
     }
 
@@ -187,8 +174,8 @@ class FenceGuardDeltaTest {
         assertEquals(2, guard.fullFeeds(), "the replacing guard got the whole list");
         assertEquals(0, guard.deltaFeeds());
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 9", "unmounted " + a, "unmounted " + b), markerLines());
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 9", "unmounted " + a, "unmounted " + b), files.markerLines());
     }
 
     /**
@@ -203,10 +190,10 @@ class FenceGuardDeltaTest {
         paths.add(a);
         Optional<LeaseGate.Deadline> lease = lease(10, LONG_NANOS);
         guard.tick(lease);
-        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 10 with 1 path(s)"));
+        await().atMost(AWAIT).until(() -> files.log().contains("armed for epoch 10 with 1 path(s)"));
         // another writer replaces the guard's list (and id) behind this supervisor's back
         Files.writeString(state.resolve(FenceGuard.FIFO), "feed 10 600000 77\nend\n");
-        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 10 with 0 path(s)"));
+        await().atMost(AWAIT).until(() -> files.log().contains("armed for epoch 10 with 0 path(s)"));
 
         paths.add(b);
         guard.tick(lease); // a delta on the list the guard no longer holds: refused
@@ -217,8 +204,8 @@ class FenceGuardDeltaTest {
         assertEquals(2, guard.fullFeeds(), "the whole list after the guard asked for it");
         assertFalse(Files.exists(state.resolve(FenceGuard.RESYNC)), "taken in");
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 10", "unmounted " + a, "unmounted " + b), markerLines());
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 10", "unmounted " + a, "unmounted " + b), files.markerLines());
     }
 
     @Test
@@ -262,33 +249,8 @@ class FenceGuardDeltaTest {
         return FenceGuard.liveGuard(state).orElseThrow();
     }
 
+    /** A bind mount on {@code under} the state dir; its path. */
     private String bindMount(String under) throws Exception {
-        Path target = Files.createDirectories(state.resolve(under));
-        Process p = new ProcessBuilder("mount", "--bind", source.toString(), target.toString())
-                .redirectErrorStream(true).start();
-        assertTrue(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0,
-                "mount --bind: " + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
-        assertTrue(mounted(target.toString()));
-        return target.toString();
-    }
-
-    private static boolean mounted(String path) {
-        return MountTable.readSelf().mounts().stream().anyMatch(m -> m.mountPoint().equals(path));
-    }
-
-    /** The marker's lines but its last ({@code at <time>}). */
-    private List<String> markerLines() throws IOException {
-        List<String> lines = Files.readAllLines(marker());
-        assertTrue(lines.get(lines.size() - 1).startsWith("at "), lines.toString());
-        return lines.subList(0, lines.size() - 1);
-    }
-
-    private Path marker() {
-        return state.resolve(FenceGuard.MARKER);
-    }
-
-    private String log() throws IOException {
-        Path log = state.resolve(FenceGuard.LOG_FILE);
-        return Files.exists(log) ? Files.readString(log) : "";
+        return files.bindMount(state.resolve(under)).toString();
     }
 }

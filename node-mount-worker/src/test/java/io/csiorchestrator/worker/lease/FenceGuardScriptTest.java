@@ -1,12 +1,11 @@
 package io.csiorchestrator.worker.lease;
 
+import static io.csiorchestrator.worker.lease.FenceGuardFixture.mounted;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.csiorchestrator.csi.mount.MountInfo;
-import io.csiorchestrator.csi.mount.MountTable;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -16,13 +15,11 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -42,29 +39,26 @@ class FenceGuardScriptTest {
     /** Feeds that span well over two deadlines. */
     private static final int FEEDS = 16;
 
+    private FenceGuardFixture files;
     private Path dir;
     private Path state;
     private Path root;
-    private Path source;
     private Process guard;
     private final List<Process> feeders = new ArrayList<>();
     private ScheduledExecutorService feeding;
 
     @BeforeEach
     void setUp() throws Exception {
-        dir = Files.createTempDirectory("csi-fence-guard").toRealPath();
-        state = dir.resolve("state");
+        files = FenceGuardFixture.create("csi-fence-guard");
+        dir = files.dir();
+        state = files.state();
         root = state; // as in the worker: the state dir is the worker's root
-        source = dir.resolve("source");
-        Files.createDirectories(state);
-        Files.createDirectories(source);
-        Files.writeString(source.resolve("data"), "volume data");
         Path script = FenceGuard.writeScript(state);
         guard = new ProcessBuilder("bash", script.toString(), state.toString(), root.toString())
                 .redirectError(ProcessBuilder.Redirect.appendTo(state.resolve(FenceGuard.LOG_FILE).toFile()))
                 .start();
         assertEquals("ready " + guard.pid(), FenceGuard.readyLine(guard),
-                "the guard says it is ready (it reads its FIFO), with its pid; log: " + log());
+                "the guard says it is ready (it reads its FIFO), with its pid; log: " + files.log());
         assertEquals(Long.toString(guard.pid()), Files.readString(state.resolve(FenceGuard.PID_FILE)).trim());
         assertEquals(guard.pid(), FenceGuard.liveGuard(state).orElseThrow(), "found from its pid file and cmdline");
     }
@@ -82,29 +76,23 @@ class FenceGuardScriptTest {
             guard.destroyForcibly();
             guard.waitFor(10, TimeUnit.SECONDS);
         }
-        for (int round = 0; round < 5; round++) {
-            List<String> mounts = MountTable.readSelf().mountsUnder(dir).stream().map(MountInfo::mountPoint).toList();
-            for (String m : mounts) {
-                new ProcessBuilder("umount", "-l", m).redirectErrorStream(true).start().waitFor(10, TimeUnit.SECONDS);
-            }
-        }
-        try (Stream<Path> files = Files.walk(dir)) {
-            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        if (files != null) {
+            files.close();
         }
     }
 
     @Test
     void aFedGuardKeepsTheMountsAndAStarvedOneUnmountsThemBusyOneLazilyAndWritesTheMarker() throws Exception {
-        Path idle = bindMount(root.resolve("per-alloc/a1/default/v1"));
-        Path busy = bindMount(root.resolve("per-alloc/a2/default/v2"));
+        Path idle = files.bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path busy = files.bindMount(root.resolve("per-alloc/a2/default/v2"));
         try (FileChannel open = FileChannel.open(busy.resolve("data"), StandardOpenOption.READ)) {
             feedRepeatedly(1, idle, busy);
             assertTrue(mounted(idle) && mounted(busy), "fed over " + FEEDS + " feeds (several deadlines): mounted");
-            assertFalse(Files.exists(marker()), "no fence while fed");
+            assertFalse(Files.exists(files.marker()), "no fence while fed");
 
             feeding.shutdownNow(); // starved from now on
-            await().atMost(AWAIT).until(() -> Files.exists(marker()));
-            assertEquals(List.of("epoch 1", "unmounted " + idle, "lazy " + busy), markerLines(),
+            await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+            assertEquals(List.of("epoch 1", "unmounted " + idle, "lazy " + busy), files.markerLines(),
                     "the busy mount (a file open in it) is detached lazily");
             assertFalse(mounted(idle), "unmounted");
             assertFalse(mounted(busy), "lazily detached: gone from the mount table while the file is still open");
@@ -114,50 +102,50 @@ class FenceGuardScriptTest {
 
     @Test
     void aSecondFeederTakesOverFromAKilledOneThenStarvedItFences() throws Exception {
-        Path target = bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path target = files.bindMount(root.resolve("per-alloc/a1/default/v1"));
         Process first = feederProcess(feed(2, DEADLINE_MS, target));
-        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 2 with 1 path(s)"));
+        await().atMost(AWAIT).until(() -> files.log().contains("armed for epoch 2 with 1 path(s)"));
         first.destroyForcibly(); // kill -9 of the feeding process, its FIFO end closed
         first.waitFor(10, TimeUnit.SECONDS);
 
         feedRepeatedly(2, target); // this test is the second feeder: past the first one's deadline
         assertTrue(mounted(target), "the second feeder's feeds keep it mounted past the first one's deadline");
-        assertFalse(Files.exists(marker()));
+        assertFalse(Files.exists(files.marker()));
 
         feeding.shutdownNow();
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 2", "unmounted " + target), markerLines());
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 2", "unmounted " + target), files.markerLines());
         assertFalse(mounted(target));
         assertTrue(guard.isAlive(), "the guard waits for the next feed");
     }
 
     @Test
     void aKilledFeederIsNoEndOfFileTheGuardStillFencesAtItsDeadline() throws Exception {
-        Path target = bindMount(root.resolve("staging/default/v1"));
+        Path target = files.bindMount(root.resolve("staging/default/v1"));
         Process feeder = feederProcess(feed(3, DEADLINE_MS, target));
-        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 3 with 1 path(s)"));
+        await().atMost(AWAIT).until(() -> files.log().contains("armed for epoch 3 with 1 path(s)"));
         feeder.destroyForcibly();
         feeder.waitFor(10, TimeUnit.SECONDS);
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 3", "unmounted " + target), markerLines());
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 3", "unmounted " + target), files.markerLines());
         assertFalse(mounted(target));
     }
 
     @Test
     void pathsOutsideTheRootAreRefusedAndAnEmptyFeedDisarmsNothing() throws Exception {
-        Path inside = bindMount(root.resolve("per-alloc/a1/default/v1"));
-        Path outside = bindMount(dir.resolve("outside"));
+        Path inside = files.bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path outside = files.bindMount(dir.resolve("outside"));
         // a long deadline with paths, then a short one with the outside paths only: the last feed counts, its
         // refused paths are dropped, and a feed with no (accepted) path still fences at its deadline
         write(feed(4, 600_000, inside));
         write("feed 4 500\npath " + outside + "\npath " + root + "/../outside\npath " + root + "\npath relative\nend\n");
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 4"), markerLines(), "a fence of nothing");
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 4"), files.markerLines(), "a fence of nothing");
         assertTrue(mounted(outside), "a path outside the root is never unmounted");
         assertTrue(mounted(inside), "the last feed no longer named it");
-        String log = log();
+        String log = files.log();
         assertTrue(log.contains("refusing path " + outside + ": not under the worker root " + root), log);
         assertTrue(log.contains("refusing path " + root + "/../outside"), log);
         assertTrue(log.contains("refusing path " + root + ":"), log);
@@ -172,19 +160,19 @@ class FenceGuardScriptTest {
      */
     @Test
     void aDeltaAddsAndRemovesPathsAtItsEnd() throws Exception {
-        Path a = bindMount(root.resolve("per-alloc/a1/default/v1"));
-        Path b = bindMount(root.resolve("per-alloc/a2/default/v2"));
-        Path staging = bindMount(root.resolve("staging/default/v2"));
+        Path a = files.bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path b = files.bindMount(root.resolve("per-alloc/a2/default/v2"));
+        Path staging = files.bindMount(root.resolve("staging/default/v2"));
         write("feed 5 600000 10\npath " + a + "\npath " + staging + "\nend\n");
-        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 5 with 2 path(s)"));
+        await().atMost(AWAIT).until(() -> files.log().contains("armed for epoch 5 with 2 path(s)"));
         // between the target (at SPACING) and the staging (at 2 * SPACING)
         write("delta 5 600000 10 11\nadd " + (SPACING + SPACING / 2) + " " + root.relativize(b) + "\nend\n");
-        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 5 with 3 path(s)"));
+        await().atMost(AWAIT).until(() -> files.log().contains("armed for epoch 5 with 3 path(s)"));
         write("delta 5 " + DEADLINE_MS + " 11 12\ndel " + SPACING + " " + root.relativize(a) + "\n");
         write("end\n"); // the same delta, its end in a second write
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 5", "unmounted " + b, "unmounted " + staging), markerLines(),
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 5", "unmounted " + b, "unmounted " + staging), files.markerLines(),
                 "the list the deltas give, in their order");
         assertTrue(mounted(a), "removed by the second delta");
         assertFalse(mounted(b) || mounted(staging));
@@ -197,17 +185,17 @@ class FenceGuardScriptTest {
      */
     @Test
     void aDeltaWithoutItsEndIsNeverApplied() throws Exception {
-        Path a = bindMount(root.resolve("per-alloc/a1/default/v1"));
-        Path b = bindMount(root.resolve("per-alloc/a2/default/v2"));
+        Path a = files.bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path b = files.bindMount(root.resolve("per-alloc/a2/default/v2"));
         write("feed 6 600000 20\npath " + a + "\nend\n");
-        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 6 with 1 path(s)"));
+        await().atMost(AWAIT).until(() -> files.log().contains("armed for epoch 6 with 1 path(s)"));
         write("delta 6 600000 20 21\nadd " + 2 * SPACING + " " + root.relativize(b) + "\n"); // cut short: no end
         write("delta 6 " + DEADLINE_MS + " 20 22\nend\n");
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 6", "unmounted " + a), markerLines());
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 6", "unmounted " + a), files.markerLines());
         assertTrue(mounted(b), "the cut delta's path was never the guard's");
-        assertFalse(Files.exists(state.resolve(FenceGuard.RESYNC)), "nothing refused: " + log());
+        assertFalse(Files.exists(state.resolve(FenceGuard.RESYNC)), "nothing refused: " + files.log());
     }
 
     /**
@@ -218,8 +206,8 @@ class FenceGuardScriptTest {
      */
     @Test
     void aDeltaOnAnotherListIsRefusedWholeAndTheGuardAsksForAFullFeed() throws Exception {
-        Path a = bindMount(root.resolve("per-alloc/a1/default/v1"));
-        Path b = bindMount(root.resolve("per-alloc/a2/default/v2"));
+        Path a = files.bindMount(root.resolve("per-alloc/a1/default/v1"));
+        Path b = files.bindMount(root.resolve("per-alloc/a2/default/v2"));
         Path resync = state.resolve(FenceGuard.RESYNC);
         write("feed 7 600000 30\npath " + a + "\nend\n");
         write("delta 7 1 29 31\nadd " + 2 * SPACING + " " + root.relativize(b) + "\nend\n"); // another base
@@ -228,13 +216,13 @@ class FenceGuardScriptTest {
         // the right base, but not a path it holds (nothing is at position 1)
         write("delta 7 600000 30 31\ndel 1 " + root.relativize(b) + "\nend\n");
         await().atMost(AWAIT).until(() -> Files.exists(resync));
-        assertFalse(Files.exists(marker()), "no fence: the refused deltas moved no deadline");
+        assertFalse(Files.exists(files.marker()), "no fence: the refused deltas moved no deadline");
         write("delta 7 " + DEADLINE_MS + " 30 32\nend\n");
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 7", "unmounted " + a), markerLines(), "the full feed's list");
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 7", "unmounted " + a), files.markerLines(), "the full feed's list");
         assertTrue(mounted(b));
-        String log = log();
+        String log = files.log();
         assertTrue(log.contains("refusing a delta of epoch 7 (base 29, id 31): it holds list 30"), log);
         assertTrue(log.contains("refusing a delta of epoch 7 (base 30, id 31): del of a path it does not hold at 1"),
                 log);
@@ -258,45 +246,11 @@ class FenceGuardScriptTest {
                 + "delta 8 600000 41 42\ndel 9[" + cmd + "] a\nend\n"
                 + "delta 8 " + DEADLINE_MS + " 40 43\nend\n"); // on the only list it took
 
-        await().atMost(AWAIT).until(() -> Files.exists(marker()));
-        assertEquals(List.of("epoch 8", "unmounted " + root + "/" + odd), markerLines(),
-                "the one path fed, as text; every malformed line ignored: " + log());
+        await().atMost(AWAIT).until(() -> Files.exists(files.marker()));
+        assertEquals(List.of("epoch 8", "unmounted " + root + "/" + odd), files.markerLines(),
+                "the one path fed, as text; every malformed line ignored: " + files.log());
         assertFalse(Files.exists(touched), "nothing evaluated");
-        assertTrue(log().contains("ignoring a malformed"), log());
-    }
-
-    private Path bindMount(Path target) throws Exception {
-        Files.createDirectories(target);
-        Process p = new ProcessBuilder("mount", "--bind", source.toString(), target.toString())
-                .redirectErrorStream(true).start();
-        assertTrue(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0,
-                "mount --bind: " + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
-        assertTrue(mounted(target));
-        return target;
-    }
-
-    private static boolean mounted(Path path) {
-        return MountTable.readSelf().mounts().stream().anyMatch(m -> m.mountPoint().equals(path.toString()));
-    }
-
-    /**
-     * The marker's lines but its last, {@code at <seconds since the epoch>} (the time of the guard's unmounts, checked
-     * here to be there and numeric; FenceMarkerTest reads it).
-     */
-    private List<String> markerLines() throws java.io.IOException {
-        List<String> lines = Files.readAllLines(marker());
-        String last = lines.isEmpty() ? "" : lines.get(lines.size() - 1);
-        assertTrue(last.matches("at \\d+(\\.\\d+)?"), "the marker ends with the time of the fence: " + lines);
-        return lines.subList(0, lines.size() - 1);
-    }
-
-    private Path marker() {
-        return state.resolve(FenceGuard.MARKER);
-    }
-
-    private String log() throws IOException {
-        Path log = state.resolve(FenceGuard.LOG_FILE);
-        return Files.exists(log) ? Files.readString(log) : "";
+        assertTrue(files.log().contains("ignoring a malformed"), files.log());
     }
 
     private static String feed(long epoch, long ms, Path... paths) {
