@@ -26,6 +26,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@code csi.claim.consumer.retries} {failure}: handling a record failed and is tried again
  *       ({@code transient}: the database away, retried for as long as it lasts; {@code other}: within
  *       the retry budget, then dead-lettered).</li>
+ *   <li>{@code csi.claim.consumer.batch.records} {channel}: records per poll of claim-requested and mount-done, each
+ *       poll handled together (the valid ones in one transaction);</li>
  *   <li>{@code csi.claims.stale.epoch} {topic} (Prometheus {@code csi_claims_stale_epoch_total}): mount-done and
  *       node-events records of a lease epoch older than their node's newest, ignored and dead-lettered (issue 19).</li>
  * </ul>
@@ -39,6 +41,7 @@ public class ClaimMetrics {
     public static final String OUTBOX_PENDING = "csi.outbox.pending";
     public static final String OUTBOX_PUBLISH = "csi.outbox.publish";
     public static final String CONSUMER_RETRIES = "csi.claim.consumer.retries";
+    public static final String CONSUMER_BATCH = "csi.claim.consumer.batch.records";
     public static final String REPAIRS = "csi.claims.repairs";
     public static final String STALE_EPOCH = "csi.claims.stale.epoch";
     public static final String REPAIRS_DEFERRED = "csi.claims.repairs.deferred";
@@ -75,6 +78,19 @@ public class ClaimMetrics {
     public void consumerRetry(boolean transientFailure) {
         Counter.builder(CONSUMER_RETRIES).description("Record handling retried, by failure kind (transient: the database away)")
                 .tags("failure", transientFailure ? "transient" : "other").register(registry).increment();
+    }
+
+    /** A poll of {@code records} records of {@code channel}, handled together. */
+    public void batch(String channel, int records) {
+        io.micrometer.core.instrument.DistributionSummary.builder(CONSUMER_BATCH)
+                .description("Records per poll of an input handled together (the valid ones in one transaction)")
+                .tags("channel", channel).register(registry).record(records);
+    }
+
+    /** The largest poll of {@code channel} handled together so far (0 before the first). */
+    public double largestBatch(String channel) {
+        io.micrometer.core.instrument.DistributionSummary d = registry.find(CONSUMER_BATCH).tags("channel", channel).summary();
+        return d == null ? 0 : d.max();
     }
 
     /** How often handling a record was retried for {@code transient} (or other) failures. */

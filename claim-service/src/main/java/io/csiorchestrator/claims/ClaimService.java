@@ -92,7 +92,18 @@ public class ClaimService {
         return Panache.withTransaction(work).invoke(() -> {
             relay.signal();
             tx.committed();
-        });
+        }).onFailure().invoke(tx::rolledBack);
+    }
+
+    /**
+     * Runs {@code work} (the steps of several inputs, {@code txs} theirs) in one transaction; once it committed, signals
+     * the relay once and records every input's observations; when it fails, none of them (a retry records them anew).
+     */
+    public Uni<Void> inOneTransaction(List<Tx> txs, Supplier<Uni<Void>> work) {
+        return Panache.withTransaction(work).invoke(() -> {
+            relay.signal();
+            txs.forEach(Tx::committed);
+        }).onFailure().invoke(() -> txs.forEach(Tx::rolledBack));
     }
 
     /** Runs {@code observation} when the claim's transaction commits (at once when the claim has none). */
@@ -108,6 +119,28 @@ public class ClaimService {
         return VolumeEntity.<VolumeEntity>findById(volumeKey, LockModeType.PESSIMISTIC_WRITE);
     }
 
+    /**
+     * Locks the volumes of {@code volumeKeys} in key order, in one statement: the transaction of a batch takes every lock
+     * it needs up front and in the same order as any other batch, so two batches never deadlock on each other.
+     */
+    public static Uni<Void> lockVolumes(java.util.Collection<String> volumeKeys) {
+        if (volumeKeys.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        return VolumeEntity.<VolumeEntity>find("volumeKey in ?1 order by volumeKey", new java.util.TreeSet<>(volumeKeys))
+                .withLock(LockModeType.PESSIMISTIC_WRITE).list().replaceWithVoid();
+    }
+
+    /** {@link #lockVolumes} for the volumes of the claims waiting for {@code commandIds}' answers. */
+    public static Uni<Void> lockVolumesOfCommands(java.util.Collection<String> commandIds) {
+        if (commandIds.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        return VolumeEntity.<VolumeEntity>find("volumeKey in (select c.volumeKey from ClaimEntity c where c.commandId in ?1)"
+                        + " order by volumeKey", new java.util.TreeSet<>(commandIds))
+                .withLock(LockModeType.PESSIMISTIC_WRITE).list().replaceWithVoid();
+    }
+
     public static Uni<List<ClaimEntity>> activeClaims(String volumeKey) {
         return ClaimEntity.<ClaimEntity>list("volumeKey = ?1 and past = false order by createdAt", volumeKey);
     }
@@ -119,7 +152,12 @@ public class ClaimService {
      * record's timestamp), the start of the claim and release latencies; {@code tx}: its trace context.
      */
     public Uni<Void> onClaimRequested(ClaimRequested request, Instant requestedAt, Tx tx) {
-        return inTransaction(tx, () -> Panache.getSession()
+        return inTransaction(tx, () -> claimRequestedStep(request, requestedAt, tx));
+    }
+
+    /** {@link #onClaimRequested}'s work inside the caller's transaction (one record of a batch). */
+    public Uni<Void> claimRequestedStep(ClaimRequested request, Instant requestedAt, Tx tx) {
+        return Panache.getSession()
                 .chain(s -> s.createNativeQuery("INSERT INTO handled_requests (request_id, handled_at) VALUES (:id, :now)"
                                 + " ON CONFLICT DO NOTHING")
                         .setParameter("id", request.requestId()).setParameter("now", Instant.now()).executeUpdate())
@@ -129,7 +167,7 @@ public class ClaimService {
                         return Uni.createFrom().voidItem();
                     }
                     return handle(request, requestedAt, tx);
-                }));
+                });
     }
 
     private Uni<Void> handle(ClaimRequested request, Instant requestedAt, Tx tx) {
@@ -418,9 +456,14 @@ public class ClaimService {
     // ---------------------------------------------------------------- mount-done
 
     public Uni<Void> onMountDone(MountDone done, Tx tx) {
+        return inTransaction(tx, () -> mountDoneStep(done, tx));
+    }
+
+    /** {@link #onMountDone}'s work inside the caller's transaction (one record of a batch). */
+    public Uni<Void> mountDoneStep(MountDone done, Tx tx) {
         // Find the volume of the command, lock the volume, then read the claim: a concurrent update of the
         // same volume (a claim-requested on another partition) waits for this transaction or vice versa.
-        return inTransaction(tx, () -> lockVolumeOfClaim("commandId", done.commandId()).chain(volume -> {
+        return lockVolumeOfClaim("commandId", done.commandId()).chain(volume -> {
             if (volume == null) {
                 LOG.debugf("mount-done for command %s matches no pending command (already handled or unknown)", done.commandId());
                 return Uni.createFrom().voidItem();
@@ -432,7 +475,7 @@ public class ClaimService {
                 claim.tx = tx;
                 return stepDone(volume, claim, done);
             });
-        }));
+        });
     }
 
     /**

@@ -56,6 +56,11 @@ public final class Tx {
         afterCommit.add(observation);
     }
 
+    /** Forgets the observations of a transaction that rolled back (a retry records its own). */
+    void rolledBack() {
+        afterCommit.clear();
+    }
+
     void committed() {
         for (Runnable r : afterCommit) {
             r.run();

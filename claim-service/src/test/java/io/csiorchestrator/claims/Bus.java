@@ -77,6 +77,11 @@ public final class Bus implements AutoCloseable {
             status.nodes().forEach(n -> io.csiorchestrator.testkit.TestIdentities.sealing(
                     io.csiorchestrator.events.identity.Principal.node(n.nodeId())));
         }
+        writer(writerOf(event)).send(record(event, extra));
+    }
+
+    /** {@code event} as the record {@link #send} sends: CloudEvents headers plus {@code extra}, signed as production would. */
+    public static org.apache.kafka.clients.producer.ProducerRecord<String, String> record(ContractEvent event, Map<String, String> extra) {
         RecordHeaders headers = new RecordHeaders();
         CloudEventHeaders.create(event.eventType(), "/test").writeTo(headers);
         Map<String, String> h = new LinkedHashMap<>();
@@ -84,8 +89,30 @@ public final class Bus implements AutoCloseable {
         h.putAll(extra);
         String value = EventCodec.encodeToString(event);
         io.csiorchestrator.events.identity.IdentityKey signer = signer(event);
-        writer(writerOf(event)).send(topic(event.eventType().topic()), event.recordKey(), value,
+        return producerRecord(topic(event.eventType().topic()), event.recordKey(), value,
                 signer == null ? h : io.csiorchestrator.testkit.TestIdentities.signed(signer, event.recordKey(), value, h));
+    }
+
+    /** {@code value} under {@code key} with the valid CloudEvents headers of {@code topic}'s event type, unsigned. */
+    public static org.apache.kafka.clients.producer.ProducerRecord<String, String> rawRecord(Topic topic, String key, String value) {
+        RecordHeaders headers = new RecordHeaders();
+        CloudEventHeaders.create(io.csiorchestrator.events.EventType.forTopic(topic), "/test").writeTo(headers);
+        return new org.apache.kafka.clients.producer.ProducerRecord<>(topic(topic), null, key, value, headers);
+    }
+
+    private static org.apache.kafka.clients.producer.ProducerRecord<String, String> producerRecord(String topic, String key,
+            String value, Map<String, String> headers) {
+        RecordHeaders h = new RecordHeaders();
+        headers.forEach((k, v) -> h.add(k, v == null ? null : v.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        return new org.apache.kafka.clients.producer.ProducerRecord<>(topic, null, key, value, h);
+    }
+
+    /**
+     * Sends {@code records} as {@code writer} in one produce request ({@link KafkaTestClient#sendTogether}): those of one
+     * partition reach claim-service in one poll.
+     */
+    public void sendTogether(KafkaAccess.Principal writer, List<org.apache.kafka.clients.producer.ProducerRecord<String, String>> records) {
+        writer(writer).sendTogether(records);
     }
 
     /**

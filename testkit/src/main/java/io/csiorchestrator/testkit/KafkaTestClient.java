@@ -140,6 +140,39 @@ public final class KafkaTestClient implements AutoCloseable {
         }
     }
 
+    /**
+     * Sends {@code records} in one produce request and waits for the acknowledgements: a producer of its own holds
+     * them (a linger of a minute) until a flush sends them together, so the records of one partition are appended as
+     * one record batch and a consumer's fetch returns all of them or none (one poll sees them together).
+     */
+    public List<RecordMetadata> sendTogether(List<ProducerRecord<String, String>> records) {
+        Properties props = security.applyTo(new Properties());
+        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        props.put(ProducerConfig.CLIENT_ID_CONFIG, "csi-testkit-batch-producer-" + UUID.randomUUID());
+        props.put(ProducerConfig.ACKS_CONFIG, "all");
+        props.put(ProducerConfig.LINGER_MS_CONFIG, "60000");
+        props.put(ProducerConfig.BATCH_SIZE_CONFIG, Integer.toString(4 * 1024 * 1024));
+        props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        try (KafkaProducer<String, String> together = new KafkaProducer<>(props)) {
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            for (ProducerRecord<String, String> record : records) {
+                sent.add(together.send(record));
+            }
+            together.flush();
+            List<RecordMetadata> acks = new ArrayList<>();
+            for (java.util.concurrent.Future<RecordMetadata> f : sent) {
+                acks.add(f.get(DEFAULT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS));
+            }
+            return acks;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("Interrupted while sending " + records.size() + " records", e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new IllegalStateException("Could not send " + records.size() + " records together", e);
+        }
+    }
+
     /** The first record on {@code topic} (from the beginning) matching {@code predicate}, within the default timeout. */
     public ConsumerRecord<String, String> awaitRecord(String topic, Predicate<ConsumerRecord<String, String>> predicate) {
         return awaitRecord(topic, predicate, DEFAULT_TIMEOUT);

@@ -3,7 +3,6 @@ package io.csiorchestrator.claims.messaging;
 import io.csiorchestrator.claims.AntiEntropyRepairs;
 import io.csiorchestrator.claims.ClaimMetrics;
 import io.csiorchestrator.claims.ClaimService;
-import io.csiorchestrator.claims.ClaimSettings;
 import io.csiorchestrator.support.TransientFailures;
 import io.csiorchestrator.claims.Tx;
 import io.csiorchestrator.events.CloudEventHeaders;
@@ -28,9 +27,13 @@ import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.PluginStatus;
 import io.smallrye.mutiny.Uni;
+import io.smallrye.reactive.messaging.TracingMetadata;
+import io.smallrye.reactive.messaging.kafka.KafkaRecord;
+import io.smallrye.reactive.messaging.kafka.KafkaRecordBatch;
+import io.smallrye.reactive.messaging.kafka.api.IncomingKafkaRecordMetadata;
+import io.csiorchestrator.claims.store.VolumeEntity;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
-import java.time.Duration;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.eclipse.microprofile.reactive.messaging.Incoming;
 import org.jboss.logging.Logger;
@@ -49,7 +52,11 @@ import org.jboss.logging.Logger;
  * Retries are counted in {@code csi.claim.consumer.retries}. Once a record is well-formed, who wrote it is checked
  * before it takes any effect ({@link io.csiorchestrator.support.security.RecordAuthenticity}, issue 20 items 3 and 5):
  * a claim request signed by a scheduler, seen once, inside the replay window; a mount-done, node-state or node event
- * signed by the node it names; anything else is dead-lettered with the reason.
+ * signed by the node it names; anything else is dead-lettered with the reason. The retries are {@link Retries}'.
+ *
+ * <p>claim-requested and mount-done are read a poll at a time and handled by {@link RecordBatches}: the checks above
+ * run on each record alone, the valid records of a poll share one database transaction (a failed one is handled again
+ * record by record), and the poll is acknowledged once every record took effect or was dead-lettered.
  */
 @ApplicationScoped
 public class Consumers {
@@ -57,8 +64,6 @@ public class Consumers {
     private static final Logger LOG = Logger.getLogger(Consumers.class);
     @Inject
     ClaimService claims;
-    @Inject
-    ClaimSettings settings;
     @Inject
     ClaimMetrics metrics;
     @Inject
@@ -75,20 +80,43 @@ public class Consumers {
     io.csiorchestrator.claims.provision.SnapshotService snapshots;
     @Inject
     io.csiorchestrator.claims.provision.VolumeListings listings;
+    @Inject
+    RecordBatches batches;
+    @Inject
+    Retries retries;
 
+    /**
+     * A poll of claim-requested records ({@link RecordBatches}): each is checked (headers, value, a scheduler's
+     * signature) on its own; the valid ones are decided in one transaction, their volumes locked up front in key order.
+     */
     @Incoming("claim-requested")
-    public Uni<Void> onClaimRequested(ConsumerRecord<String, String> record) {
-        // The record's span (extracted from its traceparent by the connector) is current now, not later.
-        Context trace = Context.current();
+    public Uni<Void> onClaimRequested(KafkaRecordBatch<String, String> batch) {
         Instant received = Instant.now();
-        return handled(() -> {
-            Tx tx = Tx.causedBy(openTelemetry, trace);
+        return batches.handle("claim-requested", batch, kafkaRecord -> {
+            ConsumerRecord<String, String> record = consumerRecord(kafkaRecord);
+            Tx tx = Tx.causedBy(openTelemetry, trace(kafkaRecord));
             CloudEventHeaders.requireValid(record.headers(), EventType.CLAIM_REQUESTED);
             ClaimRequested request = decodeClaimRequested(record);
             authenticity.requireScheduler(record, EventType.CLAIM_REQUESTED.displayName());
             Instant requestedAt = eventTime(record, received);
-            return retried(() -> claims.onClaimRequested(request, requestedAt, tx), "claim-requested " + request.requestId());
-        });
+            return RecordBatches.Step.joinable(kafkaRecord, "claim-requested " + request.requestId(), tx,
+                    VolumeEntity.key(request.namespace(), request.volumeId()),
+                    () -> claims.claimRequestedStep(request, requestedAt, tx),
+                    () -> claims.onClaimRequested(request, requestedAt, tx));
+        }, ClaimService::lockVolumes);
+    }
+
+    /** The record a batch's message carries (its headers, key, value and timestamp as read). */
+    @SuppressWarnings("unchecked")
+    private static ConsumerRecord<String, String> consumerRecord(KafkaRecord<String, String> record) {
+        return record.getMetadata(IncomingKafkaRecordMetadata.class)
+                .map(m -> (ConsumerRecord<String, String>) m.getRecord())
+                .orElseThrow(() -> new IllegalStateException("a record of a batch without its Kafka metadata"));
+    }
+
+    /** The record's span as the connector started it from its traceparent (the root context when tracing is off). */
+    private static Context trace(KafkaRecord<String, String> record) {
+        return TracingMetadata.fromMessage(record).map(TracingMetadata::getCurrentContext).orElse(Context.current());
     }
 
     /**
@@ -104,11 +132,16 @@ public class Consumers {
         return EventCodec.decode(ClaimRequested.class, record.value());
     }
 
+    /**
+     * A poll of mount-done records ({@link RecordBatches}): each is checked (headers, value, its node's signature, its
+     * lease epoch) on its own; the answers to claims' commands are applied in one transaction, their volumes locked up
+     * front in key order; the answers of provisioning, snapshots and listings run alone, in their place.
+     */
     @Incoming("mount-done")
-    public Uni<Void> onMountDone(ConsumerRecord<String, String> record) {
-        Context trace = Context.current();
-        return handled(() -> {
-            Tx tx = Tx.causedBy(openTelemetry, trace);
+    public Uni<Void> onMountDone(KafkaRecordBatch<String, String> batch) {
+        return batches.handle("mount-done", batch, kafkaRecord -> {
+            ConsumerRecord<String, String> record = consumerRecord(kafkaRecord);
+            Tx tx = Tx.causedBy(openTelemetry, trace(kafkaRecord));
             CloudEventHeaders.requireValid(record.headers(), EventType.MOUNT_DONE);
             MountDone done = EventCodec.decode(MountDone.class, record.value());
             authenticity.requireNode(record, EventType.MOUNT_DONE.displayName(), done.nodeId());
@@ -119,20 +152,22 @@ public class Consumers {
             // whatever lease epoch the controller's node held when it ran (it matches the claim's current command or
             // nothing). Dropped as stale, it left the claim waiting out the command timeout after every epoch change
             // of that node (full chaos run: claims on node-2 failed after 3 x 2 min while node-1 changed epochs).
+            String what = "mount-done " + done.commandId();
             if (done.kind() == NodeCommandKind.LIST_VOLUMES) {
                 // a page of ListVolumes for the comparison of the volumes created through the services (issue 14)
-                return retried(() -> listings.onDone(done, tx), "mount-done " + done.commandId());
+                return RecordBatches.Step.alone(kafkaRecord, what, () -> listings.onDone(done, tx));
             }
             if (done.kind().snapshotting()) {
                 // create-snapshot / delete-snapshot answers (issue 14 item 2)
-                return retried(() -> snapshots.onDone(done, tx), "mount-done " + done.commandId());
+                return RecordBatches.Step.alone(kafkaRecord, what, () -> snapshots.onDone(done, tx));
             }
             if (done.kind().provisioning() || done.kind().expanding()) {
                 // create-volume / delete-volume answers (issue 14), controller and node expansions (item 3)
-                return retried(() -> provisions.onDone(done, tx), "mount-done " + done.commandId());
+                return RecordBatches.Step.alone(kafkaRecord, what, () -> provisions.onDone(done, tx));
             }
-            return retried(() -> claims.onMountDone(done, tx), "mount-done " + done.commandId());
-        });
+            return RecordBatches.Step.joinable(kafkaRecord, what, tx, done.commandId(),
+                    () -> claims.mountDoneStep(done, tx), () -> claims.onMountDone(done, tx));
+        }, ClaimService::lockVolumesOfCommands);
     }
 
     /**
@@ -305,43 +340,7 @@ public class Consumers {
         return Uni.createFrom().deferred(handling::get);
     }
 
-    /**
-     * {@code work}, retried: while it fails transiently (the database away) without end, otherwise until
-     * the retry budget is spent (counted from the first failure that is not transient).
-     */
     private Uni<Void> retried(java.util.function.Supplier<Uni<Void>> work, String what) {
-        Duration budget = settings.consumerRetryBudget();
-        long[] otherSince = {0};
-        return Uni.createFrom().<Void>deferred(work::get)
-                .onFailure(t -> tryAgain(t, otherSince, budget, what))
-                .retry().withBackOff(Duration.ofMillis(100), Duration.ofSeconds(5)).indefinitely();
-    }
-
-    /**
-     * Whether a failed try of {@code what} is tried again; only a try again is counted in
-     * {@code csi.claim.consumer.retries}. A malformed record is not; nor is one whose failures that are not
-     * the database being away began at least {@code budget} ago (it is dead-lettered with the failure).
-     */
-    private boolean tryAgain(Throwable t, long[] otherSince, Duration budget, String what) {
-        if (t instanceof MalformedEventException || t instanceof StaleEpochException) {
-            return false;
-        }
-        if (TransientFailures.isTransient(t)) {
-            otherSince[0] = 0;
-            metrics.consumerRetry(true);
-            LOG.warnf("%s failed, the database is away; retrying until it is back: %s", what, t.toString());
-            return true;
-        }
-        long now = System.nanoTime();
-        if (otherSince[0] == 0) {
-            otherSince[0] = now;
-        }
-        if (now - otherSince[0] >= budget.toNanos()) {
-            LOG.warnf("%s failed, retried for %s: dead-lettering it: %s", what, budget, t.toString());
-            return false;
-        }
-        metrics.consumerRetry(false);
-        LOG.warnf("%s failed, retrying for up to %s: %s", what, budget, t.toString());
-        return true;
+        return retries.retried(work, what);
     }
 }

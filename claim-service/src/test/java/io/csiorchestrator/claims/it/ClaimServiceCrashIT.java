@@ -189,6 +189,65 @@ class ClaimServiceCrashIT {
     }
 
     /**
+     * Issue 17's batch path under a real crash: five claims arrive in one poll and are decided in one transaction; the
+     * test's own transaction inserted the third one's request id first, so the shared transaction stops there, with the
+     * first two claims written but not committed, and the process is killed with SIGKILL while it waits. Nothing of the
+     * poll is committed (no request id, no claim, no outbox row of the five); a new process reads the poll again and
+     * answers each request exactly once, every row delivered once.
+     */
+    @Test
+    void aProcessKilledInTheMiddleOfAPollsTransactionCommitsNoneOfItAndTheNextAnswersEachRequestOnce() throws Exception {
+        ClaimServiceProcess first = startInstance("batch");
+        await().atMost(WAIT).until(first::leads);
+        String vol = schedulableVolume(first, "batch");
+        ClaimRequested warmUp = claim(vol, "alloc-warm");
+        send(warmUp);
+        awaitAnswered(List.of(warmUp));
+        await().atMost(WAIT).until(() -> unpublishedRows() == 0);
+        long rowsBefore = outboxRows();
+
+        List<ClaimRequested> claims = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            claims.add(claim(vol, "alloc-" + i));
+        }
+        String ids = claims.stream().map(c -> "'" + c.requestId() + "'").collect(java.util.stream.Collectors.joining(","));
+        try (Connection held = db.getConnection()) {
+            held.setAutoCommit(false);
+            try (PreparedStatement insert = held.prepareStatement(
+                    "INSERT INTO handled_requests (request_id, handled_at) VALUES (?, now())")) {
+                insert.setString(1, claims.get(2).requestId());
+                insert.executeUpdate();
+            }
+            sendTogether(claims);
+            // The five share one transaction, which waits at the third one's request id.
+            String together = "claim-requested batch of 5 (claim-requested " + claims.get(0).requestId()
+                    + " .. claim-requested " + claims.get(4).requestId() + "): one transaction";
+            await().atMost(WAIT).until(() -> first.log().contains(together));
+            await().atMost(WAIT).until(() -> backendsWaitingToInsertARequestId() == 1);
+            assertEquals(137, first.kill9(), "killed by SIGKILL");
+            held.rollback();
+        }
+        assertEquals(0, count("SELECT count(*) FROM handled_requests WHERE request_id IN (" + ids + ")"),
+                "no request id of the poll committed");
+        assertEquals(0, count("SELECT count(*) FROM claims WHERE request_id IN (" + ids + ")"), "no claim of the poll committed");
+        assertEquals(rowsBefore, outboxRows(), "no outbox row of the poll committed");
+
+        ClaimServiceProcess restarted = startInstance("batch-restarted");
+        await().atMost(WAIT).until(restarted::leads);
+        awaitAnswered(claims);
+        assertEveryRowDeliveredAndNoneLeft();
+        assertEquals(5, count("SELECT count(*) FROM claims WHERE request_id IN (" + ids + ")"), "one claim per request");
+        Map<String, Integer> answers = new TreeMap<>();
+        for (ConsumerRecord<String, String> r : kafka.readAll(topic(Topic.CLAIM_STATUS))) {
+            ClaimStatus status = EventCodec.decode(ClaimStatus.class, r.value());
+            answers.merge(status.requestId(), 1, Integer::sum);
+        }
+        for (ClaimRequested c : claims) {
+            assertEquals(1, answers.getOrDefault(c.requestId(), 0), "request of " + c.allocationId() + " answered once");
+        }
+    }
+
+    /**
      * Findings 14 and 19 of the test audit, for real: two packaged instances (own JVMs, own HTTP ports, own
      * configuration) on one database and broker; one leads. Claims are committed (by either instance) while the
      * leader's relay cannot reach Kafka, the leader's process is killed with SIGKILL, and the other instance takes
@@ -402,6 +461,8 @@ class ClaimServiceCrashIT {
         props.put("csi.claims.outbox.send-timeout", "2s");
         props.put("csi.claims.outbox.sweep-interval", "1s");
         props.put("csi.claims.leader.retry-interval", "1s");
+        // the line that says which records shared a transaction
+        props.put("quarkus.log.category.\"io.csiorchestrator.claims.messaging.RecordBatches\".level", "DEBUG");
         ClaimServiceProcess instance = ClaimServiceProcess.start(prefix + name, logDir, env, props);
         instances.add(instance);
         return instance;
@@ -445,6 +506,41 @@ class ClaimServiceCrashIT {
         io.csiorchestrator.events.identity.IdentityKey signer = io.csiorchestrator.claims.Bus.signer(event);
         writer(io.csiorchestrator.claims.Bus.writerOf(event)).send(topic(event.eventType().topic()), event.recordKey(), value,
                 signer == null ? h : io.csiorchestrator.testkit.TestIdentities.signed(signer, event.recordKey(), value, h));
+    }
+
+    /** Sends {@code claims} (one volume: one partition) in one produce request, so one poll reads them together. */
+    private void sendTogether(List<ClaimRequested> claims) {
+        List<org.apache.kafka.clients.producer.ProducerRecord<String, String>> records = new ArrayList<>();
+        for (ClaimRequested event : claims) {
+            RecordHeaders headers = new RecordHeaders();
+            CloudEventHeaders.create(event.eventType(), "/test").writeTo(headers);
+            Map<String, String> h = new LinkedHashMap<>();
+            headers.forEach(header -> h.put(header.key(), new String(header.value(), StandardCharsets.UTF_8)));
+            String value = EventCodec.encodeToString(event);
+            Map<String, String> signed = io.csiorchestrator.testkit.TestIdentities.signed(io.csiorchestrator.claims.Bus.signer(event),
+                    event.recordKey(), value, h);
+            RecordHeaders out = new RecordHeaders();
+            signed.forEach((k, v) -> out.add(k, v.getBytes(StandardCharsets.UTF_8)));
+            records.add(new org.apache.kafka.clients.producer.ProducerRecord<>(topic(Topic.CLAIM_REQUESTED), null,
+                    event.recordKey(), value, out));
+        }
+        writer(io.csiorchestrator.claims.Bus.writerOf(claims.get(0))).sendTogether(records);
+    }
+
+    /** claim-service's connections waiting for a lock in an INSERT INTO handled_requests. */
+    private long backendsWaitingToInsertARequestId() throws SQLException {
+        return count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                + " AND query ILIKE 'insert into handled_requests%'");
+    }
+
+    private long outboxRows() throws SQLException {
+        return count("SELECT count(*) FROM outbox");
+    }
+
+    private long count(String sql) throws SQLException {
+        long[] n = {0};
+        query(sql, r -> n[0] = r.getLong(1));
+        return n[0];
     }
 
     private static ClaimRequested claim(String vol, String alloc) {

@@ -140,6 +140,9 @@ class DeadLetterTest {
                 "handled_requests", "INSERT", "request_id", refused.requestId(), "test trigger refuses claim-requested")) {
             double retriesBefore = scrapedRetries("other");
             bus.send(refused);
+            // The next one once the refused one is being tried: a later poll (one poll's records are first tried in one
+            // transaction, and a run that fails is tried again one record at a time: RecordBatchesTest).
+            Awaitility.await().atMost(Bus.WAIT).until(() -> trigger.attempts() >= 1);
             ClaimRequested after = Bus.claim("ns1", vol, "alloc-2", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
             bus.send(after);
 
