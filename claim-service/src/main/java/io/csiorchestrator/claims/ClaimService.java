@@ -50,7 +50,10 @@ import org.jboss.logging.Logger;
  * one transaction: the volume row is locked first (SELECT ... FOR UPDATE), so claim-requested
  * (partitioned by volume) and mount-done (partitioned by node) updates of one volume are
  * serialised; the claim's new checkpoint and the events it causes (claim-status, node-commands)
- * are written to the outbox in the same transaction; the relay publishes them after the commit.
+ * are written to the outbox in the same transaction; the relay publishes them after the commit. The
+ * {@code *Step} methods are the same work inside the caller's transaction: {@code messaging.RecordBatches}
+ * runs a poll's steps in one ({@link #inOneTransaction}), their volumes locked up front in key order
+ * ({@link #lockVolumes}, {@link #lockVolumesOfCommands}).
  */
 @ApplicationScoped
 public class ClaimService {

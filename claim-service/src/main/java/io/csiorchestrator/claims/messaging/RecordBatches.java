@@ -163,7 +163,9 @@ public class RecordBatches {
     /**
      * Sends {@code record} to its channel's dead-letter topic with {@code reason} (the connector's dead-letter
      * handler: reason, cause and origin headers, the record's own headers); tried again until the broker took it,
-     * since the batch's offsets are committed only after.
+     * since the batch's offsets are committed only after. (The handler then acknowledges the record itself; the
+     * throttled commit strategy tracks only the last record of each partition of a poll, so a record before it adds an
+     * offset the strategy never clears until the partition is revoked: a few bytes per dead letter.)
      */
     private static Uni<Void> deadLetter(KafkaRecord<String, String> record, Throwable reason) {
         return Uni.createFrom().completionStage(() -> record.nack(reason))
