@@ -13,7 +13,8 @@ import org.jboss.logmanager.ExtLogRecord;
 
 /**
  * Every log line of the running application while open (root logger, all levels): logger name, the
- * formatted message, its parameters and any stack trace, as one string per record.
+ * formatted message, the trace id of its logging context ({@code traceId=...}, when it has one), its parameters and
+ * any stack trace, as one string per record.
  */
 public final class LogCapture extends Handler implements AutoCloseable {
 
@@ -40,6 +41,9 @@ public final class LogCapture extends Handler implements AutoCloseable {
     public void publish(LogRecord record) {
         StringBuilder line = new StringBuilder(String.valueOf(record.getLoggerName())).append(' ');
         line.append(record instanceof ExtLogRecord ext ? ext.getFormattedMessage() : record.getMessage());
+        if (record instanceof ExtLogRecord ext && ext.getMdc("traceId") != null) {
+            line.append(" traceId=").append(ext.getMdc("traceId"));
+        }
         if (record.getParameters() != null) {
             for (Object p : record.getParameters()) {
                 line.append(' ').append(p);

@@ -67,12 +67,19 @@ class TracingTest {
 
         Traceparent sent = new Traceparent(randomHex(16), randomHex(8));
         ClaimRequested write = Bus.claim("trace", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
-        bus.send(write, Map.of(KafkaTraceHeaders.TRACEPARENT, sent.header()));
-
-        ConsumerRecord<String, String> command = bus.kafka.awaitRecord(Bus.topic(Topic.NODE_COMMANDS), r -> {
-            NodeCommand c = EventCodec.decode(NodeCommand.class, r.value());
-            return c.volumeId().equals(vol) && c.kind() == NodeCommandKind.MOUNT;
-        }, Bus.WAIT);
+        ConsumerRecord<String, String> command;
+        try (LogCapture log = LogCapture.start()) {
+            bus.send(write, Map.of(KafkaTraceHeaders.TRACEPARENT, sent.header()));
+            command = bus.kafka.awaitRecord(Bus.topic(Topic.NODE_COMMANDS), r -> {
+                NodeCommand c = EventCodec.decode(NodeCommand.class, r.value());
+                return c.volumeId().equals(vol) && c.kind() == NodeCommandKind.MOUNT;
+            }, Bus.WAIT);
+            // claim-service's log lines about the claim carry the trace id its claim-requested came with (an operator
+            // follows one claim from the scheduler's trace into the service's logs)
+            assertTrue(log.lines().stream().anyMatch(l -> l.contains(vol) && l.contains("traceId=" + sent.traceId())),
+                    "a log line about volume " + vol + " in trace " + sent.traceId() + ": "
+                            + log.lines().stream().filter(l -> l.contains(vol)).toList());
+        }
         Traceparent onCommand = Traceparent.parse(KafkaTestClient.header(command, KafkaTraceHeaders.TRACEPARENT));
         assertEquals(sent.traceId(), onCommand.traceId(), "node-commands record continues the claim's trace");
         assertNotEquals(sent.spanId(), onCommand.spanId(), "with the relay's own publish span");

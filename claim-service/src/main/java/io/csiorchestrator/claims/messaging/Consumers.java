@@ -94,12 +94,13 @@ public class Consumers {
         Instant received = Instant.now();
         return batches.handle("claim-requested", batch, kafkaRecord -> {
             ConsumerRecord<String, String> record = consumerRecord(kafkaRecord);
-            Tx tx = Tx.causedBy(openTelemetry, trace(kafkaRecord));
+            Context trace = trace(kafkaRecord);
+            Tx tx = Tx.causedBy(openTelemetry, trace);
             CloudEventHeaders.requireValid(record.headers(), EventType.CLAIM_REQUESTED);
             ClaimRequested request = decodeClaimRequested(record);
             authenticity.requireScheduler(record, EventType.CLAIM_REQUESTED.displayName());
             Instant requestedAt = eventTime(record, received);
-            return RecordBatches.Step.joinable(kafkaRecord, "claim-requested " + request.requestId(), tx,
+            return RecordBatches.Step.joinable(kafkaRecord, "claim-requested " + request.requestId(), trace, tx,
                     VolumeEntity.key(request.namespace(), request.volumeId()),
                     () -> claims.claimRequestedStep(request, requestedAt, tx),
                     () -> claims.onClaimRequested(request, requestedAt, tx));
@@ -141,7 +142,8 @@ public class Consumers {
     public Uni<Void> onMountDone(KafkaRecordBatch<String, String> batch) {
         return batches.handle("mount-done", batch, kafkaRecord -> {
             ConsumerRecord<String, String> record = consumerRecord(kafkaRecord);
-            Tx tx = Tx.causedBy(openTelemetry, trace(kafkaRecord));
+            Context trace = trace(kafkaRecord);
+            Tx tx = Tx.causedBy(openTelemetry, trace);
             CloudEventHeaders.requireValid(record.headers(), EventType.MOUNT_DONE);
             MountDone done = EventCodec.decode(MountDone.class, record.value());
             authenticity.requireNode(record, EventType.MOUNT_DONE.displayName(), done.nodeId());
@@ -155,17 +157,17 @@ public class Consumers {
             String what = "mount-done " + done.commandId();
             if (done.kind() == NodeCommandKind.LIST_VOLUMES) {
                 // a page of ListVolumes for the comparison of the volumes created through the services (issue 14)
-                return RecordBatches.Step.alone(kafkaRecord, what, () -> listings.onDone(done, tx));
+                return RecordBatches.Step.alone(kafkaRecord, what, trace, () -> listings.onDone(done, tx));
             }
             if (done.kind().snapshotting()) {
                 // create-snapshot / delete-snapshot answers (issue 14 item 2)
-                return RecordBatches.Step.alone(kafkaRecord, what, () -> snapshots.onDone(done, tx));
+                return RecordBatches.Step.alone(kafkaRecord, what, trace, () -> snapshots.onDone(done, tx));
             }
             if (done.kind().provisioning() || done.kind().expanding()) {
                 // create-volume / delete-volume answers (issue 14), controller and node expansions (item 3)
-                return RecordBatches.Step.alone(kafkaRecord, what, () -> provisions.onDone(done, tx));
+                return RecordBatches.Step.alone(kafkaRecord, what, trace, () -> provisions.onDone(done, tx));
             }
-            return RecordBatches.Step.joinable(kafkaRecord, what, tx, done.commandId(),
+            return RecordBatches.Step.joinable(kafkaRecord, what, trace, tx, done.commandId(),
                     () -> claims.mountDoneStep(done, tx), () -> claims.onMountDone(done, tx));
         }, ClaimService::lockVolumesOfCommands);
     }

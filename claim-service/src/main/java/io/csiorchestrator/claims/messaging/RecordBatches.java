@@ -3,6 +3,8 @@ package io.csiorchestrator.claims.messaging;
 import io.csiorchestrator.claims.ClaimMetrics;
 import io.csiorchestrator.claims.ClaimService;
 import io.csiorchestrator.claims.Tx;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.context.Scope;
 import io.smallrye.mutiny.Uni;
 import io.smallrye.reactive.messaging.kafka.KafkaRecord;
 import io.smallrye.reactive.messaging.kafka.KafkaRecordBatch;
@@ -51,23 +53,25 @@ public class RecordBatches {
      *
      * @param record   the record (dead-lettered through it when its handling is given up)
      * @param what     how the logs name it
+     * @param trace    the record's span (from its traceparent): current while its step runs, so the step's log lines
+     *                 carry its trace id
      * @param tx       its transaction's cause and observations (null when not joinable)
      * @param lockKey  the key {@code prelock} locks for it (a volume key, a command id), or null
      * @param inTx     its work inside the caller's transaction (null when not joinable)
      * @param alone    its work in transactions of its own
      */
-    public record Step(KafkaRecord<String, String> record, String what, Tx tx, String lockKey, Supplier<Uni<Void>> inTx,
-                       Supplier<Uni<Void>> alone) {
+    public record Step(KafkaRecord<String, String> record, String what, Context trace, Tx tx, String lockKey,
+                       Supplier<Uni<Void>> inTx, Supplier<Uni<Void>> alone) {
 
-        /** A step that can share a transaction with its neighbours. */
-        public static Step joinable(KafkaRecord<String, String> record, String what, Tx tx, String lockKey,
+        /** A step that can share a transaction with its neighbours; {@code trace}: the record's span, current while it runs. */
+        public static Step joinable(KafkaRecord<String, String> record, String what, Context trace, Tx tx, String lockKey,
                                     Supplier<Uni<Void>> inTx, Supplier<Uni<Void>> alone) {
-            return new Step(record, what, tx, lockKey, inTx, alone);
+            return new Step(record, what, trace, tx, lockKey, inTx, alone);
         }
 
         /** A step that runs in transactions of its own. */
-        public static Step alone(KafkaRecord<String, String> record, String what, Supplier<Uni<Void>> alone) {
-            return new Step(record, what, null, null, null, alone);
+        public static Step alone(KafkaRecord<String, String> record, String what, Context trace, Supplier<Uni<Void>> alone) {
+            return new Step(record, what, trace, null, null, null, alone);
         }
 
         boolean isJoinable() {
@@ -139,7 +143,7 @@ public class RecordBatches {
                     LOG.debugf("%s: one transaction", what);
                     Uni<Void> chain = prelock.apply(keys);
                     for (Step s : steps) {
-                        chain = chain.chain(() -> s.inTx().get());
+                        chain = chain.chain(() -> inTrace(s.trace(), s.inTx()));
                     }
                     return chain;
                 }), what)
@@ -157,7 +161,30 @@ public class RecordBatches {
 
     /** One step in transactions of its own, retried; dead-lettered with the reason when given up. */
     private Uni<Void> alone(Step step) {
-        return retries.retried(step.alone(), step.what()).onFailure().recoverWithUni(t -> deadLetter(step.record(), t));
+        return retries.retried(() -> inTrace(step.trace(), step.alone()), step.what())
+                .onFailure().recoverWithUni(t -> deadLetter(step.record(), t));
+    }
+
+    /**
+     * {@code work} with {@code trace} current from its start to its end: the records of a poll share the batch's Vert.x
+     * context, where the connector made none of their spans current, and a step's continuations run on that context,
+     * so the trace stays attached there (and in the logging MDC) until the step's Uni ends.
+     */
+    static Uni<Void> inTrace(Context trace, Supplier<Uni<Void>> work) {
+        if (trace == null) {
+            return Uni.createFrom().deferred(work::get);
+        }
+        return Uni.createFrom().deferred(() -> {
+            Scope scope = trace.makeCurrent();
+            Uni<Void> started;
+            try {
+                started = work.get();
+            } catch (RuntimeException e) {
+                scope.close();
+                throw e;
+            }
+            return started.onTermination().invoke(scope::close);
+        });
     }
 
     /**

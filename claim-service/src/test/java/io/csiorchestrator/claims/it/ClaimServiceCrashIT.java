@@ -157,15 +157,7 @@ class ClaimServiceCrashIT {
     void rowsCommittedButUnsentWhenTheProcessIsKilledArePublishedByTheRestartedProcess() throws Exception {
         ClaimServiceProcess first = startInstance("single");
         await().atMost(WAIT).until(first::leads);
-        String vol = schedulableVolume(first, "crash");
-        // One claim through while Kafka is there.
-        ClaimRequested warmUp = claim(vol, "alloc-warm");
-        send(warmUp);
-        awaitAnswered(List.of(warmUp));
-        // and every row of it published (its mount command goes out in the same drain as the answer, but to a topic
-        // the relay's producer has no metadata for yet: cut before that send ends, it would stay unpublished and be
-        // counted below with the killed process's rows)
-        await().atMost(WAIT).until(() -> unpublishedRows() == 0);
+        String vol = warmVolume(first, "crash");
 
         relayKafka.cut();
         List<ClaimRequested> claims = new ArrayList<>();
@@ -199,11 +191,7 @@ class ClaimServiceCrashIT {
     void aProcessKilledInTheMiddleOfAPollsTransactionCommitsNoneOfItAndTheNextAnswersEachRequestOnce() throws Exception {
         ClaimServiceProcess first = startInstance("batch");
         await().atMost(WAIT).until(first::leads);
-        String vol = schedulableVolume(first, "batch");
-        ClaimRequested warmUp = claim(vol, "alloc-warm");
-        send(warmUp);
-        awaitAnswered(List.of(warmUp));
-        await().atMost(WAIT).until(() -> unpublishedRows() == 0);
+        String vol = warmVolume(first, "batch");
         long rowsBefore = outboxRows();
 
         List<ClaimRequested> claims = new ArrayList<>();
@@ -506,6 +494,20 @@ class ClaimServiceCrashIT {
         io.csiorchestrator.events.identity.IdentityKey signer = io.csiorchestrator.claims.Bus.signer(event);
         writer(io.csiorchestrator.claims.Bus.writerOf(event)).send(topic(event.eventType().topic()), event.recordKey(), value,
                 signer == null ? h : io.csiorchestrator.testkit.TestIdentities.signed(signer, event.recordKey(), value, h));
+    }
+
+    /**
+     * A {@link #schedulableVolume} with one claim through while Kafka is there, and every row of it published (its mount
+     * command goes out in the same drain as the answer, but to a topic the relay's producer has no metadata for yet: cut
+     * or killed before that send ends, it would stay unpublished and be counted with a test's own rows).
+     */
+    private String warmVolume(ClaimServiceProcess via, String name) throws SQLException {
+        String vol = schedulableVolume(via, name);
+        ClaimRequested warmUp = claim(vol, "alloc-warm");
+        send(warmUp);
+        awaitAnswered(List.of(warmUp));
+        await().atMost(WAIT).until(() -> unpublishedRows() == 0);
+        return vol;
     }
 
     /** Sends {@code claims} (one volume: one partition) in one produce request, so one poll reads them together. */
