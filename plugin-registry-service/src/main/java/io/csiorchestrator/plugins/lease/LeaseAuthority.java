@@ -144,7 +144,12 @@ public class LeaseAuthority {
         c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
         c.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
-        c.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "1000");
+        // A third of the session timeout, as Kafka advises (issue 36: one a second was half of the idle requests).
+        c.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "2000");
+        // Renewals arrive every ttl / 6 per node, and a fetch returns as soon as one is there; the wait only bounds an
+        // empty fetch, and how late a partition taken over in a rebalance is first read. Takeover arithmetic: session
+        // timeout 6 s + rebalance + this 1 s + the load stays well inside ttl - budget (20 s) of a worker's last send.
+        c.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, "1000");
         // node-events may be created after this consumer subscribed (by claim-service or the first worker)
         c.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "5000");
         consumer = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer());
