@@ -61,6 +61,8 @@ public class ClaimService {
     private static final Logger LOG = Logger.getLogger(ClaimService.class);
 
     @Inject
+    ReconcileSchedule reconcileSchedule;
+    @Inject
     Outbox outbox;
     @Inject
     OutboxRelay relay;
@@ -745,6 +747,10 @@ public class ClaimService {
             }
             LeaseBook.Verdict lease = fencing.book().verdict(claim.nodeId, claim.leaseEpoch == null ? 0 : claim.leaseEpoch,
                     fencing.timers(), fencing.now());
+            if (lease instanceof LeaseBook.Verdict.Wait w) {
+                // no row changes when the wait ends: the leader's pass is asked for that moment (issue 36, no polling)
+                reconcileSchedule.offer(Instant.now().plus(w.left()));
+            }
             boolean manual = !Failover.effective(volume.failover).freedByLapse();
             if (lease instanceof LeaseBook.Verdict.Fenced fenced && !manual) {
                 return detach(volume, claim, fenced.reason());

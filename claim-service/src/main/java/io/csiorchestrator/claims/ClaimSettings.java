@@ -80,7 +80,10 @@ public interface ClaimSettings {
         return new ClaimMachine.Policy(maxPublishAttempts(), retryBaseBackoff(), retryMaxBackoff());
     }
 
-    /** How often the reconcile loop runs (used by {@code Reconciler}'s schedule). */
+    /**
+     * The least time between two reconcile passes ({@code ReconcileSchedule}: a pass runs when something falls due,
+     * never more often than this).
+     */
     @WithName("reconcile-interval")
     @WithDefault("5s")
     Duration reconcileInterval();
@@ -105,6 +108,16 @@ public interface ClaimSettings {
         @WithName("repair-burst")
         @WithDefault("10")
         int repairBurst();
+    }
+
+    /** The status page's Kafka reader ({@code status.StatusFeedReader}). */
+    @WithName("status-feed")
+    StatusFeed statusFeed();
+
+    interface StatusFeed {
+        /** How long the reader outlives its last listener: a page reload subscribes again within a second or two. */
+        @WithDefault("30s")
+        Duration linger();
     }
 
     interface Leader {

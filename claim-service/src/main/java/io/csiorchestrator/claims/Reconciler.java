@@ -1,9 +1,7 @@
 package io.csiorchestrator.claims;
 
-import io.csiorchestrator.claims.leader.Leadership;
 import io.csiorchestrator.claims.store.ClaimEntity;
 import io.quarkus.hibernate.reactive.panache.Panache;
-import io.quarkus.scheduler.Scheduled;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -13,8 +11,9 @@ import java.util.List;
 import org.jboss.logging.Logger;
 
 /**
- * The reconcile loop, one tick every {@code csi.claims.reconcile-interval} (never two at once), each
- * kind of work limited to {@code csi.claims.reconcile-batch} claims per tick (the rate limit):
+ * The reconcile pass over the claims, run by {@link ReconcileSchedule} when something falls due (never two at once,
+ * never twice within {@code csi.claims.reconcile-interval}), each kind of work limited to
+ * {@code csi.claims.reconcile-batch} claims per pass (the rate limit):
  * <ul>
  *   <li>failed steps whose backoff is over are sent again;</li>
  *   <li>commands without an answer past {@code csi.claims.command-timeout} count as DEADLINE_EXCEEDED;</li>
@@ -24,7 +23,7 @@ import org.jboss.logging.Logger;
  *       timeout: the old "node gone past {@code node-gone-timeout}" path is gone), else the release says why it waits;</li>
  *   <li>past claims and answered request ids older than {@code csi.claims.past-claims-retention} are purged.</li>
  * </ul>
- * Only the leader instance ({@link Leadership}) ticks; the others skip their ticks until they lead.
+ * Only the leader instance runs passes.
  */
 @ApplicationScoped
 public class Reconciler {
@@ -36,19 +35,7 @@ public class Reconciler {
     @Inject
     ClaimSettings settings;
     @Inject
-    Leadership leadership;
-    @Inject
     Fencing fencing;
-
-    @Scheduled(every = "${csi.claims.reconcile-interval:5s}", delayed = "${csi.claims.reconcile-interval:5s}",
-            concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
-    Uni<Void> tick() {
-        if (!leadership.isLeader()) {
-            return Uni.createFrom().voidItem();
-        }
-        return reconcile().onFailure().invoke(t -> LOG.warnf("reconcile tick failed: %s", t.toString()))
-                .onFailure().recoverWithNull();
-    }
 
     /** One reconcile pass. */
     public Uni<Void> reconcile() {

@@ -171,4 +171,29 @@ class PluginStatusTest {
             reader.interrupt();
         }
     }
+
+    @jakarta.inject.Inject
+    io.csiorchestrator.claims.status.StatusFeedReader feedReader;
+
+    /**
+     * Issue 36, nothing busy while idle: the status page's Kafka reader runs only while someone looks. With nobody
+     * listening it stops (after the linger, 1 s in tests); an event that happens meanwhile is still shown to the next
+     * page that opens, because a start reads the topics' last records back; and that read starts the reader only for
+     * the linger.
+     */
+    @Test
+    void theFeedReaderRunsOnlyWhileSomeoneLooksAndShowsWhatHappenedBefore() {
+        Awaitility.await().atMost(Bus.WAIT).until(() -> !feedReader.running());
+        String plugin = ClaimFlowTest.unique("plug");
+        bus.pluginNode(plugin, "node-a", true);
+        bus.pluginNode(plugin, "node-a", false);
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/status/plugins").then().statusCode(200)
+                .body("find { it.pluginId == '" + plugin + "' }.nodes[0].healthy", equalTo(false)));
+        assertTrue(!feedReader.running(), "nobody looks: the plugin-status records did not start the reader");
+        given().get("/v1/status/feed").then().statusCode(200)
+                .body("findAll { it.plugin == '" + plugin + "' }.text", org.hamcrest.Matchers.hasItem(
+                        containsString("nodes 0/1 healthy")));
+        assertTrue(feedReader.running(), "a page's read of the feed starts the reader");
+        Awaitility.await().atMost(Bus.WAIT).until(() -> !feedReader.running());
+    }
 }

@@ -25,7 +25,7 @@ import org.jboss.logging.Logger;
  *   <li>Lost the lead: it waits one full {@code retryInterval} before its first try, so a standby
  *       takes over rather than the instance whose connection just failed (whose network or server
  *       session is the suspect); the lead never flaps back within one interval.</li>
- *   <li>Leading: it {@code LISTEN}s on {@link #CHANNEL} on the same connection (before it reports
+ *   <li>Leading: it {@code LISTEN}s on {@link #CHANNEL} and {@link #DUE_CHANNEL} on the same connection (before it reports
  *       leadership, so no commit falls between the recovery sweep and the first notification) and
  *       reports every notification; every {@code retryInterval} it checks the connection with a
  *       {@code SELECT 1} (bounded by the interval): a closed connection or a failed check ends
@@ -40,6 +40,8 @@ public final class LeaderElection implements AutoCloseable {
     public static final long LOCK_KEY = 0x637369636c61696dL;
     /** The NOTIFY channel: outbox rows were committed. */
     public static final String CHANNEL = "csi_claims_outbox";
+    /** The NOTIFY channel of due times (migration V8_1, a trigger): a row falls due at the payload (epoch ms). */
+    public static final String DUE_CHANNEL = "csi_claims_due";
     /** The application_name of the dedicated connection (visible in pg_stat_activity). */
     public static final String APPLICATION_NAME = "claim-service-leader";
 
@@ -51,6 +53,7 @@ public final class LeaderElection implements AutoCloseable {
     private final Duration retryInterval;
     private final Consumer<Boolean> onLeadership;
     private final Runnable onNotification;
+    private final Consumer<String> onDue;
     private final AtomicLong notifications = new AtomicLong();
     private final AtomicLong losses = new AtomicLong();
 
@@ -70,6 +73,13 @@ public final class LeaderElection implements AutoCloseable {
      */
     public LeaderElection(Vertx vertx, PgConnectOptions options, long lockKey, Duration retryInterval,
             Consumer<Boolean> onLeadership, Runnable onNotification) {
+        this(vertx, options, lockKey, retryInterval, onLeadership, onNotification, due -> { });
+    }
+
+    /** @param onDue called with the payload of every notification on {@link #DUE_CHANNEL} while leading */
+    public LeaderElection(Vertx vertx, PgConnectOptions options, long lockKey, Duration retryInterval,
+            Consumer<Boolean> onLeadership, Runnable onNotification, Consumer<String> onDue) {
+        this.onDue = Objects.requireNonNull(onDue);
         this.vertx = Objects.requireNonNull(vertx);
         this.options = new PgConnectOptions(options).addProperty("application_name", APPLICATION_NAME);
         this.lockKey = lockKey;
@@ -161,7 +171,7 @@ public final class LeaderElection implements AutoCloseable {
                     if (!Boolean.TRUE.equals(row.getBoolean("locked"))) {
                         return Future.<Void>succeededFuture();
                     }
-                    return c.query("LISTEN " + CHANNEL).execute().<Void>mapEmpty().onSuccess(v -> {
+                    return c.query("LISTEN " + CHANNEL + "; LISTEN " + DUE_CHANNEL).execute().<Void>mapEmpty().onSuccess(v -> {
                         if (closed || connection != c) {
                             c.close();
                             return;
@@ -196,6 +206,8 @@ public final class LeaderElection implements AutoCloseable {
                 if (leader && CHANNEL.equals(n.getChannel())) {
                     notifications.incrementAndGet();
                     onNotification.run();
+                } else if (leader && DUE_CHANNEL.equals(n.getChannel())) {
+                    onDue.accept(n.getPayload());
                 }
             });
             return c;

@@ -42,6 +42,8 @@ public class Leadership {
     Optional<String> password;
     @Inject
     ClaimSettings settings;
+    @Inject
+    io.csiorchestrator.claims.ReconcileSchedule reconcile;
 
     private volatile LeaderElection election;
 
@@ -51,7 +53,10 @@ public class Leadership {
                 .register(registry);
         election = new LeaderElection(vertx, connectOptions(reactiveUrl.orElse("postgresql://localhost:5432/claims"),
                 username.orElse(null), password.orElse(null)), LeaderElection.LOCK_KEY, settings.leader().retryInterval(),
-                relay::leadershipChanged, relay::signal);
+                leads -> {
+                    relay.leadershipChanged(leads);
+                    reconcile.leadershipChanged(leads);
+                }, relay::signal, reconcile::onDueNotification);
         election.start();
     }
 

@@ -26,6 +26,7 @@ import io.csiorchestrator.events.NodeStateReported;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.PluginStatus;
+import io.csiorchestrator.events.Topic;
 import io.smallrye.mutiny.Uni;
 import io.smallrye.reactive.messaging.TracingMetadata;
 import io.smallrye.reactive.messaging.kafka.KafkaRecord;
@@ -39,7 +40,8 @@ import org.eclipse.microprofile.reactive.messaging.Incoming;
 import org.jboss.logging.Logger;
 
 /**
- * The five inputs (claim-requested, mount-done, plugin-status, node-state for anti-entropy, and node-events for volume conditions). Each record's CloudEvents headers are checked ({@link CloudEventHeaders#requireValid}:
+ * The inputs (claim-requested, mount-done, node-leases, and through one channel plugin-status, node-state for anti-entropy,
+ * and node-events for volume conditions). Each record's CloudEvents headers are checked ({@link CloudEventHeaders#requireValid}:
  * the topic's {@code ce_type}, {@code ce_specversion} 1.0, {@code ce_id}, {@code ce_source}, a parseable
  * {@code ce_time}) and its value decoded with the contract's codec: a malformed record fails with a
  * {@link MalformedEventException}, which nacks it to the topic's dead-letter topic (reason header =
@@ -84,6 +86,8 @@ public class Consumers {
     RecordBatches batches;
     @Inject
     Retries retries;
+    @Inject
+    io.csiorchestrator.claims.KafkaTopics topics;
 
     /**
      * A poll of claim-requested records ({@link RecordBatches}): each is checked (headers, value, a scheduler's
@@ -181,9 +185,37 @@ public class Consumers {
         return CloudEventHeaders.eventTime(record.headers(), record.timestamp(), now).orElse(now);
     }
 
+    /**
+     * The three low-traffic topics, plugin-status, node-state and node-events, through one consumer (channel
+     * {@code node-reports}, issue 36: each consumer of its own cost two connections, their heartbeats, idle fetches and
+     * SCRAM re-authentications while nothing happened). Each record is handled as its topic's handler below says; one
+     * that fails is dead-lettered to its own topic's dead-letter topic, as when each topic had its channel. They are
+     * handled one at a time in poll order, so a record retried for the database's sake holds the other two topics too
+     * (they are held by the same outage anyway).
+     */
+    @Incoming("node-reports")
+    public Uni<Void> onNodeReport(KafkaRecord<String, String> message) {
+        ConsumerRecord<String, String> record = consumerRecord(message);
+        String topic = record.topic();
+        Uni<Void> handling;
+        if (topic.equals(topics.name(Topic.PLUGIN_STATUS))) {
+            handling = onPluginStatus(record);
+        } else if (topic.equals(topics.name(Topic.NODE_STATE))) {
+            handling = onNodeState(record);
+        } else if (topic.equals(topics.name(Topic.NODE_EVENTS))) {
+            handling = onNodeEvent(record);
+        } else {
+            handling = Uni.createFrom().failure(new IllegalStateException("channel node-reports got a record of " + topic));
+        }
+        return handling.onItemOrFailure().transformToUni((ok, failure) -> Uni.createFrom().completionStage(failure == null
+                ? message.ack()
+                : message.nack(failure, org.eclipse.microprofile.reactive.messaging.Metadata.of(
+                        io.smallrye.reactive.messaging.kafka.api.OutgoingKafkaRecordMetadata.builder()
+                                .withTopic(topic + Topic.DEAD_LETTER_SUFFIX).build()))));
+    }
+
     /** A node's report of its actual state, for anti-entropy ({@link AntiEntropyRepairs}); keyed by its node id. */
-    @Incoming("node-state")
-    public Uni<Void> onNodeState(ConsumerRecord<String, String> record) {
+    Uni<Void> onNodeState(ConsumerRecord<String, String> record) {
         return handled(() -> {
             CloudEventHeaders.requireValid(record.headers(), EventType.NODE_STATE);
             NodeStateReported report = EventCodec.decode(NodeStateReported.class, record.value());
@@ -196,8 +228,8 @@ public class Consumers {
         });
     }
 
-    @Incoming("plugin-status")
-    public Uni<Void> onPluginStatus(ConsumerRecord<String, String> record) {
+    /** A plugin's aggregate view, or its tombstone, as plugin-registry-service published it; keyed by its plugin id. */
+    Uni<Void> onPluginStatus(ConsumerRecord<String, String> record) {
         return handled(() -> {
             // A tombstone (no value) carries the headers too.
             CloudEventHeaders.requireValid(record.headers(), EventType.PLUGIN_STATUS);
@@ -219,8 +251,7 @@ public class Consumers {
      * acknowledged unread. A volume-condition event without its volume, plugin or a
      * {@code details.condition} of {@code abnormal}/{@code normal} is dead-lettered.
      */
-    @Incoming("node-events")
-    public Uni<Void> onNodeEvent(ConsumerRecord<String, String> record) {
+    Uni<Void> onNodeEvent(ConsumerRecord<String, String> record) {
         return handled(() -> {
             CloudEventHeaders.requireValid(record.headers(), EventType.NODE_EVENT);
             NodeEvent event = EventCodec.decode(NodeEvent.class, record.value());

@@ -1,9 +1,7 @@
 package io.csiorchestrator.claims.provision;
 
 import io.csiorchestrator.claims.ClaimSettings;
-import io.csiorchestrator.claims.leader.Leadership;
 import io.quarkus.hibernate.reactive.panache.Panache;
-import io.quarkus.scheduler.Scheduled;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -14,9 +12,10 @@ import java.util.function.Function;
 import org.jboss.logging.Logger;
 
 /**
- * The provisions' reconcile loop, on the leader only, on the claims' {@code csi.claims.reconcile-interval}: due
- * retries send their command again, commands without an answer past {@code csi.claims.command-timeout} count as
- * DEADLINE_EXCEEDED; at most {@code csi.claims.reconcile-batch} of each per tick. After a restart this is what
+ * The provisions' reconcile pass, on the leader only, run by {@link io.csiorchestrator.claims.ReconcileSchedule} after
+ * the claims' when something falls due: due retries send their command again, commands without an answer past
+ * {@code csi.claims.command-timeout} count as DEADLINE_EXCEEDED; at most {@code csi.claims.reconcile-batch} of each
+ * per pass. After a restart this is what
  * re-sends a create whose answer was lost (the same CSI name: the same volume).
  */
 @ApplicationScoped
@@ -30,18 +29,6 @@ public class ProvisionReconciler {
     SnapshotService snapshots;
     @Inject
     ClaimSettings settings;
-    @Inject
-    Leadership leadership;
-
-    @Scheduled(every = "${csi.claims.reconcile-interval:5s}", delayed = "${csi.claims.reconcile-interval:5s}",
-            concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
-    Uni<Void> tick() {
-        if (!leadership.isLeader()) {
-            return Uni.createFrom().voidItem();
-        }
-        return reconcile().onFailure().invoke(t -> LOG.warnf("provision reconcile tick failed: %s", t.toString()))
-                .onFailure().recoverWithNull();
-    }
 
     /** One pass: due retries, then timed-out commands; the provisions', then the snapshots' (issue 14 item 2). */
     public Uni<Void> reconcile() {

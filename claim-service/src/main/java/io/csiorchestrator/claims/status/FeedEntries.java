@@ -6,39 +6,16 @@ import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.EventType;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.PluginStatus;
-import jakarta.enterprise.context.ApplicationScoped;
-import jakarta.inject.Inject;
 import java.time.Instant;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.eclipse.microprofile.reactive.messaging.Incoming;
-import org.jboss.logging.Logger;
 
 /**
- * The status page's own Kafka consumer (channel {@code status-feed}): claim-status, node-events and plugin-status,
- * from the end of each topic, in a consumer group of its own per instance and start
- * ({@code claim-service-status-feed-<quarkus.uuid>}), so every claim-service instance shows every event and the
- * service's real consumers keep every partition of their group. A record that breaks the contract is skipped here (the topic's
- * real consumers dead-letter it); nothing is written anywhere.
+ * What the status page's feed shows of a claim-status, node-events or plugin-status record ({@link StatusFeedReader}
+ * reads them): one function, which throws for a record that breaks the contract.
  */
-@ApplicationScoped
-public class StatusFeedConsumer {
+public final class FeedEntries {
 
-    private static final Logger LOG = Logger.getLogger(StatusFeedConsumer.class);
-
-    @Inject
-    LiveFeed feed;
-
-    @Incoming("status-feed")
-    public void onRecord(ConsumerRecord<String, String> record) {
-        try {
-            FeedEntry entry = entry(record);
-            if (entry != null) {
-                feed.publish(entry);
-            }
-        } catch (RuntimeException e) {
-            LOG.debugf("status feed: skipped a record of %s that breaks the contract (%s)", record.topic(),
-                    e.getClass().getSimpleName());
-        }
+    private FeedEntries() {
     }
 
     /** The feed entry of {@code record}, or null for one the page does not show. */

@@ -33,6 +33,9 @@ public class StatusResource {
     LiveFeed feed;
 
     @Inject
+    StatusFeedReader reader;
+
+    @Inject
     JsonWebToken token;
 
     /**
@@ -80,9 +83,12 @@ public class StatusResource {
     @Produces(MediaType.APPLICATION_JSON)
     @Operation(summary = "Recent events", description = "The last claim-status, node-events and plugin-status "
             + "events this instance read (at most " + LiveFeed.CAPACITY + "), oldest first.")
-    public List<FeedEntry> recent() {
+    public Uni<List<FeedEntry>> recent() {
         requireAllNamespaces();
-        return feed.recent();
+        // the reader runs only while someone looks: this read starts it and waits for its read-back
+        return Uni.createFrom().completionStage(reader.touched())
+                .ifNoItem().after(StatusFeedReader.CATCH_UP_WAIT).recoverWithItem((Void) null)
+                .map(v -> feed.recent());
     }
 
     @GET
@@ -94,6 +100,7 @@ public class StatusResource {
             + "node-events or plugin-status event as this instance reads it from Kafka.")
     public Multi<FeedEntry> events() {
         requireAllNamespaces();
-        return feed.stream();
+        // the reader runs while a stream is open (and a linger after the last one closed)
+        return feed.stream().onSubscription().invoke(s -> reader.joined()).onTermination().invoke(reader::left);
     }
 }

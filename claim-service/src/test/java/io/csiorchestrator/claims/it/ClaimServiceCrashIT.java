@@ -436,7 +436,7 @@ class ClaimServiceCrashIT {
         props.put("csi.topics.prefix", prefix);
         // The relay's producer (and the topic admin) through the proxy; the consumers straight to the broker.
         props.put("kafka.bootstrap.servers", "127.0.0.1:" + relayKafka.port());
-        for (String channel : List.of("claim-requested", "mount-done", "plugin-status", "node-events")) {
+        for (String channel : List.of("claim-requested", "mount-done", "node-reports")) {
             props.put("mp.messaging.incoming." + channel + ".bootstrap.servers", broker.bootstrapServers());
         }
         // its own principal on the closed broker, with its ACLs on this test's prefix
