@@ -89,39 +89,18 @@ final class Chaos {
 
     private Cluster cluster;
     private TopicCatalog topics;
-    private final List<Vol> volumes = new ArrayList<>();
-    private final List<ChaosCheck.Request> requests = new ArrayList<>();
-    private final Map<String, ChaosCheck.Request> pending = new HashMap<>();
-    /** Every request sent, by id (a claim's later status, e.g. its end by a fence, names its request). */
-    private final Map<String, ChaosCheck.Request> sent = new HashMap<>();
-    private final List<ChaosCheck.Answer> answers = new ArrayList<>();
+    /** The scheduler's volumes, requests and the claim-status records read (under {@link #lock}). */
+    private final ChaosBook book = new ChaosBook(NAMESPACE, Cluster.NODES, random);
     private final List<ChaosCheck.NodeEv> nodeEvents = new ArrayList<>();
     /** Every node-leases record read (issue 19: the registry restart's checks). */
     private final List<FenceCheck.LeaseEv> leases = new ArrayList<>();
     /** The registry restarts done ({@code registry-kill}), checked at the end once every record was read. */
     private final List<long[]> registryRestarts = new ArrayList<>();
-    /** Allocations whose claim may be held though the scheduler does not know it (a send that failed). */
-    private final Set<String> uncertain = new LinkedHashSet<>();
-    private long sequence;
     private int replicaPort;
     /** Issue 19's fencing faults ({@link FenceFaults}) and the violations their runs found. */
     private FenceFaults fence;
     private final List<ChaosCheck.Violation> fenceViolations = new ArrayList<>();
     private io.csiorchestrator.localinfra.NetNamespace nodeNamespace;
-
-    /** A volume of the run and what the scheduler knows of it. */
-    static final class Vol {
-        final String id;
-        final AccessMode mode;
-        final Map<String, ChaosCheck.Held> held = new LinkedHashMap<>();
-        String busy;
-        boolean unsure;
-
-        Vol(String id, AccessMode mode) {
-            this.id = id;
-            this.mode = mode;
-        }
-    }
 
     Chaos(Args args, Path home, PrintStream out) {
         this.args = args;
@@ -194,10 +173,10 @@ final class Chaos {
                     for (long[] r : registryRestarts) {
                         fenceViolations.addAll(FenceCheck.check(new FenceCheck.RegistryRestart("registry-kill",
                                 Cluster.NODES, r[0], r[1], r[2], fence.timers(), List.copyOf(leases),
-                                List.copyOf(nodeEvents), List.copyOf(answers))));
+                                List.copyOf(nodeEvents), List.copyOf(book.answers))));
                     }
-                    report = withFenceViolations(ChaosCheck.check(List.copyOf(requests), List.copyOf(answers),
-                            List.copyOf(nodeEvents), done, end, limit), fenceViolations);
+                    report = withFenceViolations(ChaosCheck.check(List.copyOf(book.requests), List.copyOf(book.answers),
+                            List.copyOf(nodeEvents), done, end, limit, book.modes()), fenceViolations);
                 }
             }
         } finally {
@@ -287,7 +266,7 @@ final class Chaos {
                 Set<ClaimState> finals = request.mode() == ClaimMode.RELEASE ? ChaosCheck.RELEASE_FINAL
                         : ChaosCheck.CLAIM_FINAL;
                 synchronized (lock) {
-                    return answers.stream().filter(a -> a.requestId().equals(request.requestId())
+                    return book.answers.stream().filter(a -> a.requestId().equals(request.requestId())
                             && finals.contains(a.state())).findFirst();
                 }
             }
@@ -362,10 +341,15 @@ final class Chaos {
                 bodies.add(Map.of("id", id, "namespace", NAMESPACE, "name", id, "externalId", externalId,
                         "pluginId", Cluster.PLUGIN_ID, "accessMode", mode.wire(),
                         "attachmentMode", AttachmentMode.FILE_SYSTEM.wire()));
-                volumes.add(new Vol(id, mode));
+                synchronized (lock) {
+                    book.add(id, mode);
+                }
             }
             for (String id : fenceVolumes) {
-                // a fencing fault's own single-node-writer volume, outside the scheduler's load
+                // a fencing fault's own single-node-writer volume, outside the scheduler's load (its grants judged too)
+                synchronized (lock) {
+                    book.judgeToo(id, AccessMode.SINGLE_NODE_WRITER);
+                }
                 String externalId = PluginVolumes.create(id, sockets);
                 bodies.add(Map.of("id", id, "namespace", NAMESPACE, "name", id, "externalId", externalId,
                         "pluginId", Cluster.PLUGIN_ID, "accessMode", AccessMode.SINGLE_NODE_WRITER.wire(),
@@ -645,9 +629,9 @@ final class Chaos {
 
     private long convergedSoFar(ChaosCheck.Fault fault) {
         synchronized (lock) {
-            Map<String, ChaosCheck.Answer> done = ChaosCheck.finalAnswers(requests, answers);
+            Map<String, ChaosCheck.Answer> done = ChaosCheck.finalAnswers(book.requests, book.answers);
             Set<String> nodes = new TreeSet<>(Cluster.NODES);
-            return ChaosCheck.convergeMillis(fault, requests, done, nodes);
+            return ChaosCheck.convergeMillis(fault, book.requests, done, nodes);
         }
     }
 
@@ -682,34 +666,12 @@ final class Chaos {
 
     private ClaimRequested nextRequest() {
         synchronized (lock) {
-            List<Vol> idle = volumes.stream().filter(v -> v.busy == null).toList();
-            if (idle.isEmpty()) {
-                return null;
-            }
-            Vol v = idle.get(random.nextInt(idle.size()));
-            if (!v.held.isEmpty() && random.nextDouble() < 0.5) {
-                List<String> allocs = new ArrayList<>(v.held.keySet());
-                return ClaimClient.release(NAMESPACE, v.id, allocs.get(random.nextInt(allocs.size())));
-            }
-            String node = Cluster.NODES.get(random.nextInt(Cluster.NODES.size()));
-            ClaimMode mode = random.nextDouble() < (v.mode.allowsWrite() ? 0.5 : 0.15) ? ClaimMode.WRITE : ClaimMode.READ;
-            return ClaimClient.claim(NAMESPACE, v.id, "a" + (++sequence), node, mode, v.mode, AttachmentMode.FILE_SYSTEM);
+            return book.next();
         }
     }
 
-    private Vol volume(String id) {
-        return volumes.stream().filter(v -> v.id.equals(id)).findFirst().orElseThrow();
-    }
-
+    /** Writes {@code request} (its volume marked busy with it by {@link ChaosBook#next}, or a release at the end). */
     private void send(KafkaProducer<String, byte[]> producer, ClaimRequested request) {
-        Vol v;
-        boolean mustReject;
-        synchronized (lock) {
-            v = volume(request.volumeId());
-            v.busy = request.requestId();
-            mustReject = request.mode() != ClaimMode.RELEASE && !v.unsure
-                    && ChaosCheck.mustReject(v.mode, v.held, request.nodeId(), request.mode());
-        }
         long sentAt;
         try {
             sentAt = producer.send(ClaimClient.record(topics, request, ClaimClient.newTraceparent()))
@@ -717,44 +679,13 @@ final class Chaos {
         } catch (Exception e) {
             synchronized (lock) {
                 // Maybe written, maybe not: not counted as a request; its allocation is released at the end.
-                v.busy = null;
-                v.unsure = true;
-                uncertain.add(v.id + "/" + request.allocationId());
+                book.sendFailed(request);
             }
             out.println("csi chaos: note: sending " + request.mode().wire() + " of " + request.volumeId() + " failed: " + e);
             return;
         }
-        ChaosCheck.Request r = new ChaosCheck.Request(request.requestId(), request.volumeId(), request.allocationId(),
-                request.nodeId(), request.mode(), v.mode, sentAt, mustReject);
         synchronized (lock) {
-            requests.add(r);
-            sent.put(r.id(), r);
-            pending.put(r.id(), r);
-            // The answer may have come before this thread got here.
-            Map<String, ChaosCheck.Answer> done = ChaosCheck.finalAnswers(List.of(r), answers);
-            if (done.containsKey(r.id())) {
-                answered(r, done.get(r.id()));
-            }
-        }
-    }
-
-    /** Under the lock: a request got its final answer; the scheduler's view of the volume follows it. */
-    private void answered(ChaosCheck.Request r, ChaosCheck.Answer a) {
-        if (pending.remove(r.id()) == null) {
-            return;
-        }
-        Vol v = volume(r.volume());
-        if (r.id().equals(v.busy)) {
-            v.busy = null;
-        }
-        switch (a.state()) {
-            case READY -> v.held.put(r.alloc(), new ChaosCheck.Held(r.node(), r.mode()));
-            case RELEASED -> v.held.remove(r.alloc());
-            default -> {
-                if (r.mode() == ClaimMode.RELEASE) {
-                    v.unsure = true; // a release refused or failed: what is held is no longer known
-                }
-            }
+            book.sent(request, sentAt);
         }
     }
 
@@ -800,20 +731,12 @@ final class Chaos {
         try {
             if (record.topic().equals(statusTopic)) {
                 ClaimStatus s = EventCodec.decode(ClaimStatus.class, record.value());
-                ChaosCheck.Answer a = new ChaosCheck.Answer(s.requestId(), s.state(), s.reason(), record.timestamp());
+                ChaosCheck.Answer a = ChaosBook.answer(s, record.partition(), record.offset(), record.timestamp());
+                Optional<String> note;
                 synchronized (lock) {
-                    answers.add(a);
-                    ChaosCheck.Request r = pending.get(s.requestId());
-                    if (r != null && (r.isClaim() ? ChaosCheck.CLAIM_FINAL : ChaosCheck.RELEASE_FINAL).contains(s.state())) {
-                        answered(r, a);
-                    } else if (r == null && ChaosCheck.fenceEnded(a)) {
-                        // a held claim ended by its node's fence (issue 19): no longer held, as a real scheduler learns
-                        ChaosCheck.Request claim = sent.get(s.requestId());
-                        if (claim != null && ChaosCheck.fenceEnd(volume(claim.volume()).held, claim, a)) {
-                            out.println("csi chaos: note: " + claim.alloc() + " on " + claim.volume() + " ended: " + a.reason());
-                        }
-                    }
+                    note = book.take(a);
                 }
+                note.ifPresent(n -> out.println("csi chaos: note: " + n));
             } else if (record.topic().equals(topics.name(Topic.NODE_LEASES))) {
                 if (record.value() == null) {
                     return; // a tombstone of the compacted topic
@@ -884,47 +807,38 @@ final class Chaos {
         try {
             Wait.until("an answer to every request", ANSWER_WAIT, null, () -> {
                 synchronized (lock) {
-                    return pending.isEmpty() ? Optional.of(true) : Optional.empty();
+                    return book.pending.isEmpty() ? Optional.of(true) : Optional.empty();
                 }
             });
         } catch (Wait.WaitFailed e) {
             synchronized (lock) {
-                out.println("csi chaos: " + pending.size() + " request(s) still unanswered");
+                out.println("csi chaos: " + book.pending.size() + " request(s) still unanswered");
             }
         }
         Http claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
         List<String> lost = new ArrayList<>();
-        List<String[]> toRelease = new ArrayList<>();
+        List<String[]> toRelease;
+        List<String> volumeIds;
         synchronized (lock) {
-            for (Vol v : volumes) {
-                v.held.keySet().forEach(alloc -> toRelease.add(new String[] {v.id, alloc}));
-            }
-            for (String u : uncertain) {
-                String[] parts = u.split("/", 2);
-                toRelease.add(parts);
-            }
-            for (ChaosCheck.Request r : pending.values()) {
-                if (r.isClaim()) {
-                    toRelease.add(new String[] {r.volume(), r.alloc()});
-                }
-            }
+            toRelease = book.toRelease();
+            volumeIds = book.volumes.stream().map(v -> v.id).toList();
         }
-        for (Vol v : volumes) {
+        for (String id : volumeIds) {
             Set<String> expected;
             synchronized (lock) {
-                if (v.unsure || v.held.isEmpty()) {
-                    continue;
-                }
-                expected = new TreeSet<>(v.held.keySet());
+                expected = book.expectedHeld(id);
             }
-            Http.Response r = claims.get("/v1/volumes/" + NAMESPACE + "/" + v.id);
+            if (expected.isEmpty()) {
+                continue;
+            }
+            Http.Response r = claims.get("/v1/volumes/" + NAMESPACE + "/" + id);
             Set<String> heldThere = new TreeSet<>();
             if (r.ok() && r.body() != null) {
                 for (JsonNode c : r.body().path("claims")) {
                     heldThere.add(c.path("allocationId").asText());
                 }
             }
-            lost.addAll(ChaosCheck.claimsLost(v.id, expected, heldThere, r.status()));
+            lost.addAll(ChaosCheck.claimsLost(id, expected, heldThere, r.status()));
         }
         out.println("csi chaos: releasing " + toRelease.size() + " claim(s)");
         for (String[] vr : toRelease) {
@@ -933,7 +847,7 @@ final class Chaos {
         try {
             Wait.until("an answer to every release", ANSWER_WAIT, null, () -> {
                 synchronized (lock) {
-                    return pending.isEmpty() ? Optional.of(true) : Optional.empty();
+                    return book.pending.isEmpty() ? Optional.of(true) : Optional.empty();
                 }
             });
         } catch (Wait.WaitFailed e) {

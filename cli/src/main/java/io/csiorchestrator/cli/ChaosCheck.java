@@ -28,9 +28,10 @@ import java.util.regex.Pattern;
  *   <li>{@code answered-twice-differently}: two different final answers to one request (a claim answered ready
  *       and later ended by its node's fence, {@link #fenceEnded}, is not answered twice: that status ends the held
  *       claim, it answers no request);</li>
- *   <li>{@code granted-against-rules}: a claim the rules must refuse (a second writer of a single-writer
- *       volume, a claim on a second node of a single-node volume, a writer of a read-only volume, judged
- *       from the claims answered ready and not released when it was sent) answered ready;</li>
+ *   <li>{@code granted-against-rules}: a claim granted (ready, or accepted to start) while a claim the rules do
+ *       not allow beside it (a second writer of a single-writer volume, a claim on another node of a single-node
+ *       volume) still held the volume, or a writer of a read-only volume: judged at grant time from the volume's
+ *       claim-status records in partition order ({@link GrantCheck});</li>
  *   <li>{@code two-writers-mounted}: a single-writer volume mounted (published) for a writer on two nodes at
  *       once, from the node events in time order;</li>
  *   <li>{@code not-converged}: a fault not converged within the limit after it ended: every request sent
@@ -51,17 +52,24 @@ public final class ChaosCheck {
      * A request the scheduler sent.
      *
      * @param accessMode  the volume's access mode (claims and releases)
-     * @param mustReject  the rules must refuse it (judged when it was sent)
      */
     public record Request(String id, String volume, String alloc, String node, ClaimMode mode, AccessMode accessMode,
-                          long sentAt, boolean mustReject) {
+                          long sentAt) {
         boolean isClaim() {
             return mode != ClaimMode.RELEASE;
         }
     }
 
-    /** A claim-status record: the request it answers, its state, its timestamp. */
-    public record Answer(String requestId, ClaimState state, String reason, long at) {
+    /**
+     * A claim-status record: the request it answers, its state, its timestamp; the claim it is about (volume,
+     * allocation, node, mode) and where it was on the topic (partition, offset; -1 when not from the topic).
+     */
+    public record Answer(String requestId, ClaimState state, String reason, long at, String volume, String alloc,
+                         String node, ClaimMode mode, int partition, long offset) {
+        /** An answer known by its request only (no claim, no place on the topic). */
+        public Answer(String requestId, ClaimState state, String reason, long at) {
+            this(requestId, state, reason, at, null, null, null, null, -1, -1);
+        }
     }
 
     /** A node-events record about a volume. */
@@ -118,8 +126,17 @@ public final class ChaosCheck {
         return first;
     }
 
+    /** {@link #check(List, List, List, List, EndState, long, Map)} with each volume's access mode from its requests. */
     public static Report check(List<Request> requests, List<Answer> answers, List<NodeEv> nodeEvents, List<Fault> faults,
                                EndState end, long convergeLimitMillis) {
+        Map<String, AccessMode> modes = new HashMap<>();
+        requests.forEach(r -> modes.putIfAbsent(r.volume(), r.accessMode()));
+        return check(requests, answers, nodeEvents, faults, end, convergeLimitMillis, modes);
+    }
+
+    /** The invariants; {@code modes}: every volume's access mode (claims on a volume not in it are not judged). */
+    public static Report check(List<Request> requests, List<Answer> answers, List<NodeEv> nodeEvents, List<Fault> faults,
+                               EndState end, long convergeLimitMillis, Map<String, AccessMode> modes) {
         Map<String, Answer> done = finalAnswers(requests, answers);
         List<Violation> all = new ArrayList<>();
         Map<String, Request> byId = new HashMap<>();
@@ -131,10 +148,11 @@ public final class ChaosCheck {
             if (a == null) {
                 all.add(new Violation(faultOf(faults, r.sentAt()), "unanswered", describe(r) + " sent at " + r.sentAt()
                         + " has no final answer"));
-            } else if (r.mustReject() && a.state() == ClaimState.READY) {
-                all.add(new Violation(faultOf(faults, r.sentAt()), "granted-against-rules", describe(r)
-                        + " was answered ready, but the claims held when it was sent forbid it"));
             }
+        }
+        // No claim granted beside one the rules do not allow, judged at grant time.
+        for (GrantCheck.Grant g : GrantCheck.check(answers, modes)) {
+            all.add(new Violation(faultOf(faults, g.at()), "granted-against-rules", g.detail()));
         }
         Map<String, Set<ClaimState>> finals = new LinkedHashMap<>();
         for (Answer a : sorted(answers)) {
@@ -305,27 +323,6 @@ public final class ChaosCheck {
         List<Answer> copy = new ArrayList<>(answers);
         copy.sort(Comparator.comparingLong(Answer::at));
         return copy;
-    }
-
-    /**
-     * Whether the claim rules must refuse a claim, given the claims answered ready and not released on the volume
-     * ({@code held}: allocation → node and mode): a writer of a read-only mode, a second writer in a
-     * single-writer mode, a claim on another node in a single-node mode. A claim these do not forbid may still be
-     * refused (an unhealthy plugin, a claim being rolled back), so only this direction is checked.
-     */
-    public static boolean mustReject(AccessMode mode, Map<String, Held> held, String node, ClaimMode claim) {
-        if (claim == ClaimMode.WRITE && !mode.allowsWrite()) {
-            return true;
-        }
-        for (Held h : held.values()) {
-            if (claim == ClaimMode.WRITE && mode.singleWriter() && h.mode() == ClaimMode.WRITE) {
-                return true;
-            }
-            if (!mode.multiNode() && !h.node().equals(node)) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** claim-service's reason of a claim ended by its node's FENCED report (issue 19). */

@@ -32,17 +32,37 @@ class ChaosCheckTest {
     private final List<Request> requests = new ArrayList<>();
     private final List<Answer> answers = new ArrayList<>();
     private final List<NodeEv> events = new ArrayList<>();
+    /** The next claim-status offset: the records of these tests are on one partition, in the order added. */
+    private long offset;
 
-    private void claim(String id, String volume, String alloc, String node, ClaimMode mode, long sentAt, boolean mustReject) {
-        requests.add(new Request(id, volume, alloc, node, mode, SW, sentAt, mustReject));
+    private void claim(String id, String volume, String alloc, String node, ClaimMode mode, long sentAt) {
+        claimIn(SW, id, volume, alloc, node, mode, sentAt);
+    }
+
+    private void claimIn(AccessMode accessMode, String id, String volume, String alloc, String node, ClaimMode mode,
+                         long sentAt) {
+        requests.add(new Request(id, volume, alloc, node, mode, accessMode, sentAt));
     }
 
     private void release(String id, String volume, String alloc, long sentAt) {
-        requests.add(new Request(id, volume, alloc, null, ClaimMode.RELEASE, SW, sentAt, false));
+        requests.add(new Request(id, volume, alloc, null, ClaimMode.RELEASE, SW, sentAt));
     }
 
     private void answer(String id, ClaimState state, long at) {
-        answers.add(new Answer(id, state, state == ClaimState.REJECTED ? "no" : null, at));
+        answer(id, state, state == ClaimState.REJECTED || state == ClaimState.FAILED
+                || state == ClaimState.PENDING ? "no" : null, at);
+    }
+
+    /**
+     * A claim-status record of request {@code id} as claim-service writes it: the claim's volume, allocation, node and
+     * mode, the next offset of the volume's partition.
+     */
+    private void answer(String id, ClaimState state, String reason, long at) {
+        Request r = requests.stream().filter(q -> q.id().equals(id)).findFirst().orElseThrow();
+        String node = r.node() != null ? r.node() : requests.stream()
+                .filter(q -> q.isClaim() && q.volume().equals(r.volume()) && q.alloc().equals(r.alloc()))
+                .map(Request::node).findFirst().orElse(null);
+        answers.add(new Answer(id, state, reason, at, r.volume(), r.alloc(), node, r.mode(), 0, offset++));
     }
 
     private void event(String node, NodeEventKind kind, String volume, String alloc, long at) {
@@ -54,7 +74,7 @@ class ChaosCheckTest {
      * and the writers of a volume are mounted one after the other: a clean sequence everything else is built on.
      */
     private void cleanRun() {
-        claim("c1", "v1", "a1", "node-1", ClaimMode.WRITE, 1_000, false);
+        claim("c1", "v1", "a1", "node-1", ClaimMode.WRITE, 1_000);
         answer("c1", ClaimState.ACCEPTED, 1_100);
         answer("c1", ClaimState.READY, 1_500);
         event("node-1", NodeEventKind.MOUNT, "v1", "a1", 1_400);
@@ -62,10 +82,10 @@ class ChaosCheckTest {
         answer("r1", ClaimState.RELEASING, 12_100);
         event("node-1", NodeEventKind.UNMOUNT, "v1", "a1", 21_000);
         answer("r1", ClaimState.RELEASED, 21_500);
-        claim("c2", "v1", "a2", "node-2", ClaimMode.WRITE, 22_000, false);
+        claim("c2", "v1", "a2", "node-2", ClaimMode.WRITE, 22_000);
         event("node-2", NodeEventKind.MOUNT, "v1", "a2", 22_400);
         answer("c2", ClaimState.READY, 22_500);
-        claim("c3", "v2", "a3", "node-1", ClaimMode.READ, 23_000, false);
+        claim("c3", "v2", "a3", "node-1", ClaimMode.READ, 23_000);
         answer("c3", ClaimState.READY, 24_000);
     }
 
@@ -97,7 +117,7 @@ class ChaosCheckTest {
     @Test
     void requestWithoutFinalAnswerIsUnanswered() {
         cleanRun();
-        claim("c4", "v3", "a4", "node-2", ClaimMode.READ, 30_000, false);
+        claim("c4", "v3", "a4", "node-2", ClaimMode.READ, 30_000);
         answer("c4", ClaimState.ACCEPTED, 30_100);
         Report report = check(EndState.clean());
         assertEquals(List.of("unanswered"), kinds(report));
@@ -122,7 +142,7 @@ class ChaosCheckTest {
     @Test
     void releasedAfterAFailedClaimIsNotASecondAnswerAndTheFailureIsCounted() {
         cleanRun();
-        claim("c5", "v3", "a5", "node-1", ClaimMode.READ, 30_000, false);
+        claim("c5", "v3", "a5", "node-1", ClaimMode.READ, 30_000);
         answer("c5", ClaimState.FAILED, 30_500);
         answer("c5", ClaimState.RELEASED, 31_000);
         Report report = check(EndState.clean());
@@ -147,25 +167,32 @@ class ChaosCheckTest {
     @Test
     void readersOnTwoNodesBesideOneWriterAreNoViolation() {
         cleanRun();
-        claim("c6", "v1", "a6", "node-1", ClaimMode.READ, 25_000, false);
+        claim("c6", "v1", "a6", "node-1", ClaimMode.READ, 25_000);
         answer("c6", ClaimState.READY, 25_500);
         event("node-1", NodeEventKind.MOUNT, "v1", "a6", 25_400);
-        claim("c7", "v1", "a7", "node-2", ClaimMode.READ, 26_000, false);
+        claim("c7", "v1", "a7", "node-2", ClaimMode.READ, 26_000);
         answer("c7", ClaimState.READY, 26_500);
         event("node-2", NodeEventKind.MOUNT, "v1", "a7", 26_400);
         assertEquals(List.of(), check(EndState.clean()).violations());
     }
 
-    /** A claim the rules must refuse, answered ready, is a violation; answered rejected it is not. */
+    /**
+     * A plain double grant: a second writer of a single-writer volume answered ready while the first (a2 on node-2) holds
+     * it, judged from claim-status alone (no verdict of the scheduler's); answered rejected it is no violation.
+     */
     @Test
-    void claimThatMustBeRejectedButIsReadyIsAViolation() {
+    void secondWriterGrantedWhileTheFirstHoldsIsAViolationRejectedIsNot() {
         cleanRun();
-        claim("c8", "v1", "a8", "node-1", ClaimMode.WRITE, 27_000, true);
+        claim("c8", "v1", "a8", "node-1", ClaimMode.WRITE, 27_000);
         answer("c8", ClaimState.REJECTED, 27_200);
         assertEquals(List.of(), check(EndState.clean()).violations());
         answers.removeIf(a -> a.requestId().equals("c8"));
         answer("c8", ClaimState.READY, 27_200);
-        assertEquals(List.of("granted-against-rules"), kinds(check(EndState.clean())));
+        Report report = check(EndState.clean());
+        assertEquals(List.of("granted-against-rules"), kinds(report));
+        assertEquals("worker-kill", report.violations().get(0).fault());
+        String detail = report.violations().get(0).detail();
+        assertTrue(detail.contains("claim a8 on node-1") && detail.contains("a2 (write on node-2"), detail);
     }
 
     /** No claim answered ready on node-2 after the fault ended: not converged, with the reason. */
@@ -184,8 +211,8 @@ class ChaosCheckTest {
     @Test
     void convergingLaterThanTheLimitIsAViolation() {
         cleanRun();
-        answers.removeIf(a -> a.requestId().equals("r1") && a.state() == ClaimState.RELEASED);
-        answer("r1", ClaimState.RELEASED, 20_000 + LIMIT + 1);
+        answers.removeIf(a -> a.requestId().equals("c3") && a.state() == ClaimState.READY); // node-1's first ready
+        answer("c3", ClaimState.READY, 20_000 + LIMIT + 1);
         Report report = check(EndState.clean());
         assertEquals(List.of("not-converged"), kinds(report));
         assertEquals(LIMIT + 1, report.rows().get(0).convergeMillis());
@@ -215,9 +242,9 @@ class ChaosCheckTest {
     @Test
     void claimEndedByItsNodesFenceIsNeitherLostNorAnsweredTwiceAnyOtherEndStillIs() {
         cleanRun();
-        claim("c6", "v3", "a6", "node-1", ClaimMode.WRITE, 30_000, false);
+        claim("c6", "v3", "a6", "node-1", ClaimMode.WRITE, 30_000);
         answer("c6", ClaimState.READY, 30_500);
-        claim("c7", "v4", "a7", "node-1", ClaimMode.WRITE, 31_000, false);
+        claim("c7", "v4", "a7", "node-1", ClaimMode.WRITE, 31_000);
         answer("c7", ClaimState.READY, 31_500);
         Answer fence = new Answer("c6", ClaimState.FAILED, "node-1 fenced at epoch 3: mount removed", 40_000);
         Answer other = new Answer("c7", ClaimState.FAILED, "volume v4 gone", 40_000);
@@ -250,7 +277,7 @@ class ChaosCheckTest {
      */
     @Test
     void claimFreedAfterItsNodesLapseIsLearnedAsEnded() {
-        Request c = new Request("c8", "v5", "a8", "node-1", ClaimMode.READ, SW, 30_000, false);
+        Request c = new Request("c8", "v5", "a8", "node-1", ClaimMode.READ, SW, 30_000);
         Map<String, Held> held = new java.util.HashMap<>(Map.of("a8", new Held("node-1", ClaimMode.READ)));
         String why = "node-1's lease epoch 2 lapsed and the fence wait passed: assumed detached";
         assertFalse(ChaosCheck.fenceEnd(held, c, new Answer("c8", ClaimState.RELEASED, "the failed claim was rolled back", 40_000)));
@@ -266,18 +293,122 @@ class ChaosCheckTest {
                 "node-1's lease epoch 2 was fenced and the fence wait passed: assumed detached", 41_000)));
     }
 
-    /** The rules the scheduler judges claims by: which claims must be refused. */
+    /** The rules grants are judged by: which claims may not be granted beside a holder, or at all. */
     @Test
-    void mustRejectSecondWritersOtherNodesOfSingleNodeVolumesAndWritersOfReadOnlyVolumes() {
-        Map<String, Held> writer = Map.of("a1", new Held("node-1", ClaimMode.WRITE));
-        Map<String, Held> reader = Map.of("a1", new Held("node-1", ClaimMode.READ));
-        assertTrue(ChaosCheck.mustReject(SW, writer, "node-2", ClaimMode.WRITE));
-        assertTrue(ChaosCheck.mustReject(SW, writer, "node-1", ClaimMode.WRITE));
-        assertFalse(ChaosCheck.mustReject(SW, writer, "node-2", ClaimMode.READ));
-        assertFalse(ChaosCheck.mustReject(SW, reader, "node-2", ClaimMode.WRITE));
-        assertTrue(ChaosCheck.mustReject(AccessMode.SINGLE_NODE_WRITER, reader, "node-2", ClaimMode.READ));
-        assertFalse(ChaosCheck.mustReject(AccessMode.SINGLE_NODE_WRITER, reader, "node-1", ClaimMode.WRITE));
-        assertTrue(ChaosCheck.mustReject(AccessMode.MULTI_NODE_READER_ONLY, Map.of(), "node-1", ClaimMode.WRITE));
-        assertFalse(ChaosCheck.mustReject(AccessMode.MULTI_NODE_READER_ONLY, reader, "node-2", ClaimMode.READ));
+    void conflictsAreSecondWritersOtherNodesOfSingleNodeVolumesAndWritersOfReadOnlyVolumes() {
+        assertTrue(GrantCheck.conflicts(SW, "node-1", ClaimMode.WRITE, "node-2", ClaimMode.WRITE));
+        assertTrue(GrantCheck.conflicts(SW, "node-1", ClaimMode.WRITE, "node-1", ClaimMode.WRITE));
+        assertFalse(GrantCheck.conflicts(SW, "node-1", ClaimMode.WRITE, "node-2", ClaimMode.READ));
+        assertFalse(GrantCheck.conflicts(SW, "node-1", ClaimMode.READ, "node-2", ClaimMode.WRITE));
+        AccessMode snw = AccessMode.SINGLE_NODE_WRITER;
+        assertTrue(GrantCheck.conflicts(snw, "node-1", ClaimMode.READ, "node-2", ClaimMode.READ));
+        assertTrue(GrantCheck.conflicts(snw, "node-1", ClaimMode.WRITE, "node-1", ClaimMode.WRITE));
+        assertFalse(GrantCheck.conflicts(snw, "node-1", ClaimMode.READ, "node-1", ClaimMode.WRITE));
+        assertTrue(GrantCheck.conflicts(AccessMode.SINGLE_NODE_READER_ONLY, "node-1", ClaimMode.READ, "node-2",
+                ClaimMode.READ));
+        assertFalse(GrantCheck.conflicts(AccessMode.MULTI_NODE_MULTI_WRITER, "node-1", ClaimMode.WRITE, "node-2",
+                ClaimMode.WRITE));
+        assertTrue(GrantCheck.writerForbidden(AccessMode.MULTI_NODE_READER_ONLY, ClaimMode.WRITE));
+        assertTrue(GrantCheck.writerForbidden(AccessMode.SINGLE_NODE_READER_ONLY, ClaimMode.WRITE));
+        assertFalse(GrantCheck.writerForbidden(AccessMode.MULTI_NODE_READER_ONLY, ClaimMode.READ));
+        assertFalse(GrantCheck.writerForbidden(SW, ClaimMode.WRITE));
+    }
+
+    private static final AccessMode SNW = AccessMode.SINGLE_NODE_WRITER;
+    private static final String LAPSE = "node-1's lease epoch 2 lapsed and the fence wait passed: assumed detached";
+
+    /**
+     * The first half of the 2026-11-29 sequence (chaos-v01, single-node-writer): a327's read claim on node-1 is ready;
+     * claim-service itself starts freeing it (node-1's lease lapsed, the fence wait passed: RELEASING under a327's own
+     * request, no release asked); a394's write claim on node-2 arrives and waits (PENDING). The scheduler still counted
+     * a327 held when it sent a394 (its reader polls every 200 ms).
+     */
+    private void lapseWhileNode2Waits() {
+        cleanRun();
+        claimIn(SNW, "c327", "v01", "a327", "node-1", ClaimMode.READ, 1_000);
+        answer("c327", ClaimState.ACCEPTED, 1_100);
+        event("node-1", NodeEventKind.MOUNT, "v01", "a327", 1_300);
+        answer("c327", ClaimState.READY, 1_400);
+        answer("c327", ClaimState.RELEASING, LAPSE, 68_764);
+        claimIn(SNW, "c394", "v01", "a394", "node-2", ClaimMode.WRITE, 68_900);
+        answer("c394", ClaimState.PENDING, 68_947);
+    }
+
+    /** ... then a327 RELEASED, then a394 started (ACCEPTED) and ready: the designed wait, no violation. */
+    @Test
+    void holderFreedByClaimServiceWhileAnotherNodesClaimWaitsIsNoViolation() {
+        lapseWhileNode2Waits();
+        answer("c327", ClaimState.RELEASED, LAPSE, 69_268);
+        answer("c394", ClaimState.ACCEPTED, 69_300);
+        event("node-2", NodeEventKind.MOUNT, "v01", "a394", 69_700);
+        answer("c394", ClaimState.READY, 69_768);
+        event("node-1", NodeEventKind.FENCED, "v01", "a327", 70_977);
+        assertEquals(List.of(), check(EndState.clean()).violations());
+    }
+
+    /**
+     * A waiting claim woken too early: a394 started (ACCEPTED, its mount sent) after a327's RELEASING but before its
+     * RELEASED. A violation at the ACCEPTED, naming both; in whatever order the records were read (the checker orders
+     * them by offset).
+     */
+    @Test
+    void waitingClaimGrantedBeforeTheHoldersEndIsAViolation() {
+        lapseWhileNode2Waits();
+        answer("c394", ClaimState.ACCEPTED, 69_000);
+        answer("c327", ClaimState.RELEASED, LAPSE, 69_268);
+        answer("c394", ClaimState.READY, 69_768);
+        java.util.Collections.reverse(answers);
+        Report report = check(EndState.clean());
+        assertEquals(List.of("granted-against-rules"), kinds(report));
+        String detail = report.violations().get(0).detail();
+        assertTrue(detail.contains("write claim a394 on node-2") && detail.contains("accepted at offset")
+                && detail.contains("a327 (read on node-1") && detail.contains("releasing '" + LAPSE), detail);
+    }
+
+    /**
+     * Readers and writers on two nodes: a reader on node-2 granted while a writer holds on node-1 breaks a
+     * single-node-writer volume, not a multi-node-single-writer one; a writer of a multi-node-reader-only volume is a
+     * violation with no holder at all.
+     */
+    @Test
+    void readerOnAnotherNodeOfASingleNodeVolumeAndAWriterOfAReadOnlyOneAreViolations() {
+        cleanRun();
+        for (AccessMode mode : List.of(SNW, SW)) {
+            String v = "v-" + mode.wire();
+            claimIn(mode, "w1-" + v, v, "b1", "node-1", ClaimMode.WRITE, 30_000);
+            answer("w1-" + v, ClaimState.READY, 30_500);
+            claimIn(mode, "r2-" + v, v, "b2", "node-2", ClaimMode.READ, 31_000);
+            answer("r2-" + v, ClaimState.READY, 31_500);
+        }
+        Report mixed = check(EndState.clean());
+        assertEquals(List.of("granted-against-rules"), kinds(mixed));
+        assertTrue(mixed.violations().get(0).detail().contains("volume v-single-node-writer"), mixed.violations().toString());
+        requests.removeIf(r -> r.volume().startsWith("v-"));
+        answers.removeIf(a -> a.volume() != null && a.volume().startsWith("v-"));
+        claimIn(AccessMode.MULTI_NODE_READER_ONLY, "w3", "v8", "b3", "node-1", ClaimMode.WRITE, 30_000);
+        answer("w3", ClaimState.READY, 30_500);
+        Report report = check(EndState.clean());
+        assertEquals(List.of("granted-against-rules"), kinds(report));
+        assertTrue(report.violations().get(0).detail().contains("allows no writer"), report.violations().toString());
+    }
+
+    /**
+     * Repeats are no new grants: the READY after a claim's ACCEPTED, a duplicate READY, an ACCEPTED with a reason (the
+     * answer to a repeated request of a pending claim, a remount), a republished READY of a claim already released.
+     */
+    @Test
+    void repeatsAndRepublishedRecordsOfAClaimAreNoNewGrants() {
+        lapseWhileNode2Waits();
+        answer("c394", ClaimState.ACCEPTED, "allocation a394 already holds this claim", 69_000);
+        answer("c327", ClaimState.RELEASED, LAPSE, 69_268);
+        answer("c394", ClaimState.ACCEPTED, 69_300);
+        answer("c394", ClaimState.READY, 69_768);
+        answer("c394", ClaimState.READY, 69_800);
+        answer("c327", ClaimState.READY, 69_900); // the outbox publishing a327's ready again
+        assertEquals(List.of(), check(EndState.clean()).violations());
+        answer("c394", ClaimState.RELEASED, 70_000);
+        claimIn(SNW, "c395", "v01", "a395", "node-1", ClaimMode.READ, 70_100);
+        answer("c395", ClaimState.READY, 70_200);
+        assertEquals(List.of(), check(EndState.clean()).violations());
     }
 }
