@@ -105,6 +105,9 @@ class ProvisionFlowTest {
         assertEquals(List.of(), bus.volumeResults("ns1", vol), "no result before the plugin's answer");
         answerCreated(bus, create, "ext-" + vol);
         VolumeStatus created = bus.awaitVolumeResult("ns1", vol, null, VolumeState.CREATED);
+        // read again now that the answer's result is on volume-status (the outbox publishes in commit order): a result
+        // sent before the plugin's answer, but published after the read above, would be here before it
+        assertEquals(List.of(created), bus.volumeResults("ns1", vol), "no result before the plugin's answer, only its own");
         assertEquals("ext-" + vol, created.externalId());
         assertEquals(1L << 30, created.capacityBytes());
         assertEquals(plugin, created.pluginId());

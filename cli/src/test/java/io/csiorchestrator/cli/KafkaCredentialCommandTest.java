@@ -40,7 +40,8 @@ import io.csiorchestrator.testkit.KafkaBroker;
 /**
  * {@code ./csi kafka-credential} (issue 20 item 8) against a real secured broker, with the admin credential laid
  * out as {@code ./csi up} keeps it: a node's token is issued into a 0600 file and logs in as the node (its ACLs
- * only), renewal moves its expiry on without a new HMAC, and after {@code revoke} the broker refuses it.
+ * only), renewal moves its expiry on without a new HMAC while a client of the holder stays connected and keeps writing
+ * (its connection re-authenticated with the renewed token), and after {@code revoke} the broker refuses it.
  */
 class KafkaCredentialCommandTest {
 
@@ -84,18 +85,30 @@ class KafkaCredentialCommandTest {
         assertTrue(issued.out.contains(token.tokenId()) && !issued.out.contains(token.hmac()), issued.out);
 
         KafkaClientSecurity node = KafkaClientSecurity.token(file, broker.truststore());
+        // the holder's client, connected before the renewal and kept across it
         try (KafkaProducer<String, String> producer = producer(node)) {
             producer.send(new ProducerRecord<>(TOPICS.name(Topic.MOUNT_DONE), "node-7", "{}")).get();
             Throwable refused = failure(producer, TOPICS.name(Topic.CLAIM_REQUESTED));
             assertInstanceOf(TopicAuthorizationException.class, refused, "the node's ACLs only: " + refused);
-        }
 
-        Result renewed = run(concat(new String[] {"kafka-credential", "renew", "--token-file", file.toString(),
-                "--ttl", "1h"}, common));
-        assertEquals(0, renewed.code, renewed.toString());
-        KafkaToken after = KafkaToken.read(file);
-        assertEquals(token.hmac(), after.hmac(), "a renewal keeps the HMAC: the holder needs no restart");
-        assertTrue(after.expires().isBefore(token.expires()), "renewed for 1h from now: " + after + " was " + token);
+            double reauthenticated = reauthentications(producer);
+            Result renewed = run(concat(new String[] {"kafka-credential", "renew", "--token-file", file.toString(),
+                    "--ttl", "1h"}, common));
+            assertEquals(0, renewed.code, renewed.toString());
+            KafkaToken after = KafkaToken.read(file);
+            assertEquals(token.hmac(), after.hmac(), "a renewal keeps the HMAC: the holder needs no restart");
+            assertTrue(after.expires().isBefore(token.expires()), "renewed for 1h from now: " + after + " was " + token);
+            assertTrue(!after.expires().isBefore(Instant.now().plus(Duration.ofHours(1)).minusSeconds(60)),
+                    "renewed for 1h from now: " + after);
+            // no restart: the client connected before the renewal re-authenticates its connection with the same
+            // token (the broker asks for it every 2 s here, connections.max.reauth.ms) and keeps writing
+            Awaitility.await("the connected client re-authenticated after the renewal").atMost(Duration.ofSeconds(60))
+                    .until(() -> {
+                        producer.send(new ProducerRecord<>(TOPICS.name(Topic.MOUNT_DONE), "node-7", "{}")).get();
+                        return reauthentications(producer) > reauthenticated;
+                    });
+            producer.send(new ProducerRecord<>(TOPICS.name(Topic.MOUNT_DONE), "node-7", "{\"after\":\"renewal\"}")).get();
+        }
 
         Result listed = run(concat(new String[] {"kafka-credential", "list", "node:node-7"}, common));
         assertTrue(listed.out.contains(token.tokenId()), listed.out);
@@ -162,6 +175,14 @@ class KafkaCredentialCommandTest {
         String[] all = java.util.Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, all, a.length, b.length);
         return all;
+    }
+
+    /** The client's successful re-authentications of its connections so far (Kafka's selector metric). */
+    private static double reauthentications(KafkaProducer<String, String> producer) {
+        return producer.metrics().entrySet().stream()
+                .filter(e -> e.getKey().name().equals("successful-reauthentication-total")
+                        && e.getKey().group().equals("producer-metrics"))
+                .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).sum();
     }
 
     private static KafkaProducer<String, String> producer(KafkaClientSecurity security) {

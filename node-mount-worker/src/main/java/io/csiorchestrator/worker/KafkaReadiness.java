@@ -42,16 +42,28 @@ public class KafkaReadiness implements HealthCheck {
                     + "); broker answered at "
                     + consumer.lastBrokerContact());
         } else {
-            builder.withData("consumer", "cannot reach the broker: "
-                    + (consumer.lastFailure() == null ? "no partition assigned yet" : consumer.lastFailure()));
+            builder.withData("consumer", why(consumer.lastFailure() == null ? "no partition assigned yet" : consumer.lastFailure()));
         }
         boolean producerUp = publisher != null && publisher.lastSendFailure() == null;
         if (publisher == null) {
             builder.withData("producer", "not started");
         } else {
-            builder.withData("producer", producerUp ? "ok" : "cannot reach the broker: " + publisher.lastSendFailure());
+            builder.withData("producer", producerUp ? "ok" : why(publisher.lastSendFailure()));
             builder.withData("queued events", publisher.queued());
         }
         return builder.status(consumerUp && producerUp).build();
+    }
+
+    /**
+     * A client's failure as operators read it: a refused login (a revoked or expired delegation token, a deleted SCRAM
+     * user) is not an unreachable broker. The credential is read at start: a new token file needs a restart of the
+     * worker (a renewal keeps the token and needs nothing).
+     */
+    static String why(String failure) {
+        if (failure != null && failure.contains("AuthenticationException")) {
+            return "the broker refused this node's Kafka credential (revoked or expired? a new token file needs a restart"
+                    + " of the worker): " + failure;
+        }
+        return "cannot reach the broker: " + failure;
     }
 }

@@ -98,7 +98,7 @@ public class NodeMountWorker {
     private io.csiorchestrator.worker.lease.LeaseGate lease;
     private io.csiorchestrator.worker.lease.LeaseClient leaseClient;
     private io.csiorchestrator.worker.lease.SelfFence selfFence;
-    private io.csiorchestrator.worker.lease.FenceGuard fenceGuard;
+    private volatile io.csiorchestrator.worker.lease.FenceGuard fenceGuard;
 
     public NodeMountWorker(WorkerConfig config,
                            @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092") String bootstrapServers,
@@ -259,6 +259,11 @@ public class NodeMountWorker {
                 w -> w.conditions.abnormal());
         metrics.gauge("csi.node.events.queued", "Events waiting in memory for the broker", this,
                 w -> w.publisher == null ? 0 : w.publisher.queued());
+        if (config.fencingEnabled() && config.fencingGuard()) {
+            metrics.gauge("csi.node.fence.guard.running",
+                    "1 while the fence guard process runs, 0 while it is gone and cannot be started again", this,
+                    w -> w.fenceGuard != null && w.fenceGuard.down() == null ? 1 : 0);
+        }
     }
 
     private double countPlugins(boolean healthy) {

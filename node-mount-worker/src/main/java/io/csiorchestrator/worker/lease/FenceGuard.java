@@ -73,6 +73,16 @@ public final class FenceGuard {
     /** How long a started guard may take to say it is ready. */
     static final java.time.Duration START_TIMEOUT = java.time.Duration.ofSeconds(10);
 
+    /**
+     * The wait before starting a guard again after a start failed, doubled after each failure up to
+     * {@link #RETRY_MAX}. Why: a start that fails (the FIFO path taken by something else, the lock held, no bash) mostly
+     * needs an operator, so trying at every lease tick (200 ms) would fork bash five times a second and flood the log;
+     * 1 s still restarts a guard that was merely killed at once, and 30 s bounds how long a repair waits to be seen
+     * (the full-feed period, {@link #FULL_EVERY}). The first try after the guard is found gone is immediate.
+     */
+    static final java.time.Duration RETRY_FIRST = java.time.Duration.ofSeconds(1);
+    static final java.time.Duration RETRY_MAX = java.time.Duration.ofSeconds(30);
+
     private static final int ENXIO = Errno.ENXIO.intValue();
 
     private final Path stateDir;
@@ -107,6 +117,11 @@ public final class FenceGuard {
     private long deltaFeeds;
     private volatile Runnable onMarker = () -> { };
     private boolean markerSeen;
+    /** Why no guard runs now (the worker is then not ready), null while one runs. */
+    private volatile String down;
+    private java.time.Duration retryBackoff = RETRY_FIRST;
+    private long retryAtNanos;
+    private volatile long startFailures;
 
     private FenceGuard(Path stateDir, Path root, Supplier<List<String>> paths, LongSupplier nanoTime) {
         this.stateDir = stateDir;
@@ -138,9 +153,22 @@ public final class FenceGuard {
         this.onMarker = handler;
     }
 
-    /** The guard's process id. */
+    /** The guard's process id (the last one that ran while {@link #down()}). */
     public long pid() {
         return pid;
+    }
+
+    /**
+     * Why no guard runs now: it is gone and could not be started again (the reason of the last try, and when the next
+     * one is); null while a guard runs. The worker is not ready while this is not null (WorkerReadiness).
+     */
+    public String down() {
+        return down;
+    }
+
+    /** Starts of a guard that failed since this supervisor was made (while running; the start at worker start throws). */
+    public long startFailures() {
+        return startFailures;
     }
 
     /** The protocol of the guard fed: 1 (an older build's) or 2. */
@@ -199,11 +227,27 @@ public final class FenceGuard {
         String ready = readyLine(setsid);
         live = liveGuard(stateDir);
         if (live.isEmpty()) {
-            throw new IOException("the fence guard did not start (" + ready + "); see " + log);
+            throw new IOException("the fence guard did not start (" + ready + lastLine(log) + "); see " + log);
         }
         pid = live.getAsLong();
         protocol = protocolOf(stateDir, pid);
         LOG.infof("fence guard pid %d started (state %s, root %s, protocol %d)", pid, stateDir, root, protocol);
+    }
+
+    /** ": " and the last line of the guard's log (what it said before it exited), or "" when there is none. */
+    private static String lastLine(Path log) {
+        try {
+            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+            for (int i = lines.size() - 1; i >= 0; i--) {
+                if (!lines.get(i).isBlank()) {
+                    String line = lines.get(i).strip();
+                    return ": " + (line.length() > 300 ? line.substring(0, 300) + "..." : line);
+                }
+            }
+        } catch (IOException e) {
+            // no log: nothing to add
+        }
+        return "";
     }
 
     /**
@@ -295,13 +339,19 @@ public final class FenceGuard {
             needFull = true; // it fenced: it holds no list (and ignores the fenced epoch)
             onMarker.run();
         }
+        long nanos = nanoTime.getAsLong();
+        if (down == null && liveGuard(stateDir).isEmpty()) {
+            gone("the fence guard pid " + pid + " is gone", nanos);
+        }
+        if (down != null && !restart(nanos)) {
+            return; // no guard: nothing to feed (the worker is not ready; mounts fenced on a lapse are refused)
+        }
         if (lease.isEmpty()) {
             return; // no valid lease: the guard keeps its last deadline and fences at it
         }
         checkGuard();
         LeaseGate.Deadline d = lease.get();
         List<String> now = safePaths();
-        long nanos = nanoTime.getAsLong();
         boolean fullDue = nanos - lastFullNanos >= FULL_EVERY.toNanos();
         if (!feedDue && !fullDue && d.epoch() == fedEpoch && d.fenceAtNanos() == fedFenceAt && now.equals(fedPaths)) {
             return;
@@ -313,11 +363,8 @@ public final class FenceGuard {
         boolean full = fullDue || needFull || fedId == 0 || protocol < 2 || d.epoch() != fedEpoch;
         int written = feed(d.epoch(), ms, now, full, nanos);
         if (written < 0) {
-            LOG.warnf("the fence guard is gone (no reader on %s); starting a new one", stateDir.resolve(FIFO));
-            try {
-                ensureRunning();
-            } catch (IOException e) {
-                LOG.errorf("cannot start the fence guard: %s", e.getMessage());
+            gone("the fence guard is gone (no reader on " + stateDir.resolve(FIFO) + ")", nanos);
+            if (!restart(nanos)) {
                 return;
             }
             written = feed(d.epoch(), ms, now, true, nanos);
@@ -328,6 +375,39 @@ public final class FenceGuard {
             fedPaths = now;
             feedDue = false;
         }
+    }
+
+    /** The guard was found gone: the next {@link #restart} tries at once. */
+    private void gone(String why, long nanos) {
+        LOG.warnf("%s; starting a new one", why);
+        down = why;
+        retryAtNanos = nanos;
+        retryBackoff = RETRY_FIRST;
+    }
+
+    /**
+     * Starts (or takes over) a guard if the backoff allows: true when one runs now. A failure is logged, kept as the
+     * reason of {@link #down()} and retried after the backoff ({@link #RETRY_FIRST} doubled up to {@link #RETRY_MAX}).
+     */
+    private boolean restart(long nanos) {
+        if (nanos - retryAtNanos < 0) {
+            return false;
+        }
+        try {
+            ensureRunning();
+        } catch (IOException | RuntimeException e) {
+            startFailures++;
+            retryAtNanos = nanos + retryBackoff.toNanos();
+            down = "cannot start the fence guard: " + e.getMessage() + "; next try in " + retryBackoff.toSeconds()
+                    + " s (" + startFailures + " failed start(s))";
+            retryBackoff = retryBackoff.multipliedBy(2).compareTo(RETRY_MAX) > 0 ? RETRY_MAX : retryBackoff.multipliedBy(2);
+            LOG.errorf("%s; fenced mounts are guarded by the worker alone and it is not ready until a guard runs", down);
+            return false;
+        }
+        LOG.infof("the fence guard runs again (pid %d)", pid);
+        down = null;
+        retryBackoff = RETRY_FIRST;
+        return true;
     }
 
     /**
@@ -490,7 +570,7 @@ public final class FenceGuard {
      */
     public synchronized boolean feedNow(java.util.Optional<LeaseGate.Deadline> lease) {
         tick(lease);
-        return lease.isPresent() && fedEpoch == lease.get().epoch() && safePaths().equals(fedPaths);
+        return down == null && lease.isPresent() && fedEpoch == lease.get().epoch() && safePaths().equals(fedPaths);
     }
 
     /** The plan's paths that may reach the guard: under the root, normal, no control character (else logged). */

@@ -20,6 +20,7 @@ import io.csiorchestrator.events.EventType;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeLease;
 import io.csiorchestrator.events.NodeLeaseRequested;
 import io.csiorchestrator.events.NodeLeaseState;
@@ -272,8 +273,12 @@ class FenceGuardIT {
         assertTrue(fenced.value().contains("\"epoch\":\"" + fencedEpoch + "\""), fenced.value());
         await().atMost(AWAIT).until(() -> !Files.exists(marker));
         epoch.incrementAndGet(); // the registry took the FENCED report in: its next grant is a newer epoch
-        kafka.awaitRecord("node-events", r -> r.value().contains("\"kind\":\"unfenced\""), AWAIT);
-        assertTrue(epoch.get() > fencedEpoch, "a newer epoch was granted after the fence");
+        NodeEvent unfenced = EventCodec.decode(NodeEvent.class, kafka.awaitRecord("node-events",
+                r -> r.value().contains("\"kind\":\"unfenced\""), AWAIT).value());
+        // the worker's own word that it holds the newer epoch (not the test's counter, which the test itself moved)
+        assertEquals(fencedEpoch + 1, unfenced.leaseEpoch(), "a newer epoch was granted after the fence: " + unfenced);
+        assertEquals(String.valueOf(fencedEpoch + 1), unfenced.details().get("epoch"), unfenced.toString());
+        assertEquals(String.valueOf(fencedEpoch), unfenced.details().get("fencedEpoch"), unfenced.toString());
         // a command of the fenced epoch is refused before any plugin call; nothing is mounted again
         send(new NodeCommand("mount-stale", NODE, NodeCommandKind.MOUNT, "default", "vol", "hp", ext, "alloc-1",
                 AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, null, null, Map.of(), Map.of(),

@@ -248,12 +248,21 @@ class RestoreFailuresTest {
         unmount(target);
         unmount(staging);
         plugin.faults("probe-not-ready\n");
+        long probes = plugin.calls("Probe");
         Instant start = Instant.now();
         worker.start();
+        // the fault lasts until the restore has observably waited on it: the new worker's supervisor probed the plugin
+        // and was answered not ready, and the restore is still pending (it waits for the plugin to be healthy)
+        await().atMost(WAIT).until(() -> plugin.calls("Probe") > probes && worker.plugins().all().stream()
+                .anyMatch(s -> s.pluginId().equals(PLUGIN) && !s.healthy()));
+        assertTrue(worker.restoring(), "the restore waits for the plugin that is not ready");
+        assertTrue(worker.plugins().node(PLUGIN).isEmpty(), "not healthy: the restore cannot have run");
+        Instant cleared = Instant.now();
         plugin.faults("");
 
         NodeEvent restored = awaitEvent("waited", start, e -> Boolean.TRUE.equals(e.success())
                 && (e.kind() == NodeEventKind.RESTORE || e.kind() == NodeEventKind.HEAL));
+        assertFalse(restored.occurredAt().isBefore(cleared), "restored once the plugin was ready, not before: " + restored);
         assertEquals("1", restored.details().get("staged"), restored.toString());
         await().atMost(WAIT).until(() -> !worker.restoring());
         assertTrue(mounted(staging));

@@ -261,13 +261,14 @@ class SelfFenceTest {
      * Requests go unanswered: before the lease's local expiry the worker unpublishes and unstages the fenceOnLapse
      * mount (through the plugin) while a mount without fenceOnLapse of another volume stays; a FENCED node event
      * (epoch, fencedBy worker, the publication unmounted, completedBeforeExpiry true, stamped with the epoch) is
-     * sent and the crash-safe record says fenced; a mount while lapsed is refused. A restart of the worker on the
-     * same state dir does not publish the fenced mount again (no new NodePublishVolume) and reports the fence again
-     * when its record says it was not acknowledged. A new grant sends UNFENCED, and a mount command of the old epoch
-     * is refused as stale.
+     * sent and the fence record (fence.json) says fenced; a mount while lapsed is refused. A graceful stop and start
+     * of the worker in this JVM on the same state dir (not a crash: the test itself marks the record's report as not
+     * acknowledged, as a crash before Kafka's acknowledgement would leave it; a real kill -9 in the middle of a fence is
+     * {@link SelfFenceKillIT}) does not publish the fenced mount again (no new NodePublishVolume) and reports the fence
+     * again. A new grant sends UNFENCED, and a mount command of the old epoch is refused as stale.
      */
     @Test
-    void aLapseUnmountsOnlyTheFenceOnLapseMountARestartKeepsItUnmountedAndANewEpochUnfences() throws Exception {
+    void aLapseUnmountsOnlyTheFenceOnLapseMountAStopAndStartInTheJvmKeepsItUnmountedAndANewEpochUnfences() throws Exception {
         long fencedEpoch = epoch.get();
         String fenced = "fv-" + UUID.randomUUID().toString().substring(0, 6);
         String kept = "kv-" + UUID.randomUUID().toString().substring(0, 6);
@@ -303,7 +304,8 @@ class SelfFenceTest {
         MountDone refused = run(mount(fenced, fencedExt, "af2", true, fencedEpoch));
         assertEquals(LeaseGate.NO_VALID_LEASE, refused.errorCode(), refused.toString());
 
-        // a restart on the same state dir, the fence's report not acknowledged as far as the record knows
+        // a graceful stop and start in this JVM on the same state dir, the fence's report marked not acknowledged by
+        // the test (a crash in the middle of a fence: SelfFenceKillIT)
         long publishes = plugin.calls("NodePublishVolume");
         await().atMost(WAIT).until(() -> fenceRecord().reported());
         worker.stop();
@@ -315,10 +317,10 @@ class SelfFenceTest {
         await().atMost(WAIT).until(() -> worker.plugins().node(PLUGIN).isPresent() && !worker.restoring());
         await().atMost(WAIT).until(() -> events(NodeEventKind.FENCED).stream()
                 .filter(e -> String.valueOf(fencedEpoch).equals(e.details().get("epoch"))).count() == 2);
-        assertFalse(mounted(fencedTarget), "the restarted worker did not mount the fenced publication again");
+        assertFalse(mounted(fencedTarget), "the worker started again did not mount the fenced publication again");
         assertFalse(mounted(fencedStaging));
         assertTrue(mounted(keptTarget));
-        assertEquals(publishes, plugin.calls("NodePublishVolume"), "no publish at the restart");
+        assertEquals(publishes, plugin.calls("NodePublishVolume"), "no publish at the stop and start");
         assertFalse(gate().valid());
 
         // a new epoch: UNFENCED, and a command of the fenced epoch is refused as stale

@@ -24,7 +24,8 @@ import org.junit.jupiter.api.Test;
  * The guard's supervisor with the real script process (no mounts: the paths are plain directories, so a fence finds
  * nothing mounted): it starts the guard in its own session, a second supervisor on the same state dir takes the live
  * guard over, a tick feeds with a valid lease and feeds again when the paths change, paths outside the root never
- * reach the FIFO, and a guard killed with -9 is started again at the next feed.
+ * reach the FIFO, a guard killed with -9 is started again at the next feed, and one that cannot be started again is
+ * down (with the reason) and retried after a backoff.
  */
 class FenceGuardTest {
 
@@ -123,6 +124,49 @@ class FenceGuardTest {
         assertEquals(guard.pid(), FenceGuard.liveGuard(state).orElseThrow());
         await().atMost(AWAIT).until(() -> log().contains("armed for epoch 3 with 0 path(s)"));
         assertTrue(log().contains("csi-fence-guard[" + guard.pid() + "] armed"), log());
+    }
+
+    /**
+     * A guard that is gone and cannot be started again (here: its FIFO path taken by a directory, which the script
+     * refuses): the supervisor is down with the guard's own reason, tries again only after its backoff (1 s, then 2 s,
+     * on the supervisor's clock), says a fenced mount cannot be fed, and runs a new guard, fed, once the path is repaired.
+     */
+    @Test
+    void aGuardThatCannotBeStartedAgainIsDownWithItsReasonRetriedAfterABackoffAndFedOnceRepaired() throws Exception {
+        FenceGuard guard = guard();
+        long first = guard.pid();
+        assertEquals(null, guard.down());
+        ProcessHandle.of(first).orElseThrow().destroyForcibly();
+        await().atMost(AWAIT).until(() -> ProcessHandle.of(first).isEmpty());
+        Path fifo = state.resolve(FenceGuard.FIFO);
+        Files.delete(fifo);
+        Files.createDirectory(fifo);
+        Optional<LeaseGate.Deadline> lease = Optional.of(new LeaseGate.Deadline(5, now.get() + 60_000_000_000L));
+
+        guard.tick(lease);
+        String down = guard.down();
+        assertTrue(down != null && down.contains(fifo + " exists and is not a FIFO") && down.contains("next try in 1 s"),
+                "down with the guard's reason: " + down);
+        assertEquals(1, guard.startFailures());
+        guard.tick(lease);
+        assertEquals(1, guard.startFailures(), "no new try before the backoff: " + guard.down());
+        assertFalse(guard.feedNow(lease), "no guard: a fenced mount cannot be fed");
+        now.addAndGet(1_000_000_000L);
+        guard.tick(lease);
+        assertEquals(2, guard.startFailures(), "tried again after 1 s: " + guard.down());
+        assertTrue(guard.down().contains("next try in 2 s"), guard.down());
+
+        Files.delete(fifo); // repaired
+        now.addAndGet(1_000_000_000L);
+        guard.tick(lease);
+        assertEquals(2, guard.startFailures(), "the backoff is 2 s now");
+        now.addAndGet(1_000_000_000L);
+        guard.tick(lease);
+        assertEquals(null, guard.down(), "running again");
+        assertNotEquals(first, guard.pid());
+        assertEquals(guard.pid(), FenceGuard.liveGuard(state).orElseThrow());
+        assertTrue(guard.feedNow(lease));
+        await().atMost(AWAIT).until(() -> log().contains("csi-fence-guard[" + guard.pid() + "] armed for epoch 5"));
     }
 
     @Test

@@ -183,7 +183,8 @@ class SelfFenceAtStartTest {
     }
 
     /**
-     * The previous process wrote "fencing at epoch 2" and stopped before unmounting: at start the fence is done again
+     * A fence record "fencing at epoch 2" as a process that stopped before unmounting leaves it (written by the test
+     * here, with no crash; SelfFenceKillIT leaves one with a real kill -9 of the packaged worker): at start the fence is done again
      * (no plugin yet: lazily), recorded FENCED and reported once (also while Kafka has not acknowledged it yet); the
      * restore then publishes nothing.
      */

@@ -39,7 +39,11 @@ import org.jboss.logging.Logger;
  * <p>The trust file ({@code csi.security.trust-file}, env {@code CSI_TRUST_FILE}) is read at start (a service with
  * enforcement on and no readable trust file does not start) and again when it changes: checked at most once a second,
  * and at once before a record naming an unknown key id is refused, so a node that just joined or a rotated key is
- * believed without a restart. A changed file that cannot be read keeps the last set (logged, path only).
+ * believed without a restart, and a removed key is refused within a second. A changed file that cannot be used (not
+ * readable, not JSON, empty, a bad entry) keeps the last set read: logged once as an error naming the file and the
+ * problem (the file holds public keys only), {@link #problem()} says it and the gauge
+ * {@code csi.security.trust.file.stale} is 1 until a later version of the file is read; that version is not read again
+ * until the file changes (its modification time, size or inode).
  * {@code csi.security.verify-records=false} turns the checks off (for a rolling upgrade from unsigned producers only;
  * logged at start as a warning); the replay window is {@code csi.security.replay-window} (5 min) either side of now,
  * remembering at most {@code csi.security.replay-memory} (100000) ids.
@@ -61,10 +65,22 @@ public class RecordAuthenticity {
     @Inject
     MeterRegistry meters;
 
-    private record Loaded(TrustSet trust, FileTime modified, long size, long checkedNanos) {
+    /** One version of the file on disk: a change of any part of it is a new version. */
+    private record Version(FileTime modified, long size, Object fileKey) {
+        static final Version MISSING = new Version(null, -1, null);
+
+        static Version of(Path file) throws IOException {
+            java.nio.file.attribute.BasicFileAttributes a = Files.readAttributes(file,
+                    java.nio.file.attribute.BasicFileAttributes.class);
+            return new Version(a.lastModifiedTime(), a.size(), a.fileKey());
+        }
     }
 
-    private volatile Loaded loaded = new Loaded(TrustSet.of(java.util.List.of()), null, -1, 0);
+    /** The set in use, the version it was read from, and the version last found unusable with why (or nulls). */
+    private record Loaded(TrustSet trust, Version version, long checkedNanos, Version bad, String problem) {
+    }
+
+    private volatile Loaded loaded = new Loaded(TrustSet.of(java.util.List.of()), null, 0, null, null);
     private final ConcurrentHashMap<String, Counter> counters = new ConcurrentHashMap<>();
     private volatile ReplayWindow replay;
 
@@ -83,13 +99,29 @@ public class RecordAuthenticity {
         }
         Path file = trustFile.orElseThrow(() -> new IllegalStateException("csi.security.trust-file (CSI_TRUST_FILE) is"
                 + " required: the public keys of the nodes and schedulers whose records are believed"));
-        TrustSet trust = TrustSet.read(file);
+        Version version;
         try {
-            loaded = new Loaded(trust, Files.getLastModifiedTime(file), Files.size(file), System.nanoTime());
+            version = Version.of(file);
         } catch (IOException e) {
             throw new IllegalStateException("cannot stat the trust file " + file, e);
         }
+        TrustSet trust = TrustSet.read(file);
+        loaded = new Loaded(trust, version, System.nanoTime(), null, null);
+        if (meters != null) {
+            io.micrometer.core.instrument.Gauge.builder("csi.security.trust.file.stale", this,
+                            a -> a.problem() == null ? 0 : 1)
+                    .description("1 while the trust file changed to something unusable and the keys read before are used")
+                    .strongReference(true).register(meters);
+        }
         LOG.infof("record signatures enforced: %d keys in %s", trust.entries().size(), file);
+    }
+
+    /**
+     * Why the trust file on disk is not the set in use: its latest version could not be used (the file and the problem),
+     * so the keys read before are; null while the set in use is the file's.
+     */
+    public String problem() {
+        return loaded.problem();
     }
 
     /** Whether records are checked (false only with {@code csi.security.verify-records=false}). */
@@ -180,21 +212,34 @@ public class RecordAuthenticity {
         Path file = trustFile.get();
         synchronized (this) {
             last = loaded;
+            Version version;
+            IOException unreadable = null;
             try {
-                FileTime modified = Files.getLastModifiedTime(file);
-                long size = Files.size(file);
-                if (modified.equals(last.modified()) && size == last.size()) {
-                    loaded = new Loaded(last.trust(), modified, size, System.nanoTime());
-                    return last.trust();
+                version = Version.of(file);
+            } catch (IOException e) {
+                version = Version.MISSING; // gone or not readable: one version until it is back
+                unreadable = e;
+            }
+            if (version.equals(last.version()) || version.equals(last.bad())) {
+                // unchanged, or the unusable version already logged: not read (nor logged) again
+                loaded = new Loaded(last.trust(), last.version(), System.nanoTime(), last.bad(), last.problem());
+                return last.trust();
+            }
+            try {
+                if (unreadable != null) {
+                    throw unreadable;
                 }
                 TrustSet trust = TrustSet.read(file);
-                loaded = new Loaded(trust, modified, size, System.nanoTime());
+                loaded = new Loaded(trust, version, System.nanoTime(), null, null);
                 LOG.infof("trust file %s read again: %d keys", file, trust.entries().size());
                 return trust;
             } catch (IOException | RuntimeException e) {
-                LOG.warnf("cannot read the trust file %s again (%s); keeping the %d keys read before", file,
-                        e.getClass().getSimpleName(), last.trust().entries().size());
-                loaded = new Loaded(last.trust(), last.modified(), last.size(), System.nanoTime());
+                // TrustSet's messages name the file and the entry (kid, position) at fault; the file holds public keys
+                String problem = e.getMessage() == null || !e.getMessage().contains(file.toString())
+                        ? "trust file " + file + ": " + e : e.getMessage();
+                LOG.errorf("%s; keeping the %d keys read before until the file is fixed", problem,
+                        last.trust().entries().size());
+                loaded = new Loaded(last.trust(), last.version(), System.nanoTime(), version, problem);
                 return last.trust();
             }
         }
