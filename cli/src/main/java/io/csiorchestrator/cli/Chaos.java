@@ -141,6 +141,10 @@ final class Chaos {
         if (rate <= 0 || volumeCount < 2 || outage < 1) {
             throw new Args.UsageException("--rate, --volumes (at least 2) and --outage must be positive");
         }
+        if (FenceFaults.needsNamespace(faults)) {
+            // before anything starts: without nft the run would fail at its first partition, many minutes in
+            Prerequisites.require(home, "partitions");
+        }
         Path work = args.option("work-dir").map(Path::of).orElse(home.resolve(".csi").resolve("chaos-"
                 + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").format(ZonedDateTime.now(ZoneOffset.UTC))));
         Map<String, String> env = env(args.option("env").orElse(null));
