@@ -73,12 +73,15 @@ final class Chaos {
     static final Duration ANSWER_WAIT = Duration.ofSeconds(180);
 
     /**
-     * The Kafka clients' connection warnings ("Connection to node ... could not be established"), quieted while
-     * kafka-restart has the broker down; held here so that the level set stays (java.util.logging keeps loggers
-     * weakly). Netty's SO_KEEPALIVE warning of each plugin socket is quieted for every command (logging.properties).
+     * The suite's own Kafka clients' warnings while kafka-restart has the broker down: every failed connection
+     * ("Connection to node ... could not be established") and the producer's retries of a send the stopping broker
+     * refused (NOT_LEADER_OR_FOLLOWER). Quieted to errors for that fault only; held here so that the levels set stay
+     * (java.util.logging keeps loggers weakly). Netty's SO_KEEPALIVE note of each plugin socket is quieted for every
+     * command (logging.properties).
      */
-    private static final java.util.logging.Logger KAFKA_NETWORK = java.util.logging.Logger.getLogger(
-            "org.apache.kafka.clients.NetworkClient");
+    private static final List<java.util.logging.Logger> KAFKA_RESTART_NOISE = List.of(
+            java.util.logging.Logger.getLogger("org.apache.kafka.clients.NetworkClient"),
+            java.util.logging.Logger.getLogger("org.apache.kafka.clients.producer.internals.Sender"));
 
     private final Args args;
     private final Path home;
@@ -452,7 +455,7 @@ final class Chaos {
             return runFault(name, windowStart, limit);
         } finally {
             progress = null;
-            KAFKA_NETWORK.setLevel(null);
+            KAFKA_RESTART_NOISE.forEach(l -> l.setLevel(null));
         }
     }
 
@@ -579,7 +582,7 @@ final class Chaos {
             case "kafka-restart" -> {
                 // the suite's own clients warn of every failed connection while the broker is down (hundreds of
                 // lines that buried the suite's): expected here, so quiet until the fault converged (fault())
-                KAFKA_NETWORK.setLevel(java.util.logging.Level.SEVERE);
+                KAFKA_RESTART_NOISE.forEach(l -> l.setLevel(java.util.logging.Level.SEVERE));
                 waitingFor("Kafka to stop and start again (the suite's own Kafka clients' connection warnings are"
                         + " quieted until the fault converged)");
                 Cluster.Proc kafka = cluster.proc(Cluster.KAFKA).orElseThrow();
