@@ -27,6 +27,7 @@ class ProgressTest {
         PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
         AtomicLong nanos = new AtomicLong(0);
         List<String> lines;
+        // lines come every 20 ms; the 30 s deadlines below only end a broken run, nothing is timed
         try (Progress progress = Progress.start(out, "partition-node-1", "node-2's claim", Duration.ofMillis(20),
                 nanos::get)) {
             nanos.set(Duration.ofSeconds(10).toNanos());
