@@ -1,7 +1,9 @@
 // csi-orchestrator status page: plain JS, no dependencies. Reads claim-service's REST (/v1/volumes, /v1/status/*)
 // and follows its server-sent events (/v1/status/events); every change on the feed refreshes what it shows.
 // Authentication: the token typed in the form is kept in sessionStorage and in the cookie csi_token; REST calls send
-// it as "Authorization: Bearer <token>", EventSource (which cannot set headers) sends the cookie.
+// it as "Authorization: Bearer <token>", EventSource (which cannot set headers) sends the cookie. Or a one-time login
+// link (./csi status-page): /status/#login=<code>. The code leaves the address bar before any request and is traded
+// once (POST /v1/status/login) for the cookie csi_token, HttpOnly: this script never holds that token.
 (function () {
   'use strict';
   var TOKEN_KEY = 'csi_token';
@@ -30,9 +32,36 @@
     var headers = { 'Accept': 'application/json' };
     if (token()) { headers['Authorization'] = 'Bearer ' + token(); }
     return fetch(base + path, { headers: headers, credentials: 'same-origin' }).then(function (r) {
-      if (r.status === 401 || r.status === 403) { throw new Error('not authorized: set a token'); }
+      if (r.status === 401 || r.status === 403) { authHelp(true); throw new Error('not authorized'); }
       if (!r.ok) { throw new Error(path + ': HTTP ' + r.status); }
       return r.json();
+    });
+  }
+
+  // Where to find a token: shown while the data answers 401/403.
+  function authHelp(show) { document.getElementById('auth-help').hidden = !show; }
+
+  // The login code of /status/#login=<code>, taken out of the address (the rest of the hash, e.g. volume=, stays).
+  function takeLoginCode() {
+    var parts = location.hash.replace(/^#/, '').split('&');
+    var code = null;
+    var rest = parts.filter(function (p) {
+      if (p.indexOf('login=') === 0) { code = decodeURIComponent(p.substring(6)); return false; }
+      return p !== '';
+    });
+    if (code !== null) {
+      history.replaceState(null, '', location.pathname + location.search + (rest.length ? '#' + rest.join('&') : ''));
+    }
+    return code;
+  }
+
+  function login(code) {
+    setToken(''); // a typed token would be sent instead of the cookie the code brings
+    return fetch(base + '/v1/status/login', {
+      method: 'POST', credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'code=' + encodeURIComponent(code)
+    }).then(function (r) {
+      if (!r.ok) { throw new Error('this login link was used already or has expired: run ./csi status-page for a new one'); }
     });
   }
 
@@ -181,6 +210,7 @@
       mergePlugins(r[2]);
       renderPlugins();
       renderVolume(r[3]);
+      authHelp(false);
       document.body.setAttribute('data-refreshed', String(Date.now()));
     }).catch(function (err) { status(err.message, false); });
   }
@@ -233,10 +263,16 @@
     refresh();
   });
   window.addEventListener('hashchange', select);
+  var code = takeLoginCode();
   select();
-  api('/v1/status/feed').then(function (entries) { entries.forEach(addToFeed); }).catch(function () { /* shown by refresh */ });
-  connect();
-  refresh();
+  (code === null ? Promise.resolve() : login(code)).catch(function (err) {
+    status(err.message, false);
+    authHelp(true);
+  }).then(function () {
+    api('/v1/status/feed').then(function (entries) { entries.forEach(addToFeed); }).catch(function () { /* shown by refresh */ });
+    connect();
+    refresh();
+  });
   // Heartbeat ages and anything a dropped stream missed: a slow refresh besides the live one.
   setInterval(soon, 15000);
 })();

@@ -15,7 +15,7 @@ public final class Args {
 
     /** Options that take no value. */
     static final Set<String> FLAGS = Set.of("json", "force", "keep", "help", "no-build", "verbose", "json-logs", "fresh",
-            "free-ports", "short", "sweep", "sequential", "w", "watch", "retire");
+            "free-ports", "short", "sweep", "sequential", "w", "watch", "retire", "no-open");
 
     private final List<String> positionals;
     private final Map<String, String> options;

@@ -73,11 +73,15 @@ final class Chaos {
     static final Duration ANSWER_WAIT = Duration.ofSeconds(180);
 
     /**
-     * gRPC's Netty warns of SO_KEEPALIVE on every unix-socket channel the CLI opens to a plugin (CreateVolume of each
-     * volume); held here so that the level set stays (java.util.logging keeps loggers weakly).
+     * The suite's own Kafka clients' warnings while kafka-restart has the broker down: every failed connection
+     * ("Connection to node ... could not be established") and the producer's retries of a send the stopping broker
+     * refused (NOT_LEADER_OR_FOLLOWER). Quieted to errors for that fault only; held here so that the levels set stay
+     * (java.util.logging keeps loggers weakly). Netty's SO_KEEPALIVE note of each plugin socket is quieted for every
+     * command (logging.properties).
      */
-    private static final java.util.logging.Logger NETTY_BOOTSTRAP = java.util.logging.Logger.getLogger(
-            "io.netty.bootstrap.Bootstrap");
+    private static final List<java.util.logging.Logger> KAFKA_RESTART_NOISE = List.of(
+            java.util.logging.Logger.getLogger("org.apache.kafka.clients.NetworkClient"),
+            java.util.logging.Logger.getLogger("org.apache.kafka.clients.producer.internals.Sender"));
 
     private final Args args;
     private final Path home;
@@ -111,7 +115,6 @@ final class Chaos {
     int run() throws Exception {
         boolean shortRun = args.flag("short");
         jsonFile(args);
-        NETTY_BOOTSTRAP.setLevel(java.util.logging.Level.SEVERE);
         List<String> faults = faults(args.option("faults").orElse(null), shortRun);
         double rate = Double.parseDouble(args.option("rate").orElse("4"));
         int volumeCount = Integer.parseInt(args.option("volumes").orElse(shortRun ? "12" : "40"));
@@ -119,6 +122,10 @@ final class Chaos {
         long limit = TimeUnit.SECONDS.toMillis(Long.parseLong(args.option("converge-limit").orElse("30")));
         if (rate <= 0 || volumeCount < 2 || outage < 1) {
             throw new Args.UsageException("--rate, --volumes (at least 2) and --outage must be positive");
+        }
+        if (FenceFaults.needsNamespace(faults)) {
+            // before anything starts: without nft the run would fail at its first partition, many minutes in
+            Prerequisites.require(home, "partitions");
         }
         Path work = args.option("work-dir").map(Path::of).orElse(home.resolve(".csi").resolve("chaos-"
                 + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").format(ZonedDateTime.now(ZoneOffset.UTC))));
@@ -427,6 +434,26 @@ final class Chaos {
      * converged (or the limit and a margin passed), and a few seconds of load again. Returns its window.
      */
     private ChaosCheck.Fault fault(String name, long windowStart, long limit) throws Exception {
+        try (Progress p = Progress.start(out, name, "the fault to start")) {
+            progress = p;
+            return runFault(name, windowStart, limit);
+        } finally {
+            progress = null;
+            KAFKA_RESTART_NOISE.forEach(l -> l.setLevel(null));
+        }
+    }
+
+    /** The running fault's progress lines ({@link #fault}); null between faults. */
+    private volatile Progress progress;
+
+    private void waitingFor(String what) {
+        Progress p = progress;
+        if (p != null) {
+            p.waitingFor(what);
+        }
+    }
+
+    private ChaosCheck.Fault runFault(String name, long windowStart, long limit) throws Exception {
         if (name.equals("claims-failover") && cluster.proc(REPLICA).map(p -> p.handle().isAlive()).orElse(false) == false) {
             replicaPort = Cluster.freePort();
             Cluster.Proc replica = cluster.startClaims(REPLICA, replicaPort);
@@ -444,7 +471,7 @@ final class Chaos {
         String what;
         long end;
         if (FenceFaults.isFenceFault(name)) {
-            FenceFaults.Outcome outcome = fence.run(name);
+            FenceFaults.Outcome outcome = fence.run(name, this::waitingFor);
             start = outcome.start();
             end = outcome.end();
             what = outcome.what();
@@ -457,6 +484,8 @@ final class Chaos {
             end = System.currentTimeMillis();
         }
         long deadline = end + limit + TimeUnit.SECONDS.toMillis(30);
+        waitingFor("every request sent since the fault to be answered (convergence; given up "
+                + TimeUnit.MILLISECONDS.toSeconds(deadline - end) + " s after the fault ended)");
         long converged = -1;
         while (System.currentTimeMillis() < deadline) {
             converged = convergedSoFar(new ChaosCheck.Fault(name, windowStart, start, end, Long.MAX_VALUE));
@@ -485,6 +514,7 @@ final class Chaos {
     private String act(String name) throws Exception {
         switch (name) {
             case "claims-kill" -> {
+                waitingFor("claim-service to start again and be ready");
                 long pid = cluster.kill9("claim-service");
                 Cluster.Proc p = cluster.restart("claim-service");
                 cluster.awaitReady(p, cluster.claimsUrl(), Demo.START_TIMEOUT);
@@ -534,6 +564,11 @@ final class Chaos {
                 return "kill -9 " + proc + " (pid " + pid + "), restarted (pid " + p.handle().pid() + ")";
             }
             case "kafka-restart" -> {
+                // the suite's own clients warn of every failed connection while the broker is down (hundreds of
+                // lines that buried the suite's): expected here, so quiet until the fault converged (fault())
+                KAFKA_RESTART_NOISE.forEach(l -> l.setLevel(java.util.logging.Level.SEVERE));
+                waitingFor("Kafka to stop and start again (the suite's own Kafka clients' connection warnings are"
+                        + " quieted until the fault converged)");
                 Cluster.Proc kafka = cluster.proc(Cluster.KAFKA).orElseThrow();
                 List<String> killed = Cluster.stop(List.of(kafka), Duration.ofSeconds(30));
                 Cluster.Proc p = cluster.restart(Cluster.KAFKA);
@@ -543,7 +578,9 @@ final class Chaos {
             case "postgres-kill", "postgres-outage" -> {
                 long away = name.equals("postgres-kill") ? 20 : Long.parseLong(args.option("outage").orElse("130"));
                 List<Long> pids = cluster.kill9Postgres();
+                waitingFor("the end of the PostgreSQL outage: away " + away + " s, then restarted");
                 pause(Duration.ofSeconds(away));
+                waitingFor("PostgreSQL to start again");
                 Cluster.Proc p = cluster.restart(Cluster.POSTGRES);
                 return "kill -9 PostgreSQL (pids " + pids + "), away " + away + " s, restarted (server pid "
                         + cluster.postmasterPid().map(String::valueOf).orElse("?") + ", process " + p.handle().pid() + ")";
@@ -804,6 +841,13 @@ final class Chaos {
      */
     private ChaosCheck.EndState finish(KafkaProducer<String, byte[]> producer, long limit) throws Exception {
         out.println("csi chaos: load stopped; waiting for every answer");
+        try (Progress p = Progress.start(out, "the end", "an answer to every request (at most "
+                + ANSWER_WAIT.toSeconds() + " s), then to every release")) {
+            return finishRun(producer, limit);
+        }
+    }
+
+    private ChaosCheck.EndState finishRun(KafkaProducer<String, byte[]> producer, long limit) throws Exception {
         try {
             Wait.until("an answer to every request", ANSWER_WAIT, null, () -> {
                 synchronized (lock) {

@@ -191,13 +191,19 @@ final class FenceFaults {
 
     // ------------------------------------------------------------------ the runs
 
-    Outcome run(String fault) throws Exception {
+    /** Runs {@code fault}, saying to {@code waitingFor} what it waits for at each phase (the progress lines). */
+    Outcome run(String fault, java.util.function.Consumer<String> waitingFor) throws Exception {
+        this.waitingFor = waitingFor;
         return fault.equals("detach-live-node-2") ? detach(fault) : failover(fault);
     }
+
+    private java.util.function.Consumer<String> waitingFor = what -> {
+    };
 
     private Outcome failover(String fault) throws Exception {
         String vol = volume(fault);
         String writer = "fw" + (++sequence);
+        waitingFor.accept("the writer's claim of " + vol + " on " + OLD_NODE + " to be ready (before the fault)");
         Optional<ChaosCheck.Answer> ready = claimUntilReady(vol, writer, OLD_NODE, System.currentTimeMillis()
                 + SETUP_WAIT.toMillis());
         if (ready.isEmpty()) {
@@ -216,18 +222,24 @@ final class FenceFaults {
         pauseUntil(faultStart + RELEASE_AFTER.toMillis());
         feed.send(ClaimClient.release(namespace, vol, writer));
         String newAlloc = "fw" + (++sequence);
+        waitingFor.accept(NEW_NODE + "'s claim of " + vol + " to be ready: claim-service frees " + OLD_NODE
+                + "'s claim only after the fencing floor (" + timers + "; given up after "
+                + Duration.ofMillis(bound).plusSeconds(10).toSeconds() + " s)");
         Optional<ChaosCheck.Answer> newReady = claimUntilReady(vol, newAlloc, NEW_NODE, boundFrom + bound
                 + Duration.ofSeconds(10).toMillis());
         if (fault.equals("freeze-worker-node-1")) {
             // frozen for longer than the lease: past the worker's own expiry and the registry's lapse
             long minimum = faultStart + Math.round(timers.leaseTtl().toMillis() * (1 + timers.clockDrift()))
                     + timers.budget().toMillis();
+            waitingFor.accept("the freeze to outlast " + OLD_NODE + "'s lease (until "
+                    + TimeUnit.MILLISECONDS.toSeconds(minimum - faultStart) + " s after the fault)");
             pauseUntil(minimum);
         }
         String healed = endFault(fault);
         long healAt = System.currentTimeMillis();
 
         // After the heal: node-1 back, then its mount of the volume must go (the release reaches it, or it fenced).
+        waitingFor.accept(OLD_NODE + "'s worker back after the heal, and its mount of " + vol + " gone");
         if (fault.startsWith("partition-") || fault.startsWith("freeze-")) {
             Cluster.Proc worker = cluster.proc("node-mount-worker-" + OLD_NODE).orElseThrow();
             try {
@@ -317,6 +329,7 @@ final class FenceFaults {
         }
         awaitMounted(NEW_NODE, vol, true, Duration.ofSeconds(30));
         Http claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
+        waitingFor.accept(NEW_NODE + " to report the unmount of " + vol + " and its claim to be freed");
         long detachAt = System.currentTimeMillis();
         Http.Response answer = claims.post("/v1/volumes/" + namespace + "/" + vol + "/detach?node=" + NEW_NODE, "{}");
         long deadline = detachAt + timers.commandTimeout().toMillis() + Duration.ofSeconds(30).toMillis();

@@ -116,6 +116,12 @@ public final class Main {
                                                             Ctrl-C or D
 
             The status page: <claim-service URL>/status/ (`up` prints it): volumes, claims, plugins and a live feed.
+              status-page [--no-open]      a one-time login link to it (good once, for 60 s: the browser gets this
+                                           CLI's token as the page's cookie; the token is never shown); opened with
+                                           xdg-open when there is a display, else printed
+
+            Tests: ./csi test [maven args]  checks the machine's tools (cli/prerequisites.sh; as root installs what is
+                                           missing with apt-get), then ./mvnw -B verify [maven args]
 
             Tokens (README "Security"; signed with the key `up` made under <work-dir>/security):
               token init                   make the key set and an admin token in the work dir (no system started)
@@ -211,6 +217,8 @@ public final class Main {
                 case "kafka-credential" -> new KafkaCredentialCommand(args.only(KafkaCredentialCommand.OPTIONS), home(args),
                         out).run();
                 case "identity" -> new IdentityCommand(args.only(IdentityCommand.OPTIONS), home(args), out).run();
+                case "status-page" -> StatusPage.run(args.only(StatusPage.OPTIONS).atMost(0),
+                        Endpoints.resolve(args, System.getenv(), home(args)), System.getenv(), out, err);
                 case "events" -> Follow.events(Endpoints.resolve(args.only(Set.of("for")).atMost(0), System.getenv(),
                         home(args)), args.flag("json"), Follow.deadline(args), out);
                 case "volume", "plugin", "node" -> new Operator(args, Endpoints.resolve(args, System.getenv(), home(args)), out, err)

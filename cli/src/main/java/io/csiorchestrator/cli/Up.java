@@ -106,7 +106,9 @@ final class Up {
         }
         out.println();
         out.println("claim-service            " + cluster.claimsUrl() + "   (REST /v1/volumes)");
-        out.println("status page              " + cluster.claimsUrl() + "/status/   (volumes, claims, plugins, live events)");
+        out.println("status page              " + cluster.claimsUrl() + "/status/   (volumes, claims, plugins, live events;"
+                + " log in: ./csi status-page opens a one-time link, or type the token in " + work.resolve(Cluster.ADMIN_TOKEN)
+                + ")");
         out.println("plugin-registry-service  " + cluster.registryUrl() + "   (REST /v1/plugins)");
         out.println("kafka bootstrap          " + cluster.kafkaBootstrap());
         if (simulated > 0) {

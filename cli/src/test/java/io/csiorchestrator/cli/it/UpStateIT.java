@@ -191,10 +191,15 @@ class UpStateIT {
         assertEquals(0, up.code(), up.toString());
         assertTrue(up.out().contains("keeping the state in " + work), up.out());
         assertEquals(sealing, Files.readString(sealKey), "up keeps claim-service's sealing keys");
-        // up prints the status page's address, and the page is there.
-        String page = up.out().lines().filter(l -> l.startsWith("status page ")).findFirst()
-                .map(l -> l.substring("status page ".length()).trim().split("\\s+")[0]).orElseThrow(() ->
-                        new AssertionError("no status page line in\n" + up.out()));
+        // up prints the status page's address, and the page is there; and how to log in: ./csi status-page, or the
+        // admin token's file (its path, never the token: issue 35 item 1).
+        String pageLine = up.out().lines().filter(l -> l.startsWith("status page ")).findFirst().orElseThrow(() ->
+                new AssertionError("no status page line in\n" + up.out()));
+        String page = pageLine.substring("status page ".length()).trim().split("\\s+")[0];
+        assertTrue(pageLine.contains("./csi status-page") && pageLine.contains(work.resolve(Cluster.ADMIN_TOKEN).toString()),
+                pageLine);
+        String adminToken = Files.readString(work.resolve(Cluster.ADMIN_TOKEN)).strip();
+        assertFalse(up.out().contains(adminToken.substring(adminToken.lastIndexOf('.') + 1)), "up printed the admin token");
         assertEquals(endpoints().getProperty("claims.url") + "/status/", page);
         Http.Response served = new Http("status page", page).get("");
         assertTrue(served.status() == 200 && served.raw().contains("csi-orchestrator status"), served.raw());
