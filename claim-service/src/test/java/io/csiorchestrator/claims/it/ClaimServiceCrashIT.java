@@ -630,6 +630,14 @@ class ClaimServiceCrashIT {
         return kafka.readAll(topic(topic)).stream().filter(r -> ceId.equals(KafkaTestClient.header(r, CloudEventHeaders.CE_ID))).count();
     }
 
+    /** The channel that reads {@code input}: plugin-status, node-state and node-events share node-reports (issue 36). */
+    private static String channelOf(Topic input) {
+        return switch (input) {
+            case PLUGIN_STATUS, NODE_STATE, NODE_EVENTS -> "node-reports";
+            default -> input.baseName();
+        };
+    }
+
     /**
      * Whether the static member {@code <instanceName>.<channel of input>} owns every partition of {@code input} (so no
      * other member owns any: a group assigns each partition to one member).
@@ -648,7 +656,7 @@ class ClaimServiceCrashIT {
      * {@code claim-service}, as the broker describes the group.
      */
     private Set<Integer> partitionsOf(String instanceName, Topic input) throws Exception {
-        String memberId = instanceName + "." + input.baseName();
+        String memberId = instanceName + "." + channelOf(input);
         Set<Integer> partitions = new TreeSet<>();
         try (Admin admin = broker.admin()) {
             ConsumerGroupDescription group = admin.describeConsumerGroups(List.of(GROUP)).all().get(30, TimeUnit.SECONDS).get(GROUP);
