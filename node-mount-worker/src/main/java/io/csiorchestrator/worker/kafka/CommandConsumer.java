@@ -79,13 +79,12 @@ public final class CommandConsumer implements AutoCloseable {
 
     /** How often the consumer refreshes its metadata (and so sees new partitions) by default. */
     public static final Duration DEFAULT_METADATA_MAX_AGE = Duration.ofSeconds(30);
-    /** An empty fetch is held this long by the broker (see the constructor). */
-    static final Duration FETCH_MAX_WAIT = Duration.ofSeconds(5);
     /**
-     * One pass of the loop waits this long for records: a record ends the wait at once, so this only sets how often an
-     * idle loop wakes to commit and check broker contact (every 5 s anyway); 1 s instead of 200 ms (issue 36).
+     * One pass of the loop waits this long for records (a record ends the wait at once). 200 ms, and the fetch wait at
+     * Kafka's default: with 1 s and a 5 s fetch wait (tried for issue 36), a partition added when the topic grows was
+     * not read within a minute (CommandConsumerPartitionsTest); not understood yet, so not taken.
      */
-    static final Duration POLL_TIMEOUT = Duration.ofSeconds(1);
+    static final Duration POLL_TIMEOUT = Duration.ofMillis(200);
 
     private static final Comparator<TopicPartition> BY_PARTITION = Comparator.comparingInt(TopicPartition::partition);
 
@@ -149,10 +148,6 @@ public final class CommandConsumer implements AutoCloseable {
         config.put(ConsumerConfig.CLIENT_ID_CONFIG, "node-mount-worker-" + nodeId);
         config.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");
         config.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, Long.toString(metadataMaxAge.toMillis()));
-        // A command is returned as soon as it is written (fetch.min.bytes 1); the wait only bounds an empty fetch, and
-        // the partitions are assigned by hand (no rebalance; a partition added when the topic grows is first read
-        // when the fetch in flight returns). 5 s: one idle fetch each 5 s instead of two a second (issue 36).
-        config.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, Long.toString(FETCH_MAX_WAIT.toMillis()));
     }
 
     /** Connects with {@code security}'s settings (call before {@link #start()}). */
