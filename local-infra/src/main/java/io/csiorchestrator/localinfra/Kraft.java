@@ -71,10 +71,6 @@ public final class Kraft {
         // Fast start-up and rebalances.
         p.put("group.initial.rebalance.delay.ms", "0");
         p.put("broker.heartbeat.interval.ms", "500");
-        // The active controller appends a no-op record to the metadata log this often (KIP-835: brokers see the log
-        // advance). One node is its own controller, so every 500 ms (the default) was an fsync'd append and its replay
-        // for nothing while idle (issue 36); 10 s keeps the liveness signal.
-        p.put("metadata.max.idle.interval.ms", "10000");
         p.put("controller.quorum.election.timeout.ms", "1000");
 
         // Small footprint: few threads, small buffers (the cleaner's 128 MiB default buffer is wasted here).
