@@ -25,16 +25,18 @@ import org.apache.kafka.common.resource.ResourceType;
  *   <caption>the roles (principal {@code User:<name>})</caption>
  *   <tr><th>role</th><th>principal</th><th>reads (topic, group)</th><th>writes</th></tr>
  *   <tr><td>claim-service</td><td>{@code claim-service}</td><td>claim-requested, mount-done, plugin-status,
- *       node-events, node-state, node-leases, claim-status (its status feed); groups {@code claim-service*}</td>
+ *       node-events, node-state, node-leases, claim-status (its status feed); groups {@code claim-service} and
+ *       {@code claim-service-*}</td>
  *       <td>claim-status, node-commands, node-events (repairs), its inputs' dead letters; creates the contract's
  *       topics</td></tr>
  *   <tr><td>plugin-registry</td><td>{@code plugin-registry-service}</td><td>plugin-health, node-lease-requests,
- *       node-events (FENCED reports); groups {@code plugin-registry-service*}</td><td>plugin-status, node-leases, its inputs' dead letters;
+ *       node-events (FENCED reports); groups {@code plugin-registry-service} and
+ *       {@code plugin-registry-service-*}</td><td>plugin-status, node-leases, its inputs' dead letters;
  *       creates its topics</td></tr>
  *   <tr><td>node</td><td>{@code node-<id>}</td><td>node-commands, node-leases; group
  *       {@code node-mount-worker-<id>}</td><td>mount-done, plugin-health, node-events, node-state,
  *       node-lease-requests, node-commands-dead-letter</td></tr>
- *   <tr><td>scheduler</td><td>{@code scheduler-<id>}</td><td>claim-status; groups {@code scheduler-<id>*}</td>
+ *   <tr><td>scheduler</td><td>{@code scheduler-<id>}</td><td>claim-status; groups {@code scheduler-<id>-*}</td>
  *       <td>claim-requested</td></tr>
  *   <tr><td>operator (CLI: {@code volume claim}, {@code events}, {@code chaos})</td><td>{@value #OPERATOR}</td>
  *       <td>claim-status, node-events, plugin-status, node-leases (assigned partitions, no group)</td><td>claim-requested</td></tr>
@@ -65,6 +67,11 @@ public final class KafkaAccess {
     public static final String BENCH_PROBE_TOPIC = "bench-probe";
     /** The consumer group of node {@code <id>}'s worker is {@code NODE_GROUP_PREFIX + <id>}. */
     public static final String NODE_GROUP_PREFIX = "node-mount-worker-";
+    /**
+     * Ends every prefix ACL: a principal's prefix {@code <name>-} covers its own groups ({@code scheduler-acme-...})
+     * and not those of a principal whose name extends its own ({@code scheduler-acme2-...}).
+     */
+    public static final String GROUP_SEPARATOR = "-";
 
     /** A kind of principal; each gets the rows of {@link #grants}. */
     public enum Role { CLAIM_SERVICE, PLUGIN_REGISTRY, NODE, SCHEDULER, OPERATOR, BENCH, SIMULATOR }
@@ -142,14 +149,16 @@ public final class KafkaAccess {
                 rows.write(Topic.CLAIM_STATUS, Topic.NODE_COMMANDS, Topic.NODE_EVENTS, Topic.VOLUME_STATUS);
                 // it provisions the whole contract where topics are not managed elsewhere (csi.topics.create)
                 rows.create(Topic.values());
-                rows.groupPrefix(CLAIM_SERVICE);
+                rows.group(CLAIM_SERVICE);
+                rows.groupPrefix(CLAIM_SERVICE + GROUP_SEPARATOR);
             }
             case PLUGIN_REGISTRY -> {
                 rows.consume(Topic.PLUGIN_HEALTH, Topic.NODE_LEASE_REQUESTS);
                 rows.read(Topic.NODE_EVENTS); // a worker's FENCED report fences its lease epoch
                 rows.write(Topic.PLUGIN_STATUS, Topic.NODE_LEASES);
                 rows.create(Topic.PLUGIN_HEALTH, Topic.PLUGIN_STATUS, Topic.NODE_LEASE_REQUESTS, Topic.NODE_LEASES);
-                rows.groupPrefix(PLUGIN_REGISTRY);
+                rows.group(PLUGIN_REGISTRY);
+                rows.groupPrefix(PLUGIN_REGISTRY + GROUP_SEPARATOR);
             }
             case NODE -> {
                 rows.consume(Topic.NODE_COMMANDS);
@@ -161,7 +170,8 @@ public final class KafkaAccess {
             case SCHEDULER -> {
                 rows.write(Topic.CLAIM_REQUESTED);
                 rows.read(Topic.CLAIM_STATUS, Topic.VOLUME_STATUS); // volume-status: create/delete results (issue 14)
-                rows.groupPrefix(principal.name());
+                // with the separator: scheduler acme's prefix must not cover scheduler acme2's groups (issue 33)
+                rows.groupPrefix(principal.name() + GROUP_SEPARATOR);
             }
             case OPERATOR -> {
                 rows.write(Topic.CLAIM_REQUESTED);

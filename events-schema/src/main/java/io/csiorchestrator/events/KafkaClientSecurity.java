@@ -30,6 +30,10 @@ import java.util.function.Function;
  *   <tr><td>{@value #TOKEN_FILE} ({@code CSI_KAFKA_TOKEN_FILE})</td><td>instead of a user and password: a file
  *       holding a Kafka delegation token ({@link KafkaToken}), readable by its owner only. The principal is the
  *       token's owner; the broker refuses the token once it expired or was revoked (nodes and schedulers)</td></tr>
+ *   <tr><td>{@value #CERTIFICATE_FILE} ({@code CSI_KAFKA_CERTIFICATE_FILE}) and {@value #KEY_FILE}
+ *       ({@code CSI_KAFKA_KEY_FILE})</td><td>instead: a TLS client certificate (PEM, the certificate then its CA) and
+ *       its private key (PKCS#8 PEM, readable by its owner only), protocol {@code SSL}: the principal is the
+ *       certificate's {@code CN}. The broker's client-certificate listener has its own address (bootstrap)</td></tr>
  * </table>
  *
  * <p>The password (or the token's HMAC) goes only into {@code sasl.jaas.config}, a value Kafka itself never logs
@@ -42,6 +46,8 @@ public final class KafkaClientSecurity {
     public static final String PASSWORD_FILE = "csi.kafka.password-file";
     public static final String TRUSTSTORE = "csi.kafka.truststore";
     public static final String TOKEN_FILE = "csi.kafka.token-file";
+    public static final String CERTIFICATE_FILE = "csi.kafka.certificate-file";
+    public static final String KEY_FILE = "csi.kafka.key-file";
     public static final String MECHANISM = "SCRAM-SHA-512";
 
     private static final Set<PosixFilePermission> OTHERS = Set.of(PosixFilePermission.GROUP_READ,
@@ -53,9 +59,25 @@ public final class KafkaClientSecurity {
     private final Path truststore;
     /** Set for a delegation token's login: its id is the SCRAM user name, its HMAC the password. */
     private final KafkaToken token;
+    /** Set for a client certificate's login (protocol SSL): the certificate chain and the key, PEM. */
+    private final String certificateChain;
+    private final String key;
+    private final Path certificateFile;
 
     private KafkaClientSecurity(String protocol, String username, String password, Path truststore) {
         this(protocol, username, password, truststore, null);
+    }
+
+    private KafkaClientSecurity(String username, Path truststore, Path certificateFile, String certificateChain,
+                                String key) {
+        this.protocol = "SSL";
+        this.username = username;
+        this.password = null;
+        this.truststore = truststore;
+        this.token = null;
+        this.certificateFile = certificateFile;
+        this.certificateChain = certificateChain;
+        this.key = key;
     }
 
     private KafkaClientSecurity(String protocol, String username, String password, Path truststore, KafkaToken token) {
@@ -64,6 +86,43 @@ public final class KafkaClientSecurity {
         this.password = password;
         this.truststore = truststore;
         this.token = token;
+        this.certificateFile = null;
+        this.certificateChain = null;
+        this.key = null;
+    }
+
+    /**
+     * SSL with the client certificate in {@code certificateFile} (PEM: the certificate, then its CA) and its private
+     * key in {@code keyFile} (PKCS#8 PEM, refused if others may read it), trusting the CA(s) in {@code truststore}.
+     * The principal is the certificate's {@code CN}; it must be the leaf (first) certificate of the file.
+     */
+    public static KafkaClientSecurity certificate(Path certificateFile, Path keyFile, Path truststore) {
+        requireFile(CERTIFICATE_FILE, certificateFile);
+        String chain;
+        try {
+            chain = Files.readString(certificateFile, StandardCharsets.US_ASCII);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + CERTIFICATE_FILE + " " + certificateFile, e);
+        }
+        String subject;
+        try {
+            var certs = java.security.cert.CertificateFactory.getInstance("X.509")
+                .generateCertificates(new java.io.ByteArrayInputStream(chain.getBytes(StandardCharsets.US_ASCII)));
+            if (certs.isEmpty()) {
+                throw new IllegalArgumentException(CERTIFICATE_FILE + " " + certificateFile + " holds no certificate");
+            }
+            subject = ((java.security.cert.X509Certificate) certs.iterator().next()).getSubjectX500Principal().getName();
+        } catch (java.security.GeneralSecurityException e) {
+            throw new IllegalArgumentException(CERTIFICATE_FILE + " " + certificateFile + " is not a PEM certificate: "
+                + e.getMessage(), e);
+        }
+        String key = readOwnerOnly(KEY_FILE, keyFile);
+        if (!key.contains("-----BEGIN PRIVATE KEY-----")) {
+            throw new IllegalArgumentException(KEY_FILE + " " + keyFile + " is not an unencrypted PKCS#8 PEM key"
+                + " (BEGIN PRIVATE KEY)");
+        }
+        String name = subject.startsWith("CN=") && !subject.contains(",") ? subject.substring(3) : subject;
+        return new KafkaClientSecurity(name, requireFile(TRUSTSTORE, truststore), certificateFile, chain, key);
     }
 
     /** No security: PLAINTEXT (only for a broker that has a PLAINTEXT listener, which ours no longer have). */
@@ -100,11 +159,26 @@ public final class KafkaClientSecurity {
     public static KafkaClientSecurity from(Function<String, Optional<String>> config) {
         Optional<String> user = config.apply(USERNAME).filter(s -> !s.isBlank());
         boolean hasToken = config.apply(TOKEN_FILE).filter(s -> !s.isBlank()).isPresent();
+        Optional<Path> certificate = config.apply(CERTIFICATE_FILE).filter(s -> !s.isBlank()).map(Path::of);
         String protocol = config.apply(PROTOCOL).filter(s -> !s.isBlank()).map(s -> s.trim().toUpperCase(Locale.ROOT))
-            .orElse(user.isPresent() || hasToken ? "SASL_SSL" : "PLAINTEXT");
+            .orElse(certificate.isPresent() ? "SSL" : user.isPresent() || hasToken ? "SASL_SSL" : "PLAINTEXT");
+        if (certificate.isPresent() && !protocol.equals("SSL")) {
+            throw new IllegalArgumentException(CERTIFICATE_FILE + " needs " + PROTOCOL + "=SSL, not " + protocol);
+        }
         switch (protocol) {
             case "PLAINTEXT":
                 return plaintext();
+            case "SSL":
+                if (user.isPresent() || hasToken) {
+                    throw new IllegalArgumentException("set either " + CERTIFICATE_FILE + " or " + USERNAME + "/"
+                        + TOKEN_FILE + ", not both");
+                }
+                return certificate(certificate.orElseThrow(() -> new IllegalArgumentException(
+                        PROTOCOL + "=SSL needs " + CERTIFICATE_FILE)),
+                    config.apply(KEY_FILE).filter(s -> !s.isBlank()).map(Path::of).orElseThrow(
+                        () -> new IllegalArgumentException(CERTIFICATE_FILE + " needs " + KEY_FILE)),
+                    config.apply(TRUSTSTORE).filter(s -> !s.isBlank()).map(Path::of).orElseThrow(
+                        () -> new IllegalArgumentException(CERTIFICATE_FILE + " needs " + TRUSTSTORE)));
             case "SASL_SSL":
                 Optional<Path> tokenFile = config.apply(TOKEN_FILE).filter(s -> !s.isBlank()).map(Path::of);
                 if (tokenFile.isPresent()) {
@@ -123,7 +197,7 @@ public final class KafkaClientSecurity {
                 return scram(name, passwordFile, trust);
             default:
                 throw new IllegalArgumentException("unsupported " + PROTOCOL + " " + Violation.quote(protocol)
-                    + ": use SASL_SSL or PLAINTEXT");
+                    + ": use SASL_SSL, SSL or PLAINTEXT");
         }
     }
 
@@ -151,11 +225,23 @@ public final class KafkaClientSecurity {
         return Optional.ofNullable(token);
     }
 
+    /** Whether this login is a client certificate's (protocol SSL, the broker's client-certificate listener). */
+    public boolean certificateLogin() {
+        return key != null;
+    }
+
     /** The client settings (empty except {@code security.protocol} for PLAINTEXT), to add to a client's config. */
     public Map<String, Object> clientProperties() {
         Map<String, Object> p = new LinkedHashMap<>();
         p.put("security.protocol", protocol);
-        if (secured()) {
+        if (key != null) {
+            // inline PEM: the key is a password-type setting, which Kafka logs as [hidden]
+            p.put("ssl.keystore.type", "PEM");
+            p.put("ssl.keystore.certificate.chain", certificateChain);
+            p.put("ssl.keystore.key", key);
+            p.put("ssl.truststore.type", "PEM");
+            p.put("ssl.truststore.location", truststore.toAbsolutePath().toString());
+        } else if (secured()) {
             p.put("sasl.mechanism", MECHANISM);
             p.put("sasl.jaas.config", token != null ? tokenJaasConfig(token) : jaasConfig(username, password));
             p.put("ssl.truststore.type", "PEM");
@@ -237,6 +323,10 @@ public final class KafkaClientSecurity {
 
     @Override
     public String toString() {
+        if (key != null) {
+            return "KafkaClientSecurity[SSL client certificate " + certificateFile + " of " + username + ", truststore "
+                + truststore + "]";
+        }
         return secured()
             ? "KafkaClientSecurity[SASL_SSL " + MECHANISM + (token != null ? " token " + token.tokenId() + " of " : " user ")
                 + username + ", truststore " + truststore + "]"

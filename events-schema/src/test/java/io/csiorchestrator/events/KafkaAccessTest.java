@@ -61,14 +61,30 @@ class KafkaAccessTest {
 
     /**
      * A scheduler writes claim-requested and reads claim-status and volume-status (the results of creates and deletes,
-     * issue 14), nothing else; its groups start with its name.
+     * issue 14), nothing else; its groups start with its name and a separator.
      */
     @Test
     void schedulerWritesClaimsAndReadsStatusOnly() {
         List<Grant> scheduler = KafkaAccess.grants(Principal.scheduler("nomad-1"), TOPICS);
         assertEquals(Set.of("p.claim-requested"), topics(scheduler, AclOperation.WRITE));
         assertEquals(Set.of("p.claim-status", "p.volume-status"), topics(scheduler, AclOperation.READ));
-        assertTrue(scheduler.contains(new Grant(ResourceType.GROUP, PatternType.PREFIXED, "scheduler-nomad-1", AclOperation.READ)));
+        assertEquals(List.of(new Grant(ResourceType.GROUP, PatternType.PREFIXED, "scheduler-nomad-1-", AclOperation.READ)),
+            scheduler.stream().filter(g -> g.type() == ResourceType.GROUP).toList());
+    }
+
+    /**
+     * Every prefix ACL ends with the separator (issue 33): a principal's prefix never covers the groups of another whose
+     * name extends its own ({@code scheduler-acme} and {@code scheduler-acme2}).
+     */
+    @Test
+    void everyPrefixEndsWithTheSeparator() {
+        for (Principal principal : EVERY_ROLE) {
+            for (Grant g : KafkaAccess.grants(principal, TOPICS)) {
+                if (g.pattern() == PatternType.PREFIXED) {
+                    assertTrue(g.name().endsWith(KafkaAccess.GROUP_SEPARATOR), principal.name() + ": " + g);
+                }
+            }
+        }
     }
 
     /**

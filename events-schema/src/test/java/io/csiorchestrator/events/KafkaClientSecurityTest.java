@@ -39,6 +39,53 @@ class KafkaClientSecurityTest {
         assertTrue(security.toString().contains("node-1"));
     }
 
+    /** A self-signed certificate of {@code CN=scheduler-unit} (public: no key goes with it here). */
+    private static final String CERTIFICATE = "-----BEGIN CERTIFICATE-----\n" + "MIIBijCCAS+gAwIBAgIUJ2Nw5kDi+yZyO+pambt1mvUVrL0wCgYIKoZIzj0EAwIw\n" + "GTEXMBUGA1UEAwwOc2NoZWR1bGVyLXVuaXQwIBcNMjYxMTI5MTE1NTE3WhgPMjEy\n" + "NjExMDUxMTU1MTdaMBkxFzAVBgNVBAMMDnNjaGVkdWxlci11bml0MFkwEwYHKoZI\n" + "zj0CAQYIKoZIzj0DAQcDQgAEOpw4jEGd2bWpeUVGuuwe6KubkdmxrK0zwPjZ7bu3\n" + "4zORCjUVcToTBzrm6j842Y0chYz0k1PKv3vf8f44q7Dth6NTMFEwHQYDVR0OBBYE\n" + "FOYGw0hQKoFRUuJ/PkadjvOQL9otMB8GA1UdIwQYMBaAFOYGw0hQKoFRUuJ/Pkad\n" + "jvOQL9otMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAN1zmPMv\n" + "Sn9EUrmTPVQXNfSlPeECDJCLhyla5jNmo1E9AiEAyesFbYFNzKyn8lHr1csKbrmO\n" + "+F/qd930MIbNMm6bx0Q=\n" + "-----END CERTIFICATE-----\n";
+
+    /**
+     * A certificate file and a 0600 key file (issue 33) give SSL with a PEM key store given inline (the key a
+     * password-type setting Kafka never logs); the principal is the certificate's CN; nothing printable shows the key.
+     */
+    @Test
+    void certificateSettingsFromConfig() throws Exception {
+        Path cert = Files.writeString(dir.resolve("kafka-client.pem"), CERTIFICATE);
+        Path key = ownerOnly("kafka-client.key", "-----BEGIN PRIVATE KEY-----\nTUFERS1VUA==\n-----END PRIVATE KEY-----\n");
+        Path ca = Files.writeString(dir.resolve("ca.pem"), "-----BEGIN CERTIFICATE-----\n");
+        Map<String, String> config = Map.of(KafkaClientSecurity.CERTIFICATE_FILE, cert.toString(),
+            KafkaClientSecurity.KEY_FILE, key.toString(), KafkaClientSecurity.TRUSTSTORE, ca.toString());
+        KafkaClientSecurity security = KafkaClientSecurity.from(k -> Optional.ofNullable(config.get(k)));
+        assertTrue(security.certificateLogin());
+        assertEquals(Optional.of("scheduler-unit"), security.username());
+        Map<String, Object> props = security.clientProperties();
+        assertEquals("SSL", props.get("security.protocol"));
+        assertEquals("PEM", props.get("ssl.keystore.type"));
+        assertEquals(CERTIFICATE, props.get("ssl.keystore.certificate.chain"));
+        assertTrue(String.valueOf(props.get("ssl.keystore.key")).contains("TUFERS1VUA=="));
+        assertFalse(props.containsKey("sasl.jaas.config"));
+        assertEquals(ca.toAbsolutePath().toString(), props.get("ssl.truststore.location"));
+        assertFalse(security.toString().contains("TUFERS1VUA"), security.toString());
+    }
+
+    /** A key others may read, a certificate file that is none, or a key file without its partner: refused, named. */
+    @Test
+    void badCertificateSettingsAreRefusedNamingTheSetting() throws Exception {
+        Path cert = Files.writeString(dir.resolve("kafka-client.pem"), CERTIFICATE);
+        Path ca = Files.writeString(dir.resolve("ca.pem"), "-----BEGIN CERTIFICATE-----\n");
+        Path open = Files.writeString(dir.resolve("open.key"), "-----BEGIN PRIVATE KEY-----\n");
+        Files.setPosixFilePermissions(open, PosixFilePermissions.fromString("rw-r--r--"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> KafkaClientSecurity.certificate(cert, open, ca));
+        assertTrue(e.getMessage().contains(KafkaClientSecurity.KEY_FILE), e.getMessage());
+        Path key = ownerOnly("kafka-client.key", "-----BEGIN PRIVATE KEY-----\n");
+        Path notCert = Files.writeString(dir.resolve("not.pem"), "hello");
+        e = assertThrows(IllegalArgumentException.class, () -> KafkaClientSecurity.certificate(notCert, key, ca));
+        assertTrue(e.getMessage().contains(KafkaClientSecurity.CERTIFICATE_FILE), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> KafkaClientSecurity.from(k -> Optional.ofNullable(
+            Map.of(KafkaClientSecurity.CERTIFICATE_FILE, cert.toString(), KafkaClientSecurity.TRUSTSTORE, ca.toString())
+                .get(k))));
+        assertTrue(e.getMessage().contains(KafkaClientSecurity.KEY_FILE), e.getMessage());
+    }
+
     /**
      * A token file (issue 20 item 8) gives a SCRAM login with tokenauth: the token id as user, the HMAC as password;
      * the principal is the owner, and nothing printable shows the HMAC.

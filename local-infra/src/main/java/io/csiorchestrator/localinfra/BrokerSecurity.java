@@ -189,13 +189,25 @@ public final class BrokerSecurity {
 
     /**
      * Turns the PLAINTEXT settings of {@link Kraft#brokerProperties} into the secured ones: the client listener
-     * {@code SASL_SSL} on {@code brokerPort}, the controller {@code SSL} (mutual) on {@code controllerPort}.
-     * Extra listeners a caller adds must use {@code SASL_SSL} too ({@link #LISTENER_PROTOCOL}).
+     * {@code SASL_SSL} on {@code brokerPort}, the controller {@code SSL} (mutual) on {@code controllerPort}, and the
+     * client-certificate listener {@value #CERT_LISTENER} on {@code certPort} ({@code ssl.client.auth=required},
+     * trusting only the client CA of {@link ClientCertificates}; the certificate's {@code CN} is the principal, the
+     * same names as SCRAM's and the tokens', so the ACLs are the same; {@link CertificatePrincipalBuilder} refuses a
+     * revoked one). Extra listeners a caller adds must use {@code SASL_SSL} ({@link #LISTENER_PROTOCOL}).
      */
-    public void configure(Properties p, String host, int brokerPort, int controllerPort) {
-        p.put("listeners", "SASL_SSL://" + host + ":" + brokerPort + ",CONTROLLER://" + host + ":" + controllerPort);
-        p.put("advertised.listeners", "SASL_SSL://" + host + ":" + brokerPort);
-        p.put("listener.security.protocol.map", "SASL_SSL:SASL_SSL,CONTROLLER:SSL");
+    public void configure(Properties p, String host, int brokerPort, int controllerPort, int certPort) {
+        ClientCertificates clients = ClientCertificates.createOrLoad(dir);
+        p.put("listeners", "SASL_SSL://" + host + ":" + brokerPort + ",CONTROLLER://" + host + ":" + controllerPort
+            + "," + CERT_LISTENER + "://" + host + ":" + certPort);
+        p.put("advertised.listeners", "SASL_SSL://" + host + ":" + brokerPort + "," + CERT_LISTENER + "://" + host + ":"
+            + certPort);
+        p.put("listener.security.protocol.map", "SASL_SSL:SASL_SSL,CONTROLLER:SSL," + CERT_LISTENER + ":SSL");
+        String cert = "listener.name." + CERT_LISTENER.toLowerCase(java.util.Locale.ROOT) + ".";
+        p.put(cert + "ssl.client.auth", "required");
+        p.put(cert + "ssl.truststore.type", "PEM");
+        p.put(cert + "ssl.truststore.location", clients.authority().toAbsolutePath().toString());
+        p.put("principal.builder.class", CertificatePrincipalBuilder.class.getName());
+        p.put(CertificatePrincipalBuilder.REVOKED_FILE, clients.revokedFile().toAbsolutePath().toString());
         p.put("inter.broker.listener.name", "SASL_SSL");
         p.put("sasl.enabled.mechanisms", KafkaClientSecurity.MECHANISM);
         p.put("sasl.mechanism.inter.broker.protocol", KafkaClientSecurity.MECHANISM);
@@ -238,6 +250,14 @@ public final class BrokerSecurity {
             KafkaClientSecurity.jaasConfig(KafkaAccess.BROKER, secret(BROKER_PASSWORD)));
     }
 
-    /** The security protocol of every listener but the controller's. */
+    /** The client-certificate listener's name (protocol {@code SSL}). */
+    public static final String CERT_LISTENER = "SSL";
+
+    /** The client certificates' CA, issued and revoked lists ({@link ClientCertificates}) in this directory. */
+    public ClientCertificates clientCertificates() {
+        return ClientCertificates.createOrLoad(dir);
+    }
+
+    /** The security protocol of every listener but the controller's and {@value #CERT_LISTENER}. */
     public static final String LISTENER_PROTOCOL = "SASL_SSL";
 }

@@ -84,6 +84,48 @@ public final class Certificates {
         return new Issued(pair.getPrivate(), List.of(cert, ca.certificate()));
     }
 
+    /**
+     * A new client certificate for {@code commonName} (the subject {@code CN=<commonName>}, no alternative names),
+     * issued by {@code ca}: what a client presents on the broker's client-certificate listener.
+     */
+    public static Issued issueClient(Issued ca, String commonName, Duration validity) {
+        KeyPair pair = keyPair();
+        byte[] extensions = seq(extension(BASIC_CONSTRAINTS, true, seq()));
+        X509Certificate cert = sign(commonName, ca.certificate().getSubjectX500Principal().getEncoded(), pair, ca.key(),
+            validity, extensions);
+        return new Issued(pair.getPrivate(), List.of(cert, ca.certificate()));
+    }
+
+    /** {@code key} as unencrypted PKCS#8 PEM ({@code BEGIN PRIVATE KEY}), as OpenSSL, librdkafka and Kafka read it. */
+    public static String pem(PrivateKey key) {
+        return "-----BEGIN PRIVATE KEY-----\n"
+            + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(key.getEncoded())
+            + "\n-----END PRIVATE KEY-----\n";
+    }
+
+    /** The EC private key in the PKCS#8 PEM text {@code pem} ({@link #pem(PrivateKey)}). */
+    public static PrivateKey readKey(String pem) {
+        String body = pem.replace("-----BEGIN PRIVATE KEY-----", "").replace("-----END PRIVATE KEY-----", "")
+            .replaceAll("\\s", "");
+        try {
+            return java.security.KeyFactory.getInstance("EC").generatePrivate(
+                new java.security.spec.PKCS8EncodedKeySpec(Base64.getDecoder().decode(body)));
+        } catch (GeneralSecurityException | IllegalArgumentException e) {
+            throw new IllegalArgumentException("not an EC private key in PKCS#8 PEM", e);
+        }
+    }
+
+    /** The certificates in the PEM text {@code pem}, in file order. */
+    public static List<X509Certificate> readCertificates(String pem) {
+        try {
+            return CertificateFactory.getInstance("X.509")
+                .generateCertificates(new ByteArrayInputStream(pem.getBytes(StandardCharsets.US_ASCII))).stream()
+                .map(X509Certificate.class::cast).toList();
+        } catch (GeneralSecurityException e) {
+            throw new IllegalArgumentException("not PEM certificates", e);
+        }
+    }
+
     /** {@code certificate} in PEM. */
     public static String pem(X509Certificate certificate) {
         try {

@@ -25,7 +25,7 @@ import kafka.server.KafkaRaftServer;
  * The log is written like any Kafka broker's (to the page cache, flushed by the OS; Kafka's defaults): a killed
  * process loses nothing, a power cut may lose the last seconds. {@code --ephemeral}: the directory is deleted on
  * a clean stop (the demo). Writes {@code <dir>/ready.properties} ({@code bootstrap.servers}) once the broker
- * answers; SIGTERM stops it cleanly.
+ * answers, and {@value #CERT_BOOTSTRAP}, the client-certificate listener's address; SIGTERM stops it cleanly.
  *
  * <p>Closed by default ({@link BrokerSecurity}): SASL_SSL with SCRAM-SHA-512, the StandardAuthorizer, no access
  * without an ACL; the CA certificate, the broker's key and the {@code csi-admin} password are made on the first
@@ -41,6 +41,8 @@ public final class KafkaMain {
     private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(120);
     /** The broker's key material and the admin's credential ({@link BrokerSecurity}), under the state directory. */
     public static final String SECURITY_DIR = "security";
+    /** In {@code ready.properties}: {@code host:port} of the client-certificate listener (SSL, mutual TLS). */
+    public static final String CERT_BOOTSTRAP = "certificate.bootstrap.servers";
 
     private KafkaMain() {
     }
@@ -73,6 +75,12 @@ public final class KafkaMain {
             }
             extra.put(parts[0], parts[1] + ":" + kept.getProperty(key));
         }
+        if (kept.getProperty("cert.port") == null) {
+            // a state directory from before the client-certificate listener: one more port, kept like the others
+            kept.setProperty("cert.port", String.valueOf(Kraft.freePorts(1)[0]));
+            state.writePorts(kept);
+        }
+        int certPort = Integer.parseInt(kept.getProperty("cert.port"));
         int brokerPort = Integer.parseInt(kept.getProperty("broker.port"));
         int controllerPort = Integer.parseInt(kept.getProperty("controller.port"));
         Path logDir = state.path().resolve("log");
@@ -91,7 +99,7 @@ public final class KafkaMain {
         // instead of the 500 ms that makes the throw-away test brokers start faster (issue 36: two controller events a
         // second while idle). The broker is fenced after broker.session.timeout.ms (9 s) without one, as by default.
         props.put("broker.heartbeat.interval.ms", "2000");
-        security.configure(props, "127.0.0.1", brokerPort, controllerPort);
+        security.configure(props, "127.0.0.1", brokerPort, controllerPort, certPort);
         for (java.util.Map.Entry<String, String> listener : extra.entrySet()) {
             security.addListener(props, listener.getKey(), listener.getValue(), listener.getValue());
         }
@@ -122,6 +130,7 @@ public final class KafkaMain {
         Kraft.awaitReady(bootstrap, security.admin(), STARTUP_TIMEOUT);
         Properties ready = new Properties();
         ready.setProperty("bootstrap.servers", bootstrap);
+        ready.setProperty(CERT_BOOTSTRAP, "127.0.0.1:" + certPort);
         extra.forEach((name, address) -> ready.setProperty("listener." + name, address));
         ready.setProperty("pid", String.valueOf(ProcessHandle.current().pid()));
         state.writeReady(ready);

@@ -152,6 +152,18 @@ public final class KafkaUsers {
         return new KafkaToken(token.owner(), token.tokenId(), token.hmac(), Instant.ofEpochMilli(expiry));
     }
 
+    /**
+     * Deletes every ACL of {@code principal} (the name, e.g. {@code scheduler-acme}): the authorizer checks each
+     * request, so its open connections, whatever their login, may do nothing from now on. Returns how many went.
+     */
+    public int dropAcls(String principal) {
+        AclBindingFilter filter = new AclBindingFilter(org.apache.kafka.common.resource.ResourcePatternFilter.ANY,
+            new org.apache.kafka.common.acl.AccessControlEntryFilter("User:" + principal, null,
+                org.apache.kafka.common.acl.AclOperation.ANY, org.apache.kafka.common.acl.AclPermissionType.ANY));
+        return get("drop the ACLs of " + principal, () -> admin.deleteAcls(List.of(filter)).all()
+            .get(TIMEOUT_SECONDS, TimeUnit.SECONDS)).size();
+    }
+
     /** Every ACL on the broker (for checks). */
     public List<org.apache.kafka.common.acl.AclBinding> acls() {
         try {

@@ -57,12 +57,14 @@ public final class KafkaBroker implements AutoCloseable {
     private final String clusterId;
     private final Map<String, Integer> extraListenerPorts;
     private final BrokerSecurity security;
+    private final String certBootstrap;
     private final KafkaClientSecurity adminSecurity;
     private final Object lock = new Object();
     private boolean closed;
 
     private KafkaBroker(KafkaRaftServer server, Path dataDir, String bootstrapServers, String clusterId,
-                        Map<String, Integer> extraListenerPorts, BrokerSecurity security) {
+                        Map<String, Integer> extraListenerPorts, BrokerSecurity security, String certBootstrap) {
+        this.certBootstrap = certBootstrap;
         this.server = server;
         this.dataDir = dataDir;
         this.bootstrapServers = bootstrapServers;
@@ -193,6 +195,50 @@ public final class KafkaBroker implements AutoCloseable {
         }
         BrokerSecurity.writeOwnerOnly(file, token.toFileText());
         return KafkaClientSecurity.token(file, material.truststore());
+    }
+
+    /** {@code host:port} of the client-certificate listener (SSL, mutual TLS; secured brokers only). */
+    public String certificateBootstrapServers() {
+        requireSecured();
+        return certBootstrap;
+    }
+
+    /**
+     * Issues {@code principal} a client certificate living {@code lifetime} and its ACLs from {@link KafkaAccess} on
+     * {@code topics}; key (0600) and certificate written under the data directory. Returns its client settings
+     * (protocol SSL: connect them to {@link #certificateBootstrapServers()}).
+     */
+    public KafkaClientSecurity issueCertificate(KafkaAccess.Principal principal, TopicCatalog topics, Duration lifetime) {
+        BrokerSecurity material = requireSecured();
+        io.csiorchestrator.localinfra.Certificates.Issued issued =
+            material.clientCertificates().issue(principal.name(), lifetime);
+        try (Admin admin = admin()) {
+            new KafkaUsers(admin).grant(principal, topics);
+        }
+        Path dir = dataDir.resolve("credentials").resolve(principal.name() + "-"
+            + issued.certificate().getSerialNumber().toString(16));
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        io.csiorchestrator.localinfra.ClientCertificates.write(issued, dir.resolve("kafka-client.key"),
+            dir.resolve("kafka-client.pem"));
+        return KafkaClientSecurity.certificate(dir.resolve("kafka-client.pem"), dir.resolve("kafka-client.key"),
+            material.truststore());
+    }
+
+    /**
+     * Revokes {@code owner}'s client certificates: its ACLs go (open connections lose their rights at their next
+     * request) and every certificate issued to it is on the revoked list (new connections with one get no rights,
+     * even after a new certificate brings the ACLs back). Returns how many certificates were revoked.
+     */
+    public int revokeCertificates(String owner) {
+        BrokerSecurity material = requireSecured();
+        try (Admin admin = admin()) {
+            new KafkaUsers(admin).dropAcls(owner);
+        }
+        return material.clientCertificates().revoke(owner);
     }
 
     /** Revokes every delegation token of {@code owner} (each expires now); returns how many. */
@@ -485,7 +531,7 @@ public final class KafkaBroker implements AutoCloseable {
             Path dir = createTempDir();
             KafkaRaftServer server = null;
             try {
-                int[] ports = freePorts(2 + advertisedListeners.size());
+                int[] ports = freePorts(3 + advertisedListeners.size());
                 int brokerPort = ports[0];
                 int controllerPort = ports[1];
                 String clusterId = Uuid.randomUuid().toString();
@@ -494,11 +540,11 @@ public final class KafkaBroker implements AutoCloseable {
                 if (secured) {
                     security = BrokerSecurity.createOrLoad(dir.resolve("security"), BrokerSecurity.LOOPBACK_NAMES,
                         reauthentication).tokenExpiryCheck(tokenExpiryCheck);
-                    security.configure(props, "127.0.0.1", brokerPort, controllerPort);
+                    security.configure(props, "127.0.0.1", brokerPort, controllerPort, ports[2]);
                 }
                 String listenerProtocol = secured ? BrokerSecurity.LISTENER_PROTOCOL : "PLAINTEXT";
                 Map<String, Integer> extraPorts = new LinkedHashMap<>();
-                int next = 2;
+                int next = 3;
                 for (Map.Entry<String, Integer> listener : advertisedListeners.entrySet()) {
                     String name = listener.getKey();
                     int port = ports[next++];
@@ -527,7 +573,8 @@ public final class KafkaBroker implements AutoCloseable {
                 server = new KafkaRaftServer(config, Time.SYSTEM);
                 server.startup();
                 String bootstrap = "127.0.0.1:" + brokerPort;
-                KafkaBroker broker = new KafkaBroker(server, dir, bootstrap, clusterId, extraPorts, security);
+                KafkaBroker broker = new KafkaBroker(server, dir, bootstrap, clusterId, extraPorts, security,
+                    "127.0.0.1:" + ports[2]);
                 broker.awaitReady(System.nanoTime() - begin);
                 LOG.log(System.Logger.Level.INFO, "Kafka broker started in {0} ms at {1} (data in {2})",
                     (System.nanoTime() - begin) / 1_000_000, bootstrap, dir);
