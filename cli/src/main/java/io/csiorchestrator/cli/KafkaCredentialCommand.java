@@ -34,10 +34,18 @@ import io.csiorchestrator.localinfra.Kraft;
  *       open connections at their next re-authentication);</li>
  *   <li>{@code list node:<id>|scheduler:<id>}: the principal's live tokens and their expiry.</li>
  * </ul>
+ *
+ * <p>{@code --kind cert} (issue 33): a TLS client certificate instead of a token, for the broker's client-certificate
+ * listener ({@link CertificateCredential}): {@code issue P --kind cert [--ttl 30d] [--out DIR]} writes
+ * {@code kafka-client.key}, {@code kafka-client.pem} and {@code ca.pem} (0600) into DIR (default
+ * {@code <work>/kafka-credentials/<principal>/}); {@code renew P --kind cert} is a new key and certificate in the same
+ * place (the old one stays valid until it expires or is revoked). {@code revoke P} revokes both kinds: the tokens
+ * expire, the certificates go on the broker's revoked list, and the principal's ACLs are dropped (open connections
+ * lose their rights at once; a later {@code issue} grants them again, and the revoked certificates stay refused).
  */
 final class KafkaCredentialCommand {
 
-    static final Set<String> OPTIONS = Set.of("work-dir", "ttl", "out", "token-file", "kafka", "topic-prefix");
+    static final Set<String> OPTIONS = Set.of("work-dir", "ttl", "out", "token-file", "kafka", "topic-prefix", "kind");
     static final Duration DEFAULT_TTL = Duration.ofDays(30);
 
     private final Args args;
@@ -56,12 +64,19 @@ final class KafkaCredentialCommand {
         String verb = args.positional(0, "kafka-credential command (issue, renew, revoke, list)");
         return switch (verb) {
             case "issue" -> issue(principal());
-            case "renew" -> renew();
+            case "renew" -> certificateKind() ? issueCertificate(principal(), "renewed") : renew();
             case "revoke" -> {
                 KafkaAccess.Principal p = principal();
                 int n = withUsers(users -> users.revokeTokens(p.name()));
+                int certs = CertificateCredential.authority(work).map(a -> {
+                    withUsers(users -> users.dropAcls(p.name()));
+                    return a.revoke(p.name());
+                }).orElse(0);
                 out.println(p.name() + ": revoked " + n + " token" + (n == 1 ? "" : "s")
-                        + " (new logins refused now, open connections at their next re-authentication)");
+                        + " (new logins refused now, open connections at their next re-authentication) and " + certs
+                        + " certificate" + (certs == 1 ? "" : "s") + (CertificateCredential.authority(work).isPresent()
+                        ? " (its ACLs dropped: open connections refused now; the broker refuses the certificates"
+                        + " within seconds, also after a new issue)" : ""));
                 yield 0;
             }
             case "list" -> {
@@ -80,7 +95,34 @@ final class KafkaCredentialCommand {
         };
     }
 
+    private boolean certificateKind() {
+        String kind = args.option("kind").orElse("token");
+        return switch (kind) {
+            case "token" -> false;
+            case "cert" -> true;
+            default -> throw new Args.UsageException("--kind is token or cert, not '" + kind + "'");
+        };
+    }
+
+    private int issueCertificate(KafkaAccess.Principal principal, String what) {
+        Duration ttl = ttl();
+        Path dir = args.option("out").map(Path::of).orElse(CertificateCredential.defaultDir(work, principal.name()));
+        CertificateCredential.Files files = withUsers(users -> CertificateCredential.issue(work, users, principal,
+                catalog(), ttl, dir));
+        out.println(principal.name() + ": certificate " + what + ", serial " + files.serial() + ", expires "
+                + files.expires() + ", in " + dir + " (0600)");
+        out.println("  give it to that " + (principal.role() == KafkaAccess.Role.NODE ? "worker" : "scheduler") + " as "
+                + KafkaClientSecurity.envName(KafkaClientSecurity.CERTIFICATE_FILE) + "=" + files.certificate() + " "
+                + KafkaClientSecurity.envName(KafkaClientSecurity.KEY_FILE) + "=" + files.key() + " "
+                + KafkaClientSecurity.envName(KafkaClientSecurity.TRUSTSTORE) + "=" + files.ca()
+                + CertificateCredential.bootstrap(work).map(b -> ", bootstrap " + b).orElse(""));
+        return 0;
+    }
+
     private int issue(KafkaAccess.Principal principal) {
+        if (certificateKind()) {
+            return issueCertificate(principal, "issued");
+        }
         Duration ttl = ttl();
         Path file = args.option("out").map(Path::of)
                 .orElse(CliKafkaSecurity.tokenFile(work, principal.name()));
@@ -154,12 +196,19 @@ final class KafkaCredentialCommand {
         BrokerSecurity.writeOwnerOnly(file, token.toFileText());
     }
 
-    private interface UsersCall<T> {
+    interface UsersCall<T> {
         T call(KafkaUsers users);
     }
 
     /** Runs {@code call} as the broker's admin of this work dir's {@code up}, or as CSI_KAFKA_* if that is an admin. */
-    private <T> T withUsers(UsersCall<T> call) {
+    <T> T withUsers(UsersCall<T> call) {
+        try (Admin client = Kraft.admin(endpoints.kafkaBootstrap(), adminSecurity(work))) {
+            return call.call(new KafkaUsers(client));
+        }
+    }
+
+    /** The broker admin's settings: CSI_KAFKA_* if set (an admin), else the admin of {@code work}'s {@code up}. */
+    static KafkaClientSecurity adminSecurity(Path work) {
         Path security = work.resolve(Cluster.KAFKA).resolve(KafkaMain.SECURITY_DIR);
         Path password = security.resolve(BrokerSecurity.ADMIN_PASSWORD);
         KafkaClientSecurity admin = KafkaClientSecurity.fromEnvironment();
@@ -171,8 +220,6 @@ final class KafkaCredentialCommand {
             }
             admin = KafkaClientSecurity.scram(KafkaAccess.ADMIN, password, security.resolve(BrokerSecurity.CA_FILE));
         }
-        try (Admin client = Kraft.admin(endpoints.kafkaBootstrap(), admin)) {
-            return call.call(new KafkaUsers(client));
-        }
+        return admin;
     }
 }

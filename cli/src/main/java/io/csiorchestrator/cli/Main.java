@@ -139,17 +139,33 @@ public final class Main {
               identity retire <principal>  drop that principal's old keys from the trust file (and its key file)
               identity list                the trust file's keys
 
-            Kafka credentials of nodes and schedulers (expiring delegation tokens; the broker's admin of `up` issues them):
+            Kafka credentials of nodes and schedulers (expiring delegation tokens or client certificates; the broker's
+            admin of `up` issues them):
               kafka-credential issue node:<id>|scheduler:<id> [--ttl 30d] [--out F]
                                            the principal's ACLs and a new token in F (0600; default
                                            <work-dir>/kafka-credentials/<principal>.token): give it to that worker
                                            or scheduler as CSI_KAFKA_TOKEN_FILE; `up` issues its nodes' at each start
+              kafka-credential issue node:<id>|scheduler:<id> --kind cert [--ttl 30d] [--out DIR]
+                                           the ACLs and a client certificate: kafka-client.key, kafka-client.pem and
+                                           ca.pem in DIR (0600; default <work-dir>/kafka-credentials/<principal>/),
+                                           for the broker's SSL listener; `up` gives its nodes one at each start
               kafka-credential renew --token-file F [--ttl 30d]
                                            it lives that much longer from now (at most its issued lifetime); no restart
+              kafka-credential renew node:<id>|scheduler:<id> --kind cert [--ttl 30d] [--out DIR]
+                                           a new key and certificate in DIR (the old one valid until it expires)
               kafka-credential revoke node:<id>|scheduler:<id>
-                                           every token of the principal refused from now on
+                                           every token and certificate of the principal refused from now on, its
+                                           ACLs dropped (a later issue grants them again)
               kafka-credential list node:<id>|scheduler:<id>
                                            its live tokens and their expiry
+
+            Upstream schedulers (issue 33):
+              scheduler init <id> [--out DIR] [--ttl 30d]
+                                           the scheduler kit in DIR (default ./scheduler-<id>): Kafka client
+                                           certificate, CA, signing key (trusted), claim-service's sealing key,
+                                           librdkafka and Java client settings, scheduler.env
+              scheduler check <id> [--last 20]
+                                           its records on claim-requested-dead-letter, with the reason of each
 
             Options: -json (machine output), --namespace NS (default "default"), --timeout SECONDS,
               --claims-url URL (env CSI_CLAIMS_URL), --registry-url URL (env CSI_REGISTRY_URL),
@@ -216,6 +232,7 @@ public final class Main {
                 case "token" -> new TokenCommand(args.only(TokenCommand.OPTIONS), home(args), out, err).run();
                 case "kafka-credential" -> new KafkaCredentialCommand(args.only(KafkaCredentialCommand.OPTIONS), home(args),
                         out).run();
+                case "scheduler" -> new SchedulerCommand(args.only(SchedulerCommand.OPTIONS), home(args), out).run();
                 case "identity" -> new IdentityCommand(args.only(IdentityCommand.OPTIONS), home(args), out).run();
                 case "status-page" -> StatusPage.run(args.only(StatusPage.OPTIONS).atMost(0),
                         Endpoints.resolve(args, System.getenv(), home(args)), System.getenv(), out, err);
