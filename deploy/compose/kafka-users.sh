@@ -86,7 +86,8 @@ allow "claim-service" Create topic "node-leases" literal
 allow "claim-service" Create topic "node-leases-dead-letter" literal
 allow "claim-service" Create topic "volume-status" literal
 allow "claim-service" Create topic "volume-status-dead-letter" literal
-allow "claim-service" Read group "claim-service" prefixed
+allow "claim-service" Read group "claim-service" literal
+allow "claim-service" Read group "claim-service-" prefixed
 
 # plugin-registry-service
 credential "plugin-registry-service"
@@ -106,7 +107,8 @@ allow "plugin-registry-service" Create topic "node-lease-requests" literal
 allow "plugin-registry-service" Create topic "node-lease-requests-dead-letter" literal
 allow "plugin-registry-service" Create topic "node-leases" literal
 allow "plugin-registry-service" Create topic "node-leases-dead-letter" literal
-allow "plugin-registry-service" Read group "plugin-registry-service" prefixed
+allow "plugin-registry-service" Read group "plugin-registry-service" literal
+allow "plugin-registry-service" Read group "plugin-registry-service-" prefixed
 
 # node-$NODE_ID
 no_password "node-$NODE_ID"

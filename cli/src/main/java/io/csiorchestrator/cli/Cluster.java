@@ -157,7 +157,7 @@ public final class Cluster {
     /** Where {@code node}'s worker finds Kafka: its own listener when isolated, else the loopback one. */
     public String kafkaBootstrap(String node) {
         return isolated.containsKey(node) ? infra.getProperty("kafka.listener." + listenerName(node))
-                : kafkaBootstrap();
+                : kafkaCertificateBootstrap();
     }
 
     /** The services log JSON lines (QUARKUS_LOG_CONSOLE_JSON_ENABLED=true), as a log shipper wants them. */
@@ -238,6 +238,11 @@ public final class Cluster {
 
     public String kafkaBootstrap() {
         return infra.getProperty("kafka.bootstrap.servers");
+    }
+
+    /** The broker's client-certificate listener ({@code host:port}; issue 33). */
+    public String kafkaCertificateBootstrap() {
+        return infra.getProperty(CertificateCredential.BOOTSTRAP_KEY);
     }
 
     /** JDBC URL and user of claim-service's database (password {@code postgres}), once the infrastructure runs. */
@@ -350,8 +355,9 @@ public final class Cluster {
      * simulator and the CLI's operator and bench users get a SCRAM password, kept (0600) under
      * {@code <work>/kafka-credentials/} so a restart (or {@code ./csi up} again) reuses it; the CLI's Kafka clients use
      * them ({@link CliKafkaSecurity}). Each worker's node gets an expiring credential instead (issue 20 item 8): a
-     * delegation token that lives {@link #nodeTokenTtl()} (env {@value #NODE_TOKEN_TTL_ENV}, default 30 days),
-     * issued anew at every start, when the previous start's tokens of that node are revoked.
+     * delegation token and a client certificate (issue 33; what it logs in with unless isolated) that live
+     * {@link #nodeTokenTtl()} (env {@value #NODE_TOKEN_TTL_ENV}, default 30 days), issued anew at every start, when
+     * the previous start's tokens and certificates of that node are revoked.
      */
     private void issueKafkaCredentials(TopicCatalog catalog, org.apache.kafka.clients.admin.Admin admin) throws IOException {
         List<KafkaAccess.Principal> principals = new ArrayList<>(List.of(KafkaAccess.Principal.claimService(),
@@ -378,6 +384,11 @@ public final class Cluster {
             }
             io.csiorchestrator.events.KafkaToken token = users.issueToken(principal.name(), tokenTtl);
             BrokerSecurity.writeOwnerOnly(CliKafkaSecurity.tokenFile(workDir, principal.name()), token.toFileText());
+            // and a client certificate (issue 33), what the worker logs in with unless it is isolated in a network
+            // namespace (./csi chaos: its own SASL_SSL listener there, so the token): the previous start's ones revoked
+            CertificateCredential.authority(workDir).orElseThrow().revoke(principal.name());
+            CertificateCredential.issue(workDir, users, principal, catalog, tokenTtl,
+                    CertificateCredential.defaultDir(workDir, principal.name()));
         }
         // this process's own Kafka clients (chaos, demo) use this work dir's credentials, each as its role (the
         // operator; bench as csi-bench): not process-wide csi.kafka.* properties, which would make every later
@@ -418,8 +429,17 @@ public final class Cluster {
         return KafkaClientSecurity.scram(user, CliKafkaSecurity.passwordFile(workDir, user), kafkaTruststore());
     }
 
-    /** The {@code -D} settings that make a node's worker authenticate with its token. */
+    /**
+     * The {@code -D} settings that make a node's worker authenticate: with its client certificate (on
+     * {@link #kafkaBootstrap(String)}, the certificate listener), or its token when it is isolated.
+     */
     private List<String> nodeKafkaCredentials(String node) {
+        if (!isolated.containsKey(node)) {
+            Path dir = CertificateCredential.defaultDir(workDir, KafkaAccess.Principal.node(node).name());
+            return List.of("-D" + KafkaClientSecurity.CERTIFICATE_FILE + "=" + dir.resolve(CertificateCredential.CERTIFICATE),
+                    "-D" + KafkaClientSecurity.KEY_FILE + "=" + dir.resolve(CertificateCredential.KEY),
+                    "-D" + KafkaClientSecurity.TRUSTSTORE + "=" + kafkaTruststore());
+        }
         return List.of("-D" + KafkaClientSecurity.TOKEN_FILE + "=" + CliKafkaSecurity.tokenFile(workDir,
                         KafkaAccess.Principal.node(node).name()),
                 "-D" + KafkaClientSecurity.TRUSTSTORE + "=" + kafkaTruststore());
@@ -488,6 +508,9 @@ public final class Cluster {
     private static Properties infraProperties(Properties kafka, Properties postgres) {
         Properties props = new Properties();
         props.setProperty("kafka.bootstrap.servers", kafka.getProperty("bootstrap.servers"));
+        if (kafka.getProperty(KafkaMain.CERT_BOOTSTRAP) != null) {
+            props.setProperty(CertificateCredential.BOOTSTRAP_KEY, kafka.getProperty(KafkaMain.CERT_BOOTSTRAP));
+        }
         for (String key : kafka.stringPropertyNames()) {
             if (key.startsWith("listener.")) {
                 props.setProperty("kafka." + key, kafka.getProperty(key));
@@ -996,6 +1019,7 @@ public final class Cluster {
         props.setProperty("status.url", claimsUrl() + "/status/");
         props.setProperty("registry.url", registryUrl());
         props.setProperty("kafka.bootstrap.servers", kafkaBootstrap());
+        props.setProperty(CertificateCredential.BOOTSTRAP_KEY, kafkaCertificateBootstrap());
         props.setProperty("csi.topics.prefix", TOPIC_PREFIX);
         // what a load generator needs to spread volumes over the nodes (the plugin registry lists them too)
         props.setProperty("nodes", String.join(",", nodes()));

@@ -26,8 +26,8 @@ import io.csiorchestrator.events.KafkaAccess.Principal;
 
 /**
  * The Kubernetes manifests run Kafka closed: every service authenticates (SASL_SSL, SCRAM-SHA-512) as a principal that
- * has a Strimzi KafkaUser with a password, every node with a delegation token of a principal whose KafkaUser has ACLs
- * and no password (issue 20 item 8), every KafkaUser is exactly what events-schema's KafkaAccess table renders
+ * has a Strimzi KafkaUser with a password, every node with a TLS client certificate of a principal whose KafkaUser has
+ * ACLs and {@code authentication: tls} (issue 33), every KafkaUser is exactly what events-schema's KafkaAccess table renders
  * (ACLs, quotas), none has a wildcard or no ACL at all, and nothing is configured PLAINTEXT.
  */
 class KafkaSecurityManifestsTest {
@@ -46,8 +46,7 @@ class KafkaSecurityManifestsTest {
     /**
      * Every KafkaUser has at least one ACL, no wildcard resource, only Read, Write or Create, literal or prefix
      * patterns, and quotas; the services' and the operator's authenticate with SCRAM-SHA-512, the node's and the
-     * scheduler's templates have no authentication at all (no password: their principals log in with delegation
-     * tokens).
+     * scheduler's templates with TLS client certificates (no password; issue 33).
      */
     @Test
     void everyKafkaUserHasAclsWithoutWildcardsAndQuotas() {
@@ -56,7 +55,7 @@ class KafkaSecurityManifestsTest {
         for (Map<String, Object> user : users) {
             String name = string(user, "metadata", "name");
             if (name.startsWith("node-") || name.startsWith("scheduler-")) {
-                assertTrue(Manifests.at(user, "spec", "authentication").isEmpty(), name + " has no password: " + user);
+                assertEquals("tls", string(user, "spec", "authentication", "type"), name + " logs in by certificate");
             } else {
                 assertEquals("scram-sha-512", string(user, "spec", "authentication", "type"), name);
             }
@@ -83,7 +82,8 @@ class KafkaSecurityManifestsTest {
 
     /**
      * Every workload that talks to Kafka names a principal that has a KafkaUser, with its password and CA files; the
-     * worker its node's token file (on the node's own /etc/csi/kafka) and the CA, no user and no password.
+     * worker its node's client certificate and key (on the node's own /etc/csi/kafka, protocol SSL) and the CA, no
+     * user and no password.
      */
     @Test
     void everyWorkloadAuthenticatesAsAPrincipalWithAKafkaUser() {
@@ -111,10 +111,13 @@ class KafkaSecurityManifestsTest {
                 assertNotNull(env.get("CSI_KAFKA_TRUSTSTORE"), where);
                 String principal;
                 if (env.containsKey("CSI_WORKER_NODE_ID")) {
-                    // the token's owner is node-<node name>: the operator issues it for that principal at join
-                    assertNull(user, where + " logs in with its node's token, not as a user with a password");
+                    // the certificate's CN is node-<node name>: the User Operator issues it for the node's KafkaUser
+                    assertNull(user, where + " logs in with its node's certificate, not as a user with a password");
                     assertNull(env.get("CSI_KAFKA_PASSWORD_FILE"), where + " has no Kafka password");
-                    assertEquals("/etc/csi/kafka/token", env.get("CSI_KAFKA_TOKEN_FILE"), where);
+                    assertNull(env.get("CSI_KAFKA_TOKEN_FILE"), where + " logs in by certificate");
+                    assertEquals("SSL", env.get("CSI_KAFKA_SECURITY_PROTOCOL"), where);
+                    assertEquals("/etc/csi/kafka/kafka-client.pem", env.get("CSI_KAFKA_CERTIFICATE_FILE"), where);
+                    assertEquals("/etc/csi/kafka/kafka-client.key", env.get("CSI_KAFKA_KEY_FILE"), where);
                     Map<String, Object> mount = maps(container, "volumeMounts").stream()
                         .filter(m -> "/etc/csi/kafka".equals(m.get("mountPath"))).findFirst()
                         .orElseThrow(() -> new AssertionError(where + " mounts nothing at /etc/csi/kafka"));

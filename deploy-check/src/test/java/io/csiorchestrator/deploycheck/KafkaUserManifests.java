@@ -16,8 +16,8 @@ import io.csiorchestrator.events.TopicCatalog;
 /**
  * Renders Strimzi {@code KafkaUser}s (simple ACLs, quotas) from {@link KafkaAccess}: the text of
  * {@code deploy/kubernetes/kafka-users.yaml} (the services and the operator, with a SCRAM-SHA-512 password the User
- * Operator makes) and of the node and scheduler templates (no {@code authentication}: ACL-only users, whose principals
- * log in with expiring Kafka delegation tokens issued by {@code ./csi kafka-credential}; README "Security"). {@code KafkaSecurityManifestsTest}
+ * Operator makes) and of the node and scheduler templates ({@code authentication: tls}: the User Operator issues and
+ * renews their client certificates; README "Security", issue 33). {@code KafkaSecurityManifestsTest}
  * fails when a file differs from what this renders; {@code main} rewrites them after the table changes:
  * {@code java -cp ... io.csiorchestrator.deploycheck.KafkaUserManifests <repository root>}.
  */
@@ -57,13 +57,17 @@ final class KafkaUserManifests {
         String kind = principal.role() == KafkaAccess.Role.NODE ? "node" : "scheduler";
         return "# GENERATED from events-schema's KafkaAccess by deploy-check's KafkaUserManifests. The KafkaUser of one "
             + what + ":\n# replace " + ID + " with its id (e.g. sed s/" + ID + "/worker-7/g) and apply it when it joins."
-            + " ACLs and quotas only, no password:\n# " + principal.name() + " logs in with an expiring delegation token"
-            + " (./csi kafka-credential issue " + kind + ":" + ID + "; deploy/README.md).\n"
-            + "# Revoke: ./csi kafka-credential revoke " + kind + ":" + ID + " (its logins); delete this KafkaUser (its rights).\n"
+            + " No password:\n# " + principal.name() + " logs in with a TLS client certificate the User Operator issues"
+            + " and renews (Secret " + principal.name() + ": user.crt,\n# user.key; principal CN=" + principal.name()
+            + ", issue 33; deploy/README.md). Revoke: delete this KafkaUser (its ACLs: open\n# connections refused at"
+            + " once) and do not re-create it under the same name before its certificate expired.\n"
             + render(principal);
     }
 
-    /** Nodes and schedulers log in with delegation tokens (expiring credentials): their KafkaUser has no password. */
+    /**
+     * Nodes and schedulers log in with expiring credentials, no password: on Kubernetes a TLS client certificate
+     * (KafkaUser {@code authentication: tls}, issue 33), in compose a delegation token.
+     */
     static boolean tokenLogin(Principal principal) {
         return principal.role() == KafkaAccess.Role.NODE || principal.role() == KafkaAccess.Role.SCHEDULER;
     }
@@ -81,10 +85,8 @@ final class KafkaUserManifests {
             .append("    strimzi.io/cluster: ").append(CLUSTER).append('\n')
             .append("    app.kubernetes.io/part-of: csi-orchestrator\n")
             .append("spec:\n");
-        if (!tokenLogin(principal)) {
-            out.append("  authentication:\n")
-                .append("    type: scram-sha-512\n");
-        }
+        out.append("  authentication:\n")
+            .append(tokenLogin(principal) ? "    type: tls\n" : "    type: scram-sha-512\n");
         out.append("  authorization:\n")
             .append("    type: simple\n")
             .append("    acls:\n");
