@@ -372,6 +372,13 @@ public final class Cluster {
                 BrokerSecurity.writeOwnerOnly(file, BrokerSecurity.newPassword() + "\n");
             }
             users.issue(principal, Files.readString(file).strip(), catalog);
+            if (CERTIFICATE_SERVICES.contains(principal.name())) {
+                // the two services log in by certificate (issue 33): no SCRAM re-authentication every
+                // connections.max.reauth.ms, which JFR showed as ~40 % of an idle claim-service's CPU
+                CertificateCredential.authority(workDir).orElseThrow().revoke(principal.name());
+                CertificateCredential.issue(workDir, users, principal, catalog, tokenTtl,
+                        CertificateCredential.defaultDir(workDir, principal.name()));
+            }
         }
         for (String node : NODES) {
             KafkaAccess.Principal principal = KafkaAccess.Principal.node(node);
@@ -442,6 +449,21 @@ public final class Cluster {
         }
         return List.of("-D" + KafkaClientSecurity.TOKEN_FILE + "=" + CliKafkaSecurity.tokenFile(workDir,
                         KafkaAccess.Principal.node(node).name()),
+                "-D" + KafkaClientSecurity.TRUSTSTORE + "=" + kafkaTruststore());
+    }
+
+    /** The services that log in by client certificate under {@code up} (issue 33); the CLI and the simulator keep SCRAM. */
+    static final java.util.Set<String> CERTIFICATE_SERVICES = java.util.Set.of(KafkaAccess.CLAIM_SERVICE,
+            KafkaAccess.PLUGIN_REGISTRY);
+
+    /**
+     * The {@code -D} settings that make a service's Kafka clients log in with its client certificate on the
+     * certificate listener ({@link #kafkaCertificateBootstrap()}, which the caller's {@code kafka.bootstrap.servers} names).
+     */
+    private List<String> certificateCredentials(String user) {
+        Path dir = CertificateCredential.defaultDir(workDir, user);
+        return List.of("-D" + KafkaClientSecurity.CERTIFICATE_FILE + "=" + dir.resolve(CertificateCredential.CERTIFICATE),
+                "-D" + KafkaClientSecurity.KEY_FILE + "=" + dir.resolve(CertificateCredential.KEY),
                 "-D" + KafkaClientSecurity.TRUSTSTORE + "=" + kafkaTruststore());
     }
 
@@ -605,10 +627,10 @@ public final class Cluster {
         Path jar = serviceJar("plugin-registry-service");
         List<String> cmd = serviceJava(name, 384, jar);
         cmd.addAll(tokenVerification());
-        cmd.addAll(kafkaCredentials(KafkaAccess.PLUGIN_REGISTRY));
+        cmd.addAll(certificateCredentials(KafkaAccess.PLUGIN_REGISTRY));
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + port,
-                "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
+                "-Dkafka.bootstrap.servers=" + kafkaCertificateBootstrap(),
                 "-Dcsi.topics.prefix=" + TOPIC_PREFIX,
                 "-Dquarkus.datasource.reactive.url=" + infra.getProperty("postgres.plugin_registry.reactive"),
                 "-Dquarkus.datasource.username=" + infra.getProperty("postgres.username"),
@@ -629,10 +651,10 @@ public final class Cluster {
         Path jar = serviceJar("claim-service");
         List<String> cmd = serviceJava(name, 384, jar);
         cmd.addAll(tokenVerification());
-        cmd.addAll(kafkaCredentials(KafkaAccess.CLAIM_SERVICE));
+        cmd.addAll(certificateCredentials(KafkaAccess.CLAIM_SERVICE));
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + port,
-                "-Dkafka.bootstrap.servers=" + kafkaBootstrap(),
+                "-Dkafka.bootstrap.servers=" + kafkaCertificateBootstrap(),
                 "-Dcsi.topics.prefix=" + TOPIC_PREFIX,
                 "-Dquarkus.datasource.reactive.url=" + infra.getProperty("postgres.claims.reactive"),
                 "-Dquarkus.datasource.username=" + infra.getProperty("postgres.username"),
