@@ -6,6 +6,9 @@ usage:
   scheduler.py --kit DIR claim   --namespace NS --volume VOL --node NODE [--mode write|read] [--allocation A]
                                  [--mount-flag FLAG ...]          claims and waits until ready (prints the host path)
   scheduler.py --kit DIR release --namespace NS --volume VOL --allocation A      releases and waits until released
+  scheduler.py record --signing-key F [--sealing-key F] --namespace NS --volume VOL [--node NODE] --allocation A
+                      [--mode write|read|release] [--mount-flag FLAG ...] [--ce-time-shift SECONDS]
+      prints one signed claim request as JSON ({"key","headers":[[name,value]],"value"}) without sending it
   scheduler.py --kit DIR demo    --namespace NS --volume VOL --node NODE
       claim for write, ready, release, released; then a record with a bad signature, one replayed and one outside
       the replay window, each with the outcome CONTRACT.md section 8 documents. Prints one JSON line per step and a
@@ -71,8 +74,11 @@ def now_rfc3339(shift_s=0):
 
 
 class Scheduler:
-    def __init__(self, kit):
+    def __init__(self, kit, connect=True):
         self.kit = kit
+        self.answers = {}
+        if not connect:
+            return
         producer_conf = dict(kit.kafka)
         # the Java client's partitioner (murmur2), so every producer puts a volume's records on one partition
         producer_conf.setdefault("partitioner", "murmur2_random")
@@ -89,7 +95,6 @@ class Scheduler:
             low, high = self.consumer.get_watermark_offsets(TopicPartition(status, p), timeout=30)
             assignment.append(TopicPartition(status, p, high))  # answers from now on
         self.consumer.assign(assignment)
-        self.answers = {}
 
     def close(self):
         self.producer.flush(30)
@@ -218,17 +223,42 @@ def demo(s, ns, vol, node):
                       "outsideWindowCeId": stale_ce_id}), flush=True)
 
 
+class KeysOnly:
+    """What `record` needs of a kit: the signing key and claim-service's sealing key, no Kafka."""
+
+    def __init__(self, signing_key, sealing_key):
+        self.signer = c.SigningKey.read(signing_key)
+        self.sealing = c.sealing_recipient(sealing_key) if sealing_key else None
+        self.scheduler_id = self.signer.sub.split(":", 1)[1]
+
+
+def print_record(args):
+    s = Scheduler(KeysOnly(args.signing_key, args.sealing_key), connect=False)
+    body = s.request(args.namespace, args.volume, args.allocation, args.mode, args.node, args.mount_flag)
+    key, headers, value = s.record(body, ce_time=now_rfc3339(args.ce_time_shift))
+    print(json.dumps({"key": key, "headers": [[n, v.decode("utf-8")] for n, v in headers],
+                      "value": value.decode("utf-8")}))
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kit", required=True)
-    parser.add_argument("command", choices=("claim", "release", "demo"))
+    parser.add_argument("--kit")
+    parser.add_argument("command", choices=("claim", "release", "demo", "record"))
+    parser.add_argument("--signing-key")
+    parser.add_argument("--sealing-key")
+    parser.add_argument("--ce-time-shift", type=int, default=0)
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--volume", required=True)
     parser.add_argument("--node")
     parser.add_argument("--allocation")
-    parser.add_argument("--mode", default="write", choices=("write", "read"))
+    parser.add_argument("--mode", default="write", choices=("write", "read", "release"))
     parser.add_argument("--mount-flag", action="append", default=[])
     args = parser.parse_args()
+    if args.command == "record":
+        return print_record(args)
+    if not args.kit:
+        parser.error(args.command + " needs --kit")
     s = Scheduler(Kit(args.kit))
     try:
         if args.command == "claim":
