@@ -56,7 +56,8 @@ class Kit:
         env = read_properties(os.path.join(self.dir, "scheduler.env"))
         env = {k[len("export "):] if k.startswith("export ") else k: v.strip("'\"") for k, v in env.items()}
         self.scheduler_id = env["CSI_SCHEDULER_ID"]
-        self.prefix = env.get("CSI_TOPIC_PREFIX", "")
+        # the services' csi.topics.prefix (env CSI_TOPICS_PREFIX); empty by default
+        self.prefix = env.get("CSI_TOPICS_PREFIX", env.get("CSI_TOPIC_PREFIX", ""))
         self.kafka = read_properties(os.path.join(self.dir, "librdkafka.properties"))
         for key in ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location"):
             if key in self.kafka and not os.path.isabs(self.kafka[key]):
