@@ -101,40 +101,16 @@ public class Consumers {
             byte[] raw = io.csiorchestrator.support.security.RawValue.take(record);
             Context trace = trace(kafkaRecord);
             Tx tx = Tx.causedBy(openTelemetry, trace);
-            CloudEventHeaders.requireValid(record.headers(), EventType.CLAIM_REQUESTED);
-            String name = EventType.CLAIM_REQUESTED.displayName();
-            ClaimRequested request = null;
-            MalformedEventException broken = null;
-            try {
-                request = decodeClaimRequested(record);
-                requireKey(name, record, "volumeId", request.volumeId());
-            } catch (MalformedEventException e) {
-                broken = e;
+            ClaimRequestChecks.Checked checked = ClaimRequestChecks.check(record, raw, authenticity);
+            if (checked.refused() != null) {
+                return refusedStep(kafkaRecord, record, checked.refused(), trace, tx);
             }
-            io.csiorchestrator.events.identity.Principal scheduler;
-            try {
-                scheduler = authenticity.requireSchedulerSignature(record, raw, name);
-            } catch (MalformedEventException unsigned) {
-                // not a known scheduler's: dead-lettered only; a broken body's reason names its fields first
-                throw broken != null ? broken : unsigned;
-            }
-            if (scheduler == null && broken != null) {
-                throw broken; // signatures not checked (csi.security.verify-records=false): nobody known to answer
-            }
-            var freshness = authenticity.freshness(record, name);
-            if (freshness.verdict() == io.csiorchestrator.events.identity.ReplayWindow.Verdict.REPLAYED) {
-                throw freshness.refusal(); // a replay: the first record's answer stands, no second one
-            }
-            MalformedEventException refused = freshness.fresh() ? broken : freshness.refusal();
-            if (refused != null) {
-                return refusedStep(kafkaRecord, record, refused, trace, tx);
-            }
+            ClaimRequested request = checked.request();
             Instant requestedAt = eventTime(record, received);
-            ClaimRequested valid = request;
             return RecordBatches.Step.joinable(kafkaRecord, "claim-requested " + request.requestId(), trace, tx,
                     VolumeEntity.key(request.namespace(), request.volumeId()),
-                    () -> claims.claimRequestedStep(valid, requestedAt, tx),
-                    () -> claims.onClaimRequested(valid, requestedAt, tx));
+                    () -> claims.claimRequestedStep(request, requestedAt, tx),
+                    () -> claims.onClaimRequested(request, requestedAt, tx));
         }, ClaimService::lockVolumes);
     }
 
@@ -154,15 +130,6 @@ public class Consumers {
                 () -> claims.answerRefused(answer.get(), ceId, tx).chain(() -> Uni.createFrom().failure(refused)));
     }
 
-    /** Fails with {@code key mismatch} unless the record's key is {@code bodyValue}, the body's {@code field}. */
-    private static void requireKey(String eventName, ConsumerRecord<String, String> record, String field, String bodyValue) {
-        if (!bodyValue.equals(record.key())) {
-            throw MalformedEventException.single(eventName, field, bodyValue,
-                    "key mismatch: the record key " + (record.key() == null ? "(none)" : "'" + record.key() + "'")
-                            + " is not the body's " + field);
-        }
-    }
-
     /** The record a batch's message carries (its headers, key, value and timestamp as read). */
     @SuppressWarnings("unchecked")
     private static ConsumerRecord<String, String> consumerRecord(KafkaRecord<String, String> record) {
@@ -174,19 +141,6 @@ public class Consumers {
     /** The record's span as the connector started it from its traceparent (the root context when tracing is off). */
     private static Context trace(KafkaRecord<String, String> record) {
         return TracingMetadata.fromMessage(record).map(TracingMetadata::getCurrentContext).orElse(Context.current());
-    }
-
-    /**
-     * The request in {@code record}; a value {@link ClaimRequestedDeserializer} withheld whole fails with
-     * its reason (decoding the replacement would only list missing fields).
-     */
-    private static ClaimRequested decodeClaimRequested(ConsumerRecord<String, String> record) {
-        Header withheld = record.headers().lastHeader(ClaimRequestedDeserializer.WITHHELD);
-        if (withheld != null) {
-            throw new MalformedEventException(EventType.CLAIM_REQUESTED.displayName(), List.of(new Violation("(record)",
-                    Violation.REDACTED, new String(withheld.value(), StandardCharsets.UTF_8))));
-        }
-        return EventCodec.decode(ClaimRequested.class, record.value());
     }
 
     /**
@@ -203,7 +157,7 @@ public class Consumers {
             Tx tx = Tx.causedBy(openTelemetry, trace);
             CloudEventHeaders.requireValid(record.headers(), EventType.MOUNT_DONE);
             MountDone done = EventCodec.decode(MountDone.class, record.value());
-            requireKey(EventType.MOUNT_DONE.displayName(), record, "nodeId", done.nodeId());
+            ClaimRequestChecks.requireKey(EventType.MOUNT_DONE.displayName(), record, "nodeId", done.nodeId());
             authenticity.requireNode(record, raw, EventType.MOUNT_DONE.displayName(), done.nodeId());
             if (done.kind() != NodeCommandKind.CONTROLLER_PUBLISH && done.kind() != NodeCommandKind.CONTROLLER_UNPUBLISH) {
                 refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
@@ -274,7 +228,7 @@ public class Consumers {
         return handled(() -> {
             CloudEventHeaders.requireValid(record.headers(), EventType.NODE_STATE);
             NodeStateReported report = EventCodec.decode(NodeStateReported.class, record.value());
-            requireKey(EventType.NODE_STATE.displayName(), record, "nodeId", report.nodeId());
+            ClaimRequestChecks.requireKey(EventType.NODE_STATE.displayName(), record, "nodeId", report.nodeId());
             authenticity.requireNode(record, raw, EventType.NODE_STATE.displayName(), report.nodeId());
             return retried(() -> antiEntropy.onReport(report), "node-state " + report.nodeId() + " #" + report.sequence());
         });
@@ -307,7 +261,7 @@ public class Consumers {
         return handled(() -> {
             CloudEventHeaders.requireValid(record.headers(), EventType.NODE_EVENT);
             NodeEvent event = EventCodec.decode(NodeEvent.class, record.value());
-            requireKey(EventType.NODE_EVENT.displayName(), record, "nodeId", event.nodeId());
+            ClaimRequestChecks.requireKey(EventType.NODE_EVENT.displayName(), record, "nodeId", event.nodeId());
             authenticity.requireNode(record, raw, EventType.NODE_EVENT.displayName(), event.nodeId());
             if (event.kind() == NodeEventKind.FENCED) {
                 // About an ended epoch by nature (sent once the worker is back, maybe after its next grant): judged by
