@@ -3,7 +3,7 @@
 #
 #   cli/prerequisites.sh [--install] WHAT...
 #
-# WHAT: a command (test, up, demo, chaos, bench), a group (root, java, jdk, mounts, partitions, compose, browser,
+# WHAT: a command (test, up, demo, chaos, bench), a group (root, java, jdk, mounts, partitions, compose, browser, python,
 # librdkafka)
 # or a tool name. Prints nothing and exits 0 when everything is there; else names each missing tool with its package
 # and the apt-get command, and exits 1. --install (root with apt-get only): installs the missing packages first, then
@@ -19,7 +19,8 @@ declare -A PACKAGE=(
   [ip]=iproute2 [nft]=nftables
   [docker-compose]=docker-compose
   [chromium]=chromium [chromedriver]=chromium-driver
-  [kcat]=kcat [confluent_kafka]=python3-confluent-kafka [cryptography]=python3-cryptography
+  [python3]=python3 [python3-cryptography]=python3-cryptography [python3-confluent-kafka]=python3-confluent-kafka
+  [kcat]=kcat
 )
 # tool -> what needs it
 declare -A WHY=(
@@ -36,9 +37,10 @@ declare -A WHY=(
   [docker-compose]="deploy-check reads docker-compose.yml as Compose does, no engine needed"
   [chromium]="the status page's browser test, cli StatusPageIT"
   [chromedriver]="the status page's browser test drives Chromium with it"
+  [python3]="the example scheduler in Python (examples/python-scheduler): Debian's /usr/bin/python3"
+  [python3-cryptography]="the Python example signs and seals with it (events-schema PythonExampleVectorsTest)"
+  [python3-confluent-kafka]="the Python example's Kafka client (librdkafka; cli PythonSchedulerIT)"
   [kcat]="librdkafka's command-line client: checks a client-certificate login as a non-JVM client does"
-  [confluent_kafka]="Debian's python3 with librdkafka (2.0.2): the non-JVM scheduler example and its test"
-  [cryptography]="Debian's python3 signs (Ed25519) and seals (X25519) in the non-JVM scheduler example"
 )
 
 # what each command or group needs (a group name expands, anything else is a tool)
@@ -49,10 +51,11 @@ declare -A NEEDS=(
   [partitions]="root ip nft nsenter"
   [compose]="docker-compose"
   [browser]="chromium chromedriver"
+  [python]="python3 python3-cryptography python3-confluent-kafka"
   # a client that is not ours (issue 33): librdkafka through Debian's python3 and kcat
-  [librdkafka]="kcat confluent_kafka cryptography"
+  [librdkafka]="kcat python"
   # ./mvnw -B verify: every test, the ITs of cli (real systems, partitions, the browser) and deploy-check
-  [test]="jdk mounts partitions compose browser librdkafka"
+  [test]="jdk mounts partitions compose browser python librdkafka"
   # up and demo run real workers and plugins (bind mounts); up --simulated-nodes passes "java" only
   [up]="java mounts"
   [demo]="java mounts"
@@ -118,9 +121,15 @@ problem() {
     javac)
       [[ -n "$(java_bin javac)" ]] || echo "missing (a JRE without the JDK)"
       ;;
-    confluent_kafka|cryptography)
-      # Debian's interpreter, whose packages these are (not a pyenv or venv python3 on the PATH)
-      /usr/bin/python3 -c "import $1" >/dev/null 2>&1 || echo "Debian's /usr/bin/python3 cannot import $1"
+    python3)
+      # Debian's interpreter: the packages below install into it (a pyenv or venv python3 on PATH lacks them)
+      [[ -x /usr/bin/python3 ]] || echo "missing (/usr/bin/python3)"
+      ;;
+    python3-cryptography)
+      /usr/bin/python3 -c 'import cryptography' >/dev/null 2>&1 || echo "missing (import cryptography in /usr/bin/python3)"
+      ;;
+    python3-confluent-kafka)
+      /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || echo "missing (import confluent_kafka in /usr/bin/python3)"
       ;;
     docker-compose)
       if ! docker compose version >/dev/null 2>&1 && ! docker-compose version >/dev/null 2>&1; then

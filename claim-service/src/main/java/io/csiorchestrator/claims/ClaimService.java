@@ -160,6 +160,38 @@ public class ClaimService {
         return inTransaction(tx, () -> claimRequestedStep(request, requestedAt, tx));
     }
 
+    /**
+     * The {@code rejected} answer to a claim request a known scheduler signed but that was refused (issue 33 item 4,
+     * messaging.RefusedClaimRequests), once per record: its {@code ce_id} is remembered (hashed, with the handled
+     * request ids and purged with them) so a copy of the record gets no second answer. The request id is not taken:
+     * the request sent again correctly (a new ce_id, a fresh ce_time) is handled as new.
+     */
+    public Uni<Void> answerRefused(ClaimStatus answer, String ceId, Tx tx) {
+        String marker = "refused ce_id sha256:" + sha256(ceId);
+        return inTransaction(tx, () -> Panache.getSession()
+                .chain(s -> s.createNativeQuery("INSERT INTO handled_requests (request_id, handled_at) VALUES (:id, :now)"
+                                + " ON CONFLICT DO NOTHING")
+                        .setParameter("id", marker).setParameter("now", Instant.now()).executeUpdate())
+                .chain(inserted -> {
+                    if (inserted == 0) {
+                        LOG.debugf("refused claim-requested %s was answered before; not again", answer.requestId());
+                        return Uni.createFrom().voidItem();
+                    }
+                    LOG.infof("claim request %s refused: %s", answer.requestId(), answer.reason());
+                    tx.afterCommit(() -> metrics.decision("rejected", "refused"));
+                    return outbox.add(answer, tx);
+                }));
+    }
+
+    private static String sha256(String text) {
+        try {
+            return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(text.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** {@link #onClaimRequested}'s work inside the caller's transaction (one record of a batch). */
     public Uni<Void> claimRequestedStep(ClaimRequested request, Instant requestedAt, Tx tx) {
         return Panache.getSession()

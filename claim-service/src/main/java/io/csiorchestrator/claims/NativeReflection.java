@@ -29,6 +29,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         io.csiorchestrator.claims.status.StatusResource.Condition.class,
         // Kafka instantiates the channel's value deserializer by its configured class name.
         ClaimRequestedDeserializer.class,
+        io.csiorchestrator.support.security.RawValue.Deserializer.class,
 })
 public final class NativeReflection {
 

@@ -28,7 +28,8 @@ import org.junit.jupiter.api.extension.ParameterResolver;
 public final class OneNodeSystem implements AutoCloseable {
 
     /** The IT classes that share the system; it stops once all of them ran. */
-    static final List<Class<?>> USERS = List.of(ControllerPublicationIT.class, ProvisioningIT.class);
+    static final List<Class<?>> USERS = List.of(ControllerPublicationIT.class, ProvisioningIT.class,
+            PythonSchedulerIT.class);
     static final String NODE = "node-1";
     private static final Duration START = Duration.ofSeconds(180);
     private static final ExtensionContext.Namespace STORE = ExtensionContext.Namespace.create(OneNodeSystem.class);

@@ -20,8 +20,25 @@ import java.util.stream.Collectors;
  */
 public final class EventCodec {
 
+    /**
+     * Strict types (issue 33 item 2): a JSON value of the wrong type is a violation, never coerced. Jackson's
+     * defaults would read {@code "volumeId": 12} as "12", {@code "readOnly": "false"} or {@code 0} as false, {@code 3.7}
+     * as 3 and a number as an epoch timestamp; every such coercion is off here, for every type and input shape.
+     */
     private static final ObjectMapper MAPPER = JsonMapper.builder()
             .addModule(new JavaTimeModule())
+            .addModule(new com.fasterxml.jackson.databind.module.SimpleModule("csi-strict-time")
+                    .addDeserializer(java.time.Instant.class, new TextOnlyInstant()))
+            .disable(com.fasterxml.jackson.databind.MapperFeature.ALLOW_COERCION_OF_SCALARS)
+            .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+            .enable(DeserializationFeature.FAIL_ON_NUMBERS_FOR_ENUMS)
+            .withCoercionConfigDefaults(c -> {
+                for (com.fasterxml.jackson.databind.cfg.CoercionInputShape shape
+                        : com.fasterxml.jackson.databind.cfg.CoercionInputShape.values()) {
+                    c.setCoercion(shape, com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
+                }
+                c.setAcceptBlankAsEmpty(false);
+            })
             .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
             .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
             .disable(DeserializationFeature.ADJUST_DATES_TO_CONTEXT_TIME_ZONE)
@@ -30,6 +47,18 @@ public final class EventCodec {
             .build();
 
     private EventCodec() {
+    }
+
+    /** A timestamp is an RFC 3339 string: JavaTimeModule would read a number as seconds since the epoch. */
+    private static final class TextOnlyInstant extends com.fasterxml.jackson.databind.JsonDeserializer<java.time.Instant> {
+        @Override
+        public java.time.Instant deserialize(com.fasterxml.jackson.core.JsonParser p,
+                                             com.fasterxml.jackson.databind.DeserializationContext ctx) throws IOException {
+            if (!p.hasToken(com.fasterxml.jackson.core.JsonToken.VALUE_STRING)) {
+                return (java.time.Instant) ctx.handleUnexpectedToken(java.time.Instant.class, p);
+            }
+            return com.fasterxml.jackson.datatype.jsr310.deser.InstantDeserializer.INSTANT.deserialize(p, ctx);
+        }
     }
 
     /** The mapper the contract uses; services may share it for their own JSON. */

@@ -53,17 +53,31 @@ public final class SecretSealer {
 
     /** Seals {@code payload} of volume {@code namespace/volumeId} for {@code recipient} (an {@code enc} entry of the trust file). */
     public static SealedSecrets seal(SecretPayload payload, TrustSet.Entry recipient, String namespace, String volumeId) {
+        KeyPair ephemeral;
+        try {
+            ephemeral = KeyPairGenerator.getInstance("X25519").generateKeyPair();
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("this JDK has no X25519", e);
+        }
+        byte[] nonce = new byte[NONCE_BYTES];
+        RANDOM.nextBytes(nonce);
+        return seal(payload, recipient, namespace, volumeId, ephemeral, nonce);
+    }
+
+    /**
+     * {@link #seal} with a given ephemeral key pair and nonce: only for the contract's test vectors (a value sealed
+     * twice with the same ephemeral key and nonce gives away the key stream).
+     */
+    static SealedSecrets seal(SecretPayload payload, TrustSet.Entry recipient, String namespace, String volumeId,
+                              KeyPair ephemeral, byte[] nonce) {
         if (recipient.use() != TrustSet.Use.ENC) {
             throw new IllegalArgumentException("key '" + recipient.kid() + "' of " + recipient.principal() + " is not a sealing (enc) key");
         }
         String to = recipient.principal().toString();
         byte[] plain = null;
         try {
-            KeyPair ephemeral = KeyPairGenerator.getInstance("X25519").generateKeyPair();
             byte[] epk = X25519Keys.raw(ephemeral.getPublic());
             byte[] key = derive(ephemeral.getPrivate(), recipient.key(), epk, X25519Keys.raw(recipient.key()));
-            byte[] nonce = new byte[NONCE_BYTES];
-            RANDOM.nextBytes(nonce);
             plain = JSON.writeValueAsBytes(payload);
             Cipher cipher = Cipher.getInstance("AES/GCM/NoPadding");
             cipher.init(Cipher.ENCRYPT_MODE, new SecretKeySpec(key, "AES"), new GCMParameterSpec(TAG_BITS, nonce));
@@ -130,7 +144,7 @@ public final class SecretSealer {
      * The X25519 shared secret of {@code own} and {@code peer}, through HKDF-SHA256 (RFC 5869; salt: the ephemeral
      * public key then the recipient's) to 32 bytes.
      */
-    private static byte[] derive(PrivateKey own, PublicKey peer, byte[] epk, byte[] recipientPub) throws GeneralSecurityException {
+    static byte[] derive(PrivateKey own, PublicKey peer, byte[] epk, byte[] recipientPub) throws GeneralSecurityException {
         KeyAgreement agreement = KeyAgreement.getInstance("X25519");
         agreement.init(own);
         agreement.doPhase(peer, true);
@@ -162,7 +176,7 @@ public final class SecretSealer {
         return Arrays.copyOf(out.toByteArray(), length);
     }
 
-    private static byte[] aad(String recipient, String keyId, String namespace, String volumeId) {
+    static byte[] aad(String recipient, String keyId, String namespace, String volumeId) {
         return ("csi-seal-v1\0" + recipient + "\0" + keyId + "\0" + associatedData(namespace, volumeId))
                 .getBytes(StandardCharsets.UTF_8);
     }

@@ -55,6 +55,37 @@ class EventCodecTest {
         assertEquals(Set.of("success"), fields(e));
     }
 
+    /** Issue 33 item 2: a value of the wrong JSON type is refused, never coerced ("volumeId": 12 is not "12"). */
+    @Test
+    void aValueOfTheWrongJsonTypeIsNeverCoerced() {
+        String valid = """
+                {"requestId":"r","namespace":"d","volumeId":"v","allocationId":"a","nodeId":"n","mode":"write",
+                 "accessMode":"single-node-writer","attachmentMode":"file-system","readOnly":false,
+                 "requestedAt":"2026-11-22T10:00:00Z"}""";
+        EventCodec.decode(ClaimRequested.class, valid);
+        for (String[] wrong : new String[][] {
+                {"\"volumeId\":\"v\"", "\"volumeId\":12", "volumeId"},
+                {"\"requestId\":\"r\"", "\"requestId\":1.5", "requestId"},
+                {"\"namespace\":\"d\"", "\"namespace\":true", "namespace"},
+                {"\"readOnly\":false", "\"readOnly\":\"false\"", "readOnly"},
+                {"\"readOnly\":false", "\"readOnly\":0", "readOnly"},
+                {"\"mode\":\"write\"", "\"mode\":1", "mode"},
+                {"\"requestedAt\":\"2026-11-22T10:00:00Z\"", "\"requestedAt\":1764000000", "requestedAt"}}) {
+            String json = valid.replace(wrong[0], wrong[1]);
+            MalformedEventException e = assertThrows(MalformedEventException.class,
+                    () -> EventCodec.decode(ClaimRequested.class, json), wrong[1] + " was accepted");
+            assertTrue(fields(e).contains(wrong[2]), wrong[1] + " -> " + e.getMessage());
+        }
+        MalformedEventException e = assertThrows(MalformedEventException.class, () -> EventCodec.decode(MountDone.class, """
+                {"commandId":"c","nodeId":"n","kind":"mount","namespace":"d","volumeId":"v","success":true,
+                 "leaseEpoch":"3","completedAt":"2026-11-22T10:00:00Z"}"""));
+        assertEquals(Set.of("leaseEpoch"), fields(e), e.getMessage());
+        e = assertThrows(MalformedEventException.class, () -> EventCodec.decode(MountDone.class, """
+                {"commandId":"c","nodeId":"n","kind":"mount","namespace":"d","volumeId":"v","success":true,
+                 "leaseEpoch":3.7,"completedAt":"2026-11-22T10:00:00Z"}"""));
+        assertEquals(Set.of("leaseEpoch"), fields(e), e.getMessage());
+    }
+
     @Test
     void aBadTimestampIsNamed() {
         MalformedEventException e = assertThrows(MalformedEventException.class, () -> EventCodec.decode(NodeEvent.class, """

@@ -8,7 +8,8 @@ import org.apache.kafka.common.serialization.Deserializer;
  * The {@code claim-requested} channel's value deserializer: UTF-8 text with plain mount flags blanked
  * ({@link PlainMountFlagsRedactor}), so a request that breaks the contract is dead-lettered without them.
  * A value withheld whole (not a JSON object) gets the header {@value #WITHHELD} with the reason, which
- * the handler dead-letters it with; a header of that name sent by a producer is dropped first.
+ * the handler dead-letters it with; a header of that name sent by a producer is dropped first. The value's raw
+ * bytes stay with the record in memory ({@link io.csiorchestrator.support.security.RawValue}) for its signature.
  */
 public final class ClaimRequestedDeserializer implements Deserializer<String> {
 
@@ -23,6 +24,8 @@ public final class ClaimRequestedDeserializer implements Deserializer<String> {
     @Override
     public String deserialize(String topic, Headers headers, byte[] data) {
         headers.remove(WITHHELD);
+        // the signature covers these bytes, not the (redacted) text handed on (issue 33 item 2)
+        io.csiorchestrator.support.security.RawValue.attach(headers, data);
         if (data == null) {
             return null;
         }

@@ -98,17 +98,36 @@ public class Consumers {
         Instant received = Instant.now();
         return batches.handle("claim-requested", batch, kafkaRecord -> {
             ConsumerRecord<String, String> record = consumerRecord(kafkaRecord);
+            byte[] raw = io.csiorchestrator.support.security.RawValue.take(record);
             Context trace = trace(kafkaRecord);
             Tx tx = Tx.causedBy(openTelemetry, trace);
-            CloudEventHeaders.requireValid(record.headers(), EventType.CLAIM_REQUESTED);
-            ClaimRequested request = decodeClaimRequested(record);
-            authenticity.requireScheduler(record, EventType.CLAIM_REQUESTED.displayName());
+            ClaimRequestChecks.Checked checked = ClaimRequestChecks.check(record, raw, authenticity);
+            if (checked.refused() != null) {
+                return refusedStep(kafkaRecord, record, checked.refused(), trace, tx);
+            }
+            ClaimRequested request = checked.request();
             Instant requestedAt = eventTime(record, received);
             return RecordBatches.Step.joinable(kafkaRecord, "claim-requested " + request.requestId(), trace, tx,
                     VolumeEntity.key(request.namespace(), request.volumeId()),
                     () -> claims.claimRequestedStep(request, requestedAt, tx),
                     () -> claims.onClaimRequested(request, requestedAt, tx));
         }, ClaimService::lockVolumes);
+    }
+
+    /**
+     * A claim request a known scheduler signed, refused (outside the replay window, a broken body, a key mismatch;
+     * issue 33 item 4): answered {@code rejected} with the reason when its ids can be read
+     * ({@link RefusedClaimRequests}), once per {@code ce_id}, and dead-lettered with the reason either way.
+     */
+    private RecordBatches.Step refusedStep(KafkaRecord<String, String> kafkaRecord, ConsumerRecord<String, String> record,
+                                           MalformedEventException refused, Context trace, Tx tx) {
+        var answer = RefusedClaimRequests.answer(record.value(), refused);
+        if (answer.isEmpty()) {
+            throw refused;
+        }
+        String ceId = CloudEventHeaders.readFrom(record.headers()).id();
+        return RecordBatches.Step.alone(kafkaRecord, "refused claim-requested " + answer.get().requestId(), trace,
+                () -> claims.answerRefused(answer.get(), ceId, tx).chain(() -> Uni.createFrom().failure(refused)));
     }
 
     /** The record a batch's message carries (its headers, key, value and timestamp as read). */
@@ -125,19 +144,6 @@ public class Consumers {
     }
 
     /**
-     * The request in {@code record}; a value {@link ClaimRequestedDeserializer} withheld whole fails with
-     * its reason (decoding the replacement would only list missing fields).
-     */
-    private static ClaimRequested decodeClaimRequested(ConsumerRecord<String, String> record) {
-        Header withheld = record.headers().lastHeader(ClaimRequestedDeserializer.WITHHELD);
-        if (withheld != null) {
-            throw new MalformedEventException(EventType.CLAIM_REQUESTED.displayName(), List.of(new Violation("(record)",
-                    Violation.REDACTED, new String(withheld.value(), StandardCharsets.UTF_8))));
-        }
-        return EventCodec.decode(ClaimRequested.class, record.value());
-    }
-
-    /**
      * A poll of mount-done records ({@link RecordBatches}): each is checked (headers, value, its node's signature, its
      * lease epoch) on its own; the answers to claims' commands are applied in one transaction, their volumes locked up
      * front in key order; the answers of provisioning, snapshots and listings run alone, in their place.
@@ -146,11 +152,13 @@ public class Consumers {
     public Uni<Void> onMountDone(KafkaRecordBatch<String, String> batch) {
         return batches.handle("mount-done", batch, kafkaRecord -> {
             ConsumerRecord<String, String> record = consumerRecord(kafkaRecord);
+            byte[] raw = io.csiorchestrator.support.security.RawValue.take(record);
             Context trace = trace(kafkaRecord);
             Tx tx = Tx.causedBy(openTelemetry, trace);
             CloudEventHeaders.requireValid(record.headers(), EventType.MOUNT_DONE);
             MountDone done = EventCodec.decode(MountDone.class, record.value());
-            authenticity.requireNode(record, EventType.MOUNT_DONE.displayName(), done.nodeId());
+            ClaimRequestChecks.requireKey(EventType.MOUNT_DONE.displayName(), record, "nodeId", done.nodeId());
+            authenticity.requireNode(record, raw, EventType.MOUNT_DONE.displayName(), done.nodeId());
             if (done.kind() != NodeCommandKind.CONTROLLER_PUBLISH && done.kind() != NodeCommandKind.CONTROLLER_UNPUBLISH) {
                 refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
             }
@@ -196,14 +204,15 @@ public class Consumers {
     @Incoming("node-reports")
     public Uni<Void> onNodeReport(KafkaRecord<String, String> message) {
         ConsumerRecord<String, String> record = consumerRecord(message);
+        byte[] raw = io.csiorchestrator.support.security.RawValue.take(record);
         String topic = record.topic();
         Uni<Void> handling;
         if (topic.equals(topics.name(Topic.PLUGIN_STATUS))) {
             handling = onPluginStatus(record);
         } else if (topic.equals(topics.name(Topic.NODE_STATE))) {
-            handling = onNodeState(record);
+            handling = onNodeState(record, raw);
         } else if (topic.equals(topics.name(Topic.NODE_EVENTS))) {
-            handling = onNodeEvent(record);
+            handling = onNodeEvent(record, raw);
         } else {
             handling = Uni.createFrom().failure(new IllegalStateException("channel node-reports got a record of " + topic));
         }
@@ -215,15 +224,12 @@ public class Consumers {
     }
 
     /** A node's report of its actual state, for anti-entropy ({@link AntiEntropyRepairs}); keyed by its node id. */
-    Uni<Void> onNodeState(ConsumerRecord<String, String> record) {
+    Uni<Void> onNodeState(ConsumerRecord<String, String> record, byte[] raw) {
         return handled(() -> {
             CloudEventHeaders.requireValid(record.headers(), EventType.NODE_STATE);
             NodeStateReported report = EventCodec.decode(NodeStateReported.class, record.value());
-            if (!report.nodeId().equals(record.key())) {
-                throw MalformedEventException.single("node-state", "nodeId", report.nodeId(),
-                        "does not match the record key '" + record.key() + "'");
-            }
-            authenticity.requireNode(record, EventType.NODE_STATE.displayName(), report.nodeId());
+            ClaimRequestChecks.requireKey(EventType.NODE_STATE.displayName(), record, "nodeId", report.nodeId());
+            authenticity.requireNode(record, raw, EventType.NODE_STATE.displayName(), report.nodeId());
             return retried(() -> antiEntropy.onReport(report), "node-state " + report.nodeId() + " #" + report.sequence());
         });
     }
@@ -251,11 +257,12 @@ public class Consumers {
      * acknowledged unread. A volume-condition event without its volume, plugin or a
      * {@code details.condition} of {@code abnormal}/{@code normal} is dead-lettered.
      */
-    Uni<Void> onNodeEvent(ConsumerRecord<String, String> record) {
+    Uni<Void> onNodeEvent(ConsumerRecord<String, String> record, byte[] raw) {
         return handled(() -> {
             CloudEventHeaders.requireValid(record.headers(), EventType.NODE_EVENT);
             NodeEvent event = EventCodec.decode(NodeEvent.class, record.value());
-            authenticity.requireNode(record, EventType.NODE_EVENT.displayName(), event.nodeId());
+            ClaimRequestChecks.requireKey(EventType.NODE_EVENT.displayName(), record, "nodeId", event.nodeId());
+            authenticity.requireNode(record, raw, EventType.NODE_EVENT.displayName(), event.nodeId());
             if (event.kind() == NodeEventKind.FENCED) {
                 // About an ended epoch by nature (sent once the worker is back, maybe after its next grant): judged by
                 // details.epoch against each claim's mount epoch, not refused as stale.

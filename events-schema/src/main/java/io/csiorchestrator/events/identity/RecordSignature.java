@@ -112,7 +112,12 @@ public final class RecordSignature {
         return new String(all.get(0).value(), StandardCharsets.UTF_8);
     }
 
-    static byte[] signedBytes(String key, byte[] value, Headers headers) {
+    /**
+     * The bytes a record's signature covers (events-schema/CONTRACT.md, "Signed bytes"): the version tag, the key, each
+     * signed header's values preceded by their count, the value; each field a 4-byte signed big-endian length (-1 for
+     * null) and its bytes. Public for the contract's test vectors.
+     */
+    public static byte[] signedBytes(String key, byte[] value, Headers headers) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream(256 + (value == null ? 0 : value.length));
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             field(out, VERSION);

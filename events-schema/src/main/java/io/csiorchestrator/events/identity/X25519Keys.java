@@ -29,7 +29,7 @@ public final class X25519Keys {
         }
     }
 
-    static PrivateKey privateKey(byte[] raw) {
+    public static PrivateKey privateKey(byte[] raw) {
         if (raw == null || raw.length != 32) {
             throw new IllegalArgumentException("an X25519 private key has 32 bytes");
         }

@@ -134,10 +134,15 @@ public class RecordAuthenticity {
      * node its payload names; otherwise fails with the reason.
      */
     public void requireNode(ConsumerRecord<String, String> record, String eventName, String nodeId) {
+        requireNode(record, record.value() == null ? null : record.value().getBytes(StandardCharsets.UTF_8), eventName, nodeId);
+    }
+
+    /** {@link #requireNode(ConsumerRecord, String, String)} over the value's raw bytes ({@link RawValue}). */
+    public void requireNode(ConsumerRecord<String, String> record, byte[] raw, String eventName, String nodeId) {
         if (!enforce) {
             return;
         }
-        TrustSet.Entry signer = signer(record, eventName);
+        TrustSet.Entry signer = signer(record, raw, eventName);
         if (!signer.principal().equals(Principal.node(nodeId))) {
             throw refuse(record, eventName, "node-mismatch", "nodeId", nodeId,
                     "node mismatch: signed by " + signer.principal() + " (kid " + signer.kid() + ")");
@@ -148,31 +153,69 @@ public class RecordAuthenticity {
     /**
      * Requires {@code record} to be signed by a scheduler's key, seen for the first time, with a {@code ce_time}
      * within the replay window of now; otherwise fails with the reason. Returns the scheduler (null when off).
+     * {@code raw}: the value's bytes as read ({@link RawValue}), which the signature covers.
      */
-    public Principal requireScheduler(ConsumerRecord<String, String> record, String eventName) {
+    public Principal requireScheduler(ConsumerRecord<String, String> record, byte[] raw, String eventName) {
+        Principal scheduler = requireSchedulerSignature(record, raw, eventName);
+        Freshness freshness = freshness(record, eventName);
+        if (!freshness.fresh()) {
+            throw freshness.refusal();
+        }
+        return scheduler;
+    }
+
+    /**
+     * Requires {@code record} to carry a valid signature (over {@code raw}) by a scheduler's key; otherwise fails with
+     * the reason ({@code unsigned}, {@code unknown kid}, {@code bad signature}, {@code not a scheduler}). Returns the
+     * scheduler; null when the checks are off. The replay window is {@link #freshness}'s.
+     */
+    public Principal requireSchedulerSignature(ConsumerRecord<String, String> record, byte[] raw, String eventName) {
         if (!enforce) {
             return null;
         }
-        TrustSet.Entry signer = signer(record, eventName);
+        TrustSet.Entry signer = signer(record, raw, eventName);
         if (signer.principal().kind() != Principal.Kind.SCHEDULER) {
             throw refuse(record, eventName, "not-a-scheduler", "signature", signer.kid(),
                     "not a scheduler: signed by " + signer.principal());
         }
-        CloudEventHeaders headers = CloudEventHeaders.readFrom(record.headers());
-        switch (replay.admit(headers.id(), headers.time(), Instant.now())) {
-            case REPLAYED -> throw refuse(record, eventName, "replayed", "header ce_id", headers.id(),
-                    "replayed: this ce_id was already accepted");
-            case OUTSIDE_WINDOW -> throw refuse(record, eventName, "outside-window", "header ce_time", headers.time(),
-                    "outside window: more than " + replayWindow + " from now, or older than the ids still remembered");
-            case FRESH -> {
-            }
-        }
-        count(record.topic(), "valid");
         return signer.principal();
     }
 
-    private TrustSet.Entry signer(ConsumerRecord<String, String> record, String eventName) {
-        byte[] value = record.value() == null ? null : record.value().getBytes(StandardCharsets.UTF_8);
+    /** The replay window's verdict on a record, and when not fresh the refusal to dead-letter it with. */
+    public record Freshness(ReplayWindow.Verdict verdict, MalformedEventException refusal) {
+        public boolean fresh() {
+            return refusal == null;
+        }
+    }
+
+    /**
+     * The replay window's verdict on a signed {@code record} (its {@code ce_id} is remembered when fresh); fresh when
+     * the checks are off. A refusal ({@link #REPLAYED}, {@link #OUTSIDE_WINDOW}) is counted as such.
+     */
+    public Freshness freshness(ConsumerRecord<String, String> record, String eventName) {
+        if (!enforce) {
+            return new Freshness(ReplayWindow.Verdict.FRESH, null);
+        }
+        CloudEventHeaders headers = CloudEventHeaders.readFrom(record.headers());
+        ReplayWindow.Verdict verdict = replay.admit(headers.id(), headers.time(), Instant.now());
+        return new Freshness(verdict, switch (verdict) {
+            case REPLAYED -> refuse(record, eventName, "replayed", "header ce_id", headers.id(),
+                    REPLAYED + ": this ce_id was already accepted");
+            case OUTSIDE_WINDOW -> refuse(record, eventName, "outside-window", "header ce_time", headers.time(),
+                    OUTSIDE_WINDOW + ": more than " + replayWindow + " from now, or older than the ids still remembered");
+            case FRESH -> {
+                count(record.topic(), "valid");
+                yield null;
+            }
+        });
+    }
+
+    /** The first words of a replay's refusal. */
+    public static final String REPLAYED = "replayed";
+    /** The first words of the refusal of a record whose ce_time is outside the replay window. */
+    public static final String OUTSIDE_WINDOW = "outside window";
+
+    private TrustSet.Entry signer(ConsumerRecord<String, String> record, byte[] value, String eventName) {
         RecordSignature.Verdict verdict = RecordSignature.verify(trust(false), record.key(), value, record.headers());
         if (verdict.outcome() == RecordSignature.Outcome.UNKNOWN_KID) {
             verdict = RecordSignature.verify(trust(true), record.key(), value, record.headers());
