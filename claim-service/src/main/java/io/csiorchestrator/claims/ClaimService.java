@@ -225,8 +225,10 @@ public class ClaimService {
     }
 
     private Uni<Void> claim(ClaimRequested request, Instant requestedAt, Tx tx, VolumeEntity volume, List<ClaimEntity> claims) {
-        return plugins.facts(volume.pluginId).chain(plugin -> {
-            VolumeFacts facts = facts(volume, claims);
+        VolumeFacts facts = facts(volume, claims);
+        return plugins.facts(volume.pluginId)
+                .chain(known -> plugins.withVolumesHeld(known, facts, volume.volumeKey, request.nodeId()))
+                .chain(plugin -> {
             RequestedFlags flags = requestedFlags(request);
             var decision = ClaimRules.decide(facts, plugin, new ClaimRules.Request(request.allocationId(), request.nodeId(),
                     request.mode(), request.accessMode(), request.attachmentMode(), request.mountSupport(),
@@ -359,9 +361,13 @@ public class ClaimService {
         if (claim.past || !Phase.RELEASE_WAIT.name().equals(claim.phase)) {
             return Uni.createFrom().voidItem();
         }
-        return activeClaims(volume.volumeKey).chain(claims -> plugins.facts(volume.pluginId).chain(plugin -> {
+        return activeClaims(volume.volumeKey).chain(claims -> {
             List<ClaimEntity> others = claims.stream().filter(c -> !c.claimId.equals(claim.claimId)).toList();
-            var decision = ClaimRules.decide(facts(volume, others), plugin, new ClaimRules.Request(claim.allocationId,
+            VolumeFacts othersFacts = facts(volume, others);
+            return plugins.facts(volume.pluginId)
+                    .chain(known -> plugins.withVolumesHeld(known, othersFacts, volume.volumeKey, claim.nodeId))
+                    .chain(plugin -> {
+            var decision = ClaimRules.decide(othersFacts, plugin, new ClaimRules.Request(claim.allocationId,
                             claim.nodeId, ClaimMode.fromWire(claim.mode), AccessMode.fromWire(claim.accessMode),
                             AttachmentMode.fromWire(claim.attachmentMode), io.csiorchestrator.events.MountSupport.ALL, false),
                     new ClaimRules.PluginGrace(Instant.now(), settings.pluginGrace()));
@@ -407,7 +413,8 @@ public class ClaimService {
             LOG.infof("claim accepted: volume %s: %s claim by allocation %s on node %s, after the release it waited for",
                     claim.volumeKey, mode, claim.allocationId, claim.nodeId);
             return apply(volume, claim, machine().releaseWaitOver(snapshot(claim)));
-        }));
+                    });
+        });
     }
 
     /** The request's mount flags (opened from sealedMountFlags), or why they cannot be used. */
