@@ -76,6 +76,9 @@ public class ClaimService {
     ClaimMetrics metrics;
     @Inject
     Fencing fencing;
+    /** The placement topic (issue 34): told after commit when a claim on a node begins or ends, or a plugin changes. */
+    @Inject
+    io.csiorchestrator.claims.placement.PlacementPublisher placement;
     /** Resize on mount (issue 14): looked up lazily, the provisions depend on this service too. */
     @Inject
     jakarta.enterprise.inject.Instance<io.csiorchestrator.claims.provision.ProvisionService> provisions;
@@ -307,6 +310,8 @@ public class ClaimService {
      * was deleted with it).
      */
     private Uni<Void> applyToNew(VolumeEntity volume, ClaimEntity claim, Transition first) {
+        String pluginId = volume.pluginId;
+        observe(claim, () -> placement.nodesChanged(pluginId)); // the node holds one more claim (maybe one more volume)
         if (first.next().phase().past()) {
             return claim.persist().chain(() -> apply(volume, claim, first));
         }
@@ -980,6 +985,8 @@ public class ClaimService {
             }
             claim.past = true;
             claim.endedAt = now;
+            String pluginId = volume.pluginId;
+            observe(claim, () -> placement.nodesChanged(pluginId)); // the node may hold one volume less
             claim.pluginWaitSince = null;
             claim.commandId = null;
             claim.commandDeadline = null;
@@ -1139,6 +1146,7 @@ public class ClaimService {
         List<String> healthyNodes = status == null ? List.of() : status.nodes().stream()
                 .filter(n -> Boolean.TRUE.equals(n.healthy())).map(PluginStatus.NodeInstance::nodeId).toList();
         return inTransaction(() -> plugins.apply(pluginId, status))
+                .invoke(() -> placement.nodesChanged(pluginId))
                 .chain(() -> waitingFor(pluginId, healthyNodes))
                 .chain(ids -> {
                     Uni<Void> chain = Uni.createFrom().voidItem();
