@@ -103,6 +103,18 @@ public class PlacementPublisher {
         arm();
     }
 
+    /**
+     * The entries this instance last wrote, sorted by key (node entries, then capacity entries), each without its time
+     * of writing: what a scheduler reading the topic has now, for {@code ./csi node status} and the status page.
+     */
+    public List<Placement> entries() {
+        synchronized (book) {
+            return book.written().entrySet().stream().sorted(Map.Entry.comparingByKey())
+                    .sorted(java.util.Comparator.comparing(e -> e.getValue().kind() == io.csiorchestrator.events.PlacementKind.NODE ? 0 : 1))
+                    .map(Map.Entry::getValue).toList();
+        }
+    }
+
     private void arm() {
         arm(coalesce);
     }
