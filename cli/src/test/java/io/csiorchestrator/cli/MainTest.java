@@ -268,11 +268,13 @@ class MainTest {
         String hostpath = """
                 {"id":"hostpath","instances":[{"nodeId":"node-1","type":"monolith"},{"nodeId":"node-3","type":"node"}]}""";
         try (CannedServer registry = new CannedServer(Map.of("/v1/nodes", Map.entry(200, "[" + node1 + "]"),
-                "/v1/plugins", Map.entry(200, "[{\"id\":\"hostpath\"}]"), "/v1/plugins/hostpath", Map.entry(200, hostpath)))) {
-            Run all = run("node", "status", "--registry-url", registry.url());
+                "/v1/plugins", Map.entry(200, "[{\"id\":\"hostpath\"}]"), "/v1/plugins/hostpath", Map.entry(200, hostpath)));
+             CannedServer claims = new CannedServer(Map.of("/v1/status/placement", Map.entry(200, "[]")))) {
+            Run all = run("node", "status", "--registry-url", registry.url(), "--claims-url", claims.url());
             assertEquals(0, all.code(), all.err());
             String[] lines = all.out().lines().toArray(String[]::new);
-            assertEquals(4, lines.length, all.out());
+            assertEquals(6, lines.length, all.out());
+            assertEquals("no node entries", lines[5], all.out()); // placement (issue 34): none written yet
             assertTrue(lines[1].matches("node-1\\s+1\\s+valid\\s+.*"), lines[1]);
             assertTrue(lines[2].matches("node-3\\s+-\\s+none \\(fencing off\\)\\s+-\\s+-\\s+-\\s*"), lines[2]);
             assertTrue(lines[3].startsWith("fencing off on node-3: the worker asks for no lease"
@@ -283,9 +285,10 @@ class MainTest {
             assertTrue(one.out().lines().anyMatch(l -> l.matches("lease state\\s+= none \\(fencing off\\)")), one.out());
         }
         try (CannedServer registry = new CannedServer(Map.of("/v1/nodes", Map.entry(200, "[]"),
-                "/v1/plugins", Map.entry(200, "[]")))) {
-            Run none = run("node", "status", "--registry-url", registry.url());
-            assertEquals("No nodes\n", none.out());
+                "/v1/plugins", Map.entry(200, "[]")));
+             CannedServer claims = new CannedServer(Map.of())) {
+            Run none = run("node", "status", "--registry-url", registry.url(), "--claims-url", claims.url());
+            assertEquals("No nodes\nplacement: not read (claim-service answered 404)\n", none.out());
         }
     }
 
