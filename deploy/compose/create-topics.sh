@@ -29,3 +29,4 @@ topic node-state      6 --config cleanup.policy=compact
 topic node-lease-requests 6
 topic node-leases     6 --config cleanup.policy=compact
 topic volume-status   6
+topic placement       3 --config cleanup.policy=compact

@@ -76,6 +76,9 @@ public class ClaimService {
     ClaimMetrics metrics;
     @Inject
     Fencing fencing;
+    /** The placement topic (issue 34): told after commit when a claim on a node begins or ends, or a plugin changes. */
+    @Inject
+    io.csiorchestrator.claims.placement.PlacementPublisher placement;
     /** Resize on mount (issue 14): looked up lazily, the provisions depend on this service too. */
     @Inject
     jakarta.enterprise.inject.Instance<io.csiorchestrator.claims.provision.ProvisionService> provisions;
@@ -257,8 +260,10 @@ public class ClaimService {
     }
 
     private Uni<Void> claim(ClaimRequested request, Instant requestedAt, Tx tx, VolumeEntity volume, List<ClaimEntity> claims) {
-        return plugins.facts(volume.pluginId).chain(plugin -> {
-            VolumeFacts facts = facts(volume, claims);
+        VolumeFacts facts = facts(volume, claims);
+        return plugins.facts(volume.pluginId)
+                .chain(known -> plugins.withVolumesHeld(known, facts, volume.volumeKey, request.nodeId()))
+                .chain(plugin -> {
             RequestedFlags flags = requestedFlags(request);
             var decision = ClaimRules.decide(facts, plugin, new ClaimRules.Request(request.allocationId(), request.nodeId(),
                     request.mode(), request.accessMode(), request.attachmentMode(), request.mountSupport(),
@@ -337,6 +342,8 @@ public class ClaimService {
      * was deleted with it).
      */
     private Uni<Void> applyToNew(VolumeEntity volume, ClaimEntity claim, Transition first) {
+        String pluginId = volume.pluginId;
+        observe(claim, () -> placement.nodesChanged(pluginId)); // the node holds one more claim (maybe one more volume)
         if (first.next().phase().past()) {
             return claim.persist().chain(() -> apply(volume, claim, first));
         }
@@ -391,9 +398,13 @@ public class ClaimService {
         if (claim.past || !Phase.RELEASE_WAIT.name().equals(claim.phase)) {
             return Uni.createFrom().voidItem();
         }
-        return activeClaims(volume.volumeKey).chain(claims -> plugins.facts(volume.pluginId).chain(plugin -> {
+        return activeClaims(volume.volumeKey).chain(claims -> {
             List<ClaimEntity> others = claims.stream().filter(c -> !c.claimId.equals(claim.claimId)).toList();
-            var decision = ClaimRules.decide(facts(volume, others), plugin, new ClaimRules.Request(claim.allocationId,
+            VolumeFacts othersFacts = facts(volume, others);
+            return plugins.facts(volume.pluginId)
+                    .chain(known -> plugins.withVolumesHeld(known, othersFacts, volume.volumeKey, claim.nodeId))
+                    .chain(plugin -> {
+            var decision = ClaimRules.decide(othersFacts, plugin, new ClaimRules.Request(claim.allocationId,
                             claim.nodeId, ClaimMode.fromWire(claim.mode), AccessMode.fromWire(claim.accessMode),
                             AttachmentMode.fromWire(claim.attachmentMode), io.csiorchestrator.events.MountSupport.ALL, false),
                     new ClaimRules.PluginGrace(Instant.now(), settings.pluginGrace()));
@@ -439,7 +450,8 @@ public class ClaimService {
             LOG.infof("claim accepted: volume %s: %s claim by allocation %s on node %s, after the release it waited for",
                     claim.volumeKey, mode, claim.allocationId, claim.nodeId);
             return apply(volume, claim, machine().releaseWaitOver(snapshot(claim)));
-        }));
+                    });
+        });
     }
 
     /** The request's mount flags (opened from sealedMountFlags), or why they cannot be used. */
@@ -1005,6 +1017,8 @@ public class ClaimService {
             }
             claim.past = true;
             claim.endedAt = now;
+            String pluginId = volume.pluginId;
+            observe(claim, () -> placement.nodesChanged(pluginId)); // the node may hold one volume less
             claim.pluginWaitSince = null;
             claim.commandId = null;
             claim.commandDeadline = null;
@@ -1164,6 +1178,7 @@ public class ClaimService {
         List<String> healthyNodes = status == null ? List.of() : status.nodes().stream()
                 .filter(n -> Boolean.TRUE.equals(n.healthy())).map(PluginStatus.NodeInstance::nodeId).toList();
         return inTransaction(() -> plugins.apply(pluginId, status))
+                .invoke(() -> placement.nodesChanged(pluginId))
                 .chain(() -> waitingFor(pluginId, healthyNodes))
                 .chain(ids -> {
                     Uni<Void> chain = Uni.createFrom().voidItem();

@@ -182,6 +182,23 @@
     fill(document.querySelector('#plugins tbody'), rows);
   }
 
+  function segments(m) {
+    return Object.keys(m || {}).sort().map(function (k) { return k + '=' + m[k]; }).join(', ');
+  }
+
+  // issue 34: the placement topic's entries as claim-service wrote them (what a scheduler reads)
+  function renderPlacement(list) {
+    fill(document.querySelector('#placement tbody'), (list || []).map(function (p) {
+      if (p.kind === 'capacity') {
+        return row([{ text: p.pluginId + ' / ' + segments(p.segment) }, { text: segments(p.segment) }, { text: '-' },
+          { text: p.availableCapacity + ' bytes' }, { text: '' }], { 'data-placement': p.pluginId + '/' + segments(p.segment) });
+      }
+      return row([{ text: p.pluginId + ' / ' + p.nodeId }, { text: segments(p.accessibleTopology), cls: 'wrap' },
+        { text: p.volumesHeld + ' / ' + (p.maxVolumes ? p.maxVolumes : 'no limit') }, { text: '-' },
+        { text: health(p.healthy), cls: health(p.healthy) }], { 'data-placement': p.pluginId + '/' + p.nodeId });
+    }));
+  }
+
   function feedLine(e) {
     var li = el('li');
     li.setAttribute('data-topic', e.topic);
@@ -204,12 +221,14 @@
   function refresh() {
     refreshTimer = null;
     var loads = [api('/v1/volumes'), api('/v1/status/conditions'), api('/v1/status/plugins'),
-      selected ? api('/v1/volumes/' + selected).catch(function () { return null; }) : Promise.resolve(null)];
+      selected ? api('/v1/volumes/' + selected).catch(function () { return null; }) : Promise.resolve(null),
+      api('/v1/status/placement').catch(function () { return []; })];
     return Promise.all(loads).then(function (r) {
       renderVolumes(r[0], r[1]);
       mergePlugins(r[2]);
       renderPlugins();
       renderVolume(r[3]);
+      renderPlacement(r[4]);
       authHelp(false);
       document.body.setAttribute('data-refreshed', String(Date.now()));
     }).catch(function (err) { status(err.message, false); });

@@ -195,7 +195,9 @@ public final class ChaosCheck {
             if (e.kind() == NodeEventKind.MOUNT) {
                 mounted.put(e.alloc(), e.node());
                 Set<String> nodes = new LinkedHashSet<>(mounted.values());
-                if (nodes.size() > 1) {
+                // single-node-single-writer (issue 34, ReadWriteOncePod): one writer allocation, even on one node
+                boolean perAllocation = claim.accessMode() == io.csiorchestrator.events.AccessMode.SINGLE_NODE_SINGLE_WRITER;
+                if (nodes.size() > 1 || perAllocation && mounted.size() > 1) {
                     all.add(new Violation(faultOf(faults, e.at()), "two-writers-mounted", "volume " + e.volume()
                             + " (" + claim.accessMode().wire() + ") mounted for writers " + mounted + " at " + e.at()));
                 }

@@ -34,7 +34,9 @@ public final class Demo {
     static final String SNAPSHOT = "demo-snapshot";
     static final String RESTORED = "demo-restored";
     /** The demo's steps, the last being the teardown (run even after a failure). */
-    public static final int STEPS = 18;
+    public static final int STEPS = 19;
+    /** A volume registered in node-2's topology only, claimed on node-1 to show a rejection by topology (issue 34). */
+    static final String ELSEWHERE = "demo-elsewhere";
     static final String CAPACITY = "1MiB";
     static final Duration CLAIM_TIMEOUT = Duration.ofSeconds(120);
     static final Duration START_TIMEOUT = Duration.ofSeconds(180);
@@ -161,6 +163,7 @@ public final class Demo {
                     check(!Mounts.isMountPoint(path), path + " is still mounted after release");
                     return "the snapshot's content, read at " + path;
                 })
+                && steps.run("claim a volume of node-2's topology on node-1: rejected", this::rejectedByTopology)
                 && steps.run("delete both volumes and the snapshot through claim-service", this::deleteAll);
         steps.skipTo(STEPS);
         boolean down = steps.run("tear down, no mount left behind", () -> {
@@ -295,6 +298,31 @@ public final class Demo {
                     ? Optional.of(true) : Optional.empty();
         });
         return null;
+    }
+
+    /**
+     * Issue 34: what a scheduler that ignores placement gets. A volume registered with node-2's topology segment only
+     * (nothing is created on the plugin) is claimed on node-1: claim-service rejects it with the precise reason; the
+     * registration is removed again.
+     */
+    private String rejectedByTopology() {
+        Http claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
+        String body = "{\"volumes\":[{\"id\":\"" + ELSEWHERE + "\",\"namespace\":\"" + NAMESPACE
+                + "\",\"externalId\":\"" + ELSEWHERE + "\",\"pluginId\":\"" + Cluster.PLUGIN_ID
+                + "\",\"accessMode\":\"single-node-writer\",\"attachmentMode\":\"file-system\","
+                + "\"topology\":{\"topology.hostpath.csi.csiorchestrator.io/node\":\"node-2\"}}]}";
+        Http.Response registered = claims.post("/v1/volumes", body);
+        check(registered.status() == 201, "register " + ELSEWHERE + ": " + registered.status() + " " + registered.raw());
+        ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
+        ClaimClient.Outcome outcome = client.request(ClaimClient.claim(NAMESPACE, ELSEWHERE, "alloc-misplaced", "node-1",
+                ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM), CLAIM_TIMEOUT,
+                s -> steps.progress(s.state().wire()));
+        String reason = outcome.last() == null ? null : outcome.last().reason();
+        check(outcome.is(ClaimState.REJECTED) && reason != null && reason.contains("node node-1 is outside the volume's"
+                + " topology"), "claim of " + ELSEWHERE + " on node-1: " + outcome.describe());
+        Http.Response removed = claims.delete("/v1/volumes/" + NAMESPACE + "/" + ELSEWHERE);
+        check(removed.ok(), "remove " + ELSEWHERE + ": " + removed.status() + " " + removed.raw());
+        return "rejected: " + reason.substring(reason.indexOf("node node-1 is outside"));
     }
 
     /** The system's share of a step: from the claim-requested record to the claim-status record. */

@@ -109,6 +109,8 @@ public final class Main {
               node status [node]                            each node's lease (plugin-registry-service GET /v1/nodes):
                                                             epoch, state (valid, lapsed, fenced), last renewal,
                                                             expiry (the registry's estimate), fenced epoch
+                                                            and placement (claim-service): what schedulers read on
+                                                            the placement topic, topology, volumes held / limit, health
               events [-json] [--for D]                      tail claim-status, node-events and volume-status (results
                                                             of creates, deletes and expansions of volumes and creates
                                                             and deletes of snapshots) from now:

@@ -592,6 +592,7 @@ final class Operator {
             if (!unfenced.isEmpty()) {
                 out.println("fencing off on " + String.join(", ", unfenced) + ": " + FENCING_OFF_WHY);
             }
+            PlacementView.print(claims(), null, out);
             return 0;
         }
         checkId("node id", nodeId);
@@ -619,6 +620,7 @@ final class Operator {
         pairs.add(new String[] {"expires", expiry(lease, now)});
         pairs.add(new String[] {"fenced epoch", text(lease, "fencedEpoch")});
         out.print(Table.keyValues(pairs));
+        PlacementView.print(claims(), nodeId, out);
         return 0;
     }
 

@@ -163,6 +163,38 @@ class ChaosCheckTest {
         assertTrue(report.violations().get(0).detail().contains("a1=node-1"), report.violations().toString());
     }
 
+    /**
+     * Issue 34: under single-node-single-writer two writer allocations mounted on the same node at once are two writers;
+     * under single-node-multi-writer they are not, but two nodes still are.
+     */
+    @Test
+    void singleNodeSingleWriterCountsWriterAllocationsNotNodes() {
+        cleanRun();
+        claimIn(AccessMode.SINGLE_NODE_SINGLE_WRITER, "c7", "v7", "a7", "node-1", ClaimMode.WRITE, 25_000);
+        claimIn(AccessMode.SINGLE_NODE_SINGLE_WRITER, "c8", "v7", "a8", "node-1", ClaimMode.WRITE, 25_100);
+        answer("c7", ClaimState.READY, 25_200);
+        answer("c8", ClaimState.READY, 25_300);
+        event("node-1", NodeEventKind.MOUNT, "v7", "a7", 25_150);
+        event("node-1", NodeEventKind.MOUNT, "v7", "a8", 25_250);
+        Report report = check(EndState.clean());
+        // the grant of a8 beside a7 is against the rules, and the two mounts are two writers
+        assertEquals(List.of("granted-against-rules", "two-writers-mounted"), kinds(report).stream().sorted().toList());
+        assertTrue(report.violations().stream().anyMatch(v -> v.detail().contains("(single-node-single-writer) mounted for"
+                + " writers {a7=node-1, a8=node-1}")), report.violations().toString());
+
+        requests.clear();
+        answers.clear();
+        events.clear();
+        cleanRun();
+        claimIn(AccessMode.SINGLE_NODE_MULTI_WRITER, "c7", "v7", "a7", "node-1", ClaimMode.WRITE, 25_000);
+        claimIn(AccessMode.SINGLE_NODE_MULTI_WRITER, "c8", "v7", "a8", "node-1", ClaimMode.WRITE, 25_100);
+        answer("c7", ClaimState.READY, 25_200);
+        answer("c8", ClaimState.READY, 25_300);
+        event("node-1", NodeEventKind.MOUNT, "v7", "a7", 25_150);
+        event("node-1", NodeEventKind.MOUNT, "v7", "a8", 25_250);
+        assertEquals(List.of(), check(EndState.clean()).violations());
+    }
+
     /** Readers mounted on two nodes beside one writer break nothing. */
     @Test
     void readersOnTwoNodesBesideOneWriterAreNoViolation() {
@@ -308,6 +340,16 @@ class ChaosCheckTest {
                 ClaimMode.READ));
         assertFalse(GrantCheck.conflicts(AccessMode.MULTI_NODE_MULTI_WRITER, "node-1", ClaimMode.WRITE, "node-2",
                 ClaimMode.WRITE));
+        // issue 34: the CSI 1.5 single-node modes
+        AccessMode sssw = AccessMode.SINGLE_NODE_SINGLE_WRITER;
+        assertTrue(GrantCheck.conflicts(sssw, "node-1", ClaimMode.WRITE, "node-1", ClaimMode.WRITE));
+        assertFalse(GrantCheck.conflicts(sssw, "node-1", ClaimMode.WRITE, "node-1", ClaimMode.READ));
+        assertTrue(GrantCheck.conflicts(sssw, "node-1", ClaimMode.READ, "node-2", ClaimMode.READ));
+        AccessMode snmw = AccessMode.SINGLE_NODE_MULTI_WRITER;
+        assertFalse(GrantCheck.conflicts(snmw, "node-1", ClaimMode.WRITE, "node-1", ClaimMode.WRITE));
+        assertTrue(GrantCheck.conflicts(snmw, "node-1", ClaimMode.WRITE, "node-2", ClaimMode.WRITE));
+        assertFalse(GrantCheck.writerForbidden(sssw, ClaimMode.WRITE));
+        assertFalse(GrantCheck.writerForbidden(snmw, ClaimMode.WRITE));
         assertTrue(GrantCheck.writerForbidden(AccessMode.MULTI_NODE_READER_ONLY, ClaimMode.WRITE));
         assertTrue(GrantCheck.writerForbidden(AccessMode.SINGLE_NODE_READER_ONLY, ClaimMode.WRITE));
         assertFalse(GrantCheck.writerForbidden(AccessMode.MULTI_NODE_READER_ONLY, ClaimMode.READ));

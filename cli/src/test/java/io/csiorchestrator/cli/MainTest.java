@@ -268,11 +268,13 @@ class MainTest {
         String hostpath = """
                 {"id":"hostpath","instances":[{"nodeId":"node-1","type":"monolith"},{"nodeId":"node-3","type":"node"}]}""";
         try (CannedServer registry = new CannedServer(Map.of("/v1/nodes", Map.entry(200, "[" + node1 + "]"),
-                "/v1/plugins", Map.entry(200, "[{\"id\":\"hostpath\"}]"), "/v1/plugins/hostpath", Map.entry(200, hostpath)))) {
-            Run all = run("node", "status", "--registry-url", registry.url());
+                "/v1/plugins", Map.entry(200, "[{\"id\":\"hostpath\"}]"), "/v1/plugins/hostpath", Map.entry(200, hostpath)));
+             CannedServer claims = new CannedServer(Map.of("/v1/status/placement", Map.entry(200, "[]")))) {
+            Run all = run("node", "status", "--registry-url", registry.url(), "--claims-url", claims.url());
             assertEquals(0, all.code(), all.err());
             String[] lines = all.out().lines().toArray(String[]::new);
-            assertEquals(4, lines.length, all.out());
+            assertEquals(6, lines.length, all.out());
+            assertEquals("no node entries", lines[5], all.out()); // placement (issue 34): none written yet
             assertTrue(lines[1].matches("node-1\\s+1\\s+valid\\s+.*"), lines[1]);
             assertTrue(lines[2].matches("node-3\\s+-\\s+none \\(fencing off\\)\\s+-\\s+-\\s+-\\s*"), lines[2]);
             assertTrue(lines[3].startsWith("fencing off on node-3: the worker asks for no lease"
@@ -283,9 +285,10 @@ class MainTest {
             assertTrue(one.out().lines().anyMatch(l -> l.matches("lease state\\s+= none \\(fencing off\\)")), one.out());
         }
         try (CannedServer registry = new CannedServer(Map.of("/v1/nodes", Map.entry(200, "[]"),
-                "/v1/plugins", Map.entry(200, "[]")))) {
-            Run none = run("node", "status", "--registry-url", registry.url());
-            assertEquals("No nodes\n", none.out());
+                "/v1/plugins", Map.entry(200, "[]")));
+             CannedServer claims = new CannedServer(Map.of())) {
+            Run none = run("node", "status", "--registry-url", registry.url(), "--claims-url", claims.url());
+            assertEquals("No nodes\nplacement: not read (claim-service answered 404)\n", none.out());
         }
     }
 
@@ -305,11 +308,17 @@ class MainTest {
                  "expiresAt":"2025-11-24T20:58:31.500Z","fencedEpoch":2}}""";
         try (CannedServer registry = new CannedServer(Map.of(
                 "/v1/nodes", Map.entry(200, "[" + node1 + "," + node2 + ",{\"nodeId\":\"node-3\",\"lease\":null}]"),
-                "/v1/nodes/node-2", Map.entry(200, node2)))) {
-            Run all = run("node", "status", "--registry-url", registry.url());
+                "/v1/nodes/node-2", Map.entry(200, node2)));
+             CannedServer claims = new CannedServer(Map.of("/v1/status/placement", Map.entry(200, """
+                     [{"kind":"node","pluginId":"hp","nodeId":"node-2","accessibleTopology":{"zone":"a"},
+                       "maxVolumes":2,"volumesHeld":1,"healthy":true}]""")))) {
+            Run all = run("node", "status", "--registry-url", registry.url(), "--claims-url", claims.url());
             assertEquals(0, all.code(), all.err());
             String[] lines = all.out().lines().toArray(String[]::new);
-            assertEquals(4, lines.length, all.out());
+            assertEquals(7, lines.length, all.out());
+            // issue 34: then what schedulers read on the placement topic (claim-service's GET /v1/status/placement)
+            assertEquals("placement (what schedulers read on the placement topic):", lines[4]);
+            assertTrue(lines[6].matches("hp\\s+node-2\\s+zone=a\\s+1 / 2\\s+healthy\\s*"), lines[6]);
             assertTrue(lines[0].matches("NODE\\s+EPOCH\\s+STATE\\s+LAST RENEWAL\\s+EXPIRES\\s+FENCED EPOCH\\s*"), lines[0]);
             assertTrue(lines[1].matches("node-1\\s+3\\s+valid\\s+2025-11-24T21:00:05Z\\s+2025-11-24T21:00:36.500Z \\(\\d+ s ago\\)\\s+-\\s*"),
                     lines[1]);
@@ -317,8 +326,9 @@ class MainTest {
                     lines[2]);
             assertTrue(lines[3].matches("node-3\\s+-\\s+-\\s+-\\s+-\\s+-\\s*"), lines[3]);
 
-            Run one = run("node", "status", "node-2", "--registry-url", registry.url());
+            Run one = run("node", "status", "node-2", "--registry-url", registry.url(), "--claims-url", claims.url());
             assertEquals(0, one.code(), one.err());
+            assertTrue(one.out().lines().anyMatch(l -> l.matches("hp\\s+node-2\\s+zone=a\\s+1 / 2\\s+healthy\\s*")), one.out());
             assertTrue(one.out().lines().anyMatch(l -> l.matches("lease state\\s+= fenced")), one.out());
             assertTrue(one.out().lines().anyMatch(l -> l.matches("fenced epoch\\s+= 2")), one.out());
             assertTrue(one.out().lines().anyMatch(l -> l.matches("lease epoch\\s+= 2")), one.out());

@@ -22,12 +22,22 @@ public final class VolumeCapabilities {
      */
     public static VolumeCapability build(CsiAccessMode accessMode, CsiAttachmentMode attachmentMode,
                                          MountOptions volumeOptions, MountOptions requestedOptions) {
+        return build(accessMode, true, attachmentMode, volumeOptions, requestedOptions);
+    }
+
+    /**
+     * Same, for a plugin that does or does not advertise SINGLE_NODE_MULTI_WRITER: without it the CSI 1.5
+     * single-node modes are sent as SINGLE_NODE_WRITER ({@link CsiAccessMode#csiModeFor}).
+     */
+    public static VolumeCapability build(CsiAccessMode accessMode, boolean pluginSupportsSingleNodeMultiWriter,
+                                         CsiAttachmentMode attachmentMode, MountOptions volumeOptions,
+                                         MountOptions requestedOptions) {
         Objects.requireNonNull(accessMode, "accessMode");
         Objects.requireNonNull(attachmentMode, "attachmentMode");
         MountOptions volume = volumeOptions == null ? MountOptions.NONE : volumeOptions;
         MountOptions requested = requestedOptions == null ? MountOptions.NONE : requestedOptions;
         VolumeCapability.Builder capability = VolumeCapability.newBuilder()
-                .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(accessMode.csiMode()));
+                .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(accessMode.csiModeFor(pluginSupportsSingleNodeMultiWriter)));
         switch (attachmentMode) {
             case BLOCK_DEVICE -> {
                 if (!volume.isEmpty() || !requested.isEmpty()) {

@@ -23,8 +23,30 @@ class VolumeCapabilitiesTest {
         assertEquals(Mode.MULTI_NODE_MULTI_WRITER, CsiAccessMode.fromExternalName("multi-node-multi-writer").csiMode());
         assertFalse(CsiAccessMode.SINGLE_NODE_READER_ONLY.isWritable());
         assertTrue(CsiAccessMode.MULTI_NODE_SINGLE_WRITER.isMultiNode());
-        assertThrows(IllegalArgumentException.class, () -> CsiAccessMode.fromExternalName("single-node-single-writer"));
+        assertThrows(IllegalArgumentException.class, () -> CsiAccessMode.fromExternalName("single-node-one-writer"));
         assertEquals(CsiAttachmentMode.BLOCK_DEVICE, CsiAttachmentMode.fromExternalName("block-device"));
+    }
+
+    @Test
+    void theSingleNodeWriterModesOfCsi15GoToAPluginOnlyWhenItAdvertisesThem() {
+        for (String name : List.of("single-node-single-writer", "single-node-multi-writer")) {
+            CsiAccessMode mode = CsiAccessMode.fromExternalName(name);
+            assertTrue(mode.isWritable());
+            assertFalse(mode.isMultiNode());
+            VolumeCapability to15 = VolumeCapabilities.build(mode, true, CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE,
+                    MountOptions.NONE);
+            assertEquals(mode.csiMode(), to15.getAccessMode().getMode(), name);
+            VolumeCapability toOlder = VolumeCapabilities.build(mode, false, CsiAttachmentMode.FILE_SYSTEM,
+                    MountOptions.NONE, MountOptions.NONE);
+            assertEquals(Mode.SINGLE_NODE_WRITER, toOlder.getAccessMode().getMode(), name);
+        }
+        assertEquals(Mode.SINGLE_NODE_SINGLE_WRITER, CsiAccessMode.SINGLE_NODE_SINGLE_WRITER.csiMode());
+        assertEquals(Mode.SINGLE_NODE_MULTI_WRITER, CsiAccessMode.SINGLE_NODE_MULTI_WRITER.csiMode());
+        // the older modes are sent as they are either way
+        for (CsiAccessMode old : List.of(CsiAccessMode.SINGLE_NODE_WRITER, CsiAccessMode.MULTI_NODE_SINGLE_WRITER)) {
+            assertEquals(old.csiMode(), old.csiModeFor(false));
+            assertEquals(old.csiMode(), old.csiModeFor(true));
+        }
     }
 
     @Test

@@ -80,7 +80,8 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void createVolume(CreateVolumeRequest request, StreamObserver<CreateVolumeResponse> observer) {
         GrpcCalls.answer(observer, () -> state.locked(holder -> {
             String name = RequestChecks.requireName(request.getName());
-            RequestChecks.requireCapabilities("volume_capabilities", request.getVolumeCapabilitiesList());
+            RequestChecks.requireCapabilities("volume_capabilities", request.getVolumeCapabilitiesList())
+                    .forEach(c -> RequestChecks.requireAdvertisedMode("volume_capabilities", c, options.singleNodeMultiWriter()));
             String sourceKey = VolumeLifecycle.sourceKey(request);
             long required = request.getCapacityRange().getRequiredBytes();
             long limit = request.getCapacityRange().getLimitBytes();
@@ -170,6 +171,7 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
             String nodeId = RequestChecks.requireId("node_id", request.getNodeId());
             VolumeCapability capability = RequestChecks.requireCapability("volume_capability",
                     request.getVolumeCapability(), request.hasVolumeCapability());
+            RequestChecks.requireAdvertisedMode("volume_capability", capability, options.singleNodeMultiWriter());
             PluginState current = holder.current();
             if (current.volume(volumeId).isEmpty()) {
                 throw CsiStatus.notFound("volume " + volumeId + " does not exist");
@@ -196,9 +198,10 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 throw CsiStatus.failedPrecondition("volume " + volumeId + " is published to node "
                         + String.join(", ", otherNodes) + " and its access mode is single-node");
             }
-            if (options.maxVolumesPerNode() > 0 && current.volumesPublishedTo(nodeId) >= options.maxVolumesPerNode()) {
+            long max = MaxVolumes.current(options);
+            if (max > 0 && current.volumesPublishedTo(nodeId) >= max) {
                 throw CsiStatus.resourceExhausted("node " + nodeId + " has reached its maximum of "
-                        + options.maxVolumesPerNode() + " volumes");
+                        + max + " volumes");
             }
             liftFence(volumeId, nodeId);
             holder.commit(current.withPublication(wanted));
@@ -341,6 +344,9 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
                     .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.LIST_SNAPSHOTS))
                     .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.CLONE_VOLUME))
                     .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.EXPAND_VOLUME));
+            if (options.singleNodeMultiWriter()) {
+                response.addCapabilities(rpc(ControllerServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER));
+            }
             if (options.controllerPublish()) {
                 response.addCapabilities(rpc(ControllerServiceCapability.RPC.Type.PUBLISH_UNPUBLISH_VOLUME))
                         .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.PUBLISH_READONLY));

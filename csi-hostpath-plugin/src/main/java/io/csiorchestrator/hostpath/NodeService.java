@@ -77,6 +77,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
             Path stagingPath = RequestChecks.requirePath("staging_target_path", request.getStagingTargetPath());
             VolumeCapability capability = RequestChecks.requireCapability("volume_capability",
                     request.getVolumeCapability(), request.hasVolumeCapability());
+            RequestChecks.requireAdvertisedMode("volume_capability", capability, options.singleNodeMultiWriter());
             PluginState current = holder.current();
             requireVolume(current, volumeId);
             fences.requireNotFenced(volumeId);
@@ -144,6 +145,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
             Path targetPath = RequestChecks.requirePath("target_path", request.getTargetPath());
             VolumeCapability capability = RequestChecks.requireCapability("volume_capability",
                     request.getVolumeCapability(), request.hasVolumeCapability());
+            RequestChecks.requireAdvertisedMode("volume_capability", capability, options.singleNodeMultiWriter());
             PluginState current = holder.current();
             fences.requireNotFenced(volumeId);
             Path source;
@@ -264,6 +266,9 @@ final class NodeService extends NodeGrpc.NodeImplBase {
             if (options.stageUnstage()) {
                 response.addCapabilities(rpc(NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME));
             }
+            if (options.singleNodeMultiWriter()) {
+                response.addCapabilities(rpc(NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER));
+            }
             return response.build();
         });
     }
@@ -272,8 +277,9 @@ final class NodeService extends NodeGrpc.NodeImplBase {
     public void nodeGetInfo(NodeGetInfoRequest request, StreamObserver<NodeGetInfoResponse> observer) {
         GrpcCalls.answer(observer, () -> NodeGetInfoResponse.newBuilder()
                 .setNodeId(options.nodeId())
-                .setMaxVolumesPerNode(options.maxVolumesPerNode())
-                .setAccessibleTopology(Topology.newBuilder().putSegments(ControllerService.TOPOLOGY_KEY, options.nodeId()))
+                .setMaxVolumesPerNode(MaxVolumes.current(options))
+                .setAccessibleTopology(Topology.newBuilder().putAllSegments(options.topology())
+                        .putSegments(ControllerService.TOPOLOGY_KEY, options.nodeId()))
                 .build());
     }
 
@@ -316,10 +322,10 @@ final class NodeService extends NodeGrpc.NodeImplBase {
 
     private void requireRoomOnNode(PluginState state, String volumeId) {
         boolean alreadyHere = state.stagings().containsKey(volumeId) || !state.nodePublicationsOf(volumeId).isEmpty();
-        if (options.maxVolumesPerNode() > 0 && !alreadyHere
-                && state.volumesInUseOnNode() >= options.maxVolumesPerNode()) {
+        long max = MaxVolumes.current(options);
+        if (max > 0 && !alreadyHere && state.volumesInUseOnNode() >= max) {
             throw CsiStatus.resourceExhausted("node " + options.nodeId() + " has reached its maximum of "
-                    + options.maxVolumesPerNode() + " volumes");
+                    + max + " volumes");
         }
     }
 

@@ -19,7 +19,8 @@ import java.util.Set;
  * @param pluginName            {@code --plugin-name}, default {@value #DEFAULT_PLUGIN_NAME}
  * @param stageUnstage          {@code --stage-unstage=true|false}: advertise STAGE_UNSTAGE_VOLUME (default true)
  * @param controllerPublish     {@code --controller-publish=true|false}: advertise PUBLISH_UNPUBLISH_VOLUME (default true)
- * @param maxVolumesPerNode     {@code --max-volumes-per-node N}: 0 for no limit (default)
+ * @param maxVolumesPerNode     {@code --max-volumes-per-node N} (or env {@value #MAX_VOLUMES_ENV}): 0 for no limit (default);
+ *                              a number in {@link #maxVolumesFile()} overrides it while the plugin runs ({@link MaxVolumes})
  * @param unmountStagingOnExit  {@code --unmount-staging-on-exit}: unmount staging mounts when the plugin exits
  * @param knownNodeIds          {@code --known-node-ids a,b}: nodes ControllerPublishVolume accepts, besides this one
  * @param faultsFile            {@code --faults-file F}, default {@code <state-dir>/faults}
@@ -36,6 +37,11 @@ import java.util.Set;
  *                              ONLINE (the default), and refuse ControllerExpandVolume of a volume that is published
  *                              (controller publication, staging or node publication known to this process) with
  *                              FAILED_PRECONDITION, as an offline-only plugin does
+ * @param topology              {@code --topology key=value} (repeatable): accessible topology segments NodeGetInfo reports
+ *                              besides {@code topology.hostpath.csi.csiorchestrator.io/node=<node id>}, e.g. a zone
+ * @param singleNodeMultiWriter {@code --single-node-multi-writer=true|false}: advertise the SINGLE_NODE_MULTI_WRITER
+ *                              controller and node capabilities and take the CSI 1.5 modes SINGLE_NODE_SINGLE_WRITER and
+ *                              SINGLE_NODE_MULTI_WRITER (default true; false plays a plugin older than CSI 1.5)
  */
 public record PluginOptions(
         Path socketPath,
@@ -52,7 +58,14 @@ public record PluginOptions(
         Path sharedDir,
         boolean fenceOnControllerUnpublish,
         Duration fenceAckTimeout,
-        boolean offlineExpansion) {
+        boolean offlineExpansion,
+        Map<String, String> topology,
+        boolean singleNodeMultiWriter) {
+
+    /** The environment variable that sets {@code --max-volumes-per-node} (the flag wins when both are given). */
+    public static final String MAX_VOLUMES_ENV = "CSI_HOSTPATH_MAX_VOLUMES_PER_NODE";
+    /** The file in the state directory whose number, when present, is the limit NodeGetInfo reports ({@link MaxVolumes}). */
+    public static final String MAX_VOLUMES_FILE_NAME = "max-volumes-per-node";
 
     /** The environment variable that turns {@code --fence-on-controller-unpublish} on ({@code true}). */
     public static final String FENCE_ENV = "CSI_HOSTPATH_FENCE_ON_CONTROLLER_UNPUBLISH";
@@ -64,7 +77,11 @@ public record PluginOptions(
             usage: java -jar csi-hostpath-plugin.jar --endpoint unix:///path/csi.sock --node-id N --state-dir D [options]
               --stage-unstage=true|false       advertise STAGE_UNSTAGE_VOLUME (default true)
               --controller-publish=true|false  advertise PUBLISH_UNPUBLISH_VOLUME (default true)
-              --max-volumes-per-node N         volumes per node, 0 for no limit (default 0)
+              --max-volumes-per-node N         volumes per node, 0 for no limit (default 0; env %s); a number in
+                                               <state-dir>/max-volumes-per-node overrides it, re-read on every call
+              --topology key=value             an accessible topology segment of this node besides its node id
+                                               (repeatable), e.g. --topology zone=a
+              --single-node-multi-writer=true|false  advertise SINGLE_NODE_MULTI_WRITER (default true)
               --unmount-staging-on-exit        unmount the staging mounts when the plugin exits
               --known-node-ids a,b             other node ids ControllerPublishVolume accepts
               --plugin-name NAME               GetPluginInfo name (default hostpath.csi.csiorchestrator.io)
@@ -78,11 +95,17 @@ public record PluginOptions(
               --fence-ack-timeout 5s           how long ControllerUnpublishVolume waits for X's plugin to confirm
               --volume-expansion=online|offline  the VolumeExpansion type advertised (default online); offline:
                                                ControllerExpandVolume of a published volume is FAILED_PRECONDITION
-            """.formatted(FENCE_ENV);
+            """.formatted(MAX_VOLUMES_ENV, FENCE_ENV);
 
     public PluginOptions {
         knownNodeIds = Set.copyOf(knownNodeIds);
         faultRules = List.copyOf(faultRules);
+        topology = Map.copyOf(topology);
+    }
+
+    /** Where a test or an operator writes a new limit while the plugin runs: {@code <state-dir>/max-volumes-per-node}. */
+    public Path maxVolumesFile() {
+        return stateDir.resolve(MAX_VOLUMES_FILE_NAME);
     }
 
     /** Node ids that ControllerPublishVolume accepts: this node and the known ones. */
@@ -104,7 +127,10 @@ public record PluginOptions(
         String pluginName = DEFAULT_PLUGIN_NAME;
         boolean stageUnstage = true;
         boolean controllerPublish = true;
-        long maxVolumes = 0;
+        long maxVolumes = env.containsKey(MAX_VOLUMES_ENV)
+                ? nonNegative("max-volumes-per-node (" + MAX_VOLUMES_ENV + ")", env.get(MAX_VOLUMES_ENV).strip()) : 0;
+        Map<String, String> topology = new java.util.LinkedHashMap<>();
+        boolean singleNodeMultiWriter = true;
         boolean unmountStagingOnExit = false;
         boolean fence = env.containsKey(FENCE_ENV) && bool("fence-on-controller-unpublish (" + FENCE_ENV + ")",
                 env.get(FENCE_ENV).strip());
@@ -124,13 +150,15 @@ public record PluginOptions(
             switch (name) {
                 case "unmount-staging-on-exit" -> unmountStagingOnExit = inline == null || bool(name, inline);
                 case "fence-on-controller-unpublish" -> fence = inline == null || bool(name, inline);
-                case "stage-unstage", "controller-publish" -> {
+                case "stage-unstage", "controller-publish", "single-node-multi-writer" -> {
                     String value = inline;
                     if (value == null) {
                         value = i + 1 < args.length && !args[i + 1].startsWith("--") ? args[++i] : "true";
                     }
                     if (name.equals("stage-unstage")) {
                         stageUnstage = bool(name, value);
+                    } else if (name.equals("single-node-multi-writer")) {
+                        singleNodeMultiWriter = bool(name, value);
                     } else {
                         controllerPublish = bool(name, value);
                     }
@@ -159,6 +187,17 @@ public record PluginOptions(
                         case "faults-file" -> faultsFile = absolute(name, value);
                         case "shared-dir" -> sharedDir = absolute(name, value);
                         case "fault" -> faultRules.add(value);
+                        case "topology" -> {
+                            int eq = value.indexOf('=');
+                            if (eq <= 0 || eq == value.length() - 1) {
+                                throw new IllegalArgumentException("--topology takes key=value, got '" + value + "'");
+                            }
+                            String key = value.substring(0, eq);
+                            if (key.equals(ControllerService.TOPOLOGY_KEY)) {
+                                throw new IllegalArgumentException("--topology " + key + " is the node id's own segment");
+                            }
+                            topology.put(key, value.substring(eq + 1));
+                        }
                         case "fence-ack-timeout" -> fenceAckTimeout = duration(name, value);
                         case "volume-expansion" -> offlineExpansion = switch (value) {
                             case "online" -> false;
@@ -183,7 +222,7 @@ public record PluginOptions(
         }
         return new PluginOptions(socket, nodeId, stateDir, pluginName, stageUnstage, controllerPublish, maxVolumes,
                 unmountStagingOnExit, knownNodes, faultsFile == null ? stateDir.resolve(FAULTS_FILE_NAME) : faultsFile,
-                faultRules, sharedDir, fence, fenceAckTimeout, offlineExpansion);
+                faultRules, sharedDir, fence, fenceAckTimeout, offlineExpansion, topology, singleNodeMultiWriter);
     }
 
     /** Where the volume directories are: {@code <shared-dir>/volumes} or {@code <state-dir>/volumes}. */

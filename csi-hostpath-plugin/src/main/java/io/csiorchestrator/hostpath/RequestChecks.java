@@ -20,7 +20,7 @@ final class RequestChecks {
 
     private static final Set<Mode> SUPPORTED_MODES = EnumSet.of(Mode.SINGLE_NODE_WRITER,
             Mode.SINGLE_NODE_READER_ONLY, Mode.MULTI_NODE_READER_ONLY, Mode.MULTI_NODE_SINGLE_WRITER,
-            Mode.MULTI_NODE_MULTI_WRITER);
+            Mode.MULTI_NODE_MULTI_WRITER, Mode.SINGLE_NODE_SINGLE_WRITER, Mode.SINGLE_NODE_MULTI_WRITER);
 
     private RequestChecks() {
     }
@@ -109,6 +109,19 @@ final class RequestChecks {
         unsupportedBecause(capability).ifPresent(reason -> {
             throw CsiStatus.invalidArgument(field + ": " + reason);
         });
+        return capability;
+    }
+
+    /**
+     * Refuses the CSI 1.5 modes SINGLE_NODE_SINGLE_WRITER and SINGLE_NODE_MULTI_WRITER when the plugin runs with
+     * {@code --single-node-multi-writer=false} (it does not advertise them then, and a CO must send SINGLE_NODE_WRITER).
+     */
+    static VolumeCapability requireAdvertisedMode(String field, VolumeCapability capability, boolean singleNodeMultiWriter) {
+        Mode mode = capability.getAccessMode().getMode();
+        if (!singleNodeMultiWriter && (mode == Mode.SINGLE_NODE_SINGLE_WRITER || mode == Mode.SINGLE_NODE_MULTI_WRITER)) {
+            throw CsiStatus.invalidArgument(field + ": access mode " + mode + " is not supported (this plugin does not"
+                    + " advertise SINGLE_NODE_MULTI_WRITER; send SINGLE_NODE_WRITER)");
+        }
         return capability;
     }
 

@@ -107,6 +107,35 @@ class PluginOptionsTest {
         assertTrue(bad.getMessage().contains("online or offline"), bad.getMessage());
     }
 
+    /** Issue 34: the limit from the flag or the environment, topology segments, the SINGLE_NODE_MULTI_WRITER switch. */
+    @Test
+    void theSchedulingFlags() {
+        String[] base = {"--endpoint", "/s.sock", "--node-id", "n1", "--state-dir", "/s"};
+        PluginOptions plain = PluginOptions.parse(Map.of(), base);
+        assertEquals(0, plain.maxVolumesPerNode());
+        assertEquals(Map.of(), plain.topology());
+        assertTrue(plain.singleNodeMultiWriter());
+        assertEquals(java.nio.file.Path.of("/s/max-volumes-per-node"), plain.maxVolumesFile());
+
+        assertEquals(4, PluginOptions.parse(Map.of(PluginOptions.MAX_VOLUMES_ENV, "4"), base).maxVolumesPerNode());
+        assertEquals(2, PluginOptions.parse(Map.of(PluginOptions.MAX_VOLUMES_ENV, "4"),
+                concat(base, "--max-volumes-per-node", "2")).maxVolumesPerNode(), "the flag wins");
+        IllegalArgumentException badEnv = assertThrows(IllegalArgumentException.class,
+                () -> PluginOptions.parse(Map.of(PluginOptions.MAX_VOLUMES_ENV, "many"), base));
+        assertTrue(badEnv.getMessage().contains(PluginOptions.MAX_VOLUMES_ENV) && badEnv.getMessage().contains("'many'"),
+                badEnv.getMessage());
+
+        assertEquals(Map.of("zone", "a", "rack", "r1"), PluginOptions.parse(Map.of(),
+                concat(base, "--topology", "zone=a", "--topology=rack=r1")).topology());
+        IllegalArgumentException badSegment = assertThrows(IllegalArgumentException.class,
+                () -> PluginOptions.parse(Map.of(), concat(base, "--topology", "zone")));
+        assertTrue(badSegment.getMessage().contains("key=value, got 'zone'"), badSegment.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> PluginOptions.parse(Map.of(),
+                concat(base, "--topology", ControllerService.TOPOLOGY_KEY + "=n2")));
+
+        assertFalse(PluginOptions.parse(Map.of(), concat(base, "--single-node-multi-writer=false")).singleNodeMultiWriter());
+    }
+
     private static String[] concat(String[] first, String... more) {
         String[] all = java.util.Arrays.copyOf(first, first.length + more.length);
         System.arraycopy(more, 0, all, first.length, more.length);

@@ -90,13 +90,13 @@ class KubernetesManifestsTest {
     }
 
     @Test
-    void pluginStatusNodeStateAndNodeLeasesAreTheOnlyCompactedTopics() {
+    void pluginStatusNodeStateNodeLeasesAndPlacementAreTheOnlyCompactedTopics() {
         Set<String> compacted = ofKind(kubernetesObjects(), "KafkaTopic").stream()
                 .filter(t -> "compact".equals(string(t, "spec", "config", "cleanup.policy")))
                 .map(t -> string(t, "spec", "topicName"))
                 .collect(Collectors.toSet());
-        assertEquals(Set.of(Topic.PLUGIN_STATUS.baseName(), Topic.NODE_STATE.baseName(), Topic.NODE_LEASES.baseName()),
-                compacted);
+        assertEquals(Set.of(Topic.PLUGIN_STATUS.baseName(), Topic.NODE_STATE.baseName(), Topic.NODE_LEASES.baseName(),
+                Topic.PLACEMENT.baseName()), compacted);
     }
 
     @Test

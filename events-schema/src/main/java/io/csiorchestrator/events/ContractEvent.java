@@ -6,7 +6,7 @@ package io.csiorchestrator.events;
  */
 public sealed interface ContractEvent
         permits ClaimRequested, ClaimStatus, NodeCommand, MountDone, PluginHealth, PluginStatus, NodeEvent,
-        NodeStateReported, NodeLeaseRequested, NodeLease, VolumeStatus {
+        NodeStateReported, NodeLeaseRequested, NodeLease, VolumeStatus, Placement {
 
     EventType eventType();
 

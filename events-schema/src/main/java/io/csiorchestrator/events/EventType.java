@@ -15,7 +15,8 @@ public enum EventType {
     NODE_STATE("io.csiorchestrator.node.state-reported.v1", Topic.NODE_STATE, NodeStateReported.class),
     NODE_LEASE_REQUESTED("io.csiorchestrator.node.lease-requested.v1", Topic.NODE_LEASE_REQUESTS, NodeLeaseRequested.class),
     NODE_LEASE("io.csiorchestrator.node.lease.v1", Topic.NODE_LEASES, NodeLease.class),
-    VOLUME_STATUS("io.csiorchestrator.volume.status.v1", Topic.VOLUME_STATUS, VolumeStatus.class);
+    VOLUME_STATUS("io.csiorchestrator.volume.status.v1", Topic.VOLUME_STATUS, VolumeStatus.class),
+    PLACEMENT("io.csiorchestrator.placement.v1", Topic.PLACEMENT, Placement.class);
 
     private final String cloudEventType;
     private final Topic topic;

@@ -146,7 +146,7 @@ public final class KafkaAccess {
                 rows.consume(Topic.CLAIM_REQUESTED, Topic.MOUNT_DONE, Topic.PLUGIN_STATUS, Topic.NODE_EVENTS,
                     Topic.NODE_STATE, Topic.NODE_LEASES);
                 rows.read(Topic.CLAIM_STATUS); // the status page's feed
-                rows.write(Topic.CLAIM_STATUS, Topic.NODE_COMMANDS, Topic.NODE_EVENTS, Topic.VOLUME_STATUS);
+                rows.write(Topic.CLAIM_STATUS, Topic.NODE_COMMANDS, Topic.NODE_EVENTS, Topic.VOLUME_STATUS, Topic.PLACEMENT);
                 // it provisions the whole contract where topics are not managed elsewhere (csi.topics.create)
                 rows.create(Topic.values());
                 rows.group(CLAIM_SERVICE);
@@ -170,6 +170,7 @@ public final class KafkaAccess {
             case SCHEDULER -> {
                 rows.write(Topic.CLAIM_REQUESTED);
                 rows.read(Topic.CLAIM_STATUS, Topic.VOLUME_STATUS); // volume-status: create/delete results (issue 14)
+                rows.read(Topic.PLACEMENT); // where a volume can go: limits, topology, capacity (issue 34)
                 // with the separator: scheduler acme's prefix must not cover scheduler acme2's groups (issue 33)
                 rows.groupPrefix(principal.name() + GROUP_SEPARATOR);
             }
@@ -177,7 +178,9 @@ public final class KafkaAccess {
                 rows.write(Topic.CLAIM_REQUESTED);
                 // node-leases: ./csi chaos checks the registry's grants and lapses (issue 19)
                 // volume-status: ./csi events shows the results of creates and deletes (issue 14)
-                rows.read(Topic.CLAIM_STATUS, Topic.NODE_EVENTS, Topic.PLUGIN_STATUS, Topic.NODE_LEASES, Topic.VOLUME_STATUS);
+                // placement: ./csi node status shows what schedulers see (issue 34)
+                rows.read(Topic.CLAIM_STATUS, Topic.NODE_EVENTS, Topic.PLUGIN_STATUS, Topic.NODE_LEASES, Topic.VOLUME_STATUS,
+                        Topic.PLACEMENT);
             }
             case BENCH -> {
                 rows.write(Topic.CLAIM_REQUESTED);

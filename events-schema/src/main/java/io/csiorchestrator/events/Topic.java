@@ -18,7 +18,12 @@ public enum Topic {
     /** plugin-registry-service's grants, lapses and fences of node leases; the newest per node is its lease. */
     NODE_LEASES("node-leases", 6, true, "node id"),
     /** claim-service's results of creates and deletes of volumes and snapshots, for schedulers (issue 14). */
-    VOLUME_STATUS("volume-status", 6, false, "namespace/volume id");
+    VOLUME_STATUS("volume-status", 6, false, "namespace/volume id"),
+    /**
+     * claim-service's view for schedulers (issue 34): per node and plugin the topology, limit, volumes held and health;
+     * per plugin and topology segment the capacity; the newest entry per key is the current one.
+     */
+    PLACEMENT("placement", 3, true, "node/plugin id/node id or capacity/plugin id/segment");
 
     /** Suffix of the dead-letter topic that takes a topic's malformed records. */
     public static final String DEAD_LETTER_SUFFIX = "-dead-letter";

@@ -40,8 +40,8 @@ class JsonSchemaTest {
     }
 
     @Test
-    void thereIsOneSchemaForEachOfTheElevenTopics() {
-        assertEquals(11, Topic.values().length);
+    void thereIsOneSchemaForEachOfTheTwelveTopics() {
+        assertEquals(12, Topic.values().length);
         for (Topic topic : Topic.values()) {
             assertNotNull(EventType.class.getResource("/schemas/" + topic.baseName() + ".schema.json"), topic.baseName());
         }
@@ -394,5 +394,37 @@ class JsonSchemaTest {
         ObjectNode unknown = sampleJson(EventType.NODE_EVENT);
         unknown.put("kind", "volume-mood");
         assertFalse(schema(EventType.NODE_EVENT).validate(unknown).isEmpty());
+    }
+
+    /**
+     * Issue 34's placement: a node entry and a capacity entry pass the schema and the codec; each kind needs its own
+     * fields; a negative count is refused by both; the keys are per node and plugin, and per plugin and segment.
+     */
+    @Test
+    void placementEntriesOfBothKinds() throws IOException {
+        Placement node = Placement.node("hostpath", "node-1", Map.of("zone", "a"), 2, 1, true, SampleEvents.T);
+        Placement capacity = Placement.capacity("hostpath", Map.of("zone", "a", "rack", "r1"), 1L << 30, null, 4096L,
+                SampleEvents.T, SampleEvents.T);
+        for (Placement p : List.of(node, capacity)) {
+            JsonNode json = EventCodec.mapper().readTree(EventCodec.encode(p));
+            assertTrue(schema(EventType.PLACEMENT).validate(json).isEmpty(), json.toString());
+            assertEquals(p, EventCodec.decode(Placement.class, EventCodec.encode(p)));
+        }
+        assertEquals("node/hostpath/node-1", node.recordKey());
+        assertEquals("capacity/hostpath/rack=r1,zone=a", capacity.recordKey());
+
+        ObjectNode noHeld = (ObjectNode) EventCodec.mapper().valueToTree(node);
+        noHeld.remove("volumesHeld");
+        assertFalse(schema(EventType.PLACEMENT).validate(noHeld).isEmpty(), "a node entry needs volumesHeld");
+        ObjectNode noSegment = (ObjectNode) EventCodec.mapper().valueToTree(capacity);
+        noSegment.remove("segment");
+        assertFalse(schema(EventType.PLACEMENT).validate(noSegment).isEmpty(), "a capacity entry needs its segment");
+        ObjectNode negative = (ObjectNode) EventCodec.mapper().valueToTree(node);
+        negative.put("maxVolumes", -1);
+        assertFalse(schema(EventType.PLACEMENT).validate(negative).isEmpty(), "a negative limit");
+        Violations v = new Violations();
+        new Placement(PlacementKind.NODE, "hostpath", "node-1", Map.of(), -1L, 0L, true, null, null, null, null, null,
+                SampleEvents.T).checkFields(v);
+        assertFalse(v.isEmpty(), "the codec's check refuses a negative limit too");
     }
 }

@@ -67,7 +67,7 @@ class KafkaAccessTest {
     void schedulerWritesClaimsAndReadsStatusOnly() {
         List<Grant> scheduler = KafkaAccess.grants(Principal.scheduler("nomad-1"), TOPICS);
         assertEquals(Set.of("p.claim-requested"), topics(scheduler, AclOperation.WRITE));
-        assertEquals(Set.of("p.claim-status", "p.volume-status"), topics(scheduler, AclOperation.READ));
+        assertEquals(Set.of("p.claim-status", "p.volume-status", "p.placement"), topics(scheduler, AclOperation.READ));
         assertEquals(List.of(new Grant(ResourceType.GROUP, PatternType.PREFIXED, "scheduler-nomad-1-", AclOperation.READ)),
             scheduler.stream().filter(g -> g.type() == ResourceType.GROUP).toList());
     }
@@ -96,8 +96,8 @@ class KafkaAccessTest {
     void operatorWritesClaimsAndReadsTheStatusTopicsAndLeases() {
         List<Grant> operator = KafkaAccess.grants(Principal.operator(), TOPICS);
         assertEquals(Set.of("p.claim-requested"), topics(operator, AclOperation.WRITE));
-        assertEquals(Set.of("p.claim-status", "p.node-events", "p.plugin-status", "p.node-leases", "p.volume-status"),
-            topics(operator, AclOperation.READ));
+        assertEquals(Set.of("p.claim-status", "p.node-events", "p.plugin-status", "p.node-leases", "p.volume-status",
+                "p.placement"), topics(operator, AclOperation.READ));
         assertTrue(operator.stream().noneMatch(g -> g.type() == ResourceType.GROUP));
     }
 
@@ -112,6 +112,7 @@ class KafkaAccessTest {
             assertEquals(principal.role() == KafkaAccess.Role.CLAIM_SERVICE, writes.contains("p.node-commands"), principal.name());
             assertEquals(principal.role() == KafkaAccess.Role.CLAIM_SERVICE, writes.contains("p.claim-status"), principal.name());
             assertEquals(principal.role() == KafkaAccess.Role.CLAIM_SERVICE, writes.contains("p.volume-status"), principal.name());
+            assertEquals(principal.role() == KafkaAccess.Role.CLAIM_SERVICE, writes.contains("p.placement"), principal.name());
             assertEquals(principal.role() == KafkaAccess.Role.PLUGIN_REGISTRY, writes.contains("p.plugin-status"), principal.name());
             assertEquals(principal.role() == KafkaAccess.Role.PLUGIN_REGISTRY, writes.contains("p.node-leases"), principal.name());
         }

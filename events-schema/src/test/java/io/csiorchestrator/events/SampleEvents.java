@@ -86,6 +86,10 @@ final class SampleEvents {
                 "CreateSnapshot failed with INVALID_ARGUMENT: plugin says: no", T);
     }
 
+    static Placement placement() {
+        return Placement.node("hostpath", "node-1", Map.of("zone", "a"), 2, 1, true, T);
+    }
+
     /** One sample per event type, in contract order. */
     static Map<EventType, ContractEvent> all() {
         return Map.ofEntries(
@@ -99,6 +103,7 @@ final class SampleEvents {
                 Map.entry(EventType.NODE_STATE, nodeState()),
                 Map.entry(EventType.NODE_LEASE_REQUESTED, nodeLeaseRequested()),
                 Map.entry(EventType.NODE_LEASE, nodeLease()),
-                Map.entry(EventType.VOLUME_STATUS, volumeStatus()));
+                Map.entry(EventType.VOLUME_STATUS, volumeStatus()),
+                Map.entry(EventType.PLACEMENT, placement()));
     }
 }

@@ -16,14 +16,16 @@ class TopicCatalogTest {
         assertEquals("prod.claim-requested-dead-letter", catalog.deadLetterName(Topic.CLAIM_REQUESTED));
         assertEquals(List.of("prod.claim-requested", "prod.claim-status", "prod.node-commands", "prod.mount-done",
                 "prod.plugin-health", "prod.plugin-status", "prod.node-events", "prod.node-state",
-                "prod.node-lease-requests", "prod.node-leases", "prod.volume-status"), List.copyOf(catalog.all().keySet()));
+                "prod.node-lease-requests", "prod.node-leases", "prod.volume-status", "prod.placement"), List.copyOf(catalog.all().keySet()));
     }
 
     @Test
-    void onlyPluginStatusNodeStateAndNodeLeasesAreCompacted() {
-        // all three are latest-value-per-key topics: a plugin's status, a node's actual state, a node's lease
+    void onlyPluginStatusNodeStateNodeLeasesAndPlacementAreCompacted() {
+        // all four are latest-value-per-key topics: a plugin's status, a node's actual state, a node's lease, a
+        // placement entry (issue 34)
         for (Topic topic : Topic.values()) {
-            assertEquals(topic == Topic.PLUGIN_STATUS || topic == Topic.NODE_STATE || topic == Topic.NODE_LEASES,
+            assertEquals(topic == Topic.PLUGIN_STATUS || topic == Topic.NODE_STATE || topic == Topic.NODE_LEASES
+                            || topic == Topic.PLACEMENT,
                     topic.compacted(), topic.baseName());
             assertTrue(topic.defaultPartitions() > 0);
         }

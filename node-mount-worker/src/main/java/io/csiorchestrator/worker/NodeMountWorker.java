@@ -180,7 +180,7 @@ public class NodeMountWorker {
                 config.callTimeout(), config.callAttempts());
         watcher = new PluginWatcher(config.pluginsDir(), nodeId, registry,
                 (pluginId, socket, settings) -> new PluginSupervisor(pluginId, nodeId, socket, settings, paths.root(),
-                        timing, publisher, this::healVolumesOf, clock, telemetry),
+                        timing, publisher, this::healVolumesOf, clock, telemetry).refreshNodeInfoOn(probeExecutor),
                 scheduler, probeExecutor, config.probeInterval(), config.heartbeatInterval(), config.rescanInterval(),
                 config.pluginDeregisterAfter(), publisher, clock);
         restoreRecordedVolumes(nodeId);
@@ -195,6 +195,12 @@ public class NodeMountWorker {
         if (!config.healInterval().isZero()) {
             long every = config.healInterval().toMillis();
             scheduler.scheduleWithFixedDelay(this::healDamagedVolumes, every, every, TimeUnit.MILLISECONDS);
+        }
+        if (!config.nodeInfoInterval().isZero()) {
+            // csi.worker.node-info-interval (5 min): a changed limit or topology reaches claim-service (see WorkerConfig)
+            long every = config.nodeInfoInterval().toMillis();
+            scheduler.scheduleWithFixedDelay(() -> registry.all().forEach(supervisor -> probeExecutor.execute(supervisor::refreshNodeInfo)),
+                    every, every, TimeUnit.MILLISECONDS);
         }
         if (!config.conditionInterval().isZero()) {
             long every = config.conditionInterval().toMillis();

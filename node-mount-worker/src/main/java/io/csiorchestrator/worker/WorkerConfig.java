@@ -81,6 +81,15 @@ public interface WorkerConfig {
     @WithDefault("60s")
     Duration conditionInterval();
 
+    /**
+     * How often NodeGetInfo is asked again of every healthy node plugin (issue 34): a storage provider's volume limit
+     * or topology can change while its plugin runs, and a stale limit in claim-service accepts claims the node then
+     * refuses (Kubernetes' KEP-4876). Slow on purpose: such changes are rare, one call per plugin per period costs
+     * nothing, and a RESOURCE_EXHAUSTED answer asks again at once. 0 turns the period off.
+     */
+    @WithDefault("5m")
+    Duration nodeInfoInterval();
+
     /** How long opening a plugin socket may take. */
     @WithDefault("10s")
     Duration connectTimeout();

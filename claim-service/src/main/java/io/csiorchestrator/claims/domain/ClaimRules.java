@@ -34,7 +34,11 @@ import java.util.Objects;
  *       other rule accepts it, waits for the instance ({@link WaitForPlugin}) instead of being rejected, and
  *       is rejected only once the instance stays away past the grace ({@link #pluginOutage} decides the
  *       steps of a claim that find the plugin away);</li>
- *   <li>a write claim needs a write access mode, and in the single-writer modes no other writer;</li>
+ *   <li>the claim does not make its node hold more volumes of the plugin than the node instance's
+ *       max_volumes_per_node, claims in flight included ({@link NodeLimits});</li>
+ *   <li>a write claim needs a write access mode, and in the single-writer modes no other writer: one writer
+ *       allocation in single-node-writer, multi-node-single-writer and single-node-single-writer (ReadWriteOncePod),
+ *       several on the one node in single-node-multi-writer;</li>
  *   <li>in the single-node modes every claim is on one node.</li>
  * </ol>
  */
@@ -71,10 +75,23 @@ public final class ClaimRules {
         }
     }
 
-    /** One node instance of a plugin. */
-    public record NodeFacts(String nodeId, String externalNodeId, boolean healthy, Map<String, String> topology) {
+    /**
+     * One node instance of a plugin.
+     *
+     * @param maxVolumes NodeGetInfo's max_volumes_per_node as plugin-status last carried it; 0 means no limit
+     */
+    public record NodeFacts(String nodeId, String externalNodeId, boolean healthy, Map<String, String> topology,
+                            long maxVolumes) {
         public NodeFacts {
             topology = topology == null ? Map.of() : Map.copyOf(topology);
+            if (maxVolumes < 0) {
+                throw new IllegalArgumentException("maxVolumes of node " + nodeId + " is negative: " + maxVolumes);
+            }
+        }
+
+        /** A node instance without a volume limit. */
+        public NodeFacts(String nodeId, String externalNodeId, boolean healthy, Map<String, String> topology) {
+            this(nodeId, externalNodeId, healthy, topology, 0);
         }
     }
 
@@ -84,19 +101,35 @@ public final class ClaimRules {
      *
      * @param outages by node id, since when a node instance that was healthy is not (unhealthy, missing, or
      *                its plugin removed); absent for healthy instances and for ones never healthy
+     * @param volumesHeld by node id, how many volumes of the plugin the node holds (current claims, in flight
+     *                included); given for the nodes whose limit a decision needs ({@link NodeLimits#needsCount})
      */
     public record PluginFacts(String pluginId, boolean known, boolean controllerRequired,
                               List<String> healthyControllerNodes, Map<String, NodeFacts> nodes,
-                              Map<String, Instant> outages) {
+                              Map<String, Instant> outages, Map<String, Long> volumesHeld) {
         public PluginFacts {
             healthyControllerNodes = List.copyOf(healthyControllerNodes);
             nodes = Map.copyOf(nodes);
             outages = outages == null ? Map.of() : Map.copyOf(outages);
+            volumesHeld = volumesHeld == null ? Map.of() : Map.copyOf(volumesHeld);
+        }
+
+        public PluginFacts(String pluginId, boolean known, boolean controllerRequired,
+                           List<String> healthyControllerNodes, Map<String, NodeFacts> nodes,
+                           Map<String, Instant> outages) {
+            this(pluginId, known, controllerRequired, healthyControllerNodes, nodes, outages, Map.of());
         }
 
         public PluginFacts(String pluginId, boolean known, boolean controllerRequired,
                            List<String> healthyControllerNodes, Map<String, NodeFacts> nodes) {
             this(pluginId, known, controllerRequired, healthyControllerNodes, nodes, Map.of());
+        }
+
+        /** This view with {@code nodeId} holding {@code count} volumes of the plugin. */
+        public PluginFacts withVolumesHeld(String nodeId, long count) {
+            Map<String, Long> held = new java.util.HashMap<>(volumesHeld);
+            held.put(nodeId, count);
+            return new PluginFacts(pluginId, known, controllerRequired, healthyControllerNodes, nodes, outages, held);
         }
 
         public static PluginFacts unknown(String pluginId) {
@@ -105,7 +138,7 @@ public final class ClaimRules {
 
         /** This view with {@code outages} (node id -> since when the instance, healthy before, is away). */
         public PluginFacts withOutages(Map<String, Instant> outages) {
-            return new PluginFacts(pluginId, known, controllerRequired, healthyControllerNodes, nodes, outages);
+            return new PluginFacts(pluginId, known, controllerRequired, healthyControllerNodes, nodes, outages, volumesHeld);
         }
 
         public boolean hasHealthyNode(String nodeId) {
@@ -253,6 +286,12 @@ public final class ClaimRules {
             wait = new WaitForPlugin(since, since.plus(grace.grace()), subject + " waits for plugin " + volume.pluginId()
                     + " on node " + request.nodeId() + ", away for " + seconds(away) + " (" + unhealthy.message()
                     + "), up to the grace of " + seconds(grace.grace()));
+        }
+        if (unhealthy == null) {
+            Unschedulable full = NodeLimits.overLimit(volume, plugin, request.nodeId());
+            if (full != null) {
+                return new Reject(full.code(), subject + " rejected: " + full.message());
+            }
         }
         AccessMode mode = request.accessMode();
         // A conflicting claim whose release is under way makes the claim wait for it, not fail (issue 19).
@@ -446,8 +485,8 @@ public final class ClaimRules {
     private static int writerRank(AccessMode mode) {
         return switch (mode) {
             case SINGLE_NODE_READER_ONLY, MULTI_NODE_READER_ONLY -> 0;
-            case SINGLE_NODE_WRITER, MULTI_NODE_SINGLE_WRITER -> 1;
-            case MULTI_NODE_MULTI_WRITER -> 2;
+            case SINGLE_NODE_WRITER, MULTI_NODE_SINGLE_WRITER, SINGLE_NODE_SINGLE_WRITER -> 1;
+            case MULTI_NODE_MULTI_WRITER, SINGLE_NODE_MULTI_WRITER -> 2;
         };
     }
 }

@@ -122,6 +122,25 @@ public class Plugins {
         });
     }
 
+    /**
+     * {@code facts} with the count of the plugin's volumes {@code nodeId} holds (current claims, in flight included),
+     * other than {@code volumeKey}, when the claim of that volume needs it for the node's limit
+     * ({@link io.csiorchestrator.claims.domain.NodeLimits#needsCount}); else {@code facts} as they are, with no query:
+     * a node without a limit costs the claim path nothing. One indexed count (claims_node_held) under the volume's lock.
+     */
+    public Uni<PluginFacts> withVolumesHeld(PluginFacts facts, io.csiorchestrator.claims.domain.ClaimRules.VolumeFacts volume,
+                                            String volumeKey, String nodeId) {
+        if (!io.csiorchestrator.claims.domain.NodeLimits.needsCount(volume, facts, nodeId)) {
+            return Uni.createFrom().item(facts);
+        }
+        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT count(DISTINCT c.volume_key) FROM claims c"
+                        + " JOIN volumes v ON v.volume_key = c.volume_key WHERE c.node_id = :n AND NOT c.past"
+                        + " AND v.plugin_id = :p AND c.volume_key <> :self", Long.class)
+                .setFlushMode(FlushMode.MANUAL)
+                .setParameter("n", nodeId).setParameter("p", facts.pluginId()).setParameter("self", volumeKey)
+                .getSingleResult()).map(count -> facts.withVolumesHeld(nodeId, count));
+    }
+
     /** Whether the plugin's instance on the node has been missing or unhealthy since before {@code before}. */
     public Uni<Boolean> goneSince(String pluginId, String nodeId, Instant before) {
         return Panache.getSession().chain(s -> s.createNativeQuery(
@@ -141,7 +160,8 @@ public class Plugins {
         controllers.sort(String::compareTo);
         Map<String, NodeFacts> nodes = new LinkedHashMap<>();
         for (PluginStatus.NodeInstance n : status.nodes()) {
-            nodes.put(n.nodeId(), new NodeFacts(n.nodeId(), n.externalNodeId(), Boolean.TRUE.equals(n.healthy()), n.accessibleTopology()));
+            nodes.put(n.nodeId(), new NodeFacts(n.nodeId(), n.externalNodeId(), Boolean.TRUE.equals(n.healthy()),
+                    n.accessibleTopology(), n.maxVolumes() == null ? 0 : Math.max(0, n.maxVolumes())));
         }
         return new PluginFacts(row.pluginId, true, status.controllerRequired(), controllers, nodes);
     }

@@ -56,6 +56,11 @@ public class ClaimRulesTest {
                 Arguments.of(AccessMode.MULTI_NODE_SINGLE_WRITER, "R a1 n1 +, W a2 n2 +, W a3 n1 -, R a4 n2 +, X a2, W a3 n1 +, W a5 n2 -, X a3, W a5 n2 +"),
                 // multi-node-multi-writer: writers and readers anywhere
                 Arguments.of(AccessMode.MULTI_NODE_MULTI_WRITER, "W a1 n1 +, W a2 n2 +, R a3 n1 +, W a4 n1 +, X a1, X a2, X a3, X a4, W a5 n2 +"),
+                // single-node-single-writer (ReadWriteOncePod): one writer allocation, even on the same node; readers
+                // beside it on that node; nothing on another node
+                Arguments.of(AccessMode.SINGLE_NODE_SINGLE_WRITER, "W a1 n1 +, W a2 n1 -, R a3 n1 +, W a4 n2 -, X a1, W a2 n1 +, X a2, X a3, W a4 n2 +"),
+                // single-node-multi-writer: several writer allocations on the one node, none on another
+                Arguments.of(AccessMode.SINGLE_NODE_MULTI_WRITER, "W a1 n1 +, W a2 n1 +, R a3 n1 +, W a4 n2 -, R a5 n2 -, X a1, X a2, X a3, W a4 n2 +"),
                 // unhealthy node instance: every claim on it is rejected, whatever the mode
                 Arguments.of(AccessMode.MULTI_NODE_MULTI_WRITER, "R a1 n3 -, W a2 n3 -, R a3 n9 -, W a4 n1 +"));
     }
@@ -106,6 +111,13 @@ public class ClaimRulesTest {
         assertFalse(ClaimRules.capabilityCovers(AccessMode.SINGLE_NODE_WRITER, AccessMode.MULTI_NODE_READER_ONLY));
         assertFalse(ClaimRules.capabilityCovers(AccessMode.MULTI_NODE_READER_ONLY, AccessMode.SINGLE_NODE_WRITER));
         assertFalse(ClaimRules.capabilityCovers(AccessMode.MULTI_NODE_SINGLE_WRITER, AccessMode.MULTI_NODE_MULTI_WRITER));
+        // the CSI 1.5 single-node modes: single-writer is as much as single-node-writer, multi-writer more
+        assertTrue(ClaimRules.capabilityCovers(AccessMode.SINGLE_NODE_WRITER, AccessMode.SINGLE_NODE_SINGLE_WRITER));
+        assertFalse(ClaimRules.capabilityCovers(AccessMode.SINGLE_NODE_WRITER, AccessMode.SINGLE_NODE_MULTI_WRITER));
+        assertTrue(ClaimRules.capabilityCovers(AccessMode.SINGLE_NODE_MULTI_WRITER, AccessMode.SINGLE_NODE_SINGLE_WRITER));
+        assertTrue(ClaimRules.capabilityCovers(AccessMode.MULTI_NODE_MULTI_WRITER, AccessMode.SINGLE_NODE_MULTI_WRITER));
+        assertFalse(ClaimRules.capabilityCovers(AccessMode.SINGLE_NODE_MULTI_WRITER, AccessMode.MULTI_NODE_SINGLE_WRITER));
+        assertFalse(ClaimRules.capabilityCovers(AccessMode.MULTI_NODE_SINGLE_WRITER, AccessMode.SINGLE_NODE_MULTI_WRITER));
         for (AccessMode m : AccessMode.values()) {
             assertTrue(ClaimRules.capabilityCovers(m, m));
         }

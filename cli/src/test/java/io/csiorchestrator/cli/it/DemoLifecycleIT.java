@@ -64,6 +64,9 @@ class DemoLifecycleIT {
         assertTrue(results.get(13).detail().endsWith("ready to use"), results.get(13).detail());
         assertTrue(results.get(14).detail().contains("from demo-snapshot"), results.get(14).detail());
         assertTrue(results.get(15).detail().startsWith("the snapshot's content, read at " + work), results.get(15).detail());
+        // issue 34: a claim that ignores placement (node-1 is not in the volume's topology) is rejected precisely
+        assertTrue(results.get(16).detail().startsWith("rejected: node node-1 is outside the volume's topology"),
+                results.get(16).detail());
         assertEquals(List.of(), Mounts.under(work), "mounts left under " + work);
         for (Cluster.Proc proc : cluster.procs()) {
             assertFalse(proc.handle().isAlive(), proc.name() + " still runs");

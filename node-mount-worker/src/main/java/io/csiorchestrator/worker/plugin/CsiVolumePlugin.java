@@ -63,6 +63,8 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
     private final Duration callLimit;
     private final WorkerTracing tracing;
     private final boolean reportsVolumeCondition;
+    /** The plugin advertises SINGLE_NODE_MULTI_WRITER (controller, if any, and node): the CSI 1.5 modes go to it as they are. */
+    private volatile boolean singleNodeMultiWriter;
 
     public CsiVolumePlugin(String pluginId, CsiPluginClient client, boolean requiresStaging, PluginSettings settings,
                            Path workerRoot, Duration callLimit) {
@@ -85,6 +87,37 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
         this.settings = settings;
         this.workerRoot = workerRoot;
         this.callLimit = callLimit;
+    }
+
+    /**
+     * Whether the plugin advertises SINGLE_NODE_MULTI_WRITER ({@link #advertisesSingleNodeMultiWriter}); without it a
+     * claim in single-node-single-writer or single-node-multi-writer is sent as SINGLE_NODE_WRITER (csi-client's
+     * {@code CsiAccessMode.csiModeFor}). This view, for chaining after construction.
+     */
+    public CsiVolumePlugin withSingleNodeMultiWriter(boolean advertised) {
+        this.singleNodeMultiWriter = advertised;
+        return this;
+    }
+
+    /** Called (on the calling thread; it must not block) when a call answers RESOURCE_EXHAUSTED. */
+    private volatile Runnable onResourceExhausted = () -> { };
+
+    /** Runs {@code action} whenever a call answers RESOURCE_EXHAUSTED (the supervisor's NodeGetInfo refresh); for chaining. */
+    public CsiVolumePlugin onResourceExhausted(Runnable action) {
+        this.onResourceExhausted = action;
+        return this;
+    }
+
+    /**
+     * The CSI rule for the CSI 1.5 single-node modes: the plugin takes them only when it advertises the
+     * SINGLE_NODE_MULTI_WRITER capability, on its controller service (when it has one) and its node service.
+     */
+    public static boolean advertisesSingleNodeMultiWriter(io.csiorchestrator.csi.PluginFingerprint fp) {
+        boolean controller = !fp.hasControllerService() || fp.controllerCapabilities()
+                .contains(io.csiorchestrator.csi.v1.ControllerServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER);
+        boolean node = fp.node().map(n -> n.capabilities()
+                .contains(io.csiorchestrator.csi.v1.NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER)).orElse(true);
+        return controller && node && (fp.hasControllerService() || fp.node().isPresent());
     }
 
     @Override
@@ -275,13 +308,13 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
         return settings.translate(workerRoot, hostPath).toString();
     }
 
-    private static VolumeCapability capability(VolumeRequest r) {
+    private VolumeCapability capability(VolumeRequest r) {
         try {
             CsiAccessMode access = CsiAccessMode.fromExternalName(r.accessMode().wire());
             CsiAttachmentMode attachment = CsiAttachmentMode.fromExternalName(r.attachmentMode().wire());
             MountOptions options = attachment == CsiAttachmentMode.BLOCK_DEVICE ? MountOptions.NONE
                     : new MountOptions(r.fsType(), r.mountFlags());
-            return VolumeCapabilities.build(access, attachment, options);
+            return VolumeCapabilities.build(access, singleNodeMultiWriter, attachment, options, MountOptions.NONE);
         } catch (IllegalArgumentException | NullPointerException e) {
             throw new PluginCallFailure("INVALID_ARGUMENT", "invalid volume capability for volume "
                     + r.externalVolumeId() + ": " + e.getMessage(), false);
@@ -296,6 +329,9 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
             return result;
         } catch (CsiCallException e) {
             WorkerTracing.endCsiCall(span, e.code().name(), e.getMessage());
+            if (e.code() == io.grpc.Status.Code.RESOURCE_EXHAUSTED) {
+                onResourceExhausted.run();
+            }
             throw new PluginCallFailure(e.code().name(), e.getMessage(), e.isUncertain());
         } catch (CsiSocketException e) {
             WorkerTracing.endCsiCall(span, "UNAVAILABLE", e.getMessage());

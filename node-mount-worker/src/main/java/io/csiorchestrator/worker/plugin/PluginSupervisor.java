@@ -57,6 +57,9 @@ public final class PluginSupervisor {
     private boolean restartPending;
     private String description = "not checked yet";
     private boolean stopped;
+    /** Where a NodeGetInfo refresh after a RESOURCE_EXHAUSTED answer runs; null: none (see {@link #refreshNodeInfoOn}). */
+    private volatile java.util.concurrent.Executor refreshExecutor;
+    private final java.util.concurrent.atomic.AtomicBoolean refreshing = new java.util.concurrent.atomic.AtomicBoolean();
     /** Since when nothing has answered on the socket (connect failed or UNAVAILABLE); null while it answers. */
     private java.time.Instant unreachableSince;
 
@@ -180,7 +183,8 @@ public final class PluginSupervisor {
                     volumes = new CsiVolumePlugin(pluginId, client, fp.requiresStaging(), reportsVolumeCondition(fp),
                             settings, workerRoot,
                             timing.callTimeout().multipliedBy(timing.callAttempts()).plusSeconds(30),
-                            telemetry.tracing());
+                            telemetry.tracing()).withSingleNodeMultiWriter(CsiVolumePlugin.advertisesSingleNodeMultiWriter(fp))
+                            .onResourceExhausted(this::refreshNodeInfoSoon);
                 } else {
                     Boolean ready = probeClient().probe().await().atMost(timing.probeTimeout().plusSeconds(1));
                     if (!Boolean.TRUE.equals(ready)) {
@@ -220,6 +224,71 @@ public final class PluginSupervisor {
             LOG.debugf("CSI plugin %s became healthy; checking its volumes", pluginId);
             onHealthy.accept(pluginId);
         }
+    }
+
+    /**
+     * A call answered RESOURCE_EXHAUSTED ("node has reached the maximum number of attached volumes"): the limit
+     * claim-service holds may be stale, so NodeGetInfo is asked again at once (Kubernetes' KEP-4876 does the same on
+     * such an error), on the executor given to {@link #refreshNodeInfoOn}; one refresh at a time.
+     */
+    void refreshNodeInfoSoon() {
+        java.util.concurrent.Executor executor = refreshExecutor;
+        if (executor == null || !refreshing.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            executor.execute(() -> {
+                try {
+                    refreshNodeInfo();
+                } finally {
+                    refreshing.set(false);
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            refreshing.set(false);
+        }
+    }
+
+    /** Runs the refreshes a RESOURCE_EXHAUSTED answer asks for on {@code executor}; this supervisor, for chaining. */
+    public PluginSupervisor refreshNodeInfoOn(java.util.concurrent.Executor executor) {
+        this.refreshExecutor = executor;
+        return this;
+    }
+
+    /**
+     * Issue 34: calls NodeGetInfo again on a healthy node plugin. When its max_volumes_per_node or its accessible
+     * topology changed, the fingerprint takes the new answer and a plugin-health report (not a heartbeat) goes out at
+     * once, so the registry publishes the plugin's status and claim-service decides claims with the new limit, no
+     * restart needed. A call that fails changes nothing: the probe decides the plugin's health.
+     *
+     * @return whether the node's limit or topology changed
+     */
+    public synchronized boolean refreshNodeInfo() {
+        if (stopped || client == null || fingerprint == null || fingerprint.node().isEmpty()
+                || !Boolean.TRUE.equals(healthy)) {
+            return false;
+        }
+        io.csiorchestrator.csi.v1.NodeGetInfoResponse info;
+        try {
+            info = probeClient().nodeGetInfo().await().atMost(timing.probeTimeout().plusSeconds(1));
+        } catch (RuntimeException e) {
+            LOG.debugf("NodeGetInfo of CSI plugin %s failed (the probe decides its health): %s", pluginId, e.getMessage());
+            return false;
+        }
+        PluginFingerprint.NodeFingerprint was = fingerprint.node().get();
+        java.util.Map<String, String> topology = info.getAccessibleTopology().getSegmentsMap();
+        if (was.maxVolumesPerNode() == info.getMaxVolumesPerNode() && was.topology().equals(topology)) {
+            return false;
+        }
+        LOG.infof("CSI plugin %s on node %s: NodeGetInfo now says max_volumes_per_node %d (was %d), topology %s (was %s)",
+                pluginId, nodeId, info.getMaxVolumesPerNode(), was.maxVolumesPerNode(), new java.util.TreeMap<>(topology),
+                new java.util.TreeMap<>(was.topology()));
+        fingerprint = new PluginFingerprint(fingerprint.name(), fingerprint.vendorVersion(), fingerprint.manifest(),
+                fingerprint.ready(), fingerprint.pluginCapabilities(), fingerprint.controllerCapabilities(),
+                Optional.of(new PluginFingerprint.NodeFingerprint(was.nodeId(), info.getMaxVolumesPerNode(), topology,
+                        was.capabilities())), fingerprint.volumeExpansion());
+        sink.publish(health(true, false));
+        return true;
     }
 
     /**
