@@ -177,12 +177,13 @@ public class NodeMountWorker {
                 config.callTimeout(), config.callAttempts());
         watcher = new PluginWatcher(config.pluginsDir(), nodeId, registry,
                 (pluginId, socket, settings) -> new PluginSupervisor(pluginId, nodeId, socket, settings, paths.root(),
-                        timing, publisher, this::healVolumesOf, clock, telemetry),
+                        timing, publisher, this::pluginHealthy, clock, telemetry),
                 scheduler, probeExecutor, config.probeInterval(), config.heartbeatInterval(), config.rescanInterval(),
                 config.pluginDeregisterAfter(), publisher, clock);
+        // before the watcher starts: a plugin found healthy asks its capacity (pluginHealthy)
+        capacity = new io.csiorchestrator.worker.plugin.CapacityReporter(nodeId, registry, publisher, probeExecutor, clock);
         restoreRecordedVolumes(nodeId);
         watcher.start();
-        capacity = new io.csiorchestrator.worker.plugin.CapacityReporter(nodeId, registry, publisher, probeExecutor, clock);
         consumer = new CommandConsumer(bootstrapServers, config.consumerGroup().orElse("node-mount-worker-" + nodeId),
                 topics.name(Topic.NODE_COMMANDS), topics.deadLetterName(Topic.NODE_COMMANDS), nodeId, serializer,
                 capacity.afterProvisioning(new CommandHandler(operations, clock, lease)), publisher, telemetry)
@@ -355,6 +356,12 @@ public class NodeMountWorker {
         } catch (RuntimeException e) {
             LOG.warnf("could not report the state of node %s: %s", nodeId, e.toString());
         }
+    }
+
+    /** Whenever a plugin becomes healthy (first time, again, or with a new socket): heal its volumes, ask its capacity. */
+    private void pluginHealthy(String pluginId) {
+        healVolumesOf(pluginId);
+        capacity.pluginHealthy(pluginId);
     }
 
     /** The volume healer: runs whenever a plugin becomes healthy (first time, again, or with a new socket). */

@@ -27,6 +27,7 @@ import org.jboss.logging.Logger;
  * controller-only plugin: "anywhere"), with no parameters (the services have no volume classes whose parameter sets
  * could be asked about), sent as a {@code capacity} node event for claim-service's {@code CapacityView}.
  * <ul>
+ *   <li>{@link #pluginHealthy} when a plugin becomes healthy, so that the first figures do not wait for the period;</li>
  *   <li>{@link #poll()} on the worker's capacity timer reports every such plugin, changed or not: a claim-service that
  *       restarted (it holds capacity in memory only) learns it again within one period.</li>
  *   <li>{@link #afterProvisioning} wraps the command handler: after a create-volume, delete-volume or
@@ -69,6 +70,18 @@ public final class CapacityReporter {
             }
         }
         last.keySet().retainAll(registry.all().stream().map(PluginSupervisor::pluginId).toList());
+    }
+
+    /**
+     * A plugin became healthy (first time, again, or with a new socket): its capacity is asked now, off the calling
+     * thread, and reported, so that claim-service knows it without waiting for the period.
+     */
+    public void pluginHealthy(String pluginId) {
+        try {
+            executor.execute(() -> ask(pluginId, true));
+        } catch (java.util.concurrent.RejectedExecutionException stopping) {
+            LOG.debugf("capacity of %s not asked: the worker stops", pluginId);
+        }
     }
 
     /** {@code handler} followed, for a provisioning command that succeeded, by a capacity check of its plugin. */

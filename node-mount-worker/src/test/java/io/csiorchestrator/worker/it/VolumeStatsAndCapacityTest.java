@@ -45,7 +45,8 @@ import org.junit.jupiter.api.Test;
  * Issue 34 items 2 and 3 on the worker, with real parts: the reference plugin {@code hpu} as a separate process whose
  * state dir is a tmpfs of 64 MiB and 4096 inodes mounted for the test (so the statvfs figures are known), real bind
  * mounts, the testkit broker. Volume usage: gauges named after kubelet_volume_stats_* and volume-usage node events only
- * when a figure moved noticeably. Capacity: a capacity node event for the node's topology segment after a create.
+ * when a figure moved noticeably. Capacity: a capacity node event for the node's topology segment after a create, and
+ * when the plugin becomes healthy.
  * The poll interval is the tests' 1 s ({@code WorkerRootResource}); the capacity timer keeps its 5 min default, so a
  * capacity event seen here comes from the create.
  */
@@ -172,6 +173,23 @@ class VolumeStatsAndCapacityTest {
         assertTrue(after.availableBytes() <= before.availableBytes() - 8 * MIB,
                 "8 MiB less than " + before.availableBytes() + ": " + after.availableBytes());
         assertEquals(NODE, event.nodeId());
+    }
+
+    /**
+     * A plugin that becomes healthy again (stopped, its socket gone, started) is asked its capacity at once: a capacity
+     * event after the restart with no create and no poll (the timer's period is 5 min).
+     */
+    @Test
+    void aPluginThatBecomesHealthyReportsItsCapacityAtOnce() throws Exception {
+        plugin.stop();
+        await().atMost(WAIT).until(() -> worker.plugins().controller(PLUGIN).isEmpty());
+        Instant restarted = Instant.now();
+        plugin.start();
+        NodeEvent event = awaitEvent(e -> e.kind() == NodeEventKind.CAPACITY && PLUGIN.equals(e.pluginId())
+                && !e.occurredAt().isBefore(restarted));
+        CapacityFigures figures = CapacityFigures.fromDetails(event.details());
+        assertEquals(Map.of(SEGMENT_KEY, NODE), figures.segment());
+        assertTrue(figures.availableBytes() > 0 && figures.availableBytes() <= 64 * MIB, figures.toString());
     }
 
     // ------------------------------------------------------------------ helpers
