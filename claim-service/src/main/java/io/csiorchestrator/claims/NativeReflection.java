@@ -21,6 +21,8 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         VolumeResource.MountOptionsView.class,
         VolumeResource.VolumeDetail.class,
         VolumeResource.ConditionView.class,
+        VolumeResource.UsageView.class,
+        io.csiorchestrator.claims.capacity.CapacityView.Entry.class,
         VolumeResource.Released.class,
         io.csiorchestrator.claims.api.ProvisionResource.ProvisionView.class,
         io.csiorchestrator.claims.api.SnapshotResource.SnapshotView.class,

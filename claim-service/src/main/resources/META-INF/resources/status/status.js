@@ -118,6 +118,15 @@
     document.getElementById('volumes-empty').hidden = volumes.length > 0;
   }
 
+  // Bytes as the CLI shows them: B, KiB, MiB, GiB, TiB; '?' when the plugin did not report the figure.
+  function bytes(n) {
+    if (n == null) { return '?'; }
+    var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    var i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return (i === 0 ? n : n.toFixed(1)) + ' ' + units[i];
+  }
+
   // A past claim's phase "freed" is what claim-status calls released.
   function claimState(c) { return c.state === 'freed' ? 'released' : c.state; }
 
@@ -137,8 +146,13 @@
     section.hidden = false;
     document.getElementById('volume-name').textContent = v.namespace + '/' + v.id;
     var cond = (v.conditions || []).map(function (c) { return c.nodeId + ' ' + c.condition; }).join(', ');
+    // issue 34: the usage each claiming node's worker last reported (NodeGetVolumeStats)
+    var used = (v.usage || []).map(function (u) {
+      var text = u.nodeId + ' ' + bytes(u.usedBytes) + ' of ' + bytes(u.capacityBytes) + ' used';
+      return u.inodes != null ? text + ', ' + u.inodesUsed + ' of ' + u.inodes + ' inodes' : text;
+    }).join(', ');
     document.getElementById('volume-summary').textContent = [v.pluginId, v.accessMode, v.attachmentMode,
-      v.health, cond ? 'condition ' + cond : ''].filter(Boolean).join(' · ');
+      v.health, cond ? 'condition ' + cond : '', used ? 'usage ' + used : ''].filter(Boolean).join(' · ');
     fill(document.querySelector('#claims tbody'), (v.claims || []).map(function (c) { return claimRow(c, false); }));
     fill(document.querySelector('#past-claims tbody'), (v.pastClaims || []).slice().reverse()
       .map(function (c) { return claimRow(c, true); }));

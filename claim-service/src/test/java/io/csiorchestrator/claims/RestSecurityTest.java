@@ -74,6 +74,10 @@ class RestSecurityTest {
                     Set.of("volume-write", "admin"), 404),
             new RoleMatrix.Call("GET /v1/node-leases/{node}", r -> r.get("/v1/node-leases/sec-no-such-node"),
                     Set.of("plugin-read", "admin"), 404),
+            // issue 34: this replica's view of the plugins' capacity
+            new RoleMatrix.Call("GET /v1/capacity", r -> r.get("/v1/capacity"), Set.of("plugin-read", "admin"), 200),
+            new RoleMatrix.Call("GET /v1/capacity/{plugin}", r -> r.get("/v1/capacity/sec-no-such-plugin"),
+                    Set.of("plugin-read", "admin"), 200),
             new RoleMatrix.Call("GET /v1/status/plugins", r -> r.get("/v1/status/plugins"), Set.of("plugin-read", "admin"), 200),
             new RoleMatrix.Call("GET /v1/status/conditions", r -> r.get("/v1/status/conditions"), Set.of("volume-read", "admin"), 200),
             new RoleMatrix.Call("GET /v1/status/feed", r -> r.get("/v1/status/feed"), Set.of("volume-read", "admin"), 200),

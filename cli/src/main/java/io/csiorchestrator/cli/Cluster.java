@@ -97,6 +97,8 @@ public final class Cluster {
     private int simulatedNodes;
     private int simulatorPort;
     private String pluginDelay = "1ms";
+    /** The workers' volume stats poll ({@code csi.worker.condition-interval}); null: the worker's default (60 s). */
+    private java.time.Duration volumeStatsEvery;
 
     private final Map<String, String> extraEnv = new java.util.LinkedHashMap<>();
     /** Extra JVM options for every JVM `up` starts (space-separated, after the defaults). */
@@ -698,6 +700,15 @@ public final class Cluster {
         return start("hostpath-" + node, inside(node, cmd), Map.of());
     }
 
+    /**
+     * Workers started after this poll the published volumes' stats every {@code every} instead of the default minute:
+     * the demo (issue 34) shows a volume's usage within a step, not after a minute.
+     */
+    public Cluster volumeStatsEvery(java.time.Duration every) {
+        this.volumeStatsEvery = every;
+        return this;
+    }
+
     public Proc startWorker(String node) throws IOException {
         Path jar = serviceJar("node-mount-worker");
         List<String> cmd = serviceJava("node-mount-worker-" + node, 384, jar);
@@ -712,8 +723,11 @@ public final class Cluster {
                 "-Dcsi.worker.root=" + workerRoot(node),
                 "-Dcsi.worker.plugins-dir=" + pluginsDir(node),
                 "-Dcsi.worker.probe-interval=1s",
-                "-Dcsi.worker.heartbeat-interval=10s",
-                "-jar", jar.toString()));
+                "-Dcsi.worker.heartbeat-interval=10s"));
+        if (volumeStatsEvery != null) {
+            cmd.add("-Dcsi.worker.condition-interval=" + volumeStatsEvery.toMillis() + "ms");
+        }
+        cmd.addAll(List.of("-jar", jar.toString()));
         return start("node-mount-worker-" + node, inside(node, cmd), Map.of());
     }
 

@@ -34,9 +34,13 @@ public final class Demo {
     static final String SNAPSHOT = "demo-snapshot";
     static final String RESTORED = "demo-restored";
     /** The demo's steps, the last being the teardown (run even after a failure). */
-    public static final int STEPS = 19;
+    public static final int STEPS = 20;
     /** A volume registered in node-2's topology only, claimed on node-1 to show a rejection by topology (issue 34). */
     static final String ELSEWHERE = "demo-elsewhere";
+    /** Written beside {@link #FILE} so that the volume's usage moves by more than 1 % of its 1 MiB (issue 34). */
+    static final int USAGE_BYTES = 64 * 1024;
+    /** The workers' volume stats poll in the demo (a minute by default). */
+    static final Duration STATS_EVERY = Duration.ofSeconds(2);
     static final String CAPACITY = "1MiB";
     static final Duration CLAIM_TIMEOUT = Duration.ofSeconds(120);
     static final Duration START_TIMEOUT = Duration.ofSeconds(180);
@@ -56,6 +60,7 @@ public final class Demo {
         this.cluster = cluster;
         this.out = out;
         this.steps = new Steps(out, STEPS);
+        cluster.volumeStatsEvery(STATS_EVERY);
     }
 
     public Steps steps() {
@@ -119,6 +124,8 @@ public final class Demo {
                     check(Files.readString(Path.of(writePath, FILE)).equals(content), "read-back differs");
                     return content.length() + " bytes";
                 })
+                && steps.run("usage of the volume on node-1 (NodeGetVolumeStats, the volume's REST detail)",
+                        this::usage)
                 && steps.run("release on node-1, wait for released", () -> {
                     ClaimClient.Outcome outcome = release(VOLUME, "alloc-writer");
                     check(!Mounts.isMountPoint(writePath), writePath + " is still mounted after release");
@@ -288,6 +295,33 @@ public final class Demo {
 
     private Http claims() {
         return new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
+    }
+
+    /**
+     * Issue 34: {@link #USAGE_BYTES} more written through node-1's mount, then the usage node-1's worker reports
+     * (NodeGetVolumeStats of the published path, a volume-usage event) as claim-service's REST detail shows it.
+     */
+    private String usage() throws IOException {
+        Files.write(Path.of(writePath, "usage.bin"), new byte[USAGE_BYTES]);
+        Http claims = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
+        com.fasterxml.jackson.databind.JsonNode seen = Wait.until("the usage of " + VOLUME + " on node-1 reported",
+                Duration.ofSeconds(60), null, () -> {
+                    Http.Response r = claims.get("/v1/volumes/" + NAMESPACE + "/" + VOLUME);
+                    if (!r.ok() || r.body() == null) {
+                        return Optional.<com.fasterxml.jackson.databind.JsonNode>empty();
+                    }
+                    for (com.fasterxml.jackson.databind.JsonNode u : r.body().path("usage")) {
+                        if ("node-1".equals(u.path("nodeId").asText()) && u.path("usedBytes").asLong() >= USAGE_BYTES) {
+                            return Optional.of(u);
+                        }
+                    }
+                    return Optional.empty();
+                });
+        String text = VolumeUsageTable.bytes(seen.path("usedBytes")) + " of " + VolumeUsageTable.bytes(
+                seen.path("capacityBytes")) + " used, " + VolumeUsageTable.bytes(seen.path("availableBytes"))
+                + " available";
+        return seen.path("inodes").isNumber() ? text + "; " + seen.path("inodesUsed").asLong() + " of "
+                + seen.path("inodes").asLong() + " inodes used" : text;
     }
 
     private String awaitSchedulable() {

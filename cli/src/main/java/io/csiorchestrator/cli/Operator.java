@@ -451,6 +451,7 @@ final class Operator {
         printClaims("Claims", v.path("claims"));
         printClaims("Past claims", v.path("pastClaims"));
         printConditions(v.path("conditions"));
+        VolumeUsageTable.print(out, v.path("usage"));
         return 0;
     }
 

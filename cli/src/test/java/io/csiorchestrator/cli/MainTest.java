@@ -38,19 +38,23 @@ class MainTest {
     }
 
     /**
-     * {@code volume status <id>} prints the volume condition of each claiming node from claim-service's
+     * {@code volume status <id>} prints the volume condition and usage of each claiming node from claim-service's
      * answer (served here by a JDK HTTP server with a canned answer: a unit test of the rendering; the REST
      * side is claim-service's VolumeApiTest).
      */
     @Test
-    void volumeStatusPrintsTheVolumeConditionPerNode() throws Exception {
+    void volumeStatusPrintsTheVolumeConditionAndUsagePerNode() throws Exception {
         com.sun.net.httpserver.HttpServer server = com.sun.net.httpserver.HttpServer.create(
                 new java.net.InetSocketAddress("127.0.0.1", 0), 0);
         byte[] body = """
                 {"namespace":"default","id":"v1","pluginId":"hostpath","schedulable":true,"health":"healthy",
                  "claims":[],"pastClaims":[],
                  "conditions":[{"nodeId":"node-2","pluginId":"hostpath","condition":"abnormal",
-                                "message":"disk failing","since":"2026-11-24T17:00:00Z"}]}
+                                "message":"disk failing","since":"2026-11-24T17:00:00Z"}],
+                 "usage":[{"nodeId":"node-2","pluginId":"hostpath","capacityBytes":1048576,"availableBytes":983040,
+                           "usedBytes":65536,"inodes":4096,"inodesFree":4090,"inodesUsed":6,
+                           "observedAt":"2026-11-24T17:01:00Z"},
+                          {"nodeId":"node-3","pluginId":"hostpath","usedBytes":100,"observedAt":"2026-11-24T17:02:00Z"}]}
                 """.getBytes(StandardCharsets.UTF_8);
         server.createContext("/v1/volumes/default/v1", exchange -> {
             exchange.getResponseHeaders().add("Content-Type", "application/json");
@@ -66,6 +70,14 @@ class MainTest {
             assertTrue(lines.length >= 3, r.out());
             assertTrue(lines[1].matches("NODE\\s+CONDITION\\s+SINCE\\s+MESSAGE\\s*"), lines[1]);
             assertTrue(lines[2].matches("node-2\\s+abnormal\\s+2026-11-24T17:00:00Z\\s+disk failing\\s*"), lines[2]);
+            // issue 34: the usage per claiming node, "-" for a figure the plugin did not report
+            String[] usage = r.out().lines().dropWhile(l -> !l.equals("Volume usage")).toArray(String[]::new);
+            assertTrue(usage.length >= 4, r.out());
+            assertTrue(usage[1].matches("NODE\\s+USED\\s+AVAILABLE\\s+CAPACITY\\s+INODES USED\\s+INODES FREE\\s+INODES\\s+SEEN\\s*"),
+                    usage[1]);
+            assertTrue(usage[2].matches("node-2\\s+64\\.0 KiB\\s+960\\.0 KiB\\s+1\\.0 MiB\\s+6\\s+4090\\s+4096\\s+"
+                    + "2026-11-24T17:01:00Z\\s*"), usage[2]);
+            assertTrue(usage[3].matches("node-3\\s+100 B\\s+-\\s+-\\s+-\\s+-\\s+-\\s+2026-11-24T17:02:00Z\\s*"), usage[3]);
         } finally {
             server.stop(0);
         }

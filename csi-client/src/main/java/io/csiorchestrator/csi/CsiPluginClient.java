@@ -35,6 +35,8 @@ import io.csiorchestrator.csi.v1.NodeGetCapabilitiesRequest;
 import io.csiorchestrator.csi.v1.NodeGetCapabilitiesResponse;
 import io.csiorchestrator.csi.v1.NodeGetInfoRequest;
 import io.csiorchestrator.csi.v1.NodeGetInfoResponse;
+import io.csiorchestrator.csi.v1.GetCapacityRequest;
+import io.csiorchestrator.csi.v1.GetCapacityResponse;
 import io.csiorchestrator.csi.v1.NodeGetVolumeStatsRequest;
 import io.csiorchestrator.csi.v1.NodeGetVolumeStatsResponse;
 import io.csiorchestrator.csi.v1.NodePublishVolumeRequest;
@@ -236,6 +238,11 @@ public final class CsiPluginClient implements AutoCloseable {
     public Uni<ControllerExpandVolumeResponse> controllerExpandVolume(ControllerExpandVolumeRequest request) {
         return call(CsiRpc.CONTROLLER_EXPAND_VOLUME, request,
                 () -> deadline(controller).controllerExpandVolume(request), null);
+    }
+
+    /** GetCapacity (controller capability GET_CAPACITY): the capacity for the given topology, parameters and capabilities. */
+    public Uni<GetCapacityResponse> getCapacity(GetCapacityRequest request) {
+        return call(CsiRpc.GET_CAPACITY, request, () -> deadline(controller).getCapacity(request), null);
     }
 
     /** NodeExpandVolume; its FAILED_PRECONDITION is never retried ({@link CsiRetryPolicy#neverRetried}). */

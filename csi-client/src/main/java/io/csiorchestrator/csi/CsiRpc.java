@@ -19,6 +19,7 @@ public enum CsiRpc {
     DELETE_SNAPSHOT("DeleteSnapshot", Service.CONTROLLER),
     LIST_SNAPSHOTS("ListSnapshots", Service.CONTROLLER),
     CONTROLLER_EXPAND_VOLUME("ControllerExpandVolume", Service.CONTROLLER),
+    GET_CAPACITY("GetCapacity", Service.CONTROLLER),
 
     NODE_STAGE_VOLUME("NodeStageVolume", Service.NODE),
     NODE_UNSTAGE_VOLUME("NodeUnstageVolume", Service.NODE),

@@ -22,6 +22,8 @@ import io.csiorchestrator.csi.v1.DeleteVolumeRequest;
 import io.csiorchestrator.csi.v1.DeleteVolumeResponse;
 import io.csiorchestrator.csi.v1.ListVolumesRequest;
 import io.csiorchestrator.csi.v1.ListVolumesResponse;
+import io.csiorchestrator.csi.v1.GetCapacityRequest;
+import io.csiorchestrator.csi.v1.GetCapacityResponse;
 import io.csiorchestrator.csi.v1.Topology;
 import io.csiorchestrator.csi.v1.ValidateVolumeCapabilitiesRequest;
 import io.csiorchestrator.csi.v1.ValidateVolumeCapabilitiesResponse;
@@ -332,6 +334,37 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
         GrpcCalls.answer(observer, () -> state.locked(holder -> lifecycle.controllerExpand(request, holder)));
     }
 
+    /**
+     * GetCapacity (GET_CAPACITY): statvfs of the file system holding the volume directories, the bytes an
+     * unprivileged writer may still use there ({@link FileSystemFigures}). A topology segment this process's volumes are
+     * not accessible from (another node's, or keys it does not know; with a shared dir every node's segment is the
+     * same pool) and a block capability (not supported) have 0. The parameters are not looked at: CreateVolume takes
+     * none that change where a volume goes.
+     */
+    @Override
+    public void getCapacity(GetCapacityRequest request, StreamObserver<GetCapacityResponse> observer) {
+        GrpcCalls.answer(observer, () -> {
+            boolean block = request.getVolumeCapabilitiesList().stream().anyMatch(VolumeCapability::hasBlock);
+            Map<String, String> segment = request.getAccessibleTopology().getSegmentsMap();
+            boolean reachable = options.sharedDir() != null || segment.isEmpty()
+                    || segment.equals(Map.of(TOPOLOGY_KEY, options.nodeId()));
+            if (block || !reachable) {
+                return GetCapacityResponse.newBuilder().setAvailableCapacity(0)
+                        .setMaximumVolumeSize(com.google.protobuf.Int64Value.of(0)).build();
+            }
+            FileSystemFigures figures;
+            try {
+                figures = FileSystemFigures.of(options.volumesParent());
+            } catch (IOException e) {
+                throw CsiStatus.internal("cannot read the capacity of " + options.volumesParent() + ": " + e.getMessage());
+            }
+            return GetCapacityResponse.newBuilder().setAvailableCapacity(figures.availableBytes())
+                    .setMaximumVolumeSize(com.google.protobuf.Int64Value.of(
+                            Math.min(figures.availableBytes(), MAX_CAPACITY_BYTES)))
+                    .build();
+        });
+    }
+
     @Override
     public void controllerGetCapabilities(ControllerGetCapabilitiesRequest request,
                                           StreamObserver<ControllerGetCapabilitiesResponse> observer) {
@@ -343,7 +376,8 @@ final class ControllerService extends ControllerGrpc.ControllerImplBase {
                     .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.CREATE_DELETE_SNAPSHOT))
                     .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.LIST_SNAPSHOTS))
                     .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.CLONE_VOLUME))
-                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.EXPAND_VOLUME));
+                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.EXPAND_VOLUME))
+                    .addCapabilities(rpc(ControllerServiceCapability.RPC.Type.GET_CAPACITY));
             if (options.singleNodeMultiWriter()) {
                 response.addCapabilities(rpc(ControllerServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER));
             }

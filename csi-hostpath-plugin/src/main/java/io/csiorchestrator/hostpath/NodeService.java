@@ -242,9 +242,21 @@ final class NodeService extends NodeGrpc.NodeImplBase {
             // bytes its directory holds: reported, and abnormal past the capacity, but not enforced
             long total = lifecycle.fileSystemBytes(current.volume(volumeId).orElseThrow());
             long used = lifecycle.usedBytes(volumeId);
-            return NodeGetVolumeStatsResponse.newBuilder()
+            // statvfs of the published path (issue 34): the bytes still free there bound what is available, and the
+            // inodes are the file system's (a directory has no inode quota either)
+            FileSystemFigures figures;
+            try {
+                figures = FileSystemFigures.of(volumePath);
+            } catch (java.io.IOException e) {
+                throw CsiStatus.internal("cannot read the file system figures of " + volumePath + ": " + e.getMessage());
+            }
+            NodeGetVolumeStatsResponse.Builder response = NodeGetVolumeStatsResponse.newBuilder()
                     .addUsage(VolumeUsage.newBuilder().setUnit(VolumeUsage.Unit.BYTES).setTotal(total)
-                            .setAvailable(Math.max(0, total - used)).setUsed(used))
+                            .setAvailable(Math.min(Math.max(0, total - used), figures.availableBytes())).setUsed(used));
+            figures.inodes().ifPresent(inodes -> response.addUsage(VolumeUsage.newBuilder()
+                    .setUnit(VolumeUsage.Unit.INODES).setTotal(inodes.total()).setAvailable(inodes.available())
+                    .setUsed(inodes.used())));
+            return response
                     .setVolumeCondition(VolumeLifecycle.condition(directories.condition(volumeId), volumeId, used, total))
                     .build();
         }));

@@ -30,7 +30,18 @@ public enum NodeEventKind implements WireValue {
      */
     FENCED("fenced"),
     /** The fenced worker got a new lease epoch ({@code details.epoch}) and takes commands again. */
-    UNFENCED("unfenced");
+    UNFENCED("unfenced"),
+    /**
+     * A plugin's capacity for one topology segment (CSI GetCapacity, issue 34), from the worker hosting a controller
+     * instance of it: details as {@link CapacityFigures} writes them. Sent every capacity period and after a
+     * create, delete or expand when the figures changed.
+     */
+    CAPACITY("capacity"),
+    /**
+     * A published volume's usage on a node (CSI NodeGetVolumeStats, issue 34): details as {@link VolumeUsageFigures}
+     * writes them. Sent at the first poll of a volume and when the figures changed noticeably.
+     */
+    VOLUME_USAGE("volume-usage");
 
     private final String wire;
 

@@ -385,6 +385,11 @@ class JsonSchemaTest {
         for (NodeEventKind kind : NodeEventKind.values()) {
             ObjectNode json = sampleJson(EventType.NODE_EVENT);
             json.put("kind", kind.wire());
+            if (kind == NodeEventKind.CAPACITY || kind == NodeEventKind.VOLUME_USAGE) {
+                // these two carry their figures (theCapacityAndVolumeUsageKindsCarryTheirFiguresAsTheSchemaSays)
+                json.put("pluginId", "hostpath").put("namespace", "default").put("volumeId", "vol-1");
+                json.putObject("details").put(kind == NodeEventKind.CAPACITY ? "availableBytes" : "bytesUsed", "1");
+            }
             assertTrue(schema(EventType.NODE_EVENT).validate(json).isEmpty(), kind.wire());
         }
         ObjectNode condition = (ObjectNode) EventCodec.mapper().valueToTree(new NodeEvent("node-1", null,
@@ -426,5 +431,51 @@ class JsonSchemaTest {
         new Placement(PlacementKind.NODE, "hostpath", "node-1", Map.of(), -1L, 0L, true, null, null, null, null, null,
                 SampleEvents.T).checkFields(v);
         assertFalse(v.isEmpty(), "the codec's check refuses a negative limit too");
+    }
+
+    /**
+     * A capacity event (issue 34) as the worker writes it validates and reads back; one without availableBytes or with
+     * a figure that is no number is refused by the schema and by {@link CapacityFigures#fromDetails}, naming the field.
+     * The same for volume-usage with {@link VolumeUsageFigures}.
+     */
+    @Test
+    void theCapacityAndVolumeUsageKindsCarryTheirFiguresAsTheSchemaSays() {
+        CapacityFigures capacity = new CapacityFigures(java.util.Map.of("topology.example/zone", "a"), 5000L, 4000L, null);
+        NodeEvent event = new NodeEvent("node-1", null, NodeEventKind.CAPACITY, "Capacity", "hostpath", null, null, null,
+                null, null, capacity.toDetails(), java.time.Instant.now());
+        ObjectNode json = (ObjectNode) EventCodec.mapper().valueToTree(event);
+        assertTrue(schema(EventType.NODE_EVENT).validate(json).isEmpty());
+        assertEquals(capacity, CapacityFigures.fromDetails(EventCodec.decode(NodeEvent.class, json.toString()).details()));
+
+        ObjectNode noAvailable = json.deepCopy();
+        ((ObjectNode) noAvailable.get("details")).remove("availableBytes");
+        assertFalse(schema(EventType.NODE_EVENT).validate(noAvailable).isEmpty(), "a capacity without availableBytes");
+        MalformedEventException missing = assertThrows(MalformedEventException.class, () -> CapacityFigures.fromDetails(
+                java.util.Map.of("maximumVolumeBytes", "1")));
+        assertEquals("details.availableBytes", missing.violations().get(0).field());
+        ObjectNode words = json.deepCopy();
+        ((ObjectNode) words.get("details")).put("availableBytes", "lots");
+        assertFalse(schema(EventType.NODE_EVENT).validate(words).isEmpty(), "availableBytes 'lots'");
+        MalformedEventException notANumber = assertThrows(MalformedEventException.class,
+                () -> CapacityFigures.fromDetails(java.util.Map.of("availableBytes", "lots")));
+        assertTrue(notANumber.getMessage().contains("availableBytes") && notANumber.getMessage().contains("lots"),
+                notANumber.getMessage());
+
+        VolumeUsageFigures usage = new VolumeUsageFigures(100L, 60L, 40L, 10L, 7L, 3L);
+        ObjectNode usageJson = (ObjectNode) EventCodec.mapper().valueToTree(new NodeEvent("node-1", null,
+                NodeEventKind.VOLUME_USAGE, "Volume usage", "hostpath", "default", "vol-1", null, null, null,
+                usage.toDetails(), java.time.Instant.now()));
+        assertTrue(schema(EventType.NODE_EVENT).validate(usageJson).isEmpty());
+        assertEquals(usage, VolumeUsageFigures.fromDetails(
+                EventCodec.decode(NodeEvent.class, usageJson.toString()).details()));
+        ObjectNode noVolume = usageJson.deepCopy();
+        noVolume.remove("volumeId");
+        assertFalse(schema(EventType.NODE_EVENT).validate(noVolume).isEmpty(), "a volume-usage event without its volume");
+        ObjectNode negative = usageJson.deepCopy();
+        ((ObjectNode) negative.get("details")).put("inodesFree", "-1");
+        assertFalse(schema(EventType.NODE_EVENT).validate(negative).isEmpty(), "inodesFree -1");
+        assertThrows(MalformedEventException.class, () -> VolumeUsageFigures.fromDetails(java.util.Map.of()));
+        assertThrows(MalformedEventException.class,
+                () -> VolumeUsageFigures.fromDetails(java.util.Map.of("inodesFree", "-1")));
     }
 }

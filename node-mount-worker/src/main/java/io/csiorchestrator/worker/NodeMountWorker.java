@@ -11,11 +11,7 @@ import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.worker.kafka.CommandConsumer;
 import io.csiorchestrator.worker.kafka.EventSpool;
 import io.csiorchestrator.worker.kafka.KafkaEventPublisher;
-import io.csiorchestrator.worker.mount.NodeVolumePlugin;
-import io.csiorchestrator.worker.mount.PluginCallFailure;
 import io.csiorchestrator.worker.mount.SecretOpener;
-import io.csiorchestrator.worker.mount.VolumeCondition;
-import io.csiorchestrator.worker.mount.VolumeConditions;
 import io.csiorchestrator.worker.mount.VolumeOperations;
 import io.csiorchestrator.worker.mount.VolumeSerializer;
 import io.csiorchestrator.worker.plugin.PluginRegistry;
@@ -89,8 +85,9 @@ public class NodeMountWorker {
     private final java.util.concurrent.atomic.AtomicLong stateReports = new java.util.concurrent.atomic.AtomicLong();
     private ScheduledFuture<?> stateReport;
     private final java.util.Set<VolumeKey> healsQueued = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    private final java.util.Set<VolumeKey> conditionsQueued = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    private final VolumeConditions conditions = new VolumeConditions();
+    private VolumeStatsPoller volumeStats;
+    private io.csiorchestrator.worker.telemetry.VolumeStatsGauges volumeStatsGauges;
+    private io.csiorchestrator.worker.plugin.CapacityReporter capacity;
     private volatile boolean started;
     private final java.time.Duration leaseTtl;
     /** Every Kafka client's security settings ({@code csi.kafka.*}, see KafkaClientSecurity). */
@@ -180,14 +177,17 @@ public class NodeMountWorker {
                 config.callTimeout(), config.callAttempts());
         watcher = new PluginWatcher(config.pluginsDir(), nodeId, registry,
                 (pluginId, socket, settings) -> new PluginSupervisor(pluginId, nodeId, socket, settings, paths.root(),
-                        timing, publisher, this::healVolumesOf, clock, telemetry).refreshNodeInfoOn(probeExecutor),
+                        timing, publisher, this::pluginHealthy, clock, telemetry).refreshNodeInfoOn(probeExecutor),
                 scheduler, probeExecutor, config.probeInterval(), config.heartbeatInterval(), config.rescanInterval(),
                 config.pluginDeregisterAfter(), publisher, clock);
+        // before the watcher starts: a plugin found healthy asks its capacity (pluginHealthy)
+        capacity = new io.csiorchestrator.worker.plugin.CapacityReporter(nodeId, registry, publisher, probeExecutor, clock);
         restoreRecordedVolumes(nodeId);
         watcher.start();
         consumer = new CommandConsumer(bootstrapServers, config.consumerGroup().orElse("node-mount-worker-" + nodeId),
                 topics.name(Topic.NODE_COMMANDS), topics.deadLetterName(Topic.NODE_COMMANDS), nodeId, serializer,
-                new CommandHandler(operations, clock, lease), publisher, telemetry).withSecurity(kafkaSecurity);
+                capacity.afterProvisioning(new CommandHandler(operations, clock, lease)), publisher, telemetry)
+                .withSecurity(kafkaSecurity);
         consumer.start();
         // anti-entropy: the actual state once now and then on a timer (never two at once: one scheduled task)
         stateReport = scheduler.scheduleWithFixedDelay(() -> reportState(nodeId), 0,
@@ -202,9 +202,21 @@ public class NodeMountWorker {
             scheduler.scheduleWithFixedDelay(() -> registry.all().forEach(supervisor -> probeExecutor.execute(supervisor::refreshNodeInfo)),
                     every, every, TimeUnit.MILLISECONDS);
         }
+        volumeStats = new VolumeStatsPoller(nodeId, operations::records, registry, serializer, publisher, clock);
+        if (volumeStatsGauges == null) {
+            volumeStatsGauges = new io.csiorchestrator.worker.telemetry.VolumeStatsGauges(
+                    telemetry.metrics().registry(), nodeId, () -> volumeStats.usages().latest());
+        }
+        volumeStats.onUsageSeen(volumeStatsGauges::refresh);
         if (!config.conditionInterval().isZero()) {
+            // volume stats (usage and condition) every minute, as kubelet: see WorkerConfig.conditionInterval
             long every = config.conditionInterval().toMillis();
-            scheduler.scheduleWithFixedDelay(this::pollVolumeConditions, every, every, TimeUnit.MILLISECONDS);
+            scheduler.scheduleWithFixedDelay(volumeStats::poll, every, every, TimeUnit.MILLISECONDS);
+        }
+        if (!config.capacityInterval().isZero()) {
+            // slow on purpose (WorkerConfig.capacityInterval): provisioning reports its own changes at once
+            long every = config.capacityInterval().toMillis();
+            scheduler.scheduleWithFixedDelay(capacity::poll, every, every, TimeUnit.MILLISECONDS);
         }
         registerGauges();
         started = true;
@@ -262,7 +274,7 @@ public class NodeMountWorker {
                 NodeMountWorker::countPublished);
         metrics.gauge("csi.node.volumes.abnormal",
                 "Volumes published on this node whose plugin last reported an abnormal condition", this,
-                w -> w.conditions.abnormal());
+                w -> w.volumeStats == null ? 0 : w.volumeStats.conditions().abnormal());
         metrics.gauge("csi.node.events.queued", "Events waiting in memory for the broker", this,
                 w -> w.publisher == null ? 0 : w.publisher.queued());
         if (config.fencingEnabled() && config.fencingGuard()) {
@@ -352,6 +364,12 @@ public class NodeMountWorker {
         }
     }
 
+    /** Whenever a plugin becomes healthy (first time, again, or with a new socket): heal its volumes, ask its capacity. */
+    private void pluginHealthy(String pluginId) {
+        healVolumesOf(pluginId);
+        capacity.pluginHealthy(pluginId);
+    }
+
     /** The volume healer: runs whenever a plugin becomes healthy (first time, again, or with a new socket). */
     private void healVolumesOf(String pluginId) {
         for (VolumeKey key : operations.volumesOf(pluginId)) {
@@ -378,58 +396,6 @@ public class NodeMountWorker {
                 return counted(operations.healDamaged(key));
             });
         }
-    }
-
-    /**
-     * The volume condition poller ({@code csi.worker.condition-interval}): for every volume with a
-     * published target whose plugin is healthy and advertises VOLUME_CONDITION, NodeGetVolumeStats
-     * on the first published target, on the volume's own thread; a change ({@link VolumeConditions})
-     * is a {@code volume-condition} node event. A failed call is logged and tried at the next poll.
-     */
-    private void pollVolumeConditions() {
-        java.util.Set<VolumeKey> published = new java.util.HashSet<>();
-        for (Map.Entry<VolumeKey, VolumeRecord> e : operations.records().entrySet()) {
-            VolumeKey key = e.getKey();
-            Optional<String> target = e.getValue().users().stream().filter(u -> u.state() == PublishState.PUBLISHED)
-                    .map(io.csiorchestrator.worker.state.Usage::targetPath).findFirst();
-            if (target.isEmpty()) {
-                continue;
-            }
-            published.add(key);
-            String pluginId = e.getValue().pluginId();
-            Optional<NodeVolumePlugin> plugin = registry.node(pluginId).filter(NodeVolumePlugin::reportsVolumeCondition);
-            if (plugin.isEmpty() || !conditionsQueued.add(key)) {
-                continue;
-            }
-            String externalId = e.getValue().externalVolumeId();
-            serializer.submit(key, () -> {
-                conditionsQueued.remove(key);
-                try {
-                    plugin.get().volumeCondition(externalId, java.nio.file.Path.of(target.get()))
-                            .flatMap(seen -> conditions.observe(key, pluginId, seen, clock.instant()))
-                            .ifPresent(this::reportCondition);
-                } catch (PluginCallFailure f) {
-                    LOG.debugf("volume condition of %s: %s", key, f.getMessage());
-                }
-                return null;
-            });
-        }
-        conditions.retainOnly(published);
-    }
-
-    private void reportCondition(VolumeConditions.Change change) {
-        VolumeCondition condition = change.condition();
-        Map<String, String> details = new LinkedHashMap<>();
-        details.put("condition", condition.abnormal() ? "abnormal" : "normal");
-        String message = condition.message().length() > 1024 ? condition.message().substring(0, 1024) : condition.message();
-        if (!message.isBlank()) {
-            details.put("message", message);
-        }
-        LOG.infof("volume %s: condition %s%s", change.key(), details.get("condition"),
-                message.isBlank() ? "" : " (" + message + ")");
-        publisher.publish(new NodeEvent(config.nodeId(), null, NodeEventKind.VOLUME_CONDITION,
-                condition.abnormal() ? "Volume condition abnormal" : "Volume condition normal", change.pluginId(),
-                change.key().namespace(), change.key().volumeId(), null, null, null, details, change.since()));
     }
 
     private VolumeOperations.Convergence counted(VolumeOperations.Convergence result) {
@@ -512,6 +478,16 @@ public class NodeMountWorker {
 
     public KafkaEventPublisher publisher() {
         return publisher;
+    }
+
+    /** The volume stats poller (usage and condition; null before the first start). */
+    VolumeStatsPoller volumeStats() {
+        return volumeStats;
+    }
+
+    /** The capacity reporter (null before the first start). */
+    public io.csiorchestrator.worker.plugin.CapacityReporter capacity() {
+        return capacity;
     }
 
     private static java.util.concurrent.ThreadFactory daemon(String name) {

@@ -75,8 +75,11 @@ public interface WorkerConfig {
     Duration healInterval();
 
     /**
-     * How often the volume condition of every published volume is polled (NodeGetVolumeStats), where
-     * its plugin advertises VOLUME_CONDITION. 0 turns polling off.
+     * How often every published volume's stats are polled (NodeGetVolumeStats), where its plugin advertises
+     * GET_VOLUME_STATS: its usage (gauges, and volume-usage events when it changed noticeably) and, where the plugin
+     * advertises VOLUME_CONDITION too, its condition. 60 s, as kubelet's volume stats and Kubernetes' external health
+     * monitor: a volume fills over minutes, and one call per published volume a minute costs nothing measurable.
+     * 0 turns polling off.
      */
     @WithDefault("60s")
     Duration conditionInterval();
@@ -89,6 +92,15 @@ public interface WorkerConfig {
      */
     @WithDefault("5m")
     Duration nodeInfoInterval();
+
+    /**
+     * How often the capacity of each plugin whose controller runs here and advertises GET_CAPACITY is asked
+     * (GetCapacity) and reported to claim-service (issue 34), besides after each create, delete and expand. Slow: a
+     * capacity moves with volumes created and deleted, which report it at once; the period only catches what changed
+     * outside (other writers on the plugin's storage) and refreshes a restarted claim-service. 0 turns it off.
+     */
+    @WithDefault("5m")
+    Duration capacityInterval();
 
     /** How long opening a plugin socket may take. */
     @WithDefault("10s")

@@ -14,6 +14,7 @@ import io.csiorchestrator.claims.store.ClaimEntity;
 import io.csiorchestrator.claims.store.Json;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.VolumeConditionEntity;
+import io.csiorchestrator.claims.store.VolumeUsageEntity;
 import io.csiorchestrator.claims.store.VolumeEntity;
 import io.csiorchestrator.events.PathSafeId;
 import io.csiorchestrator.events.SecretPayload;
@@ -109,13 +110,24 @@ public class VolumeResource {
     public record ConditionView(String nodeId, String pluginId, String condition, String message, Instant since) {
     }
 
+    /**
+     * The volume's usage on one node where it is claimed, as that node's worker last reported it (NodeGetVolumeStats,
+     * issue 34; sent when a figure moved noticeably: about 1% of the total): bytes and inodes as kubelet's
+     * kubelet_volume_stats_* name them; a figure the plugin does not report is absent.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record UsageView(String nodeId, String pluginId, Long capacityBytes, Long availableBytes, Long usedBytes,
+                            Long inodes, Long inodesFree, Long inodesUsed, Instant observedAt) {
+    }
+
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record VolumeDetail(String namespace, String id, String name, String externalId, String pluginId,
                                String accessMode, String attachmentMode, String claimedAccessMode,
                                MountOptionsView mountOptions, Map<String, String> parameters, Map<String, String> context,
                                Map<String, String> secrets, Map<String, String> topology, boolean schedulable, String health,
                                boolean deleting, List<ClaimView> claims, List<ClaimView> pastClaims,
-                               List<ConditionView> conditions, String failover, ConditionView listing) {
+                               List<ConditionView> conditions, String failover, ConditionView listing,
+                               List<UsageView> usage) {
     }
 
     public record Released(String volume, String action, List<String> allocations) {
@@ -200,7 +212,8 @@ public class VolumeResource {
     @GET
     @Path("/{namespace}/{id}")
     @Operation(summary = "Read a volume", description = "Everything but secret values and mount flags, with its current and past "
-            + "claims, its CSI condition on each node where it is claimed (conditions) and, for a volume created through the "
+            + "claims, its CSI condition on each node where it is claimed (conditions), its usage there (usage: bytes and "
+            + "inodes from NodeGetVolumeStats, issue 34) and, for a volume created through the "
             + "services that its plugin's last complete ListVolumes did not list, listing: {pluginId, condition: abnormal, "
             + "message: \"volume not listed by plugin P since T\", since} (a mark only: nothing is deleted for it).")
     @APIResponse(responseCode = "200", description = "The volume",
@@ -222,7 +235,10 @@ public class VolumeResource {
                             .chain(conditions -> plugins.facts(v.pluginId)
                                     .chain(plugin -> io.csiorchestrator.claims.store.ProvisionEntity
                                             .<io.csiorchestrator.claims.store.ProvisionEntity>findById(v.volumeKey)
-                                            .map(p -> Response.ok(detail(v, all, plugin, conditions, listing(p))).build()))));
+                                            .chain(p -> VolumeUsageEntity.<VolumeUsageEntity>list(
+                                                    "volumeKey = ?1 order by nodeId", v.volumeKey)
+                                                    .map(usage -> Response.ok(detail(v, all, plugin, conditions,
+                                                            listing(p), usage)).build())))));
         }));
     }
 
@@ -390,7 +406,8 @@ public class VolumeResource {
     }
 
     private static VolumeDetail detail(VolumeEntity v, List<ClaimEntity> all, PluginFacts plugin,
-                                       List<VolumeConditionEntity> conditions, ConditionView listing) {
+                                       List<VolumeConditionEntity> conditions, ConditionView listing,
+                                       List<VolumeUsageEntity> usage) {
         String unhealthy = ClaimRules.unschedulableReason(ClaimService.facts(v, List.of()), plugin, null);
         Map<String, String> redactedSecrets = new LinkedHashMap<>();
         for (String key : Json.list(v.secretKeysJson)) {
@@ -412,7 +429,7 @@ public class VolumeResource {
                 Json.map(v.parametersJson), Json.map(v.contextJson), redactedSecrets, Json.map(v.topologyJson),
                 unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting, current, past,
                 conditionViews(all, conditions), io.csiorchestrator.claims.domain.Failover.effective(v.failover).wire(),
-                listing);
+                listing, usageViews(all, usage));
     }
 
     /**
@@ -433,6 +450,16 @@ public class VolumeResource {
                 .collect(Collectors.toSet());
         return conditions.stream().filter(c -> claimedOn.contains(c.nodeId))
                 .map(c -> new ConditionView(c.nodeId, c.pluginId, c.abnormal ? "abnormal" : "normal", c.message, c.since))
+                .toList();
+    }
+
+    /** The usage reported from nodes where the volume is claimed now (a node it left reports no more). */
+    private static List<UsageView> usageViews(List<ClaimEntity> all, List<VolumeUsageEntity> usage) {
+        java.util.Set<String> claimedOn = all.stream().filter(c -> !c.past).map(c -> c.nodeId)
+                .collect(Collectors.toSet());
+        return usage.stream().filter(u -> claimedOn.contains(u.nodeId))
+                .map(u -> new UsageView(u.nodeId, u.pluginId, u.bytesTotal, u.bytesAvailable, u.bytesUsed, u.inodesTotal,
+                        u.inodesFree, u.inodesUsed, u.observedAt))
                 .toList();
     }
 

@@ -85,6 +85,8 @@ public class Consumers {
     @Inject
     RecordBatches batches;
     @Inject
+    io.csiorchestrator.claims.capacity.VolumeUsageReports storage;
+    @Inject
     Retries retries;
     @Inject
     io.csiorchestrator.claims.KafkaTopics topics;
@@ -253,7 +255,8 @@ public class Consumers {
 
     /**
      * node-events: a {@code volume-condition} event (a volume's CSI condition on a node, reported by
-     * that node's worker) is stored for the volume's health; every other kind is for monitoring and
+     * that node's worker) is stored for the volume's health; {@code capacity} and {@code volume-usage} (issue 34) go
+     * to {@link io.csiorchestrator.claims.capacity.VolumeUsageReports}; every other kind is for monitoring and
      * acknowledged unread. A volume-condition event without its volume, plugin or a
      * {@code details.condition} of {@code abnormal}/{@code normal} is dead-lettered.
      */
@@ -269,6 +272,14 @@ public class Consumers {
                 return onFenced(event);
             }
             refuseStale("node-events", event.nodeId(), event.leaseEpoch());
+            if (event.kind() == NodeEventKind.CAPACITY) {
+                storage.onCapacity(event, storage.capacityOf(event)); // memory only (CapacityView)
+                return Uni.createFrom().voidItem();
+            }
+            if (event.kind() == NodeEventKind.VOLUME_USAGE) {
+                io.csiorchestrator.events.VolumeUsageFigures figures = storage.usageOf(event);
+                return retried(() -> storage.onVolumeUsage(event, figures), "node-events volume-usage " + event.volumeId());
+            }
             if (event.kind() != NodeEventKind.VOLUME_CONDITION) {
                 return Uni.createFrom().voidItem();
             }

@@ -61,4 +61,13 @@ public interface ControllerVolumePlugin {
     default void deleteSnapshot(String externalSnapshotId, Map<String, String> secrets) {
         throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' cannot delete snapshots", false);
     }
+
+    /**
+     * CSI GetCapacity for volumes reachable from {@code segment} (empty: anywhere), with no parameters and the
+     * plugin's default capability. A plugin without GET_CAPACITY answers UNIMPLEMENTED. Issue 34.
+     */
+    default io.csiorchestrator.events.CapacityFigures capacity(Map<String, String> segment) {
+        throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' does not report its capacity",
+                false);
+    }
 }

@@ -45,4 +45,13 @@ public interface NodeVolumePlugin {
         throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' does not report volume conditions",
                 false);
     }
+
+    /**
+     * NodeGetVolumeStats at a path where the volume is published: its usage (bytes and inodes, each figure as the
+     * plugin reported it) and its condition (empty when the answer carries none). Issue 34.
+     */
+    default VolumeStats volumeStats(String externalVolumeId, Path volumePath) {
+        throw new PluginCallFailure("UNIMPLEMENTED", "CSI plugin '" + pluginId() + "' does not report volume stats",
+                false);
+    }
 }

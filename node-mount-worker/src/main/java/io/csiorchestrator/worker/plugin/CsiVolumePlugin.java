@@ -189,6 +189,27 @@ public final class CsiVolumePlugin implements NodeVolumePlugin, ControllerVolume
     }
 
     @Override
+    public io.csiorchestrator.worker.mount.VolumeStats volumeStats(String externalVolumeId, Path volumePath) {
+        return io.csiorchestrator.worker.mount.VolumeStats.of(await(CsiRpc.NODE_GET_VOLUME_STATS,
+                client.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId(externalVolumeId)
+                        .setVolumePath(plugin(volumePath)).build())));
+    }
+
+    @Override
+    public io.csiorchestrator.events.CapacityFigures capacity(Map<String, String> segment) {
+        io.csiorchestrator.csi.v1.GetCapacityRequest.Builder request = io.csiorchestrator.csi.v1.GetCapacityRequest
+                .newBuilder();
+        if (!segment.isEmpty()) {
+            request.setAccessibleTopology(Topology.newBuilder().putAllSegments(segment));
+        }
+        io.csiorchestrator.csi.v1.GetCapacityResponse answer = await(CsiRpc.GET_CAPACITY,
+                client.getCapacity(request.build()));
+        return new io.csiorchestrator.events.CapacityFigures(segment, Math.max(0, answer.getAvailableCapacity()),
+                answer.hasMaximumVolumeSize() ? Math.max(0, answer.getMaximumVolumeSize().getValue()) : null,
+                answer.hasMinimumVolumeSize() ? Math.max(0, answer.getMinimumVolumeSize().getValue()) : null);
+    }
+
+    @Override
     public Map<String, String> controllerPublish(VolumeRequest r, String externalNodeId) {
         ControllerPublishVolumeRequest request = ControllerPublishVolumeRequest.newBuilder()
                 .setVolumeId(r.externalVolumeId())

@@ -13,7 +13,8 @@ import java.util.function.ToDoubleFunction;
 
 /**
  * The worker's Micrometer meters. Tags are low cardinality only: plugin id, CSI method, gRPC
- * status code, command kind, outcome; never a volume, allocation or node id.
+ * status code, command kind, outcome; never a volume, allocation or node id (except {@link VolumeStatsGauges}'
+ * per-volume series, as kubelet's volume stats name the claim).
  *
  * <ul>
  *   <li>{@code csi.rpc} (timer, histogram): every attempt of every CSI call, tags {@code plugin},
