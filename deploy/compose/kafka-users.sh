@@ -64,6 +64,7 @@ allow "claim-service" Write topic "claim-status" literal
 allow "claim-service" Write topic "node-commands" literal
 allow "claim-service" Write topic "node-events" literal
 allow "claim-service" Write topic "volume-status" literal
+allow "claim-service" Write topic "placement" literal
 allow "claim-service" Create topic "claim-requested" literal
 allow "claim-service" Create topic "claim-requested-dead-letter" literal
 allow "claim-service" Create topic "claim-status" literal
@@ -86,6 +87,8 @@ allow "claim-service" Create topic "node-leases" literal
 allow "claim-service" Create topic "node-leases-dead-letter" literal
 allow "claim-service" Create topic "volume-status" literal
 allow "claim-service" Create topic "volume-status-dead-letter" literal
+allow "claim-service" Create topic "placement" literal
+allow "claim-service" Create topic "placement-dead-letter" literal
 allow "claim-service" Read group "claim-service" literal
 allow "claim-service" Read group "claim-service-" prefixed
 
@@ -132,3 +135,4 @@ allow "csi-operator" Read topic "node-events" literal
 allow "csi-operator" Read topic "plugin-status" literal
 allow "csi-operator" Read topic "node-leases" literal
 allow "csi-operator" Read topic "volume-status" literal
+allow "csi-operator" Read topic "placement" literal
