@@ -14,7 +14,10 @@ import io.csiorchestrator.events.ClaimMode;
 import io.csiorchestrator.events.ClaimRequested;
 import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.NodeCommandKind;
+import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.NodeEvent;
+import io.csiorchestrator.events.Placement;
+import io.csiorchestrator.events.PlacementKind;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.VolumeUsageFigures;
@@ -97,6 +100,15 @@ class StorageReportsTest {
             bus.send(capacityEvent("node-1", plugin, new CapacityFigures(segment, 5000L, 4000L, null), at));
             await().atMost(Bus.WAIT).until(() -> told.size() == 1);
             assertEquals(5000L, told.get(0).availableBytes());
+            // and a scheduler reads it on the placement topic, keyed per plugin and segment
+            var entry = bus.kafka.awaitRecord(Bus.topic(Topic.PLACEMENT),
+                    r -> ("capacity/" + plugin + "/topology.example/node=node-1").equals(r.key()), Bus.WAIT);
+            Placement placed = EventCodec.decode(Placement.class, entry.value());
+            assertEquals(PlacementKind.CAPACITY, placed.kind());
+            assertEquals(segment, placed.segment());
+            assertEquals(5000L, placed.availableCapacity());
+            assertEquals(4000L, placed.maximumVolumeSize());
+            assertEquals(at, placed.observedAt());
             given().get("/v1/capacity/" + plugin).then().statusCode(200)
                     .body("", hasSize(1))
                     .body("[0].segment.'topology.example/node'", equalTo("node-1"))

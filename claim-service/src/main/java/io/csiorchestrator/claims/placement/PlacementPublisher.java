@@ -1,5 +1,6 @@
 package io.csiorchestrator.claims.placement;
 
+import io.csiorchestrator.claims.capacity.CapacityView;
 import io.csiorchestrator.claims.domain.PlacementBook;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.outbox.OutboxRelay;
@@ -67,6 +68,8 @@ public class PlacementPublisher {
     Outbox outbox;
     @Inject
     OutboxRelay relay;
+    @Inject
+    CapacityView capacityView;
 
     /**
      * How long after a change the pass runs: every change within it is written by one pass, and an entry is written
@@ -77,6 +80,9 @@ public class PlacementPublisher {
     Duration coalesce;
 
     void onStart(@Observes StartupEvent event) {
+        // the capacity feed (issue 34 item 2): every changed GetCapacity figure becomes a capacity entry
+        capacityView.onChange(e -> capacityObserved(e.pluginId(), e.segment(), e.availableBytes(),
+                e.maximumVolumeBytes(), e.minimumVolumeBytes(), e.observedAt()));
         arm(); // the whole view once: a new instance (or a new topic) starts from what the database says
     }
 
