@@ -97,6 +97,10 @@ final class SchedulerCommand {
     private int init(String id, KafkaAccess.Principal kafka) {
         Path dir = args.option("out").map(Path::of).orElse(Path.of("scheduler-" + id)).toAbsolutePath();
         Duration ttl = args.option("ttl").map(TokenCommand::ttl).orElse(KafkaCredentialCommand.DEFAULT_TTL);
+        if (ttl.compareTo(io.csiorchestrator.localinfra.ClientCertificates.MAX_LIFETIME) > 0) {
+            throw new Args.UsageException("--ttl is at most " + io.csiorchestrator.localinfra.ClientCertificates.MAX_LIFETIME
+                    .toDays() + "d, not '" + args.option("ttl").orElse("") + "'");
+        }
         TrustSet.Entry sealing = ClaimServiceKey.resolve(java.util.Optional.empty(), Map.of(), work);
         String bootstrap = CertificateCredential.bootstrap(work).orElseThrow(() -> new Args.UsageException(
                 "no client-certificate listener known: " + work.resolve(Endpoints.FILE) + " has no "
@@ -166,7 +170,7 @@ final class SchedulerCommand {
             throw new Args.UsageException("scheduler:" + id + " has no key in " + identities().trustFile()
                     + " (./csi scheduler init " + id + " makes one)");
         }
-        int last = args.option("last").map(Integer::parseInt).orElse(20);
+        int last = args.option("last").map(SchedulerCommand::count).orElse(20);
         String topic = new TopicCatalog(endpoints.topicPrefix()).deadLetterName(Topic.CLAIM_REQUESTED);
         List<ConsumerRecord<byte[], byte[]>> mine = new ArrayList<>();
         int total = 0;
@@ -209,6 +213,13 @@ final class SchedulerCommand {
             out.println("  (" + (total - mine.size()) + " others: other schedulers', or unsigned, which no one's key names)");
         }
         return 0;
+    }
+
+    private static int count(String text) {
+        if (!text.matches("[1-9][0-9]{0,5}")) {
+            throw new Args.UsageException("--last takes a number of records from 1 to 999999, not '" + text + "'");
+        }
+        return Integer.parseInt(text);
     }
 
     private static String header(ConsumerRecord<byte[], byte[]> r, String name) {

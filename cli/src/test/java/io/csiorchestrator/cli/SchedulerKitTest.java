@@ -166,6 +166,9 @@ class SchedulerKitTest {
         assertFalse(check.out.contains("req-other"), check.out);
         Result unknown = run("scheduler", "check", "nobody", "--work-dir", work.toString());
         assertEquals(2, unknown.code, unknown.toString());
+        Result badLast = run("scheduler", "check", "checked", "--last", "many", "--work-dir", work.toString());
+        assertEquals(2, badLast.code, badLast.toString());
+        assertTrue(badLast.err.contains("--last") && badLast.err.contains("'many'"), badLast.err);
     }
 
     private static void deadLetter(KafkaProducer<String, String> producer, String key, String value, String kid,
