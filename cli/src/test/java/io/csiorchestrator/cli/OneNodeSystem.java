@@ -77,6 +77,9 @@ public final class OneNodeSystem implements AutoCloseable {
                 return r.ok() && r.body() != null && r.body().path("nodesHealthy").asInt() >= 1
                         && r.body().path("controllersHealthy").asInt() >= 1 ? Optional.of(true) : Optional.empty();
             });
+            // as `up` does: the CLI commands the ITs run with --work-dir (scheduler init/check, kafka-credential) find
+            // the broker, its certificate listener and the topic prefix there
+            cluster.writeEndpoints();
             return new OneNodeSystem(cluster);
         } catch (Exception | Error e) {
             stop(cluster);
