@@ -86,6 +86,8 @@ class ClaimServiceCrashIT {
     static final AtomicInteger RUN = new AtomicInteger();
     /** The consumer group of claim-service's input channels. */
     static final String GROUP = "claim-service";
+    /** SQL: an outbox row that is not a placement entry (see {@link #unpublishedClaimRows}). */
+    static final String NOT_PLACEMENT = "topic NOT LIKE '%placement'";
     static final List<Topic> INPUTS = List.of(Topic.CLAIM_REQUESTED, Topic.MOUNT_DONE, Topic.PLUGIN_STATUS);
 
     static Path logDir;
@@ -167,10 +169,10 @@ class ClaimServiceCrashIT {
         claims.forEach(this::send);
         // Decided and committed, each with its accepted status and mount command, none published (the relay
         // cannot reach the broker).
-        await().atMost(WAIT).until(() -> unpublishedRows() == 2 * claims.size());
+        await().atMost(WAIT).until(() -> unpublishedClaimRows() == 2 * claims.size());
 
         assertEquals(137, first.kill9(), "killed by SIGKILL");
-        assertEquals(2 * claims.size(), unpublishedRows(), "the kill left the rows committed and unpublished");
+        assertEquals(2 * claims.size(), unpublishedClaimRows(), "the kill left the rows committed and unpublished");
 
         relayKafka.restore();
         ClaimServiceProcess restarted = startInstance("single-restarted");
@@ -257,7 +259,7 @@ class ClaimServiceCrashIT {
             claims.add(claim(vol, "alloc-" + i));
         }
         claims.forEach(this::send);
-        await().atMost(WAIT).until(() -> unpublishedRows() == 2 * claims.size());
+        await().atMost(WAIT).until(() -> unpublishedClaimRows() == 2 * claims.size());
 
         assertEquals(137, leader.kill9(), "killed by SIGKILL");
         relayKafka.restore();
@@ -388,7 +390,7 @@ class ClaimServiceCrashIT {
         ClaimRequested second = claim(vol, "alloc-2");
         send(second);
         await().atMost(WAIT).until(() -> rowsOf(second.allocationId()).size() == 2);
-        assertEquals(3, unpublishedRows(), "the first claim's command and the second claim's rows wait");
+        assertEquals(3, unpublishedClaimRows(), "the first claim's command and the second claim's rows wait");
         setTopicConfig(topic(Topic.NODE_COMMANDS), "max.message.bytes", null);
         await().atMost(WAIT).until(() -> unpublishedRows() == 0);
         awaitAnswered(List.of(first, second));
@@ -536,7 +538,7 @@ class ClaimServiceCrashIT {
     }
 
     private long outboxRows() throws SQLException {
-        return count("SELECT count(*) FROM outbox");
+        return count("SELECT count(*) FROM outbox WHERE " + NOT_PLACEMENT);
     }
 
     private long count(String sql) throws SQLException {
@@ -601,6 +603,15 @@ class ClaimServiceCrashIT {
             }
         }
         assertEquals(rows, delivered, "ce_id -> topic of every outbox row = of every record on those topics");
+    }
+
+    /**
+     * The unpublished rows of the claim flow: the placement publisher (issue 34) writes rows of its own through the
+     * outbox whenever a claim changes a node's count, coalesced and at its own moment; the exact counts here are of the
+     * claims' rows. {@link #assertEveryRowDeliveredAndNoneLeft} still checks every row, placement's included.
+     */
+    private long unpublishedClaimRows() throws SQLException {
+        return count("SELECT count(*) FROM outbox WHERE published_at IS NULL AND " + NOT_PLACEMENT);
     }
 
     private long unpublishedRows() throws SQLException {
