@@ -19,7 +19,7 @@
 #                                         the broker's SSL listener (kafka:9094) trusts only it
 #   $MATERIAL/clients/node-<id>.pem/.key  the node's certificate (CN=node-<CSI_NODE_ID>, the principal, then the
 #                                         client CA) and its key (unencrypted PKCS#8 PEM), living
-#                                         CSI_KAFKA_NODE_CERT_TTL (whole days: 30d by default, at most 825d); made
+#                                         CSI_KAFKA_NODE_CERT_TTL (whole days: 30d by default, at most 365d); made
 #                                         anew when missing, for another CN, or with a third of that lifetime or less
 #                                         left (then restart the worker)
 #
@@ -49,8 +49,8 @@ esac
 case "$cert_days" in
   ''|*[!0-9]*|0*) echo "kafka-init: CSI_KAFKA_NODE_CERT_TTL takes whole days like 30d, not '$CERT_TTL'" >&2; exit 2 ;;
 esac
-if [ "$cert_days" -gt 825 ]; then
-  echo "kafka-init: CSI_KAFKA_NODE_CERT_TTL must be at most 825d, not '$CERT_TTL'" >&2
+if [ "$cert_days" -gt 365 ]; then
+  echo "kafka-init: CSI_KAFKA_NODE_CERT_TTL must be at most 365d, not '$CERT_TTL'" >&2
   exit 2
 fi
 

@@ -6,7 +6,7 @@
 #     ssl.client.auth=required, trusting only kafka-init's client CA (client-ca.pem, not the broker's CA); the
 #     certificate's CN is the principal (CN=node-node-1 is User:node-node-1, ssl.principal.mapping.rules), so the
 #     ACLs of kafka-users.sh apply unchanged. Kafka checks no revocation list: on compose a certificate is revoked by
-#     dropping its principal's ACLs (./csi kafka-credential revoke), deploy/README.md;
+#     dropping its principal's ACLs as csi-admin (deploy/README.md);
 #   - the KRaft controller listener SSL with client certificates required (only the broker's own key gets in);
 #   - the StandardAuthorizer, allow.everyone.if.no.acl.found=false, super users the broker and csi-admin only;
 #   - connections.max.reauth.ms 60 s: an open connection of a deleted (revoked) credential ends within a minute;
