@@ -298,8 +298,12 @@ class ComposeKafkaBrokerTest {
         Throwable none = sendFailure(noCertificate, address, "mount-done");
         assertInstanceOf(SslAuthenticationException.class, none, "a client without a certificate: " + none);
 
+        // compose's revocation: deploy/compose/kafka-drop-acls.sh, with the image's kafka-acls.sh
+        String dropped = runAdminScript("kafka-drop-acls.sh", Map.of(), "node-node-1");
+        assertTrue(dropped.matches("(?s).*dropped [1-9][0-9]* ACL\\(s\\) of User:node-node-1.*"), dropped);
         try (Admin client = Kraft.admin(bootstrap, admin)) {
-            assertTrue(new KafkaUsers(client).dropAcls("node-node-1") > 0, "node-node-1 had ACLs to drop");
+            assertTrue(new KafkaUsers(client).acls().stream()
+                .noneMatch(b -> b.entry().principal().equals("User:node-node-1")), "node-node-1's ACLs are gone");
         }
         Throwable revoked = sendFailure(node, address, "mount-done");
         assertInstanceOf(TopicAuthorizationException.class, revoked, "a certificate whose ACLs were dropped: " + revoked);
@@ -332,25 +336,40 @@ class ComposeKafkaBrokerTest {
      * ({@code org.apache.kafka.tools.DelegationTokenCommand}) run on this JVM's class path.
      */
     private static String runTokenScript(String ttl) throws IOException, InterruptedException {
+        String uid = String.valueOf(Files.getAttribute(dir, "unix:uid"));
+        return runAdminScript("kafka-node-token.sh", Map.of("CSI_NODE_ID", "node-1",
+            "CSI_KAFKA_TOKEN_OUT", dir.resolve("out/node/token").toString(), "CSI_WORKER_UID", uid,
+            "CSI_KAFKA_NODE_TOKEN_TTL", ttl));
+    }
+
+    /**
+     * Runs deploy/compose/{@code script} as csi-admin on the compose network's listener, its Kafka tools
+     * ({@code kafka-delegation-tokens.sh}, {@code kafka-acls.sh}) the image's commands run on this JVM's class path.
+     */
+    private static String runAdminScript(String script, Map<String, String> env, String... args)
+            throws IOException, InterruptedException {
         Path bin = dir.resolve("bin");
-        Path tool = bin.resolve("kafka-delegation-tokens.sh");
-        if (!Files.exists(tool)) {
+        if (!Files.exists(bin)) {
             Files.createDirectories(bin);
             String classPath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-            Files.writeString(tool, "#!/bin/sh\n# kafka-run-class.sh's way: KAFKA_OPTS, then the class\nexec '"
-                + Path.of(System.getProperty("java.home"), "bin", "java") + "' $KAFKA_OPTS -cp '" + classPath
-                + "' org.apache.kafka.tools.DelegationTokenCommand \"$@\"\n");
-            Files.setPosixFilePermissions(tool, PosixFilePermissions.fromString("rwx------"));
+            for (String[] tool : new String[][] {{"kafka-delegation-tokens.sh", "DelegationTokenCommand"},
+                    {"kafka-acls.sh", "AclCommand"}}) {
+                Path file = bin.resolve(tool[0]);
+                Files.writeString(file, "#!/bin/sh\n# kafka-run-class.sh's way: KAFKA_OPTS, then the class\nexec '"
+                    + Path.of(System.getProperty("java.home"), "bin", "java") + "' $KAFKA_OPTS -cp '" + classPath
+                    + "' org.apache.kafka.tools." + tool[1] + " \"$@\"\n");
+                Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwx------"));
+            }
             Properties settings = admin.applyTo(new Properties());
             try (var out = Files.newOutputStream(dir.resolve("admin.properties"))) {
                 settings.store(out, "csi-admin, as kafka-setup.sh writes it");
             }
         }
-        String uid = String.valueOf(Files.getAttribute(dir, "unix:uid"));
-        return run(Map.of("KAFKA_BIN", bin.toString(), "KAFKA_BOOTSTRAP_SERVERS", bootstrap,
-            "KAFKA_COMMAND_CONFIG", dir.resolve("admin.properties").toString(), "CSI_NODE_ID", "node-1",
-            "CSI_KAFKA_TOKEN_OUT", dir.resolve("out/node/token").toString(), "CSI_WORKER_UID", uid,
-            "CSI_KAFKA_NODE_TOKEN_TTL", ttl), "deploy/compose/kafka-node-token.sh");
+        Map<String, String> all = new java.util.HashMap<>(env);
+        all.put("KAFKA_BIN", bin.toString());
+        all.put("KAFKA_BOOTSTRAP_SERVERS", bootstrap);
+        all.put("KAFKA_COMMAND_CONFIG", dir.resolve("admin.properties").toString());
+        return run(all, "deploy/compose/" + script, args);
     }
 
     /** Null when a consumer of {@code group} polls {@code topic} without error, else what it threw. */
@@ -418,8 +437,10 @@ class ComposeKafkaBrokerTest {
     }
 
     /** Runs {@code sh <script>} of the repository with {@code env}; its output; fails the test with it if it fails. */
-    private static String run(Map<String, String> env, String script) throws IOException, InterruptedException {
+    private static String run(Map<String, String> env, String script, String... args)
+            throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of("sh", Manifests.root().resolve(script).toString()));
+        command.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
         builder.environment().putAll(env);
         Process process = builder.start();
