@@ -302,6 +302,9 @@ class ComposeFileTest {
                 assertTrue(Manifests.asList(setup.get("volumes"), "kafka-topics volumes")
                         .contains("./deploy/compose/kafka-node-token.sh:/deploy/kafka-node-token.sh:ro"));
                 assertTrue(tokenLogins.contains("node-$NODE_ID"), "kafka-users.sh issues node-$NODE_ID without a password");
+                assertTrue(Manifests.asList(service("kafka").get("volumes"), "kafka volumes")
+                        .contains("./deploy/compose/kafka-drop-acls.sh:/deploy/kafka-drop-acls.sh:ro"),
+                        "the broker's container has the revocation script (deploy/README.md)");
             } else {
                 assertNotNull(user, name + " has no CSI_KAFKA_USERNAME: it would connect unauthenticated");
                 String principal = user.replace("${CSI_NODE_ID:-node-1}", "$NODE_ID");
