@@ -210,6 +210,7 @@ class ComposeKafkaBrokerTest {
         assertEquals(PosixFilePermissions.fromString("rw-------"), Files.getPosixFilePermissions(file));
         assertEquals(Files.getAttribute(dir, "unix:uid"), Files.getAttribute(file, "unix:uid"), "owned by the worker's uid");
         KafkaToken issued = KafkaToken.read(file);
+        awaitTokenOnBroker(issued.tokenId());
         assertEquals("node-node-1", issued.owner());
         assertFalse(issued.expires().isBefore(before.plus(Duration.ofDays(30)).minusSeconds(1)), issued.toString());
         assertFalse(issued.expires().isAfter(Instant.now().plus(Duration.ofDays(30))), issued.toString());
@@ -245,6 +246,7 @@ class ComposeKafkaBrokerTest {
         output = runTokenScript("100d");
         KafkaToken fresh = KafkaToken.read(file);
         assertNotEquals(longer.tokenId(), fresh.tokenId(), "a revoked token is replaced: " + output);
+        awaitTokenOnBroker(fresh.tokenId());
         try (KafkaProducer<String, String> producer = producer(workerSecurity(file), bootstrap)) {
             producer.send(new ProducerRecord<>("mount-done", "node-1", "{}")).get(30, TimeUnit.SECONDS);
         }
@@ -320,6 +322,24 @@ class ComposeKafkaBrokerTest {
         Files.setPosixFilePermissions(foreign.resolve("node.key"), PosixFilePermissions.fromString("rw-------"));
         return KafkaClientSecurity.certificate(foreign.resolve("node.pem"), foreign.resolve("node.key"),
             dir.resolve("out/node/ca.pem"));
+    }
+
+    /**
+     * Waits (up to {@link #WAIT}) until the broker describes token {@code id}: the controller commits a new token
+     * before the broker's token cache, which SCRAM logins read, has it; a login in between is refused as invalid
+     * credentials (seen once on a loaded machine), as a worker started that early would be.
+     */
+    private static void awaitTokenOnBroker(String id) throws Exception {
+        long end = System.nanoTime() + WAIT.toNanos();
+        try (Admin client = Kraft.admin(bootstrap, admin)) {
+            KafkaUsers users = new KafkaUsers(client);
+            while (users.tokensOf("node-node-1").stream().noneMatch(t -> t.tokenId().equals(id))) {
+                if (System.nanoTime() > end) {
+                    throw new AssertionError("the broker does not know token " + id + " after " + WAIT);
+                }
+                Thread.sleep(100); // polling the condition above, bounded by WAIT
+            }
+        }
     }
 
     /** The worker's Kafka settings when switched to a token (deploy/README.md; read as KafkaClientSecurity does). */
