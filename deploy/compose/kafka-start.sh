@@ -2,6 +2,11 @@
 # The `kafka` container's entrypoint (apache/kafka image, as its user appuser): a single KRaft node run CLOSED
 # (README "Security"; the same settings as the local and test broker, local-infra's BrokerSecurity):
 #   - client listeners SASL_SSL only, SCRAM-SHA-512: kafka:9092 on the compose network, localhost:29092 for the host;
+#   - the client-certificate listener SSL, kafka:9094 on the compose network (the nodes' login, issue 33 item 1):
+#     ssl.client.auth=required, trusting only kafka-init's client CA (client-ca.pem, not the broker's CA); the
+#     certificate's CN is the principal (CN=node-node-1 is User:node-node-1, ssl.principal.mapping.rules), so the
+#     ACLs of kafka-users.sh apply unchanged. Kafka checks no revocation list: on compose a certificate is revoked by
+#     dropping its principal's ACLs as csi-admin (deploy/README.md);
 #   - the KRaft controller listener SSL with client certificates required (only the broker's own key gets in);
 #   - the StandardAuthorizer, allow.everyone.if.no.acl.found=false, super users the broker and csi-admin only;
 #   - connections.max.reauth.ms 60 s: an open connection of a deleted (revoked) credential ends within a minute;
@@ -35,9 +40,9 @@ process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@kafka:9093
 controller.listener.names=CONTROLLER
-listeners=SASL_SSL://:9092,CONTROLLER://:9093,HOST://:29092
-advertised.listeners=SASL_SSL://kafka:9092,HOST://localhost:29092
-listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SSL,HOST:SASL_SSL
+listeners=SASL_SSL://:9092,CONTROLLER://:9093,HOST://:29092,SSL://:9094
+advertised.listeners=SASL_SSL://kafka:9092,HOST://localhost:29092,SSL://kafka:9094
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SSL,HOST:SASL_SSL,SSL:SSL
 inter.broker.listener.name=SASL_SSL
 sasl.enabled.mechanisms=$MECHANISM
 sasl.mechanism.inter.broker.protocol=$MECHANISM
@@ -50,6 +55,9 @@ ssl.key.password=$store_password
 ssl.truststore.type=PEM
 ssl.truststore.location=$SECRETS/ca.pem
 listener.name.controller.ssl.client.auth=required
+listener.name.ssl.ssl.client.auth=required
+listener.name.ssl.ssl.truststore.type=PEM
+listener.name.ssl.ssl.truststore.location=$SECRETS/client-ca.pem
 ssl.principal.mapping.rules=RULE:^CN=([^,]+)\$/\$1/,DEFAULT
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 allow.everyone.if.no.acl.found=false

@@ -4,7 +4,7 @@
 # csi-admin: issues docker-compose's principals on the closed broker, each with its ACLs (never a
 # wildcard, nothing without one) and its quotas; the services and csi-operator with their SCRAM-SHA-512
 # credential (the password kafka-init made in $CSI_KAFKA_MATERIAL/clients/<principal>.password), the node
-# with none: it logs in with a delegation token (kafka-node-token.sh, run next). Idempotent. Names assume
+# with none: it logs in with a client certificate (kafka-init's) or a token. Idempotent. Names assume
 # no csi.topics.prefix. Usage: kafka-users.sh <node id>
 set -eu
 BOOTSTRAP="${KAFKA_BOOTSTRAP_SERVERS:-kafka:9092}"
@@ -22,7 +22,7 @@ credential() {
     --entity-type users --entity-name "$1" --add-config "SCRAM-SHA-512=[iterations=4096,password=$password]"
 }
 
-# principal: no SCRAM credential (a delegation token's login); one an earlier version made is deleted
+# principal: no SCRAM credential (a certificate's or a token's login); one an earlier version made is deleted
 no_password() {
   if /opt/kafka/bin/kafka-configs.sh --bootstrap-server "$BOOTSTRAP" --command-config "$CONFIG" --describe \
       --entity-type users --entity-name "$1" | grep -q 'SCRAM-SHA-512='; then

@@ -49,7 +49,8 @@ class ComposeConfigTest {
     /**
      * Issue 20 item 2, on the configuration Compose would run (variables resolved): nothing in it says PLAINTEXT,
      * the broker starts through the closed start script, and every service with a Kafka bootstrap address connects
-     * with SASL_SSL as a named principal with a password file and a CA, the worker with its node's token file and a CA.
+     * with SASL_SSL as a named principal with a password file and a CA, the worker with SSL, its node's certificate and
+     * key and a CA, no token (issue 33 item 1).
      */
     @Test
     void resolvedComposeConfigurationHasNoPlaintextKafka() throws Exception {
@@ -78,10 +79,11 @@ class ComposeConfigTest {
             }
             clients++;
             String name = entry.getKey();
-            assertEquals("SASL_SSL", Manifests.string(service, "environment", "CSI_KAFKA_SECURITY_PROTOCOL"), name);
-            // the services: a user and its password file; the worker: its node's delegation token (issue 20 item 8)
+            assertEquals(name.equals("node-mount-worker") ? "SSL" : "SASL_SSL",
+                    Manifests.string(service, "environment", "CSI_KAFKA_SECURITY_PROTOCOL"), name);
+            // the services: a user and its password file; the worker: its node's client certificate (issue 33 item 1)
             List<String> keys = name.equals("node-mount-worker")
-                    ? List.of("CSI_KAFKA_TOKEN_FILE", "CSI_KAFKA_TRUSTSTORE")
+                    ? List.of("CSI_KAFKA_CERTIFICATE_FILE", "CSI_KAFKA_KEY_FILE", "CSI_KAFKA_TRUSTSTORE")
                     : List.of("CSI_KAFKA_USERNAME", "CSI_KAFKA_PASSWORD_FILE", "CSI_KAFKA_TRUSTSTORE");
             for (String key : keys) {
                 String value = Manifests.string(service, "environment", key);
@@ -90,6 +92,8 @@ class ComposeConfigTest {
             if (name.equals("node-mount-worker")) {
                 assertTrue(Manifests.at(service, "environment", "CSI_KAFKA_PASSWORD_FILE").isEmpty(),
                         "the worker has no Kafka password");
+                assertTrue(Manifests.at(service, "environment", "CSI_KAFKA_TOKEN_FILE").isEmpty(),
+                        "the worker logs in with its certificate, not a token");
             }
         }
         assertEquals(3, clients, "claim-service, plugin-registry-service and the worker connect to Kafka");

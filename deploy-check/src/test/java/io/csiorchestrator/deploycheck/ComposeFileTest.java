@@ -173,8 +173,8 @@ class ComposeFileTest {
     }
 
     /**
-     * Issue 20 item 2: compose's broker is closed. Its start script declares only SASL_SSL client listeners and an SSL
-     * controller listener with client certificates required, the StandardAuthorizer with no access without an ACL and
+     * Issue 20 item 2: compose's broker is closed. Its start script declares only SASL_SSL client listeners, an SSL
+     * client-certificate listener and an SSL controller listener, both with client certificates required, the StandardAuthorizer with no access without an ACL and
      * only the broker and csi-admin as super users; no compose file or script says PLAINTEXT.
      */
     @Test
@@ -195,9 +195,15 @@ class ComposeFileTest {
         for (String listener : listeners.split(",")) {
             String name = listener.substring(0, listener.indexOf(':'));
             String protocol = protocols.get(name);
-            assertEquals(name.equals("CONTROLLER") ? "SSL" : "SASL_SSL", protocol, "protocol of listener " + name);
+            assertEquals(name.equals("CONTROLLER") || name.equals("SSL") ? "SSL" : "SASL_SSL", protocol,
+                    "protocol of listener " + name);
         }
         assertEquals("required", settings.get("listener.name.controller.ssl.client.auth"), "controller mTLS");
+        // the client-certificate listener (issue 33 item 1): a certificate of kafka-init's client CA only, CN = principal
+        assertEquals("required", settings.get("listener.name.ssl.ssl.client.auth"), "client certificates required");
+        assertEquals("$SECRETS/client-ca.pem", settings.get("listener.name.ssl.ssl.truststore.location"),
+                "the SSL listener trusts the client CA alone");
+        assertEquals("RULE:^CN=([^,]+)\\$/\\$1/,DEFAULT", settings.get("ssl.principal.mapping.rules"));
         assertEquals("SCRAM-SHA-512", settings.get("sasl.enabled.mechanisms").replace("$MECHANISM", "SCRAM-SHA-512"));
         assertEquals("org.apache.kafka.metadata.authorizer.StandardAuthorizer", settings.get("authorizer.class.name"));
         assertEquals("false", settings.get("allow.everyone.if.no.acl.found"));
@@ -214,10 +220,12 @@ class ComposeFileTest {
     }
 
     /**
-     * Every service that talks to Kafka authenticates (SASL_SSL) as its own principal, one that kafka-users.sh issues
-     * with quotas and ACLs: the services with a SCRAM credential and their password file on the volume kafka-init
-     * fills for each alone, the worker with no password but the delegation token kafka-node-token.sh writes into its
-     * volume (issue 20 item 8); and no ACL of the script is a wildcard or grants more than Read, Write or Create.
+     * Every service that talks to Kafka authenticates as its own principal, one that kafka-users.sh issues with quotas
+     * and ACLs: the services (SASL_SSL) with a SCRAM credential and their password file on the volume kafka-init fills
+     * for each alone, the worker (SSL, on the broker's client-certificate listener) with no password and no token but
+     * the certificate and key kafka-init makes for the same node id in its volume (issue 33 item 1; a token only when
+     * asked for, CSI_KAFKA_NODE_LOGIN=token); and no ACL of the script is a wildcard or grants more than Read, Write or
+     * Create.
      */
     @Test
     void everyKafkaClientIsItsOwnPrincipalWithAclsAndNoWildcard() {
@@ -231,7 +239,7 @@ class ComposeFileTest {
                 tokenLogins.add(credential.group(2));
             }
         }
-        assertEquals(Set.of("node-$NODE_ID"), tokenLogins, "only the node logs in without a password (with a delegation token)");
+        assertEquals(Set.of("node-$NODE_ID"), tokenLogins, "only the node logs in without a password (with a certificate)");
         Set<String> withQuotas = new TreeSet<>();
         Matcher quotas = Pattern.compile("(?m)^quotas \"([^\"]+)\" \\d+ \\d+ \\d+$").matcher(users);
         while (quotas.find()) {
@@ -262,28 +270,45 @@ class ComposeFileTest {
                 return;
             }
             clients.add(name);
-            assertEquals("SASL_SSL", string(service, "environment", "CSI_KAFKA_SECURITY_PROTOCOL"), name);
             String user = string(service, "environment", "CSI_KAFKA_USERNAME");
             if (name.equals("node-mount-worker")) {
-                // node-<id> logs in with the token kafka-topics issues for the same id into this worker's volume
-                assertNull(user, "the worker logs in with its node's token, not as a user with a password");
+                // node-<id> logs in with the certificate kafka-init makes for the same id in this worker's volume
+                assertEquals("SSL", string(service, "environment", "CSI_KAFKA_SECURITY_PROTOCOL"), name);
+                assertEquals("kafka:9094", string(service, "environment", "KAFKA_BOOTSTRAP_SERVERS"),
+                        "the worker uses the client-certificate listener");
+                assertTrue(read(root().resolve("deploy/compose/kafka-start.sh")).contains("SSL://kafka:9094"),
+                        "kafka-start.sh advertises the client-certificate listener");
+                assertNull(user, "the worker logs in with its node's certificate, not as a user with a password");
                 assertNull(string(service, "environment", "CSI_KAFKA_PASSWORD_FILE"), "the worker has no Kafka password");
-                assertEquals("/etc/csi/kafka/token", string(service, "environment", "CSI_KAFKA_TOKEN_FILE"));
+                assertNull(string(service, "environment", "CSI_KAFKA_TOKEN_FILE"), "the worker logs in without a token");
+                assertEquals("/etc/csi/kafka/node.pem", string(service, "environment", "CSI_KAFKA_CERTIFICATE_FILE"));
+                assertEquals("/etc/csi/kafka/node.key", string(service, "environment", "CSI_KAFKA_KEY_FILE"));
+                Map<String, Object> init = service("kafka-init");
+                assertEquals(string(service, "environment", "CSI_WORKER_NODE_ID"), string(init, "environment", "CSI_NODE_ID"),
+                        "the certificate is made for the worker's node");
                 Map<String, Object> setup = service("kafka-topics");
                 assertEquals(string(service, "environment", "CSI_WORKER_NODE_ID"), string(setup, "environment", "CSI_NODE_ID"),
-                        "the token is issued for the worker's node");
+                        "the node's ACLs (and a token, if asked for) are for the worker's node");
+                assertEquals("${CSI_KAFKA_NODE_LOGIN:-certificate}", string(setup, "environment", "CSI_KAFKA_NODE_LOGIN"),
+                        "kafka-topics issues no token by default");
                 assertTrue(read(root().resolve("deploy/compose/kafka-setup.sh"))
                         .contains("/bin/sh /deploy/kafka-node-token.sh \"${CSI_NODE_ID:-node-1}\""),
-                        "kafka-setup.sh issues the node's token");
+                        "kafka-setup.sh can still issue the node's token");
                 String volume = String.valueOf(volumeAt(service, "/etc/csi/kafka").get("source"));
+                assertTrue(Manifests.asList(init.get("volumes"), "kafka-init volumes").contains(volume + ":/out/node"),
+                        "kafka-init writes the certificate into the worker's volume " + volume);
                 assertTrue(Manifests.asList(setup.get("volumes"), "kafka-topics volumes").contains(volume + ":/out/node"),
-                        "kafka-topics writes the token into the worker's volume " + volume);
+                        "kafka-topics can write a token into the worker's volume " + volume);
                 assertTrue(Manifests.asList(setup.get("volumes"), "kafka-topics volumes")
                         .contains("./deploy/compose/kafka-node-token.sh:/deploy/kafka-node-token.sh:ro"));
                 assertTrue(tokenLogins.contains("node-$NODE_ID"), "kafka-users.sh issues node-$NODE_ID without a password");
+                assertTrue(Manifests.asList(service("kafka").get("volumes"), "kafka volumes")
+                        .contains("./deploy/compose/kafka-drop-acls.sh:/deploy/kafka-drop-acls.sh:ro"),
+                        "the broker's container has the revocation script (deploy/README.md)");
             } else {
                 assertNotNull(user, name + " has no CSI_KAFKA_USERNAME: it would connect unauthenticated");
                 String principal = user.replace("${CSI_NODE_ID:-node-1}", "$NODE_ID");
+                assertEquals("SASL_SSL", string(service, "environment", "CSI_KAFKA_SECURITY_PROTOCOL"), name);
                 assertTrue(acls.containsKey(principal) && !tokenLogins.contains(principal), name + " authenticates as "
                         + user + ", whom kafka-users.sh does not issue a credential: " + acls.keySet());
                 assertEquals("/etc/csi/kafka/password", string(service, "environment", "CSI_KAFKA_PASSWORD_FILE"), name);

@@ -32,6 +32,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.GroupAuthorizationException;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
+import org.apache.kafka.common.errors.SslAuthenticationException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -50,6 +51,7 @@ import io.csiorchestrator.localinfra.KafkaUsers;
 import io.csiorchestrator.localinfra.Kraft;
 import kafka.server.KafkaConfig;
 import kafka.server.KafkaRaftServer;
+import org.yaml.snakeyaml.Yaml;
 
 /**
  * docker-compose's broker as its own scripts make it, run for real (no container engine here: an in-process Kafka of
@@ -58,7 +60,8 @@ import kafka.server.KafkaRaftServer;
  * ({@code CSI_KAFKA_CONFIG_ONLY=1}); only the compose host name {@code kafka} and the fixed ports are replaced by
  * loopback and free ports. The storage is formatted with the broker's and csi-admin's SCRAM credentials as the start
  * script does; claim-service is issued from the KafkaAccess table (what {@code kafka-users.sh} renders) with the
- * password kafka-init put in claim-service's volume; the worker's delegation token comes from
+ * password kafka-init put in claim-service's volume; the worker logs in with the client certificate kafka-init put in
+ * its volume, with the settings docker-compose.yml gives it; a delegation token (the opt-in path) comes from
  * {@code deploy/compose/kafka-node-token.sh}, run with the Kafka tool the image has.
  */
 class ComposeKafkaBrokerTest {
@@ -71,6 +74,8 @@ class ComposeKafkaBrokerTest {
     private static KafkaRaftServer server;
     private static String bootstrap;
     private static String hostBootstrap;
+    /** The client-certificate listener (compose's kafka:9094). */
+    private static String certBootstrap;
     private static Path ca;
     private static KafkaClientSecurity admin;
 
@@ -85,19 +90,20 @@ class ComposeKafkaBrokerTest {
         run(Map.of("CSI_KAFKA_MATERIAL", dir.resolve("material").toString(), "CSI_KAFKA_OUT", out.toString(),
                 "CSI_KAFKA_UID", uid, "CSI_SERVICE_UID", uid, "CSI_WORKER_UID", uid, "CSI_NODE_ID", "node-1"),
             "deploy/compose/kafka-init.sh");
-        // the node logs in with a delegation token (composeTokenScriptGivesTheWorkerANodeLoginWithinItsAclsOnly): no password of its own anywhere
+        // the node logs in with its certificate (composeWorkerLogsInWithItsCertificateWithinItsAclsOnly): no password
+        // of its own anywhere, and no token unless kafka-topics is asked for one
         assertFalse(Files.exists(out.resolve("node/password")), "the worker's volume holds no password");
+        assertFalse(Files.exists(out.resolve("node/token")), "kafka-init writes no token");
         assertFalse(Files.exists(dir.resolve("material/clients/node-node-1.password")), "no node password is made");
         assertTrue(Files.isRegularFile(out.resolve("node/ca.pem")), "the worker's volume holds the CA");
+        assertEquals(PosixFilePermissions.fromString("rw-------"), Files.getPosixFilePermissions(out.resolve("node/node.key")));
         Path secrets = out.resolve("broker");
         run(Map.of("CSI_KAFKA_CONFIG_ONLY", "1", "CSI_KAFKA_SECRETS", secrets.toString(),
             "CSI_KAFKA_CONF_DIR", dir.resolve("conf").toString(), "CLUSTER_ID", "4YEu_ozjR0iXbxiWfxbCNA"),
             "deploy/compose/kafka-start.sh");
 
-        int[] ports = Kraft.freePorts(3);
-        String settings = Files.readString(dir.resolve("conf/server.properties"))
-            .replace("kafka:9093", "localhost:9093").replace("kafka:9092", "localhost:9092")
-            .replace(":9092", ":" + ports[0]).replace(":9093", ":" + ports[1]).replace(":29092", ":" + ports[2])
+        int[] ports = Kraft.freePorts(4);
+        String settings = localized(Files.readString(dir.resolve("conf/server.properties")), ports)
             .replace("/var/lib/kafka/data", dir.resolve("logs").toString());
         Path props = dir.resolve("conf/server.properties");
         Files.writeString(props, settings);
@@ -112,6 +118,8 @@ class ComposeKafkaBrokerTest {
         server.startup();
         bootstrap = "localhost:" + ports[0];
         hostBootstrap = "localhost:" + ports[2];
+        certBootstrap = "localhost:" + ports[3];
+        composePorts = ports;
         ca = secrets.resolve("ca.pem");
         admin = KafkaClientSecurity.scram("csi-admin", secrets.resolve("admin.password"), ca);
         Kraft.awaitReady(bootstrap, admin, WAIT);
@@ -123,6 +131,16 @@ class ComposeKafkaBrokerTest {
             new KafkaUsers(client).issue(Principal.claimService(), secret(out.resolve("claim-service/password")),
                 TopicCatalog.unprefixed());
         }
+    }
+
+    private static int[] composePorts;
+
+    /** Compose's host name and fixed ports made loopback and the free {@code ports} (9092, 9093, 29092, 9094). */
+    private static String localized(String text, int[] ports) {
+        return text.replace("kafka:9093", "localhost:9093").replace("kafka:9092", "localhost:9092")
+            .replace("kafka:9094", "localhost:9094")
+            .replace(":9092", ":" + ports[0]).replace(":9093", ":" + ports[1]).replace(":29092", ":" + ports[2])
+            .replace(":9094", ":" + ports[3]);
     }
 
     @AfterAll
@@ -192,6 +210,7 @@ class ComposeKafkaBrokerTest {
         assertEquals(PosixFilePermissions.fromString("rw-------"), Files.getPosixFilePermissions(file));
         assertEquals(Files.getAttribute(dir, "unix:uid"), Files.getAttribute(file, "unix:uid"), "owned by the worker's uid");
         KafkaToken issued = KafkaToken.read(file);
+        awaitTokenOnBroker(issued.tokenId());
         assertEquals("node-node-1", issued.owner());
         assertFalse(issued.expires().isBefore(before.plus(Duration.ofDays(30)).minusSeconds(1)), issued.toString());
         assertFalse(issued.expires().isAfter(Instant.now().plus(Duration.ofDays(30))), issued.toString());
@@ -227,12 +246,103 @@ class ComposeKafkaBrokerTest {
         output = runTokenScript("100d");
         KafkaToken fresh = KafkaToken.read(file);
         assertNotEquals(longer.tokenId(), fresh.tokenId(), "a revoked token is replaced: " + output);
+        awaitTokenOnBroker(fresh.tokenId());
         try (KafkaProducer<String, String> producer = producer(workerSecurity(file), bootstrap)) {
             producer.send(new ProducerRecord<>("mount-done", "node-1", "{}")).get(30, TimeUnit.SECONDS);
         }
     }
 
-    /** The worker's Kafka settings as docker-compose.yml gives them (the env names, read as KafkaClientSecurity does). */
+    /**
+     * The compose worker's Kafka login as docker-compose.yml gives it, read from the file (its environment, the paths
+     * in its credential volume made those of kafka-init's {@code out/node}, its bootstrap address the test's): a
+     * client certificate, not a token. node-node-1 writes {@code mount-done} and reads {@code node-commands} in its own
+     * group, on the certificate listener, but is refused {@code claim-requested}, a topic without ACLs and another
+     * principal's group. The listener refuses a certificate of another CA with the same CN and a client without a
+     * certificate. Revocation as compose has it (deploy/README.md): with its ACLs dropped the certificate still
+     * connects but may do nothing.
+     */
+    @Test
+    void composeWorkerLogsInWithItsCertificateWithinItsAclsOnly() throws Exception {
+        try (Admin client = Kraft.admin(bootstrap, admin)) {
+            new KafkaUsers(client).grant(Principal.node("node-1"), TopicCatalog.unprefixed());
+        }
+        Map<String, Object> services = Manifests.map(Manifests.asMap(new Yaml().load(
+            Manifests.read(Manifests.root().resolve("docker-compose.yml"))), "docker-compose.yml"), "services");
+        Map<String, Object> env = Manifests.map(Manifests.map(services, "node-mount-worker"), "environment");
+        Map<String, String> settings = new java.util.HashMap<>();
+        env.forEach((key, value) -> settings.put(key, String.valueOf(value)
+            .replace("/etc/csi/kafka/", dir.resolve("out/node").toString() + "/")));
+        String address = localized(settings.get("KAFKA_BOOTSTRAP_SERVERS"), composePorts);
+        assertEquals(certBootstrap, address, "the worker connects to the client-certificate listener");
+        KafkaClientSecurity node = KafkaClientSecurity.from(
+            name -> Optional.ofNullable(settings.get(KafkaClientSecurity.envName(name))));
+        assertTrue(node.certificateLogin(), "compose's worker logs in with its certificate, not " + node);
+        assertEquals(Optional.empty(), node.token(), "no token");
+        assertEquals(Optional.of("node-node-1"), node.username());
+
+        try (KafkaProducer<String, String> producer = producer(node, address)) {
+            producer.send(new ProducerRecord<>("mount-done", "node-1", "{}")).get(30, TimeUnit.SECONDS);
+        }
+        assertNull(pollFailure(node, address, "node-commands", "node-mount-worker-node-1"), "node-1 reads its commands");
+        Throwable refused = sendFailure(node, address, "claim-requested");
+        assertInstanceOf(TopicAuthorizationException.class, refused, "the node's certificate writes claim-requested: " + refused);
+        Throwable noAcl = sendFailure(node, address, NO_ACL_TOPIC);
+        assertInstanceOf(TopicAuthorizationException.class, noAcl, "the node's certificate writes a topic without ACLs: " + noAcl);
+        Throwable group = pollFailure(node, address, "node-commands", "claim-service");
+        assertInstanceOf(GroupAuthorizationException.class, group, "the node's certificate joins claim-service's group: " + group);
+
+        Throwable foreign = sendFailure(foreignCertificate(), address, "mount-done");
+        assertInstanceOf(SslAuthenticationException.class, foreign, "a certificate of another CA: " + foreign);
+        Properties noCertificate = new Properties();
+        noCertificate.put("security.protocol", "SSL");
+        noCertificate.put("ssl.truststore.type", "PEM");
+        noCertificate.put("ssl.truststore.location", dir.resolve("out/node/ca.pem").toString());
+        Throwable none = sendFailure(noCertificate, address, "mount-done");
+        assertInstanceOf(SslAuthenticationException.class, none, "a client without a certificate: " + none);
+
+        // compose's revocation: deploy/compose/kafka-drop-acls.sh, with the image's kafka-acls.sh
+        String dropped = runAdminScript("kafka-drop-acls.sh", Map.of(), "node-node-1");
+        assertTrue(dropped.matches("(?s).*dropped [1-9][0-9]* ACL\\(s\\) of User:node-node-1.*"), dropped);
+        try (Admin client = Kraft.admin(bootstrap, admin)) {
+            assertTrue(new KafkaUsers(client).acls().stream()
+                .noneMatch(b -> b.entry().principal().equals("User:node-node-1")), "node-node-1's ACLs are gone");
+        }
+        Throwable revoked = sendFailure(node, address, "mount-done");
+        assertInstanceOf(TopicAuthorizationException.class, revoked, "a certificate whose ACLs were dropped: " + revoked);
+    }
+
+    /** A client certificate CN=node-node-1 made by a CA of its own (openssl), with compose's truststore. */
+    private static KafkaClientSecurity foreignCertificate() throws IOException, InterruptedException {
+        Path foreign = Files.createDirectories(dir.resolve("foreign"));
+        Process openssl = new ProcessBuilder("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+            "-keyout", foreign.resolve("node.key").toString(), "-out", foreign.resolve("node.pem").toString(),
+            "-subj", "/CN=node-node-1", "-days", "1").redirectErrorStream(true).start();
+        String output = new String(openssl.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, openssl.waitFor(), output);
+        Files.setPosixFilePermissions(foreign.resolve("node.key"), PosixFilePermissions.fromString("rw-------"));
+        return KafkaClientSecurity.certificate(foreign.resolve("node.pem"), foreign.resolve("node.key"),
+            dir.resolve("out/node/ca.pem"));
+    }
+
+    /**
+     * Waits (up to {@link #WAIT}) until the broker describes token {@code id}: the controller commits a new token
+     * before the broker's token cache, which SCRAM logins read, has it; a login in between is refused as invalid
+     * credentials (seen once on a loaded machine), as a worker started that early would be.
+     */
+    private static void awaitTokenOnBroker(String id) throws Exception {
+        long end = System.nanoTime() + WAIT.toNanos();
+        try (Admin client = Kraft.admin(bootstrap, admin)) {
+            KafkaUsers users = new KafkaUsers(client);
+            while (users.tokensOf("node-node-1").stream().noneMatch(t -> t.tokenId().equals(id))) {
+                if (System.nanoTime() > end) {
+                    throw new AssertionError("the broker does not know token " + id + " after " + WAIT);
+                }
+                Thread.sleep(100); // polling the condition above, bounded by WAIT
+            }
+        }
+    }
+
+    /** The worker's Kafka settings when switched to a token (deploy/README.md; read as KafkaClientSecurity does). */
     private static KafkaClientSecurity workerSecurity(Path tokenFile) {
         Map<String, String> env = Map.of("CSI_KAFKA_SECURITY_PROTOCOL", "SASL_SSL",
             "CSI_KAFKA_TOKEN_FILE", tokenFile.toString(),
@@ -246,31 +356,50 @@ class ComposeKafkaBrokerTest {
      * ({@code org.apache.kafka.tools.DelegationTokenCommand}) run on this JVM's class path.
      */
     private static String runTokenScript(String ttl) throws IOException, InterruptedException {
+        String uid = String.valueOf(Files.getAttribute(dir, "unix:uid"));
+        return runAdminScript("kafka-node-token.sh", Map.of("CSI_NODE_ID", "node-1",
+            "CSI_KAFKA_TOKEN_OUT", dir.resolve("out/node/token").toString(), "CSI_WORKER_UID", uid,
+            "CSI_KAFKA_NODE_TOKEN_TTL", ttl));
+    }
+
+    /**
+     * Runs deploy/compose/{@code script} as csi-admin on the compose network's listener, its Kafka tools
+     * ({@code kafka-delegation-tokens.sh}, {@code kafka-acls.sh}) the image's commands run on this JVM's class path.
+     */
+    private static String runAdminScript(String script, Map<String, String> env, String... args)
+            throws IOException, InterruptedException {
         Path bin = dir.resolve("bin");
-        Path tool = bin.resolve("kafka-delegation-tokens.sh");
-        if (!Files.exists(tool)) {
+        if (!Files.exists(bin)) {
             Files.createDirectories(bin);
             String classPath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-            Files.writeString(tool, "#!/bin/sh\n# kafka-run-class.sh's way: KAFKA_OPTS, then the class\nexec '"
-                + Path.of(System.getProperty("java.home"), "bin", "java") + "' $KAFKA_OPTS -cp '" + classPath
-                + "' org.apache.kafka.tools.DelegationTokenCommand \"$@\"\n");
-            Files.setPosixFilePermissions(tool, PosixFilePermissions.fromString("rwx------"));
+            for (String[] tool : new String[][] {{"kafka-delegation-tokens.sh", "DelegationTokenCommand"},
+                    {"kafka-acls.sh", "AclCommand"}}) {
+                Path file = bin.resolve(tool[0]);
+                Files.writeString(file, "#!/bin/sh\n# kafka-run-class.sh's way: KAFKA_OPTS, then the class\nexec '"
+                    + Path.of(System.getProperty("java.home"), "bin", "java") + "' $KAFKA_OPTS -cp '" + classPath
+                    + "' org.apache.kafka.tools." + tool[1] + " \"$@\"\n");
+                Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwx------"));
+            }
             Properties settings = admin.applyTo(new Properties());
             try (var out = Files.newOutputStream(dir.resolve("admin.properties"))) {
                 settings.store(out, "csi-admin, as kafka-setup.sh writes it");
             }
         }
-        String uid = String.valueOf(Files.getAttribute(dir, "unix:uid"));
-        return run(Map.of("KAFKA_BIN", bin.toString(), "KAFKA_BOOTSTRAP_SERVERS", bootstrap,
-            "KAFKA_COMMAND_CONFIG", dir.resolve("admin.properties").toString(), "CSI_NODE_ID", "node-1",
-            "CSI_KAFKA_TOKEN_OUT", dir.resolve("out/node/token").toString(), "CSI_WORKER_UID", uid,
-            "CSI_KAFKA_NODE_TOKEN_TTL", ttl), "deploy/compose/kafka-node-token.sh");
+        Map<String, String> all = new java.util.HashMap<>(env);
+        all.put("KAFKA_BIN", bin.toString());
+        all.put("KAFKA_BOOTSTRAP_SERVERS", bootstrap);
+        all.put("KAFKA_COMMAND_CONFIG", dir.resolve("admin.properties").toString());
+        return run(all, "deploy/compose/" + script, args);
     }
 
     /** Null when a consumer of {@code group} polls {@code topic} without error, else what it threw. */
     private static Throwable pollFailure(KafkaClientSecurity security, String topic, String group) {
+        return pollFailure(security, bootstrap, topic, group);
+    }
+
+    private static Throwable pollFailure(KafkaClientSecurity security, String address, String topic, String group) {
         Properties p = security.applyTo(new Properties());
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, address);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
@@ -288,6 +417,10 @@ class ComposeKafkaBrokerTest {
     }
 
     private static Throwable sendFailure(KafkaClientSecurity security, String address, String topic) {
+        return sendFailure(security.applyTo(new Properties()), address, topic);
+    }
+
+    private static Throwable sendFailure(Properties security, String address, String topic) {
         try (KafkaProducer<String, String> producer = producer(security, address)) {
             producer.send(new ProducerRecord<>(topic, "k", "refused?")).get();
             throw new AssertionError("send to " + topic + " on " + address + " succeeded, expected a refusal");
@@ -302,7 +435,12 @@ class ComposeKafkaBrokerTest {
     }
 
     private static KafkaProducer<String, String> producer(KafkaClientSecurity security, String address) {
-        Properties p = security.applyTo(new Properties());
+        return producer(security.applyTo(new Properties()), address);
+    }
+
+    private static KafkaProducer<String, String> producer(Properties security, String address) {
+        Properties p = new Properties();
+        p.putAll(security);
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, address);
         p.put(ProducerConfig.CLIENT_ID_CONFIG, "compose-check-" + UUID.randomUUID());
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "5000");
@@ -319,8 +457,10 @@ class ComposeKafkaBrokerTest {
     }
 
     /** Runs {@code sh <script>} of the repository with {@code env}; its output; fails the test with it if it fails. */
-    private static String run(Map<String, String> env, String script) throws IOException, InterruptedException {
+    private static String run(Map<String, String> env, String script, String... args)
+            throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of("sh", Manifests.root().resolve(script).toString()));
+        command.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
         builder.environment().putAll(env);
         Process process = builder.start();

@@ -17,8 +17,8 @@ import io.csiorchestrator.events.TopicCatalog;
  * Renders {@code deploy/compose/kafka-users.sh} from {@link KafkaAccess}: the script docker-compose's one-shot
  * {@code kafka-topics} container runs as {@value KafkaAccess#ADMIN} to issue compose's principals (claim-service,
  * plugin-registry-service, the node's worker, csi-operator for the host's CLI): each one's ACLs and quotas, and the
- * SCRAM-SHA-512 credential of each but the node, which logs in with an expiring delegation token instead
- * ({@code deploy/compose/kafka-node-token.sh}, run next; README "Security"). {@code ComposeFileTest} fails when the file differs from what this renders; {@code main}
+ * SCRAM-SHA-512 credential of each but the node, which logs in with the expiring client certificate kafka-init made
+ * (or, opted in, a delegation token of {@code deploy/compose/kafka-node-token.sh}; README "Security"). {@code ComposeFileTest} fails when the file differs from what this renders; {@code main}
  * rewrites it after the table changes: {@code java -cp ... io.csiorchestrator.deploycheck.ComposeKafkaUsers <root>}.
  */
 final class ComposeKafkaUsers {
@@ -44,7 +44,7 @@ final class ComposeKafkaUsers {
             # csi-admin: issues docker-compose's principals on the closed broker, each with its ACLs (never a
             # wildcard, nothing without one) and its quotas; the services and csi-operator with their SCRAM-SHA-512
             # credential (the password kafka-init made in $CSI_KAFKA_MATERIAL/clients/<principal>.password), the node
-            # with none: it logs in with a delegation token (kafka-node-token.sh, run next). Idempotent. Names assume
+            # with none: it logs in with a client certificate (kafka-init's) or a token. Idempotent. Names assume
             # no csi.topics.prefix. Usage: kafka-users.sh <node id>
             set -eu
             BOOTSTRAP="${KAFKA_BOOTSTRAP_SERVERS:-kafka:9092}"
@@ -62,7 +62,7 @@ final class ComposeKafkaUsers {
                 --entity-type users --entity-name "$1" --add-config "SCRAM-SHA-512=[iterations=4096,password=$password]"
             }
 
-            # principal: no SCRAM credential (a delegation token's login); one an earlier version made is deleted
+            # principal: no SCRAM credential (a certificate's or a token's login); one an earlier version made is deleted
             no_password() {
               if /opt/kafka/bin/kafka-configs.sh --bootstrap-server "$BOOTSTRAP" --command-config "$CONFIG" --describe \\
                   --entity-type users --entity-name "$1" | grep -q 'SCRAM-SHA-512='; then
