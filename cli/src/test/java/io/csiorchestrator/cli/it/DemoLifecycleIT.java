@@ -59,14 +59,16 @@ class DemoLifecycleIT {
         }
         assertTrue(results.get(5).detail().startsWith("externalId "), results.get(5).detail());
         assertTrue(results.get(7).detail().contains("mounted read-write at " + work), results.get(7).detail());
-        assertTrue(results.get(10).detail().contains("mounted read-only at " + work), results.get(10).detail());
-        assertEquals("content matches; writes are refused", results.get(11).detail());
-        assertTrue(results.get(13).detail().endsWith("ready to use"), results.get(13).detail());
-        assertTrue(results.get(14).detail().contains("from demo-snapshot"), results.get(14).detail());
-        assertTrue(results.get(15).detail().startsWith("the snapshot's content, read at " + work), results.get(15).detail());
+        // issue 34: the usage node-1's worker reported (NodeGetVolumeStats) as the volume's REST detail shows it
+        assertTrue(results.get(9).detail().contains(" used, "), results.get(9).detail());
+        assertTrue(results.get(11).detail().contains("mounted read-only at " + work), results.get(11).detail());
+        assertEquals("content matches; writes are refused", results.get(12).detail());
+        assertTrue(results.get(14).detail().endsWith("ready to use"), results.get(14).detail());
+        assertTrue(results.get(15).detail().contains("from demo-snapshot"), results.get(15).detail());
+        assertTrue(results.get(16).detail().startsWith("the snapshot's content, read at " + work), results.get(16).detail());
         // issue 34: a claim that ignores placement (node-1 is not in the volume's topology) is rejected precisely
-        assertTrue(results.get(16).detail().startsWith("rejected: node node-1 is outside the volume's topology"),
-                results.get(16).detail());
+        assertTrue(results.get(17).detail().startsWith("rejected: node node-1 is outside the volume's topology"),
+                results.get(17).detail());
         assertEquals(List.of(), Mounts.under(work), "mounts left under " + work);
         for (Cluster.Proc proc : cluster.procs()) {
             assertFalse(proc.handle().isAlive(), proc.name() + " still runs");
