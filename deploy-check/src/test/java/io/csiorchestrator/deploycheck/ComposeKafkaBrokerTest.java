@@ -1,5 +1,6 @@
 package io.csiorchestrator.deploycheck;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -330,15 +331,10 @@ class ComposeKafkaBrokerTest {
      * credentials (seen once on a loaded machine), as a worker started that early would be.
      */
     private static void awaitTokenOnBroker(String id) throws Exception {
-        long end = System.nanoTime() + WAIT.toNanos();
         try (Admin client = Kraft.admin(bootstrap, admin)) {
             KafkaUsers users = new KafkaUsers(client);
-            while (users.tokensOf("node-node-1").stream().noneMatch(t -> t.tokenId().equals(id))) {
-                if (System.nanoTime() > end) {
-                    throw new AssertionError("the broker does not know token " + id + " after " + WAIT);
-                }
-                Thread.sleep(100); // polling the condition above, bounded by WAIT
-            }
+            await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).alias("the broker knows token " + id)
+                    .until(() -> users.tokensOf("node-node-1").stream().anyMatch(t -> t.tokenId().equals(id)));
         }
     }
 
