@@ -170,8 +170,8 @@ public class OutboxRelay {
             notifyLeader();
             return;
         }
-        if (pending.compareAndSet(false, true)) {
-            executor.execute(this::drain);
+        if (pending.compareAndSet(false, true) && !submit(this::drain)) {
+            pending.set(false);
         }
     }
 
@@ -179,10 +179,21 @@ public class OutboxRelay {
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     void safetySweep() {
         if (suspended || !leader) {
-            executor.execute(this::updatePending);
+            submit(this::updatePending);
             return;
         }
         signal();
+    }
+
+    /** Runs {@code work} on the relay's thread; false once the relay stopped (a sweep or signal racing the shutdown). */
+    private boolean submit(Runnable work) {
+        try {
+            executor.execute(work);
+            return true;
+        } catch (java.util.concurrent.RejectedExecutionException stopped) {
+            LOG.debug("outbox relay stopped: nothing more is drained here");
+            return false;
+        }
     }
 
     /** Tells the leader (LISTENing on its lock connection) that outbox rows were committed. */
