@@ -112,9 +112,13 @@ public class RecordBatches {
             }
         }
         flush(channel, run, prelock, segments);
+        // Each segment continues on the batch's own Vert.x context (the connector's duplicated one, which Hibernate
+        // Reactive requires): a dead letter completes on the dead-letter producer's context, and a transaction begun
+        // from there fails ("requires a safe (isolated) Vert.x sub-context").
+        java.util.concurrent.Executor onBatchContext = onContext(io.vertx.core.Vertx.currentContext());
         Uni<Void> all = Uni.createFrom().voidItem();
         for (Supplier<Uni<Void>> segment : segments) {
-            all = all.chain(() -> segment.get());
+            all = all.chain(() -> segment.get()).emitOn(onBatchContext);
         }
         return all.chain(() -> Uni.createFrom().completionStage(batch::ack));
     }
@@ -126,6 +130,11 @@ public class RecordBatches {
         List<Step> steps = List.copyOf(run);
         run.clear();
         segments.add(steps.size() == 1 ? () -> alone(steps.get(0)) : () -> together(channel, steps, prelock));
+    }
+
+    /** Runs on {@code context} (the calling thread when there is none: a test calling without Vert.x). */
+    static java.util.concurrent.Executor onContext(io.vertx.core.Context context) {
+        return context == null ? Runnable::run : work -> context.runOnContext(ignored -> work.run());
     }
 
     /** The steps in one transaction; one at a time when that fails for a reason other than the database being away. */
