@@ -337,6 +337,37 @@ class FencingTest {
     }
 
     /**
+     * A mount the worker refused for want of a lease, stamped with the epoch it held (lapsed) and read by
+     * claim-service only after the registry granted the next epoch, is taken, not dead-lettered as stale: the mount is
+     * sent again with the new epoch. Dead-lettered, the claim stayed mounting until the node's next lapse or the
+     * command timeout (full chaos run of 2026-11-29, partition-node-1-in: converged 108.9 s after the heal). A
+     * successful mount of the older epoch stays refused (aMountDoneOfAStaleLeaseEpochIsDeadLetteredAndCounted).
+     */
+    @Test
+    void aMountRefusedForWantOfALeaseUnderTheLapsedEpochIsTakenAfterTheNextGrantAndSentAgain() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String vol = volumeOn(node)[1];
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        NodeCommand first = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(1L, first.leaseEpoch());
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        bus.lease(node, 2, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 2, "valid");
+        bus.send(new io.csiorchestrator.events.MountDone(first.commandId(), node, NodeCommandKind.MOUNT, "ns1", vol, "alloc-1",
+                false, "NO_VALID_LEASE", node + " has no valid lease (epoch 1 lapsed)", java.util.Map.of(), null, null,
+                java.time.Instant.now()).withFencing(1L, first.claimGeneration()));
+        NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(2L, again.leaseEpoch());
+        assertTrue(bus.kafka.readAll(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter").stream()
+                .noneMatch(r -> r.value() != null && r.value().contains(first.commandId())), "the refusal was dead-lettered");
+        bus.succeedAt(again, 2);
+        bus.awaitStatus(w.requestId(), ClaimState.READY);
+    }
+
+    /**
      * A controller-publish answered under an epoch older than the controller node's newest (the node's lease changed
      * epoch while the command ran) is taken: it is the storage's result, not the node's mounts, and it is the claim's
      * current command. It was dropped as stale, and the claim waited out the command timeout each time.

@@ -161,13 +161,11 @@ public class Consumers {
             MountDone done = EventCodec.decode(MountDone.class, record.value());
             ClaimRequestChecks.requireKey(EventType.MOUNT_DONE.displayName(), record, "nodeId", done.nodeId());
             authenticity.requireNode(record, raw, EventType.MOUNT_DONE.displayName(), done.nodeId());
-            if (done.kind() != NodeCommandKind.CONTROLLER_PUBLISH && done.kind() != NodeCommandKind.CONTROLLER_UNPUBLISH) {
+            if (!StaleAnswers.takenWhateverEpoch(done)) {
+                // controller answers and a worker's refusal of a mount before any plugin call are taken whatever
+                // the epoch (StaleAnswers says why); anything else of an older epoch than the node's newest is not
                 refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
             }
-            // A controller-publish/-unpublish answer is the storage's result, not the node's mounts: it is taken
-            // whatever lease epoch the controller's node held when it ran (it matches the claim's current command or
-            // nothing). Dropped as stale, it left the claim waiting out the command timeout after every epoch change
-            // of that node (full chaos run: claims on node-2 failed after 3 x 2 min while node-1 changed epochs).
             String what = "mount-done " + done.commandId();
             if (done.kind() == NodeCommandKind.LIST_VOLUMES) {
                 // a page of ListVolumes for the comparison of the volumes created through the services (issue 14)
