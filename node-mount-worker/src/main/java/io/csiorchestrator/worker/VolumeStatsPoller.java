@@ -34,9 +34,9 @@ import org.jboss.logging.Logger;
  * The volume stats poller ({@code csi.worker.condition-interval}): for every volume with a published target whose
  * plugin is healthy and advertises GET_VOLUME_STATS, one NodeGetVolumeStats on the first published target, on the
  * volume's own thread (never beside a command on it). The calls of a pass run one after the other, never together:
- * a pass that sent them all at once put one call per published volume on the plugin in the same moment (a burst that
- * queued the claims' own calls behind it, 191 ms per stats call at 20 claims/s), where one at a time costs the same
- * CPU spread over the pass and leaves the plugin free for the claims between two calls. A pass that has not finished
+ * a pass that sent them all at once put one call per published volume on the plugin in the same moment (a burst in
+ * front of the claims' own calls; 191 ms per stats call in one run at 20 claims/s), where one at a time costs the
+ * same CPU spread over the pass and leaves the plugin free for the claims between two calls. A pass that has not finished
  * when the next one is due is left to finish; the next one starts at the period after. The one answer gives both:
  * <ul>
  *   <li>the condition, where the plugin also advertises VOLUME_CONDITION: a change ({@link VolumeConditions}) is a
