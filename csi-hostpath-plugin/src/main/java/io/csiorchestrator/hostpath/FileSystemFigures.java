@@ -12,9 +12,12 @@ import jnr.ffi.Pointer;
 import jnr.ffi.Runtime;
 
 /**
- * What statvfs(3) says of the file system holding a path: bytes (through the JDK's {@link FileStore}, which calls
- * statvfs on Linux) and inodes (statvfs through jnr-ffi; the JDK has no call for them). The inodes are absent where
- * the C library cannot be loaded or the platform is not 64-bit Linux (the {@code struct statvfs} layout read here).
+ * What statvfs(3) says of the file system holding a path: bytes and inodes, from one statvfs call through jnr-ffi
+ * (the JDK has no call for inodes). Where the C library cannot be loaded or the platform is not 64-bit Linux (the
+ * {@code struct statvfs} layout read here), the bytes come from the JDK's {@link FileStore} and the inodes are absent.
+ * Not {@link Files#getFileStore} first: on Linux it reads and parses the whole mount table (/proc/mounts) on every
+ * call to find the mount entry, a cost that grows with every published volume's bind mount (NodeGetVolumeStats polls
+ * each published volume, so a poll grew with the square of them); statvfs alone costs the same at any mount count.
  *
  * @param totalBytes     f_blocks * f_frsize
  * @param availableBytes f_bavail * f_frsize (what an unprivileged writer may still use)
@@ -31,8 +34,12 @@ record FileSystemFigures(long totalBytes, long availableBytes, Optional<Inodes> 
 
     /** The figures of the file system holding {@code path}. */
     static FileSystemFigures of(Path path) throws IOException {
+        Optional<FileSystemFigures> direct = statvfs(path);
+        if (direct.isPresent()) {
+            return direct.get();
+        }
         FileStore store = Files.getFileStore(path);
-        return new FileSystemFigures(store.getTotalSpace(), store.getUsableSpace(), inodesOf(path));
+        return new FileSystemFigures(store.getTotalSpace(), store.getUsableSpace(), Optional.empty());
     }
 
     /** libc's statvfs, as glibc declares it. */
@@ -42,13 +49,17 @@ record FileSystemFigures(long totalBytes, long availableBytes, Optional<Inodes> 
 
     // glibc's struct statvfs on 64-bit Linux: eleven unsigned longs, then int __f_spare[6] (112 bytes)
     private static final int STRUCT_SIZE = 112;
+    private static final int F_FRSIZE = 8;
+    private static final int F_BLOCKS = 16;
+    private static final int F_BAVAIL = 32;
     private static final int F_FILES = 40;
     private static final int F_FFREE = 48;
     private static final int F_FAVAIL = 56;
 
     private static volatile Optional<LibC> libc;
 
-    private static Optional<Inodes> inodesOf(Path path) {
+    /** One statvfs call: bytes as the JDK's FileStore computes them, and inodes; empty where it cannot be made. */
+    private static Optional<FileSystemFigures> statvfs(Path path) {
         Optional<LibC> c = load();
         if (c.isEmpty()) {
             return Optional.empty();
@@ -57,7 +68,9 @@ record FileSystemFigures(long totalBytes, long availableBytes, Optional<Inodes> 
         if (c.get().statvfs(path.toString(), buffer) != 0) {
             return Optional.empty();
         }
-        return Optional.of(new Inodes(buffer.getLong(F_FILES), buffer.getLong(F_FFREE), buffer.getLong(F_FAVAIL)));
+        long blockSize = buffer.getLong(F_FRSIZE);
+        return Optional.of(new FileSystemFigures(buffer.getLong(F_BLOCKS) * blockSize, buffer.getLong(F_BAVAIL) * blockSize,
+                Optional.of(new Inodes(buffer.getLong(F_FILES), buffer.getLong(F_FFREE), buffer.getLong(F_FAVAIL)))));
     }
 
     private static Optional<LibC> load() {

@@ -75,6 +75,12 @@ class CapacityAndVolumeStatsIT {
                 .anyMatch(c -> c.getRpc().getType() == ControllerServiceCapability.RPC.Type.GET_CAPACITY));
         long before = capacity(GetCapacityRequest.newBuilder()).getAvailableCapacity();
         assertEquals(Files.getFileStore(fs).getUsableSpace(), before);
+        // one statvfs gives what the JDK's FileStore computes (f_blocks and f_bavail times f_frsize), and the inodes
+        FileSystemFigures figures = FileSystemFigures.of(fs);
+        assertEquals(Files.getFileStore(fs).getTotalSpace(), figures.totalBytes());
+        assertEquals(FS_BYTES, figures.totalBytes());
+        assertEquals(before, figures.availableBytes());
+        assertEquals(FS_INODES, figures.inodes().orElseThrow().total());
         assertTrue(before > FS_BYTES - 2 * MIB && before <= FS_BYTES, "a 64 MiB tmpfs with a few state files: " + before);
 
         Files.write(fs.resolve("filler"), new byte[(int) (8 * MIB)]);

@@ -19,20 +19,25 @@ import io.csiorchestrator.worker.state.VolumeKey;
 import io.csiorchestrator.worker.state.VolumeRecord;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.jboss.logging.Logger;
 
 /**
  * The volume stats poller ({@code csi.worker.condition-interval}): for every volume with a published target whose
  * plugin is healthy and advertises GET_VOLUME_STATS, one NodeGetVolumeStats on the first published target, on the
- * volume's own thread (never beside a command on it; a volume whose previous poll has not run yet is not queued
- * again). The one answer gives both:
+ * volume's own thread (never beside a command on it). The calls of a pass run one after the other, never together:
+ * a pass that sent them all at once put one call per published volume on the plugin in the same moment (a burst in
+ * front of the claims' own calls; 191 ms per stats call in one run at 20 claims/s), where one at a time costs the
+ * same CPU spread over the pass and leaves the plugin free for the claims between two calls. A pass that has not finished
+ * when the next one is due is left to finish; the next one starts at the period after. The one answer gives both:
  * <ul>
  *   <li>the condition, where the plugin also advertises VOLUME_CONDITION: a change ({@link VolumeConditions}) is a
  *       {@code volume-condition} node event;</li>
@@ -53,7 +58,8 @@ final class VolumeStatsPoller {
     private final Clock clock;
     private final VolumeConditions conditions = new VolumeConditions();
     private final VolumeUsages usages = new VolumeUsages();
-    private final Set<VolumeKey> queued = ConcurrentHashMap.newKeySet();
+    /** Whether a pass's calls are still running (the next pass waits for the period after). */
+    private final java.util.concurrent.atomic.AtomicBoolean passRunning = new java.util.concurrent.atomic.AtomicBoolean();
     private volatile Runnable usageSeen = () -> { };
 
     VolumeStatsPoller(String nodeId, Supplier<Map<VolumeKey, VolumeRecord>> records, PluginRegistry registry,
@@ -81,7 +87,12 @@ final class VolumeStatsPoller {
 
     /** One pass over the published volumes (see the class comment). */
     void poll() {
+        if (!passRunning.compareAndSet(false, true)) {
+            LOG.debugf("volume stats: the previous pass is still running; this one is skipped");
+            return;
+        }
         Set<VolumeKey> published = new HashSet<>();
+        List<Call> calls = new ArrayList<>();
         for (Map.Entry<VolumeKey, VolumeRecord> e : records.get().entrySet()) {
             VolumeKey key = e.getKey();
             Optional<String> target = e.getValue().users().stream().filter(u -> u.state() == PublishState.PUBLISHED)
@@ -98,31 +109,55 @@ final class VolumeStatsPoller {
             boolean condition = stats && node.get().capabilities().contains(
                     NodeServiceCapability.RPC.Type.VOLUME_CONDITION);
             Optional<NodeVolumePlugin> plugin = registry.node(pluginId);
-            if (!stats || plugin.isEmpty() || !queued.add(key)) {
+            if (!stats || plugin.isEmpty()) {
                 continue;
             }
-            String externalId = e.getValue().externalVolumeId();
-            serializer.submit(key, () -> {
-                queued.remove(key);
-                try {
-                    VolumeStats seen = plugin.get().volumeStats(externalId, Path.of(target.get()));
-                    if (condition) {
-                        seen.condition().flatMap(c -> conditions.observe(key, pluginId, c, clock.instant()))
-                                .ifPresent(this::reportCondition);
-                    }
-                    if (!seen.usage().empty()) {
-                        usages.observe(key, pluginId, seen.usage()).ifPresent(this::reportUsage);
-                        usageSeen.run();
-                    }
-                } catch (PluginCallFailure f) {
-                    LOG.debugf("volume stats of %s: %s", key, f.getMessage());
-                }
-                return null;
-            });
+            calls.add(new Call(key, pluginId, e.getValue().externalVolumeId(), Path.of(target.get()), condition,
+                    plugin.get()));
         }
         conditions.retainOnly(published);
         if (usages.retainOnly(published)) {
             usageSeen.run();
+        }
+        next(calls.iterator());
+    }
+
+    /** One volume's call to make in a pass. */
+    private record Call(VolumeKey key, String pluginId, String externalId, Path target, boolean condition,
+                        NodeVolumePlugin plugin) {
+    }
+
+    /** Sends the next call of the pass on its volume's thread; the one after it when it is done. */
+    private void next(Iterator<Call> calls) {
+        if (!calls.hasNext()) {
+            passRunning.set(false);
+            return;
+        }
+        Call call = calls.next();
+        try {
+            serializer.submit(call.key(), () -> {
+                ask(call);
+                return null;
+            }).whenComplete((ignored, failure) -> next(calls));
+        } catch (RuntimeException stopping) {
+            passRunning.set(false); // the serializer's executor shut down: the worker stops
+        }
+    }
+
+    private void ask(Call call) {
+        VolumeKey key = call.key();
+        try {
+            VolumeStats seen = call.plugin().volumeStats(call.externalId(), call.target());
+            if (call.condition()) {
+                seen.condition().flatMap(c -> conditions.observe(key, call.pluginId(), c, clock.instant()))
+                        .ifPresent(this::reportCondition);
+            }
+            if (!seen.usage().empty()) {
+                usages.observe(key, call.pluginId(), seen.usage()).ifPresent(this::reportUsage);
+                usageSeen.run();
+            }
+        } catch (PluginCallFailure f) {
+            LOG.debugf("volume stats of %s: %s", key, f.getMessage());
         }
     }
 

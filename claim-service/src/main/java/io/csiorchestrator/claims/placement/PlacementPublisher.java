@@ -4,7 +4,7 @@ import io.csiorchestrator.claims.capacity.CapacityView;
 import io.csiorchestrator.claims.domain.PlacementBook;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.outbox.OutboxRelay;
-import io.csiorchestrator.claims.store.Plugins;
+import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.Placement;
 import io.csiorchestrator.events.PluginStatus;
 import io.quarkus.hibernate.reactive.panache.Panache;
@@ -38,7 +38,9 @@ import org.jboss.logging.Logger;
  * first one arms a pass {@code csi.claims.placement-coalesce} later, and every change until then is in that pass;
  * a pass reads the plugins' statuses and one grouped count of the volumes held, and writes through the outbox (in one
  * transaction, published after commit like every other event of claim-service) only the entries that differ from the
- * ones last written ({@link PlacementBook}). Nothing runs while nothing changes.
+ * ones last written ({@link PlacementBook}); a pass with nothing changed writes nothing and opens no transaction.
+ * Nothing runs while nothing changes. The counts are read from the database, not kept in memory from the claims this
+ * instance decided: another claim-service instance decides claims on the same nodes, and only the table has them all.
  */
 @ApplicationScoped
 public class PlacementPublisher {
@@ -62,8 +64,6 @@ public class PlacementPublisher {
     private boolean again;
     private boolean everything = true;
 
-    @Inject
-    Plugins plugins;
     @Inject
     Outbox outbox;
     @Inject
@@ -182,10 +182,15 @@ public class PlacementPublisher {
         }
     }
 
-    /** One pass: the statuses and held counts of the dirty plugins (all at start), then the entries that changed. */
+    /**
+     * One pass: the statuses and held counts of the dirty plugins (all at start), read in a session without a
+     * transaction (two selects, each its own snapshot as before under READ COMMITTED), then a transaction only when
+     * an entry changed, writing the outbox rows of those entries: a pass whose counts came back as written (a claim
+     * and a release on a node within one coalesce window) costs no BEGIN and COMMIT and no write.
+     */
     private Uni<Integer> pass(boolean all, List<String> pluginIds, Map<String, Placement> capacity) {
-        return Panache.withTransaction(() -> (all ? allPluginIds() : Uni.createFrom().item(pluginIds))
-                .chain(ids -> heldCounts(ids).chain(held -> statuses(ids).chain(statuses -> {
+        return Panache.withSession(() -> (all ? allPluginIds() : Uni.createFrom().item(pluginIds))
+                .chain(ids -> heldCounts(ids).chain(held -> statuses(ids).map(statuses -> {
                     Instant now = Instant.now();
                     List<Placement> current = new ArrayList<>();
                     for (String id : ids) {
@@ -193,20 +198,11 @@ public class PlacementPublisher {
                                 held.getOrDefault(id, Map.of()), now));
                     }
                     current.addAll(capacity.values());
-                    List<Placement> changed;
                     synchronized (book) {
-                        changed = book.changed(current);
+                        return book.changed(current);
                     }
-                    Uni<Void> chain = Uni.createFrom().voidItem();
-                    for (Placement p : changed) {
-                        chain = chain.chain(() -> outbox.add(p, null));
-                    }
-                    return chain.onFailure().invoke(() -> {
-                        synchronized (book) {
-                            book.unwritten(changed);
-                        }
-                    }).replaceWith(changed.size());
                 }))))
+                .chain(changed -> changed.isEmpty() ? Uni.createFrom().item(0) : write(changed))
                 .invoke(n -> {
                     if (n > 0) {
                         LOG.debugf("placement: %d entries written", n);
@@ -215,20 +211,44 @@ public class PlacementPublisher {
                 });
     }
 
+    /** The outbox rows of {@code changed}, in one transaction; the book forgets them when it fails. */
+    private Uni<Integer> write(List<Placement> changed) {
+        return Panache.withTransaction(() -> {
+            Uni<Void> chain = Uni.createFrom().voidItem();
+            for (Placement p : changed) {
+                chain = chain.chain(() -> outbox.add(p, null));
+            }
+            return chain;
+        }).onFailure().invoke(() -> {
+            synchronized (book) {
+                book.unwritten(changed);
+            }
+        }).replaceWith(changed.size());
+    }
+
     private static Uni<List<String>> allPluginIds() {
         return Panache.getSession().chain(s -> s.createNativeQuery("SELECT plugin_id FROM plugins", String.class)
                 .setFlushMode(FlushMode.MANUAL).getResultList());
     }
 
-    private Uni<Map<String, PluginStatus>> statuses(List<String> ids) {
-        Uni<Map<String, PluginStatus>> chain = Uni.createFrom().item(new HashMap<>());
-        for (String id : ids) {
-            chain = chain.chain(map -> plugins.status(id).map(status -> {
-                map.put(id, status);
-                return map;
-            }));
+    /**
+     * The statuses of {@code ids} as plugin-status last carried them (a plugin without a row: absent), in one native
+     * select: no entity enters the session (nothing for Hibernate to check at the end), one round trip for all.
+     */
+    private static Uni<Map<String, PluginStatus>> statuses(List<String> ids) {
+        if (ids.isEmpty()) {
+            return Uni.createFrom().item(Map.of());
         }
-        return chain;
+        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT plugin_id, status_json FROM plugins"
+                        + " WHERE plugin_id IN (:p)", Object[].class)
+                .setFlushMode(FlushMode.MANUAL).setParameter("p", ids).getResultList())
+                .map(rows -> {
+                    Map<String, PluginStatus> out = new HashMap<>();
+                    for (Object[] r : rows) {
+                        out.put((String) r[0], EventCodec.decode(PluginStatus.class, (String) r[1]));
+                    }
+                    return out;
+                });
     }
 
     /** By plugin, then node: the volumes held (current claims, in flight included), one grouped count. */
