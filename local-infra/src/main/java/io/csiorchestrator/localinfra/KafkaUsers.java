@@ -58,10 +58,46 @@ public final class KafkaUsers {
             new UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512))).all().get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
     }
 
-    /** Adds {@code principal}'s ACLs ({@link KafkaAccess#bindings}); existing ones are kept. */
+    /**
+     * Adds {@code principal}'s ACLs ({@link KafkaAccess#bindings}); existing ones are kept. Returns once the broker
+     * answering describes all of them: createAcls completes when the controller committed them, and the broker's
+     * authorizer applies the metadata record a moment later, so a client of the principal sending at once could
+     * still be refused (seen in ClaimServiceCrashIT: TopicAuthorizationException on a prefix granted just before).
+     */
     public void grant(KafkaAccess.Principal principal, TopicCatalog topics) {
-        run("grant the ACLs of " + principal.name(), () -> admin.createAcls(KafkaAccess.bindings(principal, topics)).all()
+        List<org.apache.kafka.common.acl.AclBinding> bindings = KafkaAccess.bindings(principal, topics);
+        run("grant the ACLs of " + principal.name(), () -> admin.createAcls(bindings).all()
             .get(TIMEOUT_SECONDS, TimeUnit.SECONDS));
+        awaitDescribed(principal.name(), bindings);
+    }
+
+    /**
+     * Waits (up to the admin timeout) until describeAcls lists every one of {@code bindings}. Polled every 20 ms: the
+     * Admin API has no notification of an ACL applied, and it is applied within milliseconds.
+     */
+    private void awaitDescribed(String principal, List<org.apache.kafka.common.acl.AclBinding> bindings) {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_SECONDS);
+        AclBindingFilter ofPrincipal = new AclBindingFilter(org.apache.kafka.common.resource.ResourcePatternFilter.ANY,
+            new org.apache.kafka.common.acl.AccessControlEntryFilter("User:" + principal, null,
+                org.apache.kafka.common.acl.AclOperation.ANY, org.apache.kafka.common.acl.AclPermissionType.ANY));
+        while (true) {
+            java.util.Collection<org.apache.kafka.common.acl.AclBinding> seen = new java.util.HashSet<>();
+            run("read the ACLs of " + principal, () -> seen.addAll(admin.describeAcls(ofPrincipal).values()
+                .get(TIMEOUT_SECONDS, TimeUnit.SECONDS)));
+            if (seen.containsAll(bindings)) {
+                return;
+            }
+            if (System.nanoTime() > end) {
+                throw new IllegalStateException("the ACLs of " + principal + " granted but not applied by the broker after "
+                    + TIMEOUT_SECONDS + " s");
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for the ACLs of " + principal, e);
+            }
+        }
     }
 
     /** A principal with its credential and ACLs in one step. */
