@@ -38,6 +38,8 @@ class FencingTest {
 
     @Inject
     FencingSettings fencing;
+    @Inject
+    ClaimSettings claimSettings;
 
     @AfterEach
     void close() {
@@ -64,6 +66,7 @@ class FencingTest {
         String node = ClaimFlowTest.unique("node");
         bus.lease(node, 1, NodeLeaseState.VALID);
         Bus.awaitLease(node, 1, "valid");
+        java.time.Instant leaseSeen = java.time.Instant.now(); // the application had the lease by then
         String[] pv = volumeOn(node);
         String vol = pv[1];
         ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
@@ -84,8 +87,11 @@ class FencingTest {
         ClaimStatus waiting = bus.awaitStatus(release.requestId(), ClaimState.RELEASING,
                 r -> r.startsWith("waiting for " + node + "'s lease to lapse: "));
         assertTrue(waiting.reason().endsWith(" s left"), waiting.reason());
-        // Six more unmounts, each failed: past the floor since the VALID lease and past node-gone-timeout, and still held.
-        for (int i = 0; i < 6; i++) {
+        java.time.Instant goneSeen = java.time.Instant.now();
+        // Six more unmounts, each failed, and more until past the floor since the VALID lease and past
+        // node-gone-timeout since the plugin instance went (the retries' pace alone need not cover both); still held.
+        for (int i = 0; i < 6 || java.time.Instant.now().isBefore(leaseSeen.plus(fencing.timers().effectiveFailoverWait()))
+                || java.time.Instant.now().isBefore(goneSeen.plus(claimSettings.nodeGoneTimeout())); i++) {
             bus.fail(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT), "INTERNAL", "device busy");
         }
         bus.awaitCommand(vol, NodeCommandKind.UNMOUNT); // the reconciler went round again after the last failure
@@ -568,7 +574,7 @@ class FencingTest {
 
     /**
      * A pending claim whose blocking release never ends (X's lease stays valid, its unmount keeps failing) is rejected
-     * once csi.claims.pending-timeout (15 s here) passed, with what it waited for; nothing was ever sent for it, and
+     * once csi.claims.pending-timeout (10 s here) passed, with what it waited for; nothing was ever sent for it, and
      * the release it waited for is still held.
      */
     @Test
@@ -591,7 +597,8 @@ class FencingTest {
         bus.awaitStatus(b.requestId(), ClaimState.PENDING);
         ClaimStatus rejected = bus.awaitStatus(b.requestId(), ClaimState.REJECTED);
         assertTrue(rejected.reason().contains("write claim by allocation alloc-b on node " + y)
-                && rejected.reason().contains(" rejected: still pending after 15s, access mode single-node-writer allows a"
+                && rejected.reason().contains(" rejected: still pending after "
+                + io.csiorchestrator.claims.domain.FenceTimers.text(claimSettings.pendingTimeout()) + ", access mode single-node-writer allows a"
                 + " single writer and allocation alloc-a on node " + x + " holds the write claim, being released; waiting for "
                 + x + "'s lease to lapse: "), rejected.reason());
         assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-b".equals(c.allocationId())), "sent for a pending claim");

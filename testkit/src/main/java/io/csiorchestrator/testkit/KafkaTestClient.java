@@ -399,6 +399,11 @@ public final class KafkaTestClient implements AutoCloseable {
         // Reading must not create the topic (with the default partition count) before the application does.
         props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
         props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        // A reader is reused for the next read (another topic, other offsets), but a fetch its last poll left at the
+        // broker holds the connection's only fetch slot until it returns: with the default 500 ms, each await right
+        // after another one waited up to half a second for a fetch nobody wanted (issue 32). A record never waits
+        // for this (the broker answers as soon as one is there); it only bounds how long an empty fetch is held.
+        props.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, "50");
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         return new KafkaConsumer<>(props);

@@ -291,8 +291,12 @@ class SecuredKafkaBrokerTest {
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
         p.put(ProducerConfig.CLIENT_ID_CONFIG, "secured-test-" + UUID.randomUUID());
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "5000");
-        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "10000");
-        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
+        // A send caught by a refused re-authentication (a producer connected before its credential was revoked,
+        // rotated or expired) is answered only when its delivery times out, and the tests that wait for the open
+        // connection's refusal wait that long: 5 s (10 s before, issue 32), still room for a send's retry on a loaded
+        // machine (request timeout 4 s; delivery must cover linger + request timeout).
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "5000");
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "4000");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "0");
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
