@@ -322,24 +322,9 @@ class FencingTest {
      */
     @Test
     void aMountRefusedForAStaleEpochIsSentAgainWithTheNewEpoch() {
-        String node = ClaimFlowTest.unique("node");
-        bus.lease(node, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 1, "valid");
-        String vol = volumeOn(node)[1];
-        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
-        bus.send(w);
-        NodeCommand first = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
-        assertEquals(1L, first.leaseEpoch());
-        bus.lease(node, 1, NodeLeaseState.LAPSED);
-        bus.lease(node, 2, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 2, "valid");
-        bus.send(new io.csiorchestrator.events.MountDone(first.commandId(), node, NodeCommandKind.MOUNT, "ns1", vol, "alloc-1",
-                false, "STALE_LEASE_EPOCH", "stale lease epoch 1 < 2", java.util.Map.of(), null, null,
-                java.time.Instant.now()).withFencing(2L, first.claimGeneration()));
-        NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
-        assertEquals(2L, again.leaseEpoch());
-        bus.succeedAt(again, 2);
-        bus.awaitStatus(w.requestId(), ClaimState.READY);
+        MountAcrossRenewal m = mountSentThenLeaseRenewed();
+        m.refuse("STALE_LEASE_EPOCH", "stale lease epoch 1 < 2", 2L);
+        m.awaitSentAgainAndReady();
     }
 
     /**
@@ -351,6 +336,20 @@ class FencingTest {
      */
     @Test
     void aMountRefusedForWantOfALeaseUnderTheLapsedEpochIsTakenAfterTheNextGrantAndSentAgain() {
+        MountAcrossRenewal m = mountSentThenLeaseRenewed();
+        m.refuse("NO_VALID_LEASE", m.node() + " has no valid lease (epoch 1 lapsed)", 1L);
+        NodeCommand again = m.awaitSentAgain();
+        assertTrue(bus.kafka.readAll(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter").stream()
+                .noneMatch(r -> r.value() != null && r.value().contains(m.first().commandId())), "the refusal was dead-lettered");
+        bus.succeedAt(again, 2);
+        bus.awaitStatus(m.claim().requestId(), ClaimState.READY);
+    }
+
+    /**
+     * A write claim on a new node whose mount was sent at lease epoch 1, after which the lease lapsed and epoch 2 was
+     * granted (claim-service has seen it): the set-up of the refused-mount tests above.
+     */
+    private MountAcrossRenewal mountSentThenLeaseRenewed() {
         String node = ClaimFlowTest.unique("node");
         bus.lease(node, 1, NodeLeaseState.VALID);
         Bus.awaitLease(node, 1, "valid");
@@ -362,15 +361,54 @@ class FencingTest {
         bus.lease(node, 1, NodeLeaseState.LAPSED);
         bus.lease(node, 2, NodeLeaseState.VALID);
         Bus.awaitLease(node, 2, "valid");
-        bus.send(new io.csiorchestrator.events.MountDone(first.commandId(), node, NodeCommandKind.MOUNT, "ns1", vol, "alloc-1",
-                false, "NO_VALID_LEASE", node + " has no valid lease (epoch 1 lapsed)", java.util.Map.of(), null, null,
-                java.time.Instant.now()).withFencing(1L, first.claimGeneration()));
-        NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
-        assertEquals(2L, again.leaseEpoch());
-        assertTrue(bus.kafka.readAll(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter").stream()
-                .noneMatch(r -> r.value() != null && r.value().contains(first.commandId())), "the refusal was dead-lettered");
-        bus.succeedAt(again, 2);
-        bus.awaitStatus(w.requestId(), ClaimState.READY);
+        return new MountAcrossRenewal(node, vol, w, first);
+    }
+
+    /** The claim, its node and volume, and its first mount command (sent at epoch 1), of {@link #mountSentThenLeaseRenewed}. */
+    private final class MountAcrossRenewal {
+        private final String node;
+        private final String vol;
+        private final ClaimRequested claim;
+        private final NodeCommand first;
+
+        MountAcrossRenewal(String node, String vol, ClaimRequested claim, NodeCommand first) {
+            this.node = node;
+            this.vol = vol;
+            this.claim = claim;
+            this.first = first;
+        }
+
+        String node() {
+            return node;
+        }
+
+        ClaimRequested claim() {
+            return claim;
+        }
+
+        NodeCommand first() {
+            return first;
+        }
+
+        /** The worker's refusal of the first mount, {@code code} and {@code message}, stamped with {@code epoch}. */
+        void refuse(String code, String message, long epoch) {
+            bus.send(new io.csiorchestrator.events.MountDone(first.commandId(), node, NodeCommandKind.MOUNT, "ns1", vol,
+                    "alloc-1", false, code, message, java.util.Map.of(), null, null, java.time.Instant.now())
+                    .withFencing(epoch, first.claimGeneration()));
+        }
+
+        /** The mount sent again, at epoch 2. */
+        NodeCommand awaitSentAgain() {
+            NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+            assertEquals(2L, again.leaseEpoch());
+            return again;
+        }
+
+        /** The mount sent again at epoch 2, answered, and the claim ready. */
+        void awaitSentAgainAndReady() {
+            bus.succeedAt(awaitSentAgain(), 2);
+            bus.awaitStatus(claim.requestId(), ClaimState.READY);
+        }
     }
 
     /**
