@@ -72,32 +72,46 @@ public final class KafkaUsers {
     }
 
     /**
-     * Waits (up to the admin timeout) until describeAcls lists every one of {@code bindings}. Polled every 20 ms: the
-     * Admin API has no notification of an ACL applied, and it is applied within milliseconds.
+     * Waits (up to the admin timeout) until describeAcls lists every one of {@code bindings}. Asked again 20 ms after
+     * each answer that lacks one (a delayed executor, no thread held): the Admin API has no notification of an ACL
+     * applied, and it is applied within milliseconds.
      */
     private void awaitDescribed(String principal, List<org.apache.kafka.common.acl.AclBinding> bindings) {
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_SECONDS);
         AclBindingFilter ofPrincipal = new AclBindingFilter(org.apache.kafka.common.resource.ResourcePatternFilter.ANY,
             new org.apache.kafka.common.acl.AccessControlEntryFilter("User:" + principal, null,
                 org.apache.kafka.common.acl.AclOperation.ANY, org.apache.kafka.common.acl.AclPermissionType.ANY));
-        while (true) {
-            java.util.Collection<org.apache.kafka.common.acl.AclBinding> seen = new java.util.HashSet<>();
-            run("read the ACLs of " + principal, () -> seen.addAll(admin.describeAcls(ofPrincipal).values()
-                .get(TIMEOUT_SECONDS, TimeUnit.SECONDS)));
-            if (seen.containsAll(bindings)) {
-                return;
-            }
-            if (System.nanoTime() > end) {
-                throw new IllegalStateException("the ACLs of " + principal + " granted but not applied by the broker after "
-                    + TIMEOUT_SECONDS + " s");
-            }
-            try {
-                Thread.sleep(20);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while waiting for the ACLs of " + principal, e);
-            }
+        java.util.concurrent.CompletableFuture<Void> applied = new java.util.concurrent.CompletableFuture<>();
+        askUntilDescribed(ofPrincipal, bindings, applied);
+        try {
+            applied.get(TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            applied.cancel(false);
+            throw new IllegalStateException("the ACLs of " + principal + " granted but not applied by the broker after "
+                + TIMEOUT_SECONDS + " s", e);
+        } catch (InterruptedException e) {
+            applied.cancel(false);
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the ACLs of " + principal, e);
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("could not read the ACLs of " + principal + ": " + e.getCause(), e);
         }
+    }
+
+    private void askUntilDescribed(AclBindingFilter filter, List<org.apache.kafka.common.acl.AclBinding> bindings,
+                                   java.util.concurrent.CompletableFuture<Void> applied) {
+        if (applied.isDone()) {
+            return; // given up (timeout or interrupt)
+        }
+        admin.describeAcls(filter).values().toCompletionStage().whenComplete((seen, failure) -> {
+            if (failure != null) {
+                applied.completeExceptionally(failure);
+            } else if (seen.containsAll(bindings)) {
+                applied.complete(null);
+            } else {
+                java.util.concurrent.CompletableFuture.delayedExecutor(20, TimeUnit.MILLISECONDS)
+                    .execute(() -> askUntilDescribed(filter, bindings, applied));
+            }
+        });
     }
 
     /** A principal with its credential and ACLs in one step. */
