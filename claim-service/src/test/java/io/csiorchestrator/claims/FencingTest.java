@@ -323,8 +323,9 @@ class FencingTest {
     @Test
     void aMountRefusedForAStaleEpochIsSentAgainWithTheNewEpoch() {
         MountAcrossRenewal m = mountSentThenLeaseRenewed();
-        m.refuse("STALE_LEASE_EPOCH", "stale lease epoch 1 < 2", 2L);
-        m.awaitSentAgainAndReady();
+        refuse(m, "STALE_LEASE_EPOCH", "stale lease epoch 1 < 2", 2L);
+        bus.succeedAt(awaitSentAgain(m), 2);
+        bus.awaitStatus(m.claim().requestId(), ClaimState.READY);
     }
 
     /**
@@ -337,8 +338,8 @@ class FencingTest {
     @Test
     void aMountRefusedForWantOfALeaseUnderTheLapsedEpochIsTakenAfterTheNextGrantAndSentAgain() {
         MountAcrossRenewal m = mountSentThenLeaseRenewed();
-        m.refuse("NO_VALID_LEASE", m.node() + " has no valid lease (epoch 1 lapsed)", 1L);
-        NodeCommand again = m.awaitSentAgain();
+        refuse(m, "NO_VALID_LEASE", m.node() + " has no valid lease (epoch 1 lapsed)", 1L);
+        NodeCommand again = awaitSentAgain(m);
         assertTrue(bus.kafka.readAll(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter").stream()
                 .noneMatch(r -> r.value() != null && r.value().contains(m.first().commandId())), "the refusal was dead-lettered");
         bus.succeedAt(again, 2);
@@ -365,50 +366,21 @@ class FencingTest {
     }
 
     /** The claim, its node and volume, and its first mount command (sent at epoch 1), of {@link #mountSentThenLeaseRenewed}. */
-    private final class MountAcrossRenewal {
-        private final String node;
-        private final String vol;
-        private final ClaimRequested claim;
-        private final NodeCommand first;
+    private record MountAcrossRenewal(String node, String vol, ClaimRequested claim, NodeCommand first) {
+    }
 
-        MountAcrossRenewal(String node, String vol, ClaimRequested claim, NodeCommand first) {
-            this.node = node;
-            this.vol = vol;
-            this.claim = claim;
-            this.first = first;
-        }
+    /** The worker's refusal of {@code m}'s first mount, {@code code} and {@code message}, stamped with {@code epoch}. */
+    private void refuse(MountAcrossRenewal m, String code, String message, long epoch) {
+        bus.send(new io.csiorchestrator.events.MountDone(m.first().commandId(), m.node(), NodeCommandKind.MOUNT, "ns1",
+                m.vol(), "alloc-1", false, code, message, java.util.Map.of(), null, null, java.time.Instant.now())
+                .withFencing(epoch, m.first().claimGeneration()));
+    }
 
-        String node() {
-            return node;
-        }
-
-        ClaimRequested claim() {
-            return claim;
-        }
-
-        NodeCommand first() {
-            return first;
-        }
-
-        /** The worker's refusal of the first mount, {@code code} and {@code message}, stamped with {@code epoch}. */
-        void refuse(String code, String message, long epoch) {
-            bus.send(new io.csiorchestrator.events.MountDone(first.commandId(), node, NodeCommandKind.MOUNT, "ns1", vol,
-                    "alloc-1", false, code, message, java.util.Map.of(), null, null, java.time.Instant.now())
-                    .withFencing(epoch, first.claimGeneration()));
-        }
-
-        /** The mount sent again, at epoch 2. */
-        NodeCommand awaitSentAgain() {
-            NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
-            assertEquals(2L, again.leaseEpoch());
-            return again;
-        }
-
-        /** The mount sent again at epoch 2, answered, and the claim ready. */
-        void awaitSentAgainAndReady() {
-            bus.succeedAt(awaitSentAgain(), 2);
-            bus.awaitStatus(claim.requestId(), ClaimState.READY);
-        }
+    /** {@code m}'s mount sent again, at epoch 2. */
+    private NodeCommand awaitSentAgain(MountAcrossRenewal m) {
+        NodeCommand again = bus.awaitCommand(m.vol(), NodeCommandKind.MOUNT);
+        assertEquals(2L, again.leaseEpoch());
+        return again;
     }
 
     /**
