@@ -33,6 +33,15 @@ import java.util.Map;
  *                         for create-snapshot: the snapshot's CSI name and parameters only (its source volume is
  *                         externalVolumeId); for delete-snapshot: sourceSnapshotId, the plugin's id of the snapshot
  * @param listing          for list-volumes (required): the page of CSI ListVolumes to read (issue 14)
+ * @param withController   one node command per attach and per detach (issue 36), only when the claim's controller
+ *                         instance runs on the claiming node itself (node-local drivers): for a mount, the worker
+ *                         first makes the controller publication of the volume to {@code externalNodeId} on its own
+ *                         controller instance of the plugin (CSI ControllerPublishVolume; skipped when its record
+ *                         holds that publication already) and stages and publishes with the publish context it
+ *                         returned; for an unmount, after NodeUnpublish and NodeUnstage it ends the publication
+ *                         (ControllerUnpublishVolume) when no other allocation on the node uses the volume. Each
+ *                         step is checkpointed in the worker's record, so a redelivery resumes at the first step not
+ *                         done. Absent means false (the controller steps are commands of their own).
  */
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
 public record NodeCommand(
@@ -57,13 +66,27 @@ public record NodeCommand(
         Long claimGeneration,
         Boolean fenceOnLapse,
         ProvisionSpec provision,
-        VolumeListing listing) implements ContractEvent {
+        VolumeListing listing,
+        Boolean withController) implements ContractEvent {
 
     public NodeCommand {
         readOnly = readOnly != null && readOnly;
         volumeContext = Copies.map(volumeContext);
         publishContext = Copies.map(publishContext);
         fenceOnLapse = Boolean.TRUE.equals(fenceOnLapse) ? Boolean.TRUE : null;
+        withController = Boolean.TRUE.equals(withController) ? Boolean.TRUE : null;
+    }
+
+    /** A command without the combined controller steps (every command before issue 36). */
+    public NodeCommand(String commandId, String nodeId, NodeCommandKind kind, String namespace, String volumeId,
+                       String pluginId, String externalVolumeId, String allocationId, AccessMode accessMode,
+                       AttachmentMode attachmentMode, Boolean readOnly, String fsType, String externalNodeId,
+                       Map<String, String> volumeContext, Map<String, String> publishContext, SealedSecrets sealed,
+                       Instant issuedAt, Long leaseEpoch, Long claimGeneration, Boolean fenceOnLapse,
+                       ProvisionSpec provision, VolumeListing listing) {
+        this(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId, accessMode,
+                attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed, issuedAt,
+                leaseEpoch, claimGeneration, fenceOnLapse, provision, listing, null);
     }
 
     /** A command without listing (every kind but list-volumes). */
@@ -115,14 +138,29 @@ public record NodeCommand(
     public NodeCommand withFencing(Long leaseEpoch, Long claimGeneration, Boolean fenceOnLapse) {
         return new NodeCommand(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId,
                 accessMode, attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed,
-                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, provision, listing);
+                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, provision, listing, withController);
     }
 
     /** This command with the given provision spec (a create-volume). */
     public NodeCommand withProvision(ProvisionSpec spec) {
         return new NodeCommand(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId,
                 accessMode, attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed,
-                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, spec, listing);
+                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, spec, listing, withController);
+    }
+
+    /**
+     * This mount or unmount with the controller steps run by the worker itself ({@code withController}): the claim's
+     * controller instance is on the claiming node.
+     */
+    public NodeCommand withControllerSteps() {
+        return new NodeCommand(commandId, nodeId, kind, namespace, volumeId, pluginId, externalVolumeId, allocationId,
+                accessMode, attachmentMode, readOnly, fsType, externalNodeId, volumeContext, publishContext, sealed,
+                issuedAt, leaseEpoch, claimGeneration, fenceOnLapse, provision, listing, Boolean.TRUE);
+    }
+
+    /** Whether the worker runs the controller steps of this mount or unmount itself ({@code withController}). */
+    public boolean controllerSteps() {
+        return Boolean.TRUE.equals(withController);
     }
 
     /** Whether the worker must unmount this mount when its lease lapses. */
@@ -211,7 +249,11 @@ public record NodeCommand(
             v.required("accessMode", accessMode);
             v.required("attachmentMode", attachmentMode);
         }
-        if (kind == NodeCommandKind.CONTROLLER_PUBLISH || kind == NodeCommandKind.CONTROLLER_UNPUBLISH) {
+        if (Boolean.TRUE.equals(withController) && kind != NodeCommandKind.MOUNT && kind != NodeCommandKind.UNMOUNT) {
+            v.add("withController", withController, "only a mount or an unmount runs the controller steps itself");
+        }
+        if (kind == NodeCommandKind.CONTROLLER_PUBLISH || kind == NodeCommandKind.CONTROLLER_UNPUBLISH
+                || Boolean.TRUE.equals(withController)) {
             v.text("externalNodeId", externalNodeId, 1024);
         } else {
             v.optionalText("externalNodeId", externalNodeId, 1024);

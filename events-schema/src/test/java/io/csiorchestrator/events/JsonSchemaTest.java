@@ -179,6 +179,41 @@ class JsonSchemaTest {
     }
 
     /**
+     * Issue 36 item 1's one command per attach: a mount with {@code withController} and the claiming node's external
+     * id passes the schema and the codec (and round-trips); without the external node id, or on a controller-publish,
+     * both refuse it; without the flag the encoded mount carries no {@code withController} at all.
+     */
+    @Test
+    void aMountWithItsControllerStepsFollowsTheSameRulesInSchemaAndCodec() throws IOException {
+        NodeCommand mount = new NodeCommand("cmd-m", "node-1", NodeCommandKind.MOUNT, "default", "vol-1", "hostpath",
+                "ext-vol-1", "alloc-1", AccessMode.SINGLE_NODE_WRITER, AttachmentMode.FILE_SYSTEM, false, "ext4",
+                "ext-node-1", Map.of(), Map.of(), null, java.time.Instant.parse("2026-01-31T12:00:00Z"));
+        String plain = new String(EventCodec.encode(mount), java.nio.charset.StandardCharsets.UTF_8);
+        assertFalse(plain.contains("withController"), plain);
+        NodeCommand attach = mount.withControllerSteps();
+        assertTrue(attach.controllerSteps());
+        ObjectNode json = (ObjectNode) EventCodec.mapper().readTree(EventCodec.encode(attach));
+        assertTrue(json.get("withController").asBoolean(), json.toString());
+        assertTrue(schema(EventType.NODE_COMMAND).validate(json).isEmpty(), json.toString());
+        assertEquals(attach, EventCodec.decode(NodeCommand.class, EventCodec.encode(attach)));
+
+        ObjectNode noNode = json.deepCopy();
+        noNode.remove("externalNodeId");
+        assertFalse(schema(EventType.NODE_COMMAND).validate(noNode).isEmpty(), "the controller steps need the node's external id");
+        assertFalse(javaAccepts(noNode, NodeCommand.class), "the Java check refuses it too");
+
+        ObjectNode controllerKind = json.deepCopy();
+        controllerKind.put("kind", "controller-publish");
+        assertFalse(schema(EventType.NODE_COMMAND).validate(controllerKind).isEmpty(), "only a mount or unmount combines");
+        assertFalse(javaAccepts(controllerKind, NodeCommand.class), "the Java check refuses it too");
+
+        ObjectNode detach = json.deepCopy();
+        detach.put("kind", "unmount");
+        assertTrue(schema(EventType.NODE_COMMAND).validate(detach).isEmpty(), detach.toString());
+        assertTrue(javaAccepts(detach, NodeCommand.class));
+    }
+
+    /**
      * Issue 14's provisioning kinds: a create-volume command (no external id yet, a provision spec) and its
      * successful answer (the provisioned volume) pass the schema and the codec; a create-volume without its spec,
      * a delete-volume without the external id and a successful create-volume answer without the volume fail both.
