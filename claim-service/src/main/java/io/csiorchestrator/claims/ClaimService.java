@@ -304,7 +304,7 @@ public class ClaimService {
                 volume.claimedAccessMode = request.accessMode().wire();
             }
             volume.updatedAt = Instant.now();
-            Snapshot fresh = Snapshot.fresh(claim.controllerRequired);
+            Snapshot fresh = Snapshot.fresh(claim.controllerRequired, controllerOnClaimingNode(claim, plugin));
             return applyToNew(volume, claim, wait == null ? machine().start(fresh)
                     : machine().waitForPlugin(fresh, wait.since(), wait.until(), wait.reason(), true));
         });
@@ -442,7 +442,7 @@ public class ClaimService {
             if (others.isEmpty()) {
                 volume.claimedAccessMode = claim.accessMode;
             }
-            Snapshot fresh = Snapshot.fresh(claim.controllerRequired);
+            Snapshot fresh = Snapshot.fresh(claim.controllerRequired, controllerOnClaimingNode(claim, plugin));
             if (decision instanceof ClaimRules.WaitForPlugin wait) {
                 return apply(volume, claim, machine().waitForPlugin(fresh, wait.since(), wait.until(), wait.reason(), true));
             }
@@ -1047,14 +1047,27 @@ public class ClaimService {
      * another claim's controller-unpublish is pending. The caller holds the volume lock.
      */
     private Uni<Void> send(VolumeEntity volume, ClaimEntity claim, NodeCommandKind kind) {
-        if ((kind != NodeCommandKind.CONTROLLER_PUBLISH && kind != NodeCommandKind.CONTROLLER_UNPUBLISH)
+        boolean combined = (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT) && snapshot(claim).combined()
+                && (kind == NodeCommandKind.MOUNT || claim.controllerPublished);
+        if ((kind != NodeCommandKind.CONTROLLER_PUBLISH && kind != NodeCommandKind.CONTROLLER_UNPUBLISH && !combined)
                 || Phase.STORAGE_FENCING.name().equals(claim.phase)) {
             // A storage fence was decided with the volume's other claims on the node checked (StorageFence.decide).
-            return write(volume, claim, kind);
+            return write(volume, claim, kind, false);
         }
         return activeClaims(volume.volumeKey).chain(active -> {
             List<ClaimMachine.Peer> others = active.stream().filter(c -> !c.claimId.equals(claim.claimId))
                     .map(c -> new ClaimMachine.Peer(c.nodeId, Phase.valueOf(c.phase), c.controllerRequired)).toList();
+            if (combined && kind == NodeCommandKind.UNMOUNT) {
+                // The last claim of the volume on the node ends the publication; the worker checks its own record too.
+                return write(volume, claim, kind, !ClaimMachine.controllerPublicationNeeded(claim.nodeId, others));
+            }
+            if (combined && ClaimMachine.controllerUnpublishPending(claim.nodeId, others)) {
+                return apply(volume, claim, machine().controllerPublishDeferred(snapshot(claim), "another claim of volume "
+                        + volume.volumeKey + " is controller-unpublishing it from node " + claim.nodeId));
+            }
+            if (combined) {
+                return write(volume, claim, kind, true);
+            }
             if (kind == NodeCommandKind.CONTROLLER_UNPUBLISH && ClaimMachine.controllerPublicationNeeded(claim.nodeId, others)) {
                 return apply(volume, claim, machine().controllerUnpublishSkipped(snapshot(claim), "another claim of volume "
                         + volume.volumeKey + " on node " + claim.nodeId + " still uses the controller publication"));
@@ -1063,13 +1076,21 @@ public class ClaimService {
                 return apply(volume, claim, machine().controllerPublishDeferred(snapshot(claim), "another claim of volume "
                         + volume.volumeKey + " is controller-unpublishing it from node " + claim.nodeId));
             }
-            return write(volume, claim, kind);
+            return write(volume, claim, kind, false);
         });
     }
 
-    private Uni<Void> write(VolumeEntity volume, ClaimEntity claim, NodeCommandKind kind) {
+    /** @param withController the mount or unmount carries the controller steps (issue 36 item 1) */
+    private Uni<Void> write(VolumeEntity volume, ClaimEntity claim, NodeCommandKind kind, boolean combinedAsked) {
         return plugins.facts(volume.pluginId).chain(plugin -> {
             Instant now = Instant.now();
+            boolean withController = combinedAsked;
+            if (combinedAsked && kind == NodeCommandKind.UNMOUNT && !plugin.healthyControllerNodes().contains(claim.nodeId)) {
+                // The node's own controller instance is gone: the unmount goes alone and the controller-unpublish
+                // follows as a command of its own, to a healthy controller elsewhere (the claim's controller moved).
+                claim.controllerNodeId = null;
+                withController = false;
+            }
             String target;
             if (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT) {
                 target = claim.nodeId;
@@ -1112,7 +1133,7 @@ public class ClaimService {
             // Secrets re-sealed for the target node only (issue 20 item 4); without a sealing key for it, wait for one.
             io.csiorchestrator.events.SealedSecrets sealedForTarget;
             try {
-                sealedForTarget = kind == NodeCommandKind.UNMOUNT ? null
+                sealedForTarget = kind == NodeCommandKind.UNMOUNT && !withController ? null
                         : secrets.forNode(claim.sealedJson, target, claim.namespace, claim.volumeId);
             } catch (IllegalStateException | SecretSealer.SecretUnsealException e) {
                 claim.commandId = null;
@@ -1135,14 +1156,14 @@ public class ClaimService {
                     kind == NodeCommandKind.CONTROLLER_PUBLISH
                             ? ClaimRules.controllerPublishReadOnly(AccessMode.fromWire(claim.accessMode)) : claim.readOnly,
                     kind == NodeCommandKind.MOUNT ? claim.fsType : null,
-                    mountSide ? null : claim.externalNodeId,
+                    mountSide && !withController ? null : claim.externalNodeId,
                     publishing ? Json.map(volume.contextJson) : null,
                     kind == NodeCommandKind.MOUNT ? Json.map(claim.publishContextJson) : null,
                     sealedForTarget, now)
                     // Fencing tokens (issue 19): the target node's newest known lease epoch, the claim's generation.
                     .withFencing(fencing.book().epoch(target), claim.claimGeneration,
                             kind == NodeCommandKind.MOUNT ? Failover.effective(volume.failover).fencesMounts() : null);
-            return outbox.add(command, claim.tx);
+            return outbox.add(withController ? command.withControllerSteps() : command, claim.tx);
         });
     }
 
@@ -1218,7 +1239,22 @@ public class ClaimService {
 
     static Snapshot snapshot(ClaimEntity c) {
         return new Snapshot(Phase.valueOf(c.phase), c.attempt, c.controllerRequired, c.controllerPublished,
-                c.releaseRequested, c.rollingBack);
+                c.releaseRequested, c.rollingBack, c.nodeId.equals(c.controllerNodeId));
+    }
+
+    /**
+     * Issue 36 item 1: whether the claim's controller publication is made by a healthy controller instance of the
+     * plugin on the claiming node itself (node-local drivers: the reference plugin, LVM-style drivers); then that
+     * node's worker runs the controller steps in the claim's mount and unmount (one node command per attach and per
+     * detach), and the claim remembers that controller. Otherwise the controller steps stay commands of their own.
+     */
+    private static boolean controllerOnClaimingNode(ClaimEntity claim, PluginFacts plugin) {
+        if (!claim.controllerRequired || claim.externalNodeId == null
+                || !plugin.healthyControllerNodes().contains(claim.nodeId)) {
+            return false;
+        }
+        claim.controllerNodeId = claim.nodeId;
+        return true;
     }
 
     public static VolumeFacts facts(VolumeEntity v, List<ClaimEntity> claims) {

@@ -16,6 +16,10 @@ import java.util.Set;
  * <pre>
  * publish:  CONTROLLER_PUBLISHING (only when the plugin requires a controller) -> MOUNTING -> READY
  * release:  READY -> UNMOUNTING -> CONTROLLER_UNPUBLISHING (only when controller-published) -> FREED
+ * node-local controller (issue 36: the claim's controller instance runs on the claiming node): one node command per
+ *           attach and per detach; MOUNTING (ControllerPublish, NodeStage, NodePublish, each checkpointed by the worker)
+ *           -> READY, UNMOUNTING (NodeUnpublish, NodeUnstage, ControllerUnpublish) -> FREED; the controller
+ *           unpublish is owed from the moment the mount is sent
  *           (the controller publication is per (volume, node): its unpublish is skipped while another claim of the
  *           volume on that node needs it, and a controller-publish waits while another claim unpublishes it)
  * waiting:  PLUGIN_WAIT (accepted by every rule but its node's plugin is briefly away; nothing sent or answered)
@@ -97,32 +101,50 @@ public final class ClaimMachine {
      * @param controllerPublished the controller publish succeeded (so a controller-unpublish is owed)
      * @param releaseRequested    a release arrived while publishing; teardown follows the step in flight
      * @param rollingBack         the claim failed; the teardown ends in FAILED, not FREED
+     * @param controllerLocal     the claim's controller instance runs on the claiming node: its mount and unmount
+     *                            carry the controller steps (one node command per attach and per detach)
      */
     public record Snapshot(Phase phase, int attempt, boolean controllerRequired, boolean controllerPublished,
-                           boolean releaseRequested, boolean rollingBack) {
+                           boolean releaseRequested, boolean rollingBack, boolean controllerLocal) {
+
+        public Snapshot(Phase phase, int attempt, boolean controllerRequired, boolean controllerPublished,
+                        boolean releaseRequested, boolean rollingBack) {
+            this(phase, attempt, controllerRequired, controllerPublished, releaseRequested, rollingBack, false);
+        }
 
         public static Snapshot fresh(boolean controllerRequired) {
-            return new Snapshot(null, 0, controllerRequired, false, false, false);
+            return fresh(controllerRequired, false);
+        }
+
+        /** @param controllerLocal a healthy controller instance of the plugin runs on the claiming node */
+        public static Snapshot fresh(boolean controllerRequired, boolean controllerLocal) {
+            return new Snapshot(null, 0, controllerRequired, false, false, false, controllerRequired && controllerLocal);
+        }
+
+        /** Whether this claim's mount and unmount carry the controller steps. */
+        public boolean combined() {
+            return controllerRequired && controllerLocal;
         }
 
         Snapshot to(Phase next) {
-            return new Snapshot(next, 1, controllerRequired, controllerPublished, releaseRequested, rollingBack);
+            return new Snapshot(next, 1, controllerRequired, controllerPublished, releaseRequested, rollingBack, controllerLocal);
         }
 
         Snapshot retrying() {
-            return new Snapshot(phase, attempt + 1, controllerRequired, controllerPublished, releaseRequested, rollingBack);
+            return new Snapshot(phase, attempt + 1, controllerRequired, controllerPublished, releaseRequested, rollingBack,
+                    controllerLocal);
         }
 
         Snapshot withControllerPublished() {
-            return new Snapshot(phase, attempt, controllerRequired, true, releaseRequested, rollingBack);
+            return new Snapshot(phase, attempt, controllerRequired, true, releaseRequested, rollingBack, controllerLocal);
         }
 
         Snapshot withReleaseRequested() {
-            return new Snapshot(phase, attempt, controllerRequired, controllerPublished, true, rollingBack);
+            return new Snapshot(phase, attempt, controllerRequired, controllerPublished, true, rollingBack, controllerLocal);
         }
 
         Snapshot withRollback() {
-            return new Snapshot(phase, attempt, controllerRequired, controllerPublished, releaseRequested, true);
+            return new Snapshot(phase, attempt, controllerRequired, controllerPublished, releaseRequested, true, controllerLocal);
         }
     }
 
@@ -172,6 +194,12 @@ public final class ClaimMachine {
     public Transition start(Snapshot fresh) {
         List<Effect> effects = new ArrayList<>();
         effects.add(new EmitStatus(ClaimState.ACCEPTED, null));
+        if (fresh.combined()) {
+            // One command: the worker controller-publishes, stages and publishes; the unpublish is owed from now on
+            // (a publish whose answer is lost may have happened).
+            effects.add(new SendCommand(NodeCommandKind.MOUNT));
+            return new Transition(fresh.withControllerPublished().to(Phase.MOUNTING), effects);
+        }
         if (fresh.controllerRequired()) {
             effects.add(new SendCommand(NodeCommandKind.CONTROLLER_PUBLISH));
             return new Transition(fresh.to(Phase.CONTROLLER_PUBLISHING), effects);
@@ -214,7 +242,7 @@ public final class ClaimMachine {
         if (s.phase() != Phase.RELEASE_WAIT) {
             return new Transition(s, List.of());
         }
-        return start(Snapshot.fresh(s.controllerRequired()));
+        return start(Snapshot.fresh(s.controllerRequired(), s.controllerLocal()));
     }
 
     /**
@@ -236,7 +264,7 @@ public final class ClaimMachine {
     /** The node's plugin instance is back: a waiting claim starts, a waiting step is sent (same attempt). */
     public Transition pluginBack(Snapshot s) {
         if (s.phase() == Phase.PLUGIN_WAIT) {
-            return start(Snapshot.fresh(s.controllerRequired()));
+            return start(Snapshot.fresh(s.controllerRequired(), s.controllerLocal()));
         }
         NodeCommandKind kind = s.phase() == null ? null : kindOf(s.phase());
         return kind == null ? new Transition(s, List.of()) : new Transition(s, List.of(new SendCommand(kind)));
@@ -294,7 +322,9 @@ public final class ClaimMachine {
                 return new Transition(s.to(Phase.READY), effects);
             }
             case UNMOUNTING -> {
-                return afterNodeDetached(s, effects);
+                // A node-local controller's unmount ended the controller publication too (or left it, on purpose, to
+                // another claim of the volume on the node that still uses it).
+                return s.combined() ? finish(s, effects, null) : afterNodeDetached(s, effects);
             }
             case CONTROLLER_UNPUBLISHING -> {
                 return finish(s, effects, null);
@@ -522,7 +552,7 @@ public final class ClaimMachine {
             return new Transition(s, List.of());
         }
         Snapshot done = new Snapshot(s.phase(), s.attempt(), s.controllerRequired(), false, s.releaseRequested(),
-                s.rollingBack());
+                s.rollingBack(), s.controllerLocal());
         return finish(done, new ArrayList<>(), note);
     }
 
@@ -541,7 +571,7 @@ public final class ClaimMachine {
         }
         effects.add(new RetryLater(NodeCommandKind.UNMOUNT, policy.backoff(1), reason));
         return new Transition(new Snapshot(Phase.UNMOUNTING, 2, s.controllerRequired(), s.controllerPublished(),
-                s.releaseRequested(), s.rollingBack()), effects);
+                s.releaseRequested(), s.rollingBack(), s.controllerLocal()), effects);
     }
 
     /**
@@ -646,6 +676,11 @@ public final class ClaimMachine {
      * node ({@link #controllerUnpublishPending}). Sent again after the base backoff; waiting uses up no attempt.
      */
     public Transition controllerPublishDeferred(Snapshot s, String why) {
+        if (s.phase() == Phase.MOUNTING && s.combined()) {
+            // the mount that carries the controller-publish waits the same way
+            return new Transition(s, List.of(new RetryLater(NodeCommandKind.MOUNT, policy.backoff(1),
+                    "mount with controller-publish waits: " + why)));
+        }
         if (s.phase() != Phase.CONTROLLER_PUBLISHING) {
             return new Transition(s, List.of());
         }

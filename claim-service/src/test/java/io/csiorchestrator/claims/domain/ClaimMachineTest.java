@@ -43,6 +43,65 @@ class ClaimMachineTest {
         assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, null)), t.effects());
     }
 
+    /**
+     * Issue 36 item 1: with the controller instance on the claiming node, an attach is one mount command (the worker
+     * controller-publishes, stages and publishes) and a detach one unmount command (it unpublishes, unstages and
+     * controller-unpublishes): four claim steps instead of six, one honest phase per command in flight.
+     */
+    @Test
+    void aNodeLocalControllerMakesOneCommandPerAttachAndPerDetach() {
+        Transition t = machine.start(Snapshot.fresh(true, true));
+        assertEquals(List.of(new EmitStatus(ClaimState.ACCEPTED, null), new SendCommand(NodeCommandKind.MOUNT)), t.effects());
+        assertEquals(Phase.MOUNTING, t.next().phase());
+        assertTrue(t.next().controllerPublished(), "from the moment the mount is sent, a controller-unpublish is owed");
+        t = machine.succeeded(t.next(), "/host");
+        assertEquals(Phase.READY, t.next().phase());
+        t = machine.release(t.next());
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASING, null), new SendCommand(NodeCommandKind.UNMOUNT)), t.effects());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FREED, t.next().phase(), "the unmount carried the controller-unpublish");
+        assertEquals(List.of(new EmitStatus(ClaimState.RELEASED, null)), t.effects());
+
+        assertFalse(Snapshot.fresh(false, true).combined(), "a plugin without a controller has no controller steps");
+        assertFalse(Snapshot.fresh(true, false).combined());
+    }
+
+    /**
+     * A failed attach of a node-local controller (e.g. NodePublish INTERNAL) fails the claim with the plugin's message
+     * and rolls back with one unmount that carries the controller-unpublish (NodeUnstage, then ControllerUnpublish, in
+     * the worker); retryable codes send the same mount again (the worker resumes at the first step not done).
+     */
+    @Test
+    void aFailedNodeLocalAttachRollsBackWithOneDetach() {
+        Snapshot mounting = machine.start(Snapshot.fresh(true, true)).next();
+        Transition t = machine.failed(mounting, "UNAVAILABLE", "plugin busy");
+        assertEquals(Phase.MOUNTING, t.next().phase());
+        assertEquals(NodeCommandKind.MOUNT, ((RetryLater) t.effects().get(0)).kind());
+        t = machine.failed(mounting, "INTERNAL", "publish failed: disk on fire");
+        assertEquals(new EmitStatus(ClaimState.FAILED, "mount failed: INTERNAL: publish failed: disk on fire"), t.effects().get(0));
+        assertEquals(new SendCommand(NodeCommandKind.UNMOUNT), t.effects().get(1));
+        assertEquals(Phase.UNMOUNTING, t.next().phase());
+        t = machine.succeeded(t.next(), null);
+        assertEquals(Phase.FAILED, t.next().phase());
+        assertEquals(List.of(), t.effects(), "no separate controller-unpublish");
+    }
+
+    /**
+     * A node-local attach waits while another claim controller-unpublishes the volume from the same node (a claim of
+     * the two-step path), like a controller-publish does; a node detached while attaching still gets its
+     * controller-unpublish, as its own command (to a controller elsewhere: the node is cut off).
+     */
+    @Test
+    void aNodeLocalAttachWaitsForAPendingUnpublishAndADetachedNodeIsControllerUnpublishedApart() {
+        Snapshot mounting = machine.start(Snapshot.fresh(true, true)).next();
+        Transition t = machine.controllerPublishDeferred(mounting, "another claim unpublishes");
+        assertEquals(mounting, t.next());
+        assertEquals(NodeCommandKind.MOUNT, ((RetryLater) t.effects().get(0)).kind());
+        t = machine.nodeDetached(mounting, "node-1's lease lapsed");
+        assertEquals(Phase.CONTROLLER_UNPUBLISHING, t.next().phase());
+        assertTrue(t.effects().contains(new SendCommand(NodeCommandKind.CONTROLLER_UNPUBLISH)), t.effects().toString());
+    }
+
     @Test
     void withoutControllerTheControllerStepsAreSkipped() {
         Transition t = machine.start(Snapshot.fresh(false));
