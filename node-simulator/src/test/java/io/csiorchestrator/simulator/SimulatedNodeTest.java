@@ -176,6 +176,50 @@ class SimulatedNodeTest {
         assertTrue(restartedPlugin.mountTable().mounts().isEmpty(), restartedPlugin.mountTable().mounts().toString());
     }
 
+    /**
+     * Issue 36: a mount with the controller steps ({@code withController}, the claim's controller instance is the
+     * claiming node's own) makes the simulated controller publish and the node's stage and publish, answered once;
+     * the unmount with them unpublishes, unstages and ends the controller publication. The answers and the command
+     * are valid under the contract's schemas.
+     */
+    @Test
+    void aCombinedMountAndUnmountMakeTheControllerAndTheNodeCallsInOneCommandEach() throws Exception {
+        SimulatedPlugin plugin = new SimulatedPlugin(PLUGIN, NODE, Duration.ZERO, true, attempt -> { });
+        SimulatedNode node = node(plugin);
+        NodeCommand mount = combined("c-mount", NodeCommandKind.MOUNT);
+        MountDone mounted = node.handler().apply(mount, Context.root());
+        assertTrue(mounted.succeeded(), mounted.toString());
+        assertEquals(1, plugin.calls(CsiRpc.CONTROLLER_PUBLISH_VOLUME));
+        assertEquals(1, plugin.calls(CsiRpc.NODE_STAGE_VOLUME));
+        assertEquals(1, plugin.calls(CsiRpc.NODE_PUBLISH_VOLUME));
+        assertTrue(plugin.mountTable().isMountPoint(Path.of(mounted.hostPath())));
+        assertTrue(node.records().get(0).controllerPublications().containsKey(NODE), node.records().toString());
+        assertEquals(1, sent.stream().filter(e -> e instanceof NodeEvent n && n.kind() == NodeEventKind.MOUNT).count(),
+                "one command, one answer and one mount event");
+
+        NodeCommand unmount = combined("c-unmount", NodeCommandKind.UNMOUNT);
+        MountDone released = node.handler().apply(unmount, Context.root());
+        assertTrue(released.succeeded(), released.toString());
+        assertEquals(1, plugin.calls(CsiRpc.NODE_UNPUBLISH_VOLUME));
+        assertEquals(1, plugin.calls(CsiRpc.NODE_UNSTAGE_VOLUME));
+        assertEquals(1, plugin.calls(CsiRpc.CONTROLLER_UNPUBLISH_VOLUME));
+        assertTrue(plugin.mountTable().mounts().isEmpty(), plugin.mountTable().mounts().toString());
+        assertTrue(node.records().get(0).idle(), node.records().toString());
+
+        for (ContractEvent event : List.of(mount, unmount, mounted, released)) {
+            JsonNode json = EventCodec.mapper().readTree(EventCodec.encode(event));
+            Set<ValidationMessage> errors = schema(event.eventType()).validate(json);
+            assertTrue(errors.isEmpty(), event.eventType() + " " + json + ": " + errors);
+        }
+    }
+
+    private static NodeCommand combined(String id, NodeCommandKind kind) {
+        boolean mount = kind == NodeCommandKind.MOUNT;
+        return new NodeCommand(id, NODE, kind, "default", "vol-1", PLUGIN, "ext-vol-1", "alloc-1",
+                mount ? AccessMode.MULTI_NODE_SINGLE_WRITER : null, mount ? AttachmentMode.FILE_SYSTEM : null, false,
+                null, NODE, Map.of(), Map.of(), null, Instant.now()).withControllerSteps();
+    }
+
     private static JsonSchema schema(EventType type) throws IOException {
         try (InputStream in = EventType.class.getResourceAsStream(type.schemaResource())) {
             assertNotNull(in, "missing schema " + type.schemaResource());

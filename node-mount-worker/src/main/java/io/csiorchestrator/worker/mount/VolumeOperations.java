@@ -74,6 +74,7 @@ public final class VolumeOperations {
     private volatile java.util.function.BooleanSupplier leaseValid = () -> true;
     private volatile java.util.function.BooleanSupplier guardFed = () -> true;
     private final ProvisionOperations provisioning;
+    private final ControllerSteps controllerSteps;
 
     public VolumeOperations(String nodeId, WorkerPaths paths, MountRecordStore store, PluginDirectory plugins,
                             Supplier<MountTable> mountTable, SecretOpener secrets, Consumer<NodeEvent> events,
@@ -94,6 +95,22 @@ public final class VolumeOperations {
         this.events = events;
         this.clock = clock;
         this.provisioning = new ProvisionOperations(nodeId, plugins, secrets, clock);
+        this.controllerSteps = new ControllerSteps(nodeId, plugins, secrets, new ControllerSteps.Records() {
+            @Override
+            public VolumeRecord get(VolumeKey key) {
+                return records.get(key);
+            }
+
+            @Override
+            public VolumeRecord save(VolumeRecord record) throws IOException {
+                return VolumeOperations.this.save(record);
+            }
+
+            @Override
+            public VolumeRecord checkpoint(VolumeRecord record) {
+                return VolumeOperations.this.checkpoint(record);
+            }
+        });
     }
 
     /**
@@ -313,10 +330,11 @@ public final class VolumeOperations {
             paths.requireNoLinks(staging);
         }
         paths.requireNoLinks(target);
+        StageState stageBefore = record.stage();
         // 1. take the usage reference before anything else, durably
         Usage usage = new Usage(alloc, target.toString(), command.readOnly(), command.accessMode(),
-                command.attachmentMode(), command.fsType(), command.volumeContext(), command.publishContext(),
-                command.sealed(), previous.map(Usage::state).filter(s -> s == PublishState.PUBLISHED)
+                command.attachmentMode(), command.fsType(), command.volumeContext(),
+                ControllerSteps.publishContext(record, command), command.sealed(), previous.map(Usage::state).filter(s -> s == PublishState.PUBLISHED)
                 .orElse(PublishState.PUBLISHING), command.commandId(), command.fenceOnLapse());
         record = record.withUsage(usage);
         if (staged && record.stage() != StageState.STAGED) {
@@ -329,6 +347,16 @@ public final class VolumeOperations {
             return failed(command, "FENCE_GUARD_UNFED", "volume " + key + " is not mounted for allocation " + alloc
                     + " on node " + nodeId + ": the fence guard could not be given its path before the mount (a"
                     + " mount it does not know would outlive a freeze of this worker); see the worker's log", null, null);
+        }
+        // 1c. with the controller steps (issue 36): the controller publication, recorded durably, before staging
+        if (command.controllerSteps()) {
+            try {
+                usage = controllerSteps.publish(command, key, usage, opened);
+                record = records.get(key);
+            } catch (PluginCallFailure failure) {
+                rollBackMount(key, plugin, alloc, target, false, stageBefore == StageState.UNSTAGED);
+                return failed(command, failure.code(), failure.getMessage(), null, null);
+            }
         }
 
         VolumeRequest request = request(record, usage, opened, staging, target);
@@ -360,6 +388,12 @@ public final class VolumeOperations {
                 plugin.publish(request);
             }
             checkpoint(records.get(key).withUsage(usage.withState(PublishState.PUBLISHED)));
+            if (command.controllerSteps()) {
+                // the publish context of the controller publication, as a controller-publish command answers it
+                return new MountDone(command.commandId(), nodeId, command.kind(), command.namespace(),
+                        command.volumeId(), command.allocationId(), true, null, null, usage.publishContext(),
+                        target.toString(), staged ? staging.toString() : null, clock.instant());
+            }
             return succeeded(command, target.toString(), staged ? staging.toString() : null);
         } catch (PluginCallFailure failure) {
             rollBackMount(key, plugin, alloc, target, publishAttempted || failure.uncertain());
@@ -371,10 +405,21 @@ public final class VolumeOperations {
      * Cancels a failed mount with the opposite calls (the only way to cancel in CSI): unpublish
      * the target, drop the usage, and unstage when nobody else uses the volume. When a cleanup
      * call fails, the state stays "in progress" in the record, to be finished by the next unmount
-     * or restore.
+     * or restore. A controller publication the mount made stays (the unmount with the controller steps ends it,
+     * after NodeUnstageVolume, as CSI orders).
      */
     private void rollBackMount(VolumeKey key, NodeVolumePlugin plugin, String alloc, Path target,
                                boolean unpublishNeeded) throws IOException {
+        rollBackMount(key, plugin, alloc, target, unpublishNeeded, false);
+    }
+
+    /**
+     * {@link #rollBackMount}; {@code neverStaged}: the mount made no NodeStageVolume and found the volume
+     * {@code UNSTAGED} (its step 1 wrote {@code STAGING}), so with no other user it goes back to {@code UNSTAGED}
+     * without a NodeUnstageVolume.
+     */
+    private void rollBackMount(VolumeKey key, NodeVolumePlugin plugin, String alloc, Path target,
+                               boolean unpublishNeeded, boolean neverStaged) throws IOException {
         VolumeRecord record = records.get(key);
         Usage usage = record.usage(alloc).orElse(null);
         if (usage == null) {
@@ -387,6 +432,11 @@ public final class VolumeOperations {
             }
             removeEmptyTarget(target, alloc);
             record = checkpoint(record.withoutUsage(alloc));
+            if (neverStaged && record.usages().isEmpty() && record.stage() == StageState.STAGING) {
+                record = checkpoint(record.withStage(StageState.UNSTAGED));
+                removeEmptyDirectory(Path.of(record.stagingPath()));
+                removeEmptyDirectory(Path.of(record.stagingPath()).getParent());
+            }
             finishUnstageIfUnused(key, plugin, this::checkpoint);
         } catch (PluginCallFailure cleanup) {
             LOG.warning("rolling back the failed mount of " + key + " for allocation " + alloc
@@ -402,7 +452,7 @@ public final class VolumeOperations {
         boolean leftoverStaging = record != null && record.unstageAllowed();
         if (!inUse && !leftoverStaging && !mountTable.get().isMountPoint(target)) {
             removeEmptyTarget(target, alloc);
-            return succeeded(command, null, null);
+            return afterNodeUnmount(command, key);
         }
         String pluginId = record != null ? record.pluginId() : command.pluginId();
         Optional<NodeVolumePlugin> found = plugins.node(pluginId);
@@ -424,10 +474,26 @@ public final class VolumeOperations {
                 checkpoint(records.get(key).withoutUsage(alloc));
                 finishUnstageIfUnused(key, plugin, this::checkpoint);
             }
-            return succeeded(command, null, null);
+            return afterNodeUnmount(command, key);
         } catch (PluginCallFailure failure) {
             return failed(command, failure.code(), failure.getMessage(), null, null);
         }
+    }
+
+    /**
+     * The answer of an unmount whose node steps are done (and checkpointed): with the controller steps (issue 36),
+     * ControllerUnpublishVolume first when no allocation here uses the volume any more ({@link ControllerSteps}); its
+     * failure is the answer, and a re-sent unmount finds the node steps done and calls only it again.
+     */
+    private MountDone afterNodeUnmount(NodeCommand command, VolumeKey key) {
+        if (command.controllerSteps()) {
+            try {
+                controllerSteps.unpublishIfUnused(command, key);
+            } catch (PluginCallFailure failure) {
+                return failed(command, failure.code(), failure.getMessage(), null, null);
+            }
+        }
+        return succeeded(command, null, null);
     }
 
     /**

@@ -119,6 +119,19 @@ final class HostpathPlugin {
         }
     }
 
+    /** The answered calls of {@code methods} ("Method CODE", the call log's lines), in the order answered. */
+    List<String> answered(String... methods) {
+        List<String> wanted = List.of(methods);
+        try {
+            return Files.readAllLines(stateDir.resolve("calls.log"), StandardCharsets.UTF_8).stream()
+                    .filter(line -> wanted.contains(line.split(" ")[0])).toList();
+        } catch (NoSuchFileException e) {
+            return List.of();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     static void killAll() {
         for (Process p : STARTED) {
             p.destroyForcibly();

@@ -57,7 +57,8 @@ import org.junit.jupiter.api.Test;
  * restarts with Kafka: the redelivered command is answered and nothing is mounted twice. The broker is closed as every
  * deployment's is (SASL_SSL, SCRAM, the StandardAuthorizer): the worker connects as {@code node-crash-node} with
  * exactly its {@code KafkaAccess} ACLs, the test writes node commands as {@code claim-service} and reads as the
- * super user.
+ * super user. A second case (issue 36) kills the worker between two CSI calls of one combined attach (a mount with the
+ * controller steps, on a plugin with PUBLISH_UNPUBLISH_VOLUME): ControllerPublishVolume is made once, for all that.
  */
 class WorkerCrashIT {
 
@@ -68,6 +69,8 @@ class WorkerCrashIT {
     /** The test's stand-in for claim-service, the one writer of node-commands. */
     static KafkaTestClient claimService;
     static HostpathPlugin plugin;
+    /** With PUBLISH_UNPUBLISH_VOLUME (its NodeStage refuses a volume not controller-published to its node). */
+    static HostpathPlugin controllerPlugin;
     static final List<Process> workers = new ArrayList<>();
 
     @BeforeAll
@@ -82,6 +85,7 @@ class WorkerCrashIT {
                 broker.issue(KafkaAccess.Principal.claimService(), TopicCatalog.unprefixed()));
         plugin = new HostpathPlugin("hp", root.resolve("plugins"), root.resolve("hp-state"),
                 "--controller-publish=false").start();
+        controllerPlugin = new HostpathPlugin("hpc", root.resolve("plugins"), root.resolve("hpc-state")).start();
     }
 
     @AfterAll
@@ -138,8 +142,20 @@ class WorkerCrashIT {
         return p;
     }
 
+    /** The cases share the broker and the root: each starts its workers after the other's are gone. */
+    private static void killWorkers() throws InterruptedException {
+        for (Process w : workers) {
+            w.destroyForcibly();
+            w.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
     private static String createVolume(String name) {
-        try (CsiPluginClient client = CsiPluginClient.connect(plugin.socket, CsiClientOptions.defaults()).await()
+        return createVolume(plugin, name);
+    }
+
+    private static String createVolume(HostpathPlugin on, String name) {
+        try (CsiPluginClient client = CsiPluginClient.connect(on.socket, CsiClientOptions.defaults()).await()
                 .atMost(Duration.ofSeconds(10))) {
             return client.createVolume(CreateVolumeRequest.newBuilder().setName(name)
                     .addVolumeCapabilities(VolumeCapabilities.build(CsiAccessMode.MULTI_NODE_MULTI_WRITER,
@@ -168,6 +184,7 @@ class WorkerCrashIT {
 
     @Test
     void killNineBetweenStageAndPublishThenRestartConverges() throws Exception {
+        killWorkers();
         String ext = createVolume("crash-vol");
         Process first = startWorker("worker-1");
         kafka.awaitRecord("plugin-health", r -> r.key().equals(PluginHealth.key("hp", NODE))
@@ -222,5 +239,70 @@ class WorkerCrashIT {
         assertEquals(0, mountsAt(target));
         assertEquals(0, mountsAt(staging));
         assertEquals(1, plugin.successfulCalls("NodeUnstageVolume"));
+    }
+
+    /**
+     * Issue 36: kill -9 of the worker between two CSI calls of one combined attach. ControllerPublishVolume answered,
+     * NodeStageVolume in flight (slowed down by the plugin's fault rule) when the worker dies; started again, the
+     * worker gets the command again and completes it: ControllerPublishVolume was called exactly once (the publication
+     * was recorded durably before the stage), the volume is staged and published, and the command has exactly one
+     * answer on mount-done (counted once the answer of a later command, the combined unmount, is there).
+     */
+    @Test
+    void killNineBetweenControllerPublishAndStageOfACombinedMountThenTheRedeliveryCompletesIt() throws Exception {
+        killWorkers();
+        String ext = createVolume(controllerPlugin, "combined-vol");
+        Process first = startWorker("combined-worker-1");
+        kafka.awaitRecord("plugin-health", r -> r.key().equals(PluginHealth.key("hpc", NODE))
+                && EventCodec.decode(PluginHealth.class, r.value()).reportsHealthy(), Duration.ofSeconds(60));
+
+        controllerPlugin.faults("latency NodeStageVolume 4s\n");
+        send(combined(NodeCommandKind.MOUNT, ext, "combined-mount-1"));
+        // the stage has reached the plugin (and sleeps there 4 s): the controller publish was answered before it
+        await().atMost(Duration.ofSeconds(30)).until(() -> controllerPlugin.startedCalls("NodeStageVolume") == 1);
+        assertEquals(1, controllerPlugin.successfulCalls("ControllerPublishVolume"));
+        first.destroyForcibly(); // kill -9 while the stage is in flight
+        first.waitFor(10, TimeUnit.SECONDS);
+        assertFalse(first.isAlive());
+        controllerPlugin.faults("");
+        // the dead worker's stage ends (answered, or CANCELLED with the connection) before a new worker starts
+        await().atMost(Duration.ofSeconds(30)).until(() -> controllerPlugin.calls("NodeStageVolume") == 1);
+
+        WorkerPaths paths = new WorkerPaths(root.resolve("worker"), new PosixDirs());
+        VolumeKey key = new VolumeKey("default", "combined-vol");
+        VolumeRecord crashed = new MountRecordStore(paths).load(key).orElseThrow();
+        assertTrue(crashed.controllerPublications().containsKey("test-node"),
+                "the controller publication was on disk before the stage: " + crashed);
+
+        startWorker("combined-worker-2");
+        MountDone done = EventCodec.decode(MountDone.class, kafka.awaitRecord("mount-done",
+                r -> r.value().contains("\"commandId\":\"combined-mount-1\""), Duration.ofSeconds(60)).value());
+        assertTrue(done.succeeded(), done.toString());
+        assertEquals(1, controllerPlugin.startedCalls("ControllerPublishVolume"), "ControllerPublishVolume once");
+        Path staging = paths.stagingPath("default", "combined-vol");
+        Path target = paths.targetPath("alloc-1", "default", "combined-vol");
+        assertEquals(1, mountsAt(staging), "staged once");
+        assertEquals(1, mountsAt(target), "published once");
+        assertTrue(controllerPlugin.successfulCalls("NodePublishVolume") >= 1);
+
+        send(combined(NodeCommandKind.UNMOUNT, ext, "combined-unmount-1"));
+        MountDone released = EventCodec.decode(MountDone.class, kafka.awaitRecord("mount-done",
+                r -> r.value().contains("\"commandId\":\"combined-unmount-1\""), Duration.ofSeconds(60)).value());
+        assertTrue(released.succeeded(), released.toString());
+        // mount-done is keyed by node: one partition, so an answer to the mount sent twice lies before this one
+        long answers = kafka.readAll("mount-done").stream()
+                .filter(r -> r.value().contains("\"commandId\":\"combined-mount-1\"")).count();
+        assertEquals(1, answers, "exactly one answer to the combined mount");
+        assertEquals(0, mountsAt(target));
+        assertEquals(0, mountsAt(staging));
+        assertEquals(1, controllerPlugin.successfulCalls("ControllerUnpublishVolume"));
+        killWorkers();
+    }
+
+    private static NodeCommand combined(NodeCommandKind kind, String ext, String id) {
+        boolean mount = kind == NodeCommandKind.MOUNT;
+        return new NodeCommand(id, NODE, kind, "default", "combined-vol", "hpc", ext, "alloc-1",
+                mount ? AccessMode.MULTI_NODE_MULTI_WRITER : null, mount ? AttachmentMode.FILE_SYSTEM : null, false,
+                null, "test-node", Map.of(), Map.of(), null, Instant.now()).withControllerSteps();
     }
 }
