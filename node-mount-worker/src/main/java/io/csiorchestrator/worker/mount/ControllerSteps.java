@@ -70,15 +70,23 @@ final class ControllerSteps {
      * The mount's controller step, after its usage reference is recorded and before anything is staged: unless the
      * record holds the controller publication of the volume to {@code command.externalNodeId()}, ControllerPublishVolume
      * on this node's controller instance of the plugin, then the publication and {@code usage} with the returned
-     * context, written durably. Returns the usage to stage and publish with (the publish context in it).
+     * context, written durably. Returns the usage to stage and publish with (the publish context in it). The
+     * publication's read-only flag is the volume's access mode's (true only for the reader-only modes), as for a
+     * controller-publish command: it is shared by every allocation of the volume on this node.
+     *
+     * @param unusedBefore nothing of the volume was in use or staged on this node before this mount: a recorded
+     *                     publication is not trusted then (it may have been ended by a controller-unpublish sent to
+     *                     another node's controller, e.g. after this node was fenced) and ControllerPublishVolume,
+     *                     idempotent, is called again
      *
      * @throws PluginCallFailure the plugin's failure, or PLUGIN_NOT_FOUND without a healthy controller instance here;
      *                           nothing is recorded then
      */
-    Usage publish(NodeCommand command, VolumeKey key, Usage usage, SecretPayload opened) throws IOException {
+    Usage publish(NodeCommand command, VolumeKey key, Usage usage, SecretPayload opened, boolean unusedBefore)
+            throws IOException {
         VolumeRecord record = records.get(key);
         Map<String, String> recorded = record.controllerPublications().get(command.externalNodeId());
-        if (recorded != null) {
+        if (recorded != null && !unusedBefore) {
             LOG.fine(() -> "volume " + key + " is published to node " + command.externalNodeId()
                     + " already (the record holds it); no ControllerPublishVolume");
             return usage;
@@ -86,7 +94,8 @@ final class ControllerSteps {
         ControllerVolumePlugin controller = controller(command, key, "published");
         VolumeRequest request = new VolumeRequest(record.externalVolumeId(), command.accessMode(),
                 command.attachmentMode(), command.fsType(), opened.mountFlags(), opened.secrets(),
-                command.volumeContext(), Map.of(), command.readOnly(), null, null);
+                command.volumeContext(), Map.of(), command.accessMode() != null && !command.accessMode().allowsWrite(),
+                null, null);
         Map<String, String> context = controller.controllerPublish(request, command.externalNodeId());
         Usage published = new Usage(usage.allocationId(), usage.targetPath(), usage.readOnly(), usage.accessMode(),
                 usage.attachmentMode(), usage.fsType(), usage.volumeContext(), context, usage.sealed(), usage.state(),

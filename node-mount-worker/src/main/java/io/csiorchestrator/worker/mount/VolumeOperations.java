@@ -331,6 +331,9 @@ public final class VolumeOperations {
         }
         paths.requireNoLinks(target);
         StageState stageBefore = record.stage();
+        // nothing of the volume in use or staged here: a publication the record still names may have been ended
+        // elsewhere (a controller-unpublish sent to another node's controller after a fence), so it is made again
+        boolean unusedBefore = record.usages().isEmpty() && stageBefore == StageState.UNSTAGED;
         // 1. take the usage reference before anything else, durably
         Usage usage = new Usage(alloc, target.toString(), command.readOnly(), command.accessMode(),
                 command.attachmentMode(), command.fsType(), command.volumeContext(),
@@ -351,7 +354,7 @@ public final class VolumeOperations {
         // 1c. with the controller steps (issue 36): the controller publication, recorded durably, before staging
         if (command.controllerSteps()) {
             try {
-                usage = controllerSteps.publish(command, key, usage, opened);
+                usage = controllerSteps.publish(command, key, usage, opened, unusedBefore);
                 record = records.get(key);
             } catch (PluginCallFailure failure) {
                 rollBackMount(key, plugin, alloc, target, false, stageBefore == StageState.UNSTAGED);

@@ -204,11 +204,14 @@ class ControllerStepsTest {
     }
 
     /**
-     * A retryable NodeStage failure in a combined mount keeps the controller publication: the mount sent again (a
-     * new command id, as claim-service re-sends it) stages and publishes without a second ControllerPublish.
+     * A retryable NodeStage failure in a combined mount: the node steps are rolled back (nothing of the volume is in
+     * use or staged here any more), so the mount sent again (a new command id, as claim-service re-sends it) makes the
+     * controller publication again (idempotent, the same context) before it stages and publishes: a publication the
+     * record names while nothing uses the volume here is not trusted (see the next test). A redelivery of a command
+     * interrupted between two calls, whose usage is still recorded, skips it (WorkerCrashIT's kill -9).
      */
     @Test
-    void aMountSentAgainAfterARetryableFailureSkipsTheControllerPublishItMadeBefore() throws Exception {
+    void aMountSentAgainAfterARetryableFailureCompletesTheAttach() throws Exception {
         plugin.faults("NodeStageVolume UNAVAILABLE 1 try later\n");
         MountDone failed = ops.execute(combined(NodeCommandKind.MOUNT, "a1"));
         assertFalse(failed.succeeded(), failed.toString());
@@ -216,11 +219,38 @@ class ControllerStepsTest {
 
         MountDone again = ops.execute(combined(NodeCommandKind.MOUNT, "a1"));
         assertTrue(again.succeeded(), again.toString());
-        assertEquals(1, plugin.calls("ControllerPublishVolume"), plugin.answered(CSI_STEPS).toString());
-        assertEquals(List.of("NodeStageVolume OK", "NodePublishVolume OK"),
-                plugin.answered(CSI_STEPS).subList(plugin.answered(CSI_STEPS).size() - 2,
-                        plugin.answered(CSI_STEPS).size()));
+        List<String> calls = plugin.answered(CSI_STEPS);
+        assertEquals(List.of("ControllerPublishVolume OK", "NodeStageVolume OK", "NodePublishVolume OK"),
+                calls.subList(calls.size() - 3, calls.size()), calls.toString());
         assertTrue(mounted(Path.of(again.hostPath())));
+        assertEquals(1, recordOnDisk().controllerPublications().size(), recordOnDisk().toString());
+    }
+
+    /**
+     * A publication the record still names after the volume's last use on this node ended without the controller
+     * step (an unmount that left it to another claim, or a fence), then ended elsewhere (a controller-unpublish sent to
+     * another node's controller while this node was cut off): the next combined mount does not trust it and makes the
+     * controller publication again, so its NodeStage (which the hostpath plugin refuses for a volume not published to
+     * this node) succeeds.
+     */
+    @Test
+    void aStalePublicationInTheRecordIsMadeAgainByTheNextAttach() throws Exception {
+        assertTrue(ops.execute(combined(NodeCommandKind.MOUNT, "a1")).succeeded());
+        NodeCommand plainUnmount = new NodeCommand("c" + (++commands), "node-1", NodeCommandKind.UNMOUNT, "ns", "vol",
+                "hp", externalId, "a1", null, null, false, null, null, Map.of(), Map.of(), null, Instant.now());
+        assertTrue(ops.execute(plainUnmount).succeeded());
+        assertTrue(recordOnDisk().controllerPublications().containsKey(EXTERNAL_NODE), "left in the record");
+        try (CsiPluginClient client = CsiPluginClient.connect(plugin.socket, CsiClientOptions.defaults()).await()
+                .atMost(WAIT)) {
+            client.controllerUnpublish(io.csiorchestrator.csi.v1.ControllerUnpublishVolumeRequest.newBuilder()
+                    .setVolumeId(externalId).setNodeId(EXTERNAL_NODE).build()).await().atMost(WAIT);
+        }
+
+        MountDone next = ops.execute(combined(NodeCommandKind.MOUNT, "a2"));
+        assertTrue(next.succeeded(), next.toString());
+        List<String> calls = plugin.answered(CSI_STEPS);
+        assertEquals(List.of("ControllerUnpublishVolume OK", "ControllerPublishVolume OK", "NodeStageVolume OK",
+                "NodePublishVolume OK"), calls.subList(calls.size() - 4, calls.size()), calls.toString());
     }
 
     /**
