@@ -160,13 +160,15 @@ class ClaimErrorPathsTest {
 
     /**
      * Answers that arrive late change nothing: a failure of the controller-publish after it succeeded (while
-     * mounting), and a failure of the mount after READY. The controller runs on the claiming node, so every answer
-     * travels on node-a's mount-done partition; a later claim on the same node and volume is the marker: its READY
-     * comes after anything the late answers caused.
+     * mounting), and a failure of the mount after READY. The controller runs on another node (ctrl-a: the two-step
+     * path; one on the claiming node makes a single command of the attach, NodeLocalControllerFlowTest), so the
+     * controller answers travel on ctrl-a's mount-done partition and the mount answers on node-a's; a later claim on
+     * the same node and volume is the marker: its controller-publish answer follows the late ones on ctrl-a's
+     * partition and its mount answer the late one on node-a's, so its READY comes after anything they caused.
      */
     @Test
     void lateFailuresOfAPastStepOrAfterReadyChangeNothing() {
-        String[] pv = volume(true, List.of("node-a"), List.of("node-a"));
+        String[] pv = volume(true, List.of("ctrl-a"), List.of("node-a"));
         String vol = pv[1];
         ClaimRequested w = write(vol, "alloc-1");
         bus.send(w);

@@ -419,7 +419,7 @@ class FencingTest {
      * storage-fencing plugin of the test profile) and a valid lease; the claim on X is READY. {x, y, vol, requestId}.
      */
     private String[] storageFencedWriter(String plugin) {
-        // Named so that X sorts first: X's controller is the one the publish (and any plain unpublish) goes to.
+        // Named so that X sorts first: X's controller is the one any plain unpublish goes to.
         String x = ClaimFlowTest.unique("node-a");
         String y = ClaimFlowTest.unique("node-b");
         bus.lease(x, 1, NodeLeaseState.VALID);
@@ -431,11 +431,12 @@ class FencingTest {
         ClaimFlowTest.awaitSchedulable("ns1", vol);
         ClaimRequested w = Bus.claim("ns1", vol, "alloc-a", x, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w);
-        NodeCommand publish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
-        assertEquals("ext-" + x, publish.externalNodeId());
-        assertEquals(x, publish.nodeId(), "published through X's own controller");
-        bus.succeedAt(publish, 1);
-        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        // X's own controller: one mount with the controller steps (issue 36 item 1)
+        NodeCommand attach = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertTrue(attach.controllerSteps(), "published through X's own controller, in X's mount");
+        assertEquals("ext-" + x, attach.externalNodeId());
+        assertEquals(x, attach.nodeId());
+        bus.succeedAt(attach, 1);
         bus.awaitStatus(w.requestId(), ClaimState.READY);
         return new String[] {x, y, vol, w.requestId()};
     }
@@ -481,10 +482,11 @@ class FencingTest {
         ClaimStatus released = bus.awaitStatus(release.requestId(), ClaimState.RELEASED);
         assertEquals("storage-fenced " + x + " by ControllerUnpublish", released.reason());
 
-        NodeCommand publishY = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
-        assertEquals("ext-" + y, publishY.externalNodeId());
-        bus.succeedAt(publishY, 1);
-        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        NodeCommand attachY = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(y, attachY.nodeId());
+        assertTrue(attachY.controllerSteps(), "controller-published by Y's own controller, in Y's mount");
+        assertEquals("ext-" + y, attachY.externalNodeId());
+        bus.succeedAt(attachY, 1);
         bus.awaitStatus(next.requestId(), ClaimState.READY);
         assertEquals(List.of(ClaimState.PENDING, ClaimState.ACCEPTED, ClaimState.READY),
                 bus.statuses(next.requestId()).stream().map(ClaimStatus::state).toList());
