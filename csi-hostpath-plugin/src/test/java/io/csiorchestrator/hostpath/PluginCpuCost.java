@@ -49,7 +49,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code csi.cost.warmup-cycles}, 100), {@code csi.cost.batch} (50 volumes go through each call in turn),
  * {@code csi.cost.volumes} (100 created), {@code csi.cost.held} (20 staged and published throughout, as claims held
  * meanwhile), {@code csi.cost.other-mounts} (150 unrelated bind mounts), {@code csi.cost.jfr} (a .jfr file: record
- * the plugin's measured part with JFR). Figures go to standard output and {@code target/plugin-cpu-cost.txt}.
+ * the plugin's measured part with JFR), {@code csi.cost.jar} (another build's runnable jar, to compare two builds in
+ * one sitting). Figures go to standard output and {@code target/plugin-cpu-cost.txt}.
  */
 class PluginCpuCost {
 
@@ -76,6 +77,7 @@ class PluginCpuCost {
         int held = Integer.getInteger("csi.cost.held", 20);
         int otherMounts = Integer.getInteger("csi.cost.other-mounts", 150);
         String jfr = System.getProperty("csi.cost.jfr", "");
+        String jar = System.getProperty("csi.cost.jar", "");
         if (held + batch > volumeCount || cycles % batch != 0 || warmup % batch != 0) {
             throw new IllegalArgumentException("csi.cost: held " + held + " + batch " + batch + " must be <= volumes "
                     + volumeCount + ", and cycles " + cycles + " and warmup-cycles " + warmup + " multiples of the batch");
@@ -87,7 +89,12 @@ class PluginCpuCost {
             mounter.bind(otherSource, Files.createDirectories(dir.resolve("other/" + i)), false);
         }
 
-        plugin = HostpathPluginProcess.builder(dir.resolve("csi.sock"), "n1", dir.resolve("state"))
+        HostpathPluginProcess.Builder builder = HostpathPluginProcess.builder(dir.resolve("csi.sock"), "n1",
+                dir.resolve("state"));
+        if (!jar.isEmpty()) {
+            builder.jar(Path.of(jar));
+        }
+        plugin = builder
                 .jvmOptions("-Xmx192m", "-Xms32m") // as ./csi up starts it (cli Cluster.java)
                 .args("--known-node-ids", "n1,n2", "--shared-dir", dir.resolve("shared").toString())
                 .start();
@@ -213,7 +220,7 @@ class PluginCpuCost {
         Path state = dir.resolve("state").resolve(StateStore.FILE_NAME);
         Path shared = dir.resolve("shared").resolve(StateStore.SHARED_FILE_NAME);
         return state.getFileName() + " " + Files.size(state) + " B, " + shared.getFileName() + " " + Files.size(shared)
-                + " B";
+                + " B" + (System.getProperty("csi.cost.jar", "").isEmpty() ? "" : "; jar " + System.getProperty("csi.cost.jar"));
     }
 
     /** utime + stime + cutime + cstime of the process, in clock ticks (proc(5)). */
