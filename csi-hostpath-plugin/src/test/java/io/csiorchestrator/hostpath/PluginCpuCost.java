@@ -120,12 +120,14 @@ class PluginCpuCost {
         if (!jfr.isEmpty()) {
             jcmd("JFR.start", "name=cost", "settings=profile"); // the measured part only; JFR's own cost is in the figures
         }
+        Map<String, long[]> threadsAtStart = threadTicks(plugin.pid());
         long[] start = cpuTicksSplit(plugin.pid());
         int mountsSeen = 0;
         for (int done = 0; done < cycles; done += batch) {
             mountsSeen = Math.max(mountsSeen, round(cycling, totals));
         }
         long[] end = cpuTicksSplit(plugin.pid());
+        Map<String, long[]> threadsAtEnd = threadTicks(plugin.pid());
         if (!jfr.isEmpty()) {
             jcmd("JFR.stop", "name=cost", "filename=" + Path.of(jfr).toAbsolutePath());
         }
@@ -150,6 +152,16 @@ class PluginCpuCost {
         out.append(String.format("cycle, whole measured span (/proc/<pid>/stat utime+stime+cutime+cstime): %.2f ms"
                         + " (user %.2f, system %.2f)%n", (end[0] + end[1] - start[0] - start[1]) * tickMs / cycles,
                 (end[0] - start[0]) * tickMs / cycles, (end[1] - start[1]) * tickMs / cycles));
+        out.append("by thread (live at both ends; ms per cycle, user + system):");
+        threadsAtEnd.entrySet().stream()
+                .map(e -> Map.entry(e.getKey(), new long[] {
+                        e.getValue()[0] - threadsAtStart.getOrDefault(e.getKey(), new long[2])[0],
+                        e.getValue()[1] - threadsAtStart.getOrDefault(e.getKey(), new long[2])[1]}))
+                .filter(e -> e.getValue()[0] + e.getValue()[1] > 0)
+                .sorted((a, b) -> Long.compare(b.getValue()[0] + b.getValue()[1], a.getValue()[0] + a.getValue()[1]))
+                .forEach(e -> out.append(String.format(" %s %.2f + %.2f;", e.getKey(), e.getValue()[0] * tickMs / cycles,
+                        e.getValue()[1] * tickMs / cycles)));
+        out.append(System.lineSeparator());
         System.out.print(out);
         Files.writeString(Path.of("target/plugin-cpu-cost.txt"), out);
     }
@@ -235,6 +247,25 @@ class PluginCpuCost {
         String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" "); // fields[0] is field 3, state
         return new long[] {Long.parseLong(fields[11]) + Long.parseLong(fields[13]),
                 Long.parseLong(fields[12]) + Long.parseLong(fields[14])};
+    }
+
+    /** Per live thread ({@code <name>/<tid>}): {utime, stime} in clock ticks. */
+    static Map<String, long[]> threadTicks(long pid) throws IOException {
+        Map<String, long[]> ticks = new LinkedHashMap<>();
+        try (Stream<Path> tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
+            for (Path task : tasks.toList()) {
+                try {
+                    String stat = Files.readString(task.resolve("stat"), StandardCharsets.US_ASCII);
+                    String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+                    String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    ticks.put(name + "/" + task.getFileName(),
+                            new long[] {Long.parseLong(fields[11]), Long.parseLong(fields[12])});
+                } catch (NoSuchFileException e) {
+                    // the thread ended meanwhile
+                }
+            }
+        }
+        return ticks;
     }
 
     /** The time on CPU of the process's live threads, in ns ({@code /proc/<pid>/task/<tid>/schedstat}). */
