@@ -128,6 +128,13 @@ class PluginCpuCost {
         }
         long[] end = cpuTicksSplit(plugin.pid());
         Map<String, long[]> threadsAtEnd = threadTicks(plugin.pid());
+        // the floor: as many calls that touch no state, file or mount (NodeGetCapabilities: the socket, gRPC, the
+        // interceptor's fault-file read, call log and log line), measured after the cycles
+        long floorTicks = cpuTicks(plugin.pid());
+        for (int i = 0; i < cycles * CALLS.size(); i++) {
+            client.nodeGetCapabilities().await().atMost(WAIT);
+        }
+        floorTicks = cpuTicks(plugin.pid()) - floorTicks;
         if (!jfr.isEmpty()) {
             jcmd("JFR.stop", "name=cost", "filename=" + Path.of(jfr).toAbsolutePath());
         }
@@ -152,6 +159,9 @@ class PluginCpuCost {
         out.append(String.format("cycle, whole measured span (/proc/<pid>/stat utime+stime+cutime+cstime): %.2f ms"
                         + " (user %.2f, system %.2f)%n", (end[0] + end[1] - start[0] - start[1]) * tickMs / cycles,
                 (end[0] - start[0]) * tickMs / cycles, (end[1] - start[1]) * tickMs / cycles));
+        out.append(String.format("floor: %d NodeGetCapabilities calls (no state, file or mount): %.2f ms per call,"
+                + " %.2f ms per %d calls%n", cycles * CALLS.size(), floorTicks * tickMs / cycles / CALLS.size(),
+                floorTicks * tickMs / cycles, CALLS.size()));
         out.append("by thread (live at both ends; ms per cycle, user + system):");
         threadsAtEnd.entrySet().stream()
                 .map(e -> Map.entry(e.getKey(), new long[] {
