@@ -207,9 +207,54 @@ public final class StateStore {
 
     private static void write(Path path, PluginState state) {
         try {
-            writeAtomically(path, JSON.writeValueAsBytes(state));
+            writeAtomicallyReusingInodes(path, JSON.writeValueAsBytes(state));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the plugin state " + path, e);
+        }
+    }
+
+    /**
+     * As {@link #writeAtomically}, written to a spare file that keeps the inode of the content before the last one
+     * ({@code .<name>.spare}), so that a write neither allocates nor frees an inode. The state files are written on
+     * every change, and on ext4 without a journal (this project's machine) every new inode costs a scan past the
+     * recently deleted ones, about 0.5 ms of CPU each under load (perf: {@code recently_deleted} from
+     * {@code __ext4_new_inode} from {@code openat}). Steps: truncate and write the spare, fsync it; link the current
+     * file as {@code .<name>.keep}; rename the spare over the file; fsync the directory; rename the keep to the spare.
+     * The file itself is never written in place: a crash at any step leaves it whole, old or new; a spare or keep left
+     * by a crash is reused or replaced by the next write.
+     */
+    public static void writeAtomicallyReusingInodes(Path target, byte[] content) throws IOException {
+        Path directory = target.toAbsolutePath().getParent();
+        Path spare = directory.resolve("." + target.getFileName() + ".spare");
+        Path keep = directory.resolve("." + target.getFileName() + ".keep");
+        boolean targetExists = Files.exists(target);
+        if (targetExists && Files.exists(spare) && Files.isSameFile(spare, target)) {
+            Files.delete(spare); // never the case when written by this method; never truncate the file itself
+        }
+        try (FileChannel channel = FileChannel.open(spare, StandardOpenOption.CREATE,
+                StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
+            ByteBuffer buffer = ByteBuffer.wrap(content);
+            while (buffer.hasRemaining()) {
+                channel.write(buffer);
+            }
+            channel.force(true);
+        }
+        Files.deleteIfExists(keep);
+        boolean kept = false;
+        if (targetExists) {
+            try {
+                Files.createLink(keep, target);
+                kept = true;
+            } catch (IOException | UnsupportedOperationException e) {
+                // a file system without hard links: the old inode is freed, as by writeAtomically
+            }
+        }
+        Files.move(spare, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        try (FileChannel dir = FileChannel.open(directory, StandardOpenOption.READ)) {
+            dir.force(true);
+        }
+        if (kept) {
+            Files.move(keep, spare, StandardCopyOption.ATOMIC_MOVE);
         }
     }
 

@@ -8,6 +8,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
 import java.nio.file.Path;
 import java.util.Map;
 
@@ -102,6 +105,42 @@ class StateStoreTest {
         } finally {
             store.unlock(lock);
         }
+    }
+
+    /**
+     * The state file is replaced by a rename on every write, but its inodes take turns with the spare's: no inode is
+     * allocated or freed per write, the file itself is never the spare (never truncated), and what a crash between
+     * the steps leaves (a keep linked to the file; a spare that is the file, which the method never makes) is
+     * handled by the next write.
+     */
+    @Test
+    void writesTakeTurnsBetweenTwoInodesAndNeverTruncateTheFile() throws Exception {
+        Path file = dir.resolve("state.json");
+        Path spare = dir.resolve(".state.json.spare");
+        Path keep = dir.resolve(".state.json.keep");
+        List<Object> inodes = new ArrayList<>();
+        for (int i = 1; i <= 4; i++) {
+            StateStore.writeAtomicallyReusingInodes(file, ("v" + i).getBytes());
+            assertEquals("v" + i, Files.readString(file));
+            inodes.add(Files.readAttributes(file, BasicFileAttributes.class).fileKey());
+            if (i > 1) {
+                assertFalse(Files.isSameFile(file, spare), "the spare is never the file");
+            }
+        }
+        assertEquals(inodes.get(0), inodes.get(2));
+        assertEquals(inodes.get(1), inodes.get(3));
+        assertNotEquals(inodes.get(0), inodes.get(1));
+        assertEquals("[.state.json.spare, state.json]", listing(dir));
+
+        Files.createLink(keep, file); // a crash after linking the keep, before the rename
+        StateStore.writeAtomicallyReusingInodes(file, "v5".getBytes());
+        assertEquals("v5", Files.readString(file));
+        Files.delete(spare);
+        Files.createLink(spare, file); // a spare that is the file itself
+        StateStore.writeAtomicallyReusingInodes(file, "v6".getBytes());
+        assertEquals("v6", Files.readString(file));
+        assertFalse(Files.isSameFile(file, spare));
+        assertEquals("[.state.json.spare, state.json]", listing(dir));
     }
 
     @Test
