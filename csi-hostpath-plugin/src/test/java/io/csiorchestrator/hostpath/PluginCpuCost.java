@@ -50,7 +50,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code csi.cost.volumes} (100 created), {@code csi.cost.held} (20 staged and published throughout, as claims held
  * meanwhile), {@code csi.cost.other-mounts} (150 unrelated bind mounts), {@code csi.cost.jfr} (a .jfr file: record
  * the plugin's measured part with JFR), {@code csi.cost.jar} (another build's runnable jar, to compare two builds in
- * one sitting). Figures go to standard output and {@code target/plugin-cpu-cost.txt}.
+ * one sitting), {@code csi.cost.jvm-options} (more options for the plugin's JVM, after ./csi up's, e.g.
+ * {@code -XX:TieredStopAtLevel=4} for the full JIT). Figures go to standard output and {@code target/plugin-cpu-cost.txt}.
  */
 class PluginCpuCost {
 
@@ -78,6 +79,7 @@ class PluginCpuCost {
         int otherMounts = Integer.getInteger("csi.cost.other-mounts", 150);
         String jfr = System.getProperty("csi.cost.jfr", "");
         String jar = System.getProperty("csi.cost.jar", "");
+        String jvmOptions = System.getProperty("csi.cost.jvm-options", "");
         if (held + batch > volumeCount || cycles % batch != 0 || warmup % batch != 0) {
             throw new IllegalArgumentException("csi.cost: held " + held + " + batch " + batch + " must be <= volumes "
                     + volumeCount + ", and cycles " + cycles + " and warmup-cycles " + warmup + " multiples of the batch");
@@ -96,6 +98,7 @@ class PluginCpuCost {
         }
         plugin = builder
                 .jvmOptions("-Xmx192m", "-Xms32m") // as ./csi up starts it (cli Cluster.java)
+                .jvmOptions(jvmOptions.isBlank() ? new String[0] : jvmOptions.trim().split("\\s+"))
                 .args("--known-node-ids", "n1,n2", "--shared-dir", dir.resolve("shared").toString())
                 .start();
         client = PluginFixture.connect(plugin, CsiClientOptions.defaults());
@@ -242,7 +245,9 @@ class PluginCpuCost {
         Path state = dir.resolve("state").resolve(StateStore.FILE_NAME);
         Path shared = dir.resolve("shared").resolve(StateStore.SHARED_FILE_NAME);
         return state.getFileName() + " " + Files.size(state) + " B, " + shared.getFileName() + " " + Files.size(shared)
-                + " B" + (System.getProperty("csi.cost.jar", "").isEmpty() ? "" : "; jar " + System.getProperty("csi.cost.jar"));
+                + " B" + (System.getProperty("csi.cost.jar", "").isEmpty() ? "" : "; jar " + System.getProperty("csi.cost.jar"))
+                + (System.getProperty("csi.cost.jvm-options", "").isBlank() ? ""
+                : "; JVM options " + System.getProperty("csi.cost.jvm-options"));
     }
 
     /** utime + stime + cutime + cstime of the process, in clock ticks (proc(5)). */
