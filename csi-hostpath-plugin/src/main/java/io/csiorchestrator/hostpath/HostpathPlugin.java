@@ -49,7 +49,7 @@ public final class HostpathPlugin implements AutoCloseable {
         Mounter mounter = new Mounter(mountTable);
         FenceKeeper fences = new FenceKeeper(options, state, new FenceStore(options.volumesParent()), mountTable,
                 mounter);
-        NodeService node = new NodeService(options, state, directories, mountTable, mounter, fences);
+        NodeService node = new NodeService(options, state, directories, mounter, fences);
         // A restarted plugin enforces its node's fences before it answers anything.
         fences.start();
         CallLog callLog = new CallLog(options.stateDir());

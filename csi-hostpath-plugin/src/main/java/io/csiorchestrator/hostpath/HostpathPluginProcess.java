@@ -78,6 +78,7 @@ public final class HostpathPluginProcess implements AutoCloseable {
         private final String nodeId;
         private final Path stateDir;
         private final List<String> extraArgs = new ArrayList<>();
+        private final List<String> jvmOptions = new ArrayList<>();
         private Path logFile;
         private Path jar;
         private Duration startTimeout = Duration.ofSeconds(60);
@@ -114,6 +115,12 @@ public final class HostpathPluginProcess implements AutoCloseable {
             return this;
         }
 
+        /** JVM options after the defaults (so they win), e.g. {@code -XX:StartFlightRecording=filename=p.jfr}. */
+        public Builder jvmOptions(String... options) {
+            jvmOptions.addAll(List.of(options));
+            return this;
+        }
+
         /** Where the plugin's output goes; default {@code <state-dir>/../<node-id>-plugin.log}. */
         public Builder logFile(Path file) {
             this.logFile = file;
@@ -138,6 +145,7 @@ public final class HostpathPluginProcess implements AutoCloseable {
             List<String> command = new ArrayList<>();
             command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
             command.addAll(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"));
+            command.addAll(jvmOptions);
             Optional<Path> runnable = jar != null ? Optional.of(jar) : runnableJar();
             if (runnable.isPresent()) {
                 command.addAll(List.of("-jar", runnable.get().toString()));

@@ -22,6 +22,10 @@ final class MaxVolumes {
 
     /** The limit now; 0 means no limit. */
     static long current(PluginOptions options) {
+        // asked first, because the file is usually absent: that costs a system call, not an exception
+        if (!Files.exists(options.maxVolumesFile())) {
+            return options.maxVolumesPerNode();
+        }
         String text;
         try {
             text = Files.readString(options.maxVolumesFile(), StandardCharsets.UTF_8).strip();

@@ -21,8 +21,6 @@ import io.csiorchestrator.csi.v1.NodeUnstageVolumeResponse;
 import io.csiorchestrator.csi.v1.Topology;
 import io.csiorchestrator.csi.v1.VolumeCapability;
 import io.csiorchestrator.csi.v1.VolumeUsage;
-import io.csiorchestrator.csi.mount.MountInfo;
-import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.hostpath.mount.Mounter;
 import io.csiorchestrator.hostpath.state.CapabilityRecord;
 import io.csiorchestrator.hostpath.state.NodePublication;
@@ -37,7 +35,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
-import java.util.function.Supplier;
 import java.util.logging.Logger;
 
 /**
@@ -53,17 +50,15 @@ final class NodeService extends NodeGrpc.NodeImplBase {
     private final PluginOptions options;
     private final PluginStateHolder state;
     private final VolumeDirectories directories;
-    private final Supplier<MountTable> mountTable;
     private final Mounter mounter;
     private final FenceKeeper fences;
     private final VolumeLifecycle lifecycle;
 
-    NodeService(PluginOptions options, PluginStateHolder state, VolumeDirectories directories, Supplier<MountTable> mountTable,
-                Mounter mounter, FenceKeeper fences) {
+    NodeService(PluginOptions options, PluginStateHolder state, VolumeDirectories directories, Mounter mounter,
+                FenceKeeper fences) {
         this.options = options;
         this.state = state;
         this.directories = directories;
-        this.mountTable = mountTable;
         this.mounter = mounter;
         this.fences = fences;
         this.lifecycle = new VolumeLifecycle(options, directories);
@@ -96,8 +91,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                 ensureMounted(directories.of(volumeId), stagingPath, wanted.capability().readerOnly(), volumeId);
                 return NodeStageVolumeResponse.getDefaultInstance();
             }
-            Optional<MountInfo> foreign = mountTable.get().mountAt(stagingPath);
-            if (foreign.isPresent() && !isOurs(foreign.get(), volumeId)) {
+            if (mounter.mountAt(stagingPath).isPresent() && !isOurs(stagingPath, volumeId)) {
                 throw CsiStatus.alreadyExists("something else is mounted at " + stagingPath);
             }
             if (!options.controllerPublish()) {
@@ -127,8 +121,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
             }
             Staging existing = current.stagings().get(volumeId);
             boolean recorded = existing != null && existing.stagingPath().equals(stagingPath.toString());
-            Optional<MountInfo> mount = mountTable.get().mountAt(stagingPath);
-            if (recorded || (mount.isPresent() && isOurs(mount.get(), volumeId))) {
+            if (recorded || (mounter.mountAt(stagingPath).isPresent() && isOurs(stagingPath, volumeId))) {
                 unmount(stagingPath);
             }
             if (recorded) {
@@ -156,7 +149,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                 if (staging == null || !staging.stagingPath().equals(stagingPath.toString())) {
                     throw CsiStatus.failedPrecondition("volume " + volumeId + " is not staged at " + stagingPath);
                 }
-                if (!mountTable.get().isMountPoint(stagingPath)) {
+                if (mounter.mountAt(stagingPath).isEmpty()) {
                     throw CsiStatus.failedPrecondition("the staging mount of volume " + volumeId + " at "
                             + stagingPath + " is gone; stage the volume again");
                 }
@@ -180,8 +173,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                 ensureMounted(source, targetPath, readOnly, volumeId);
                 return NodePublishVolumeResponse.getDefaultInstance();
             }
-            Optional<MountInfo> foreign = mountTable.get().mountAt(targetPath);
-            if (foreign.isPresent() && !isOurs(foreign.get(), volumeId)) {
+            if (mounter.mountAt(targetPath).isPresent() && !isOurs(targetPath, volumeId)) {
                 throw CsiStatus.alreadyExists("something else is mounted at " + targetPath);
             }
             if (!options.stageUnstage() && !options.controllerPublish()) {
@@ -206,8 +198,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
                 throw CsiStatus.failedPrecondition("target " + targetPath + " holds volume " + existing.volumeId()
                         + ", not " + volumeId);
             }
-            Optional<MountInfo> mount = mountTable.get().mountAt(targetPath);
-            if (existing != null || (mount.isPresent() && isOurs(mount.get(), volumeId))) {
+            if (existing != null || (mounter.mountAt(targetPath).isPresent() && isOurs(targetPath, volumeId))) {
                 unmount(targetPath);
                 removeTargetDirectory(targetPath);
             }
@@ -341,15 +332,22 @@ final class NodeService extends NodeGrpc.NodeImplBase {
         }
     }
 
-    /** A mount is this volume's when its root is the volume's directory (a bind mount of it or of its staging). */
-    private static boolean isOurs(MountInfo mount, String volumeId) {
-        return mount.root().endsWith("/volumes/" + volumeId);
+    /**
+     * The mount at {@code mountPoint} is this volume's when its root is the volume's directory (a bind mount of it or of
+     * its staging): the path shows that very directory (same device and inode).
+     */
+    private boolean isOurs(Path mountPoint, String volumeId) {
+        try {
+            return Files.isSameFile(mountPoint, directories.of(volumeId));
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     /** Bind-mounts source at target unless that is already done; creates the target directory. */
     private void ensureMounted(Path source, Path target, boolean readOnly, String volumeId) {
         try {
-            Optional<MountInfo> mount = mountTable.get().mountAt(target);
+            Optional<Mounter.MountPoint> mount = mounter.mountAt(target);
             if (mount.isPresent()) {
                 if (mount.get().readOnly() != readOnly) {
                     throw CsiStatus.alreadyExists(target + " is mounted " + (readOnly ? "read-write" : "read-only")

@@ -10,7 +10,8 @@ import java.util.function.Function;
  * The plugin's current state and the one lock every CSI operation holds: the hostpath plugin
  * handles one operation at a time, mounts included. A change is saved before it takes effect.
  * With a shared dir, the lock is also the shared dir's file lock, and each operation starts from
- * the state as saved, since another node's plugin may have changed the controller half.
+ * the state as saved, since another node's plugin may have changed the controller half (read again only
+ * when it did: {@link StateStore#refresh}).
  */
 final class PluginStateHolder {
 
@@ -29,10 +30,10 @@ final class PluginStateHolder {
         }
         FileLock lock = store.lockShared();
         try {
-            state = store.load();
+            state = store.refresh(state);
             return operation.apply(this);
         } finally {
-            StateStore.unlock(lock);
+            store.unlock(lock);
         }
     }
 

@@ -12,7 +12,9 @@ import java.util.function.Supplier;
 /**
  * Makes and removes bind mounts: with mount(2) and umount2(2) called directly ({@link Syscalls}), or, where those
  * cannot be loaded, with util-linux's {@code mount} and {@code umount}. Mount flags from requests are never passed
- * on a command line.
+ * on a command line. Whether a path is a mount point, and its flags, it asks statx(2) and statvfs(3) (a system call
+ * each); the mount table (/proc/self/mountinfo, whose reading costs the kernel time for every mount on the machine)
+ * only where those cannot tell.
  */
 public final class Mounter {
 
@@ -22,14 +24,14 @@ public final class Mounter {
     private final Supplier<MountTable> mountTable;
     private final Optional<Syscalls> syscalls;
 
-    /** @param mountTable reads the mount table afresh (e.g. {@code MountTable::readSelf}) */
+    /** @param mountTable reads the mount table afresh (e.g. {@code MountTable::readSelf}), where statx cannot tell */
     public Mounter(Supplier<MountTable> mountTable) {
         this(mountTable, true);
     }
 
     /**
-     * @param mountTable  reads the mount table afresh
-     * @param useSyscalls false: always util-linux's commands (the tests compare both ways)
+     * @param mountTable  reads the mount table afresh, where statx cannot tell (always without the system calls)
+     * @param useSyscalls false: always util-linux's commands and the mount table (the tests compare both ways)
      */
     public Mounter(Supplier<MountTable> mountTable, boolean useSyscalls) {
         this.mountTable = mountTable;
@@ -39,6 +41,29 @@ public final class Mounter {
     /** Whether mounts are made with system calls (else with util-linux's commands). */
     public boolean usesSyscalls() {
         return syscalls.isPresent();
+    }
+
+    /** The top mount at a path: what the plugin needs to know of it. */
+    public record MountPoint(boolean readOnly) {
+    }
+
+    /**
+     * The top mount at exactly {@code path} (made absolute, symbolic links followed), or empty when the path is not a
+     * mount point or does not exist. Read-only is the mount's flag (statvfs's ST_RDONLY, which a read-only file system
+     * sets too; the mount table's per-mount "ro").
+     */
+    public Optional<MountPoint> mountAt(Path path) {
+        if (syscalls.isPresent()) {
+            Boolean root = syscalls.get().isMountRoot(path);
+            if (root != null && !root) {
+                return Optional.empty();
+            }
+            long flags = root == null ? -1 : syscalls.get().mountFlags(path);
+            if (flags >= 0) {
+                return Optional.of(new MountPoint((flags & Syscalls.ST_RDONLY) != 0));
+            }
+        }
+        return mountTable.get().mountAt(path).map(mount -> new MountPoint(mount.readOnly()));
     }
 
     /** Bind-mounts {@code source} at {@code target}, read-only when asked. */
@@ -65,7 +90,9 @@ public final class Mounter {
      */
     public void remountReadOnly(Path target) throws IOException {
         if (syscalls.isPresent()) {
-            long keep = mountTable.get().mountAt(target).map(m -> Syscalls.perMountFlags(m.mountOptions())).orElse(0L);
+            long flags = syscalls.get().mountFlags(target);
+            long keep = flags >= 0 ? Syscalls.perMountFlags(flags)
+                    : mountTable.get().mountAt(target).map(m -> Syscalls.perMountFlags(m.mountOptions())).orElse(0L);
             syscalls.get().remountBindReadOnly(target, keep);
         } else {
             run("mount", "-o", "remount,bind,ro", target.toString());
@@ -78,7 +105,7 @@ public final class Mounter {
      * mounted any more, which is what was asked (CSI: NodeUnpublish/NodeUnstage are idempotent).
      */
     public void unmountAll(Path target) throws IOException {
-        for (int i = 0; i < MAX_STACKED_UNMOUNTS && mountTable.get().isMountPoint(target); i++) {
+        for (int i = 0; i < MAX_STACKED_UNMOUNTS && mountAt(target).isPresent(); i++) {
             try {
                 if (syscalls.isPresent()) {
                     syscalls.get().unmount(target);
@@ -86,12 +113,12 @@ public final class Mounter {
                     run("umount", target.toString());
                 }
             } catch (IOException e) {
-                if (mountTable.get().isMountPoint(target)) {
+                if (mountAt(target).isPresent()) {
                     throw e;
                 }
             }
         }
-        if (mountTable.get().isMountPoint(target)) {
+        if (mountAt(target).isPresent()) {
             throw new IOException("still mounted after " + MAX_STACKED_UNMOUNTS + " unmounts: " + target);
         }
     }

@@ -11,7 +11,9 @@ import jnr.ffi.Runtime;
  * mount(2) and umount2(2) of the C library, called directly (jnr-ffi): a bind mount costs a system call, not a fork and
  * exec of util-linux's {@code mount} (about 10-20 ms of CPU and wall time each on a small machine, three of them per
  * claim). Linux only; {@link #load} is empty where the library or the calls are missing, and {@link Mounter} then runs
- * the commands as before.
+ * the commands as before. Also statx(2) and statvfs(3), which say whether a path is a mount point and with which
+ * per-mount flags at the cost of a system call each, where reading /proc/self/mountinfo costs about 0.8 ms of kernel
+ * time at 300 mounts (the kernel writes out every mount's line).
  */
 final class Syscalls {
 
@@ -27,19 +29,48 @@ final class Syscalls {
     static final long MS_RELATIME = 1L << 21;
     static final long MS_STRICTATIME = 1L << 24;
 
+    // <sys/statvfs.h>: f_flag bits, the mount's flags (per mount, and the file system's read-only)
+    static final long ST_RDONLY = 1;
+    static final long ST_NOSUID = 2;
+    static final long ST_NODEV = 4;
+    static final long ST_NOEXEC = 8;
+    static final long ST_NOATIME = 1024;
+    static final long ST_NODIRATIME = 2048;
+    static final long ST_RELATIME = 4096;
+
+    // <linux/stat.h>, <fcntl.h>
+    private static final int AT_FDCWD = -100;
+    private static final int STATX_INO = 0x100;
+    private static final long STATX_ATTR_MOUNT_ROOT = 0x2000;
+    // struct statx: stx_attributes at 8, stx_attributes_mask at 56; 256 bytes in all
+    private static final int STATX_SIZE = 256;
+    private static final int STX_ATTRIBUTES = 8;
+    private static final int STX_ATTRIBUTES_MASK = 56;
+    // glibc's struct statvfs on 64-bit Linux: f_flag is the tenth unsigned long; 112 bytes in all
+    private static final int STATVFS_SIZE = 112;
+    private static final int F_FLAG = 72;
+
     /** The two calls, as libc declares them. */
     public interface LibC {
         int mount(String source, String target, String filesystemType, long flags, Pointer data);
 
         int umount2(String target, int flags);
+
+        int statx(int dirfd, String path, int flags, int mask, Pointer buffer);
+
+        int statvfs(String path, Pointer buffer);
     }
 
     private final LibC libc;
     private final Runtime runtime;
+    private final boolean layoutKnown;
+    /** False once statx turned out to be missing (glibc before 2.28) or not to report mount roots (Linux before 5.8). */
+    private volatile boolean statxWorks = true;
 
     private Syscalls(LibC libc) {
         this.libc = libc;
         this.runtime = Runtime.getRuntime(libc);
+        this.layoutKnown = "64".equals(System.getProperty("sun.arch.data.model"));
     }
 
     /** Loaded once per process: the binding is generated at the first load and shared by every {@link Mounter}. */
@@ -89,6 +120,60 @@ final class Syscalls {
     /** {@code umount target}: the top mount at target. */
     void unmount(Path target) throws IOException {
         check(libc.umount2(target.toString(), 0), "umount2(" + target + ")");
+    }
+
+    /**
+     * Whether {@code path} is the root of a mount (the top one there, as a path lookup finds it): statx(2)'s
+     * STATX_ATTR_MOUNT_ROOT. False when the path does not exist; null when statx cannot tell (then ask the mount table).
+     */
+    Boolean isMountRoot(Path path) {
+        if (!statxWorks || !layoutKnown) {
+            return null;
+        }
+        Pointer buffer = jnr.ffi.Memory.allocateDirect(runtime, STATX_SIZE);
+        int result;
+        try {
+            result = libc.statx(AT_FDCWD, path.toString(), 0, STATX_INO, buffer);
+        } catch (LinkageError e) {
+            statxWorks = false;
+            return null;
+        }
+        if (result != 0) {
+            int errno = runtime.getLastError();
+            if (errno == Errno.ENOENT.intValue() || errno == Errno.ENOTDIR.intValue()) {
+                return false;
+            }
+            if (errno == Errno.ENOSYS.intValue()) {
+                statxWorks = false;
+            }
+            return null;
+        }
+        if ((buffer.getLong(STX_ATTRIBUTES_MASK) & STATX_ATTR_MOUNT_ROOT) == 0) {
+            statxWorks = false;
+            return null;
+        }
+        return (buffer.getLong(STX_ATTRIBUTES) & STATX_ATTR_MOUNT_ROOT) != 0;
+    }
+
+    /** statvfs(3)'s f_flag of the mount holding {@code path} (ST_RDONLY, ST_NOSUID, ...); -1 when it cannot tell. */
+    long mountFlags(Path path) {
+        if (!layoutKnown) {
+            return -1;
+        }
+        Pointer buffer = jnr.ffi.Memory.allocateDirect(runtime, STATVFS_SIZE);
+        return libc.statvfs(path.toString(), buffer) == 0 ? buffer.getLong(F_FLAG) : -1;
+    }
+
+    /** The per-mount flags to give again on a bind remount, from statvfs's f_flag (as {@link #perMountFlags}). */
+    static long perMountFlags(long statvfsFlags) {
+        long flags = 0;
+        flags |= (statvfsFlags & ST_NOSUID) != 0 ? MS_NOSUID : 0;
+        flags |= (statvfsFlags & ST_NODEV) != 0 ? MS_NODEV : 0;
+        flags |= (statvfsFlags & ST_NOEXEC) != 0 ? MS_NOEXEC : 0;
+        flags |= (statvfsFlags & ST_NOATIME) != 0 ? MS_NOATIME : 0;
+        flags |= (statvfsFlags & ST_NODIRATIME) != 0 ? MS_NODIRATIME : 0;
+        flags |= (statvfsFlags & ST_RELATIME) != 0 ? MS_RELATIME : 0;
+        return flags;
     }
 
     private void check(int result, String call) throws IOException {

@@ -34,7 +34,14 @@ public record CapabilityRecord(String accessMode, String accessType, String fsTy
         return accessMode.startsWith("SINGLE_NODE");
     }
 
+    /** The digest of no flags, the usual case, computed once. */
+    private static final String NO_FLAGS_DIGEST = digestOf(List.of());
+
     private static String digest(List<String> flags) {
+        return flags.isEmpty() ? NO_FLAGS_DIGEST : digestOf(flags);
+    }
+
+    private static String digestOf(List<String> flags) {
         try {
             MessageDigest sha = MessageDigest.getInstance("SHA-256");
             for (String flag : new TreeSet<>(flags)) {

@@ -8,6 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.csiorchestrator.csi.mount.MountInfo;
 import io.csiorchestrator.csi.mount.MountTable;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.Optional;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -94,6 +98,65 @@ class MounterSyscallTest {
         syscalls.remountReadOnly(target);
         Set<String> options = options(MountTable.readSelf().mountAt(target).orElseThrow());
         assertTrue(options.containsAll(Set.of("ro", "nosuid", "nodev")), options.toString());
+    }
+
+    /**
+     * What is mounted at a path, from statx(2) and statvfs(3), is what the mount table says: a read-write and a read-only
+     * bind mount (also reached through a symbolic link), and nothing at a plain directory, inside a mount, or at a path
+     * that does not exist.
+     */
+    @Test
+    void mountAtAgreesWithTheMountTable() throws IOException {
+        Path source = Files.createDirectories(dir.resolve("source"));
+        Files.createDirectories(source.resolve("inside"));
+        Path rw = Files.createDirectories(dir.resolve("rw"));
+        Path ro = Files.createDirectories(dir.resolve("ro"));
+        syscalls.bind(source, rw, false);
+        syscalls.bind(source, ro, true);
+        Path link = Files.createSymbolicLink(dir.resolve("link"), ro);
+        Path plain = Files.createDirectories(dir.resolve("plain"));
+
+        assertEquals(Optional.of(new Mounter.MountPoint(false)), syscalls.mountAt(rw));
+        assertEquals(Optional.of(new Mounter.MountPoint(true)), syscalls.mountAt(ro));
+        assertEquals(Optional.of(new Mounter.MountPoint(true)), syscalls.mountAt(link));
+        for (Path notAMountPoint : List.of(plain, rw.resolve("inside"), dir.resolve("missing"), plain.resolve("x/y"))) {
+            assertEquals(Optional.empty(), syscalls.mountAt(notAMountPoint), notAMountPoint.toString());
+        }
+        for (Path path : List.of(rw, ro, link, plain, rw.resolve("inside"), dir.resolve("missing"))) {
+            assertEquals(commands.mountAt(path), syscalls.mountAt(path), "as the mount table says: " + path);
+        }
+    }
+
+    /** Mounts stacked at one target are all unmounted. */
+    @Test
+    void stackedMountsAreAllUnmounted() throws IOException {
+        Path source = Files.createDirectories(dir.resolve("source"));
+        Path other = Files.createDirectories(dir.resolve("other"));
+        Path target = Files.createDirectories(dir.resolve("target"));
+        syscalls.bind(source, target, false);
+        syscalls.bind(other, target, true);
+        assertEquals(2, MountTable.readSelf().mounts().stream()
+                .filter(m -> m.mountPoint().equals(target.toString())).count());
+        syscalls.unmountAll(target);
+        assertFalse(MountTable.readSelf().isMountPoint(target));
+        syscalls.unmountAll(target); // nothing mounted: nothing to do
+    }
+
+    /** A mount kept busy by an open file stays mounted, and the error names the target and EBUSY. */
+    @Test
+    void aBusyMountStaysAndIsAnError() throws IOException {
+        Path source = Files.createDirectories(dir.resolve("source"));
+        Path target = Files.createDirectories(dir.resolve("target"));
+        syscalls.bind(source, target, false);
+        try (FileChannel open = FileChannel.open(target.resolve("f"), StandardOpenOption.CREATE,
+                StandardOpenOption.WRITE)) {
+            IOException e = assertThrows(IOException.class, () -> syscalls.unmountAll(target));
+            assertTrue(e.getMessage().contains("umount2(" + target + ")") && e.getMessage().contains("EBUSY"),
+                    e.getMessage());
+            assertTrue(MountTable.readSelf().isMountPoint(target));
+        }
+        syscalls.unmountAll(target);
+        assertFalse(MountTable.readSelf().isMountPoint(target));
     }
 
     /** A failed call names the call, the paths and the errno's name. */

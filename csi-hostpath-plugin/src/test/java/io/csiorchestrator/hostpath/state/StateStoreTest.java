@@ -8,12 +8,17 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
 import java.nio.file.Path;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class StateStoreTest {
@@ -51,6 +56,91 @@ class StateStoreTest {
         assertEquals(capability, sameFlagsOtherOrder);
         assertNotEquals(capability, CapabilityRecord.of(VolumeCapabilities.build(CsiAccessMode.SINGLE_NODE_WRITER,
                 CsiAttachmentMode.FILE_SYSTEM, MountOptions.of("ext4", "noatime"))));
+    }
+
+    /**
+     * Two processes on one shared dir (two stores here, taking the lock in turn): under the lock, each reads the
+     * controller half again only after the other wrote it, never after its own write or when nothing changed, and
+     * keeps its own node half from memory.
+     */
+    @Test
+    void theSharedHalfIsReadAgainOnlyAfterAnotherProcessWroteIt() throws Exception {
+        Path shared = Files.createDirectories(dir.resolve("shared"));
+        Files.createDirectories(dir.resolve("n1"));
+        Files.createDirectories(dir.resolve("n2"));
+        StateStore n1 = new StateStore(dir.resolve("n1"), shared);
+        StateStore n2 = new StateStore(dir.resolve("n2"), shared);
+        CapabilityRecord capability = CapabilityRecord.of(VolumeCapabilities.build(CsiAccessMode.SINGLE_NODE_WRITER,
+                CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE));
+        PluginState n1State = underLock(n1, PluginState.empty(), current -> {
+            PluginState next = current.withVolume(new VolumeRecord("hp-1", "one", 1024, Map.of()))
+                    .withStaging(new Staging("hp-1", "/staging/hp-1", capability));
+            n1.save(current, next);
+            return next;
+        });
+        assertSame(n1State, underLock(n1, n1State, current -> current), "its own write is not read back");
+
+        PluginState n2State = underLock(n2, PluginState.empty(), current -> current);
+        assertEquals(n1State.volumes(), n2State.volumes(), "n2 reads what n1 wrote");
+        assertEquals(Map.of(), n2State.stagings(), "n1's node half is n1's");
+        assertSame(n2State, underLock(n2, n2State, current -> current), "nothing changed: not read again");
+
+        PluginState n2Next = underLock(n2, n2State, current -> {
+            PluginState next = current.withPublication(new ControllerPublication("hp-1", "n2", false, capability));
+            n2.save(current, next);
+            return next;
+        });
+        PluginState n1Seen = underLock(n1, n1State, current -> current);
+        assertNotSame(n1State, n1Seen);
+        assertEquals(n2Next.controllerPublications(), n1Seen.controllerPublications(), "n1 reads what n2 wrote");
+        assertEquals(n1State.stagings(), n1Seen.stagings(), "n1 keeps its node half");
+        assertEquals(n1Seen, new StateStore(dir.resolve("n1"), shared).load(), "as saved");
+    }
+
+    private static PluginState underLock(StateStore store, PluginState held,
+                                         java.util.function.UnaryOperator<PluginState> operation) {
+        java.nio.channels.FileLock lock = store.lockShared();
+        try {
+            return operation.apply(store.refresh(held));
+        } finally {
+            store.unlock(lock);
+        }
+    }
+
+    /**
+     * The state file is replaced by a rename on every write, but its inodes take turns with the spare's: no inode is
+     * allocated or freed per write, the file itself is never the spare (never truncated), and what a crash between
+     * the steps leaves (a keep linked to the file; a spare that is the file, which the method never makes) is
+     * handled by the next write.
+     */
+    @Test
+    void writesTakeTurnsBetweenTwoInodesAndNeverTruncateTheFile() throws Exception {
+        Path file = dir.resolve("state.json");
+        Path spare = dir.resolve(".state.json.spare");
+        Path keep = dir.resolve(".state.json.keep");
+        List<Object> inodes = new ArrayList<>();
+        for (int i = 1; i <= 4; i++) {
+            StateStore.writeAtomicallyReusingInodes(file, ("v" + i).getBytes());
+            assertEquals("v" + i, Files.readString(file));
+            inodes.add(Files.readAttributes(file, BasicFileAttributes.class).fileKey());
+            if (i > 1) {
+                assertFalse(Files.isSameFile(file, spare), "the spare is never the file");
+            }
+        }
+        assertEquals(inodes.get(0), inodes.get(2));
+        assertEquals(inodes.get(1), inodes.get(3));
+        assertNotEquals(inodes.get(0), inodes.get(1));
+        assertEquals("[.state.json.spare, state.json]", listing(dir));
+
+        Files.createLink(keep, file); // a crash after linking the keep, before the rename
+        StateStore.writeAtomicallyReusingInodes(file, "v5".getBytes());
+        assertEquals("v5", Files.readString(file));
+        Files.delete(spare);
+        Files.createLink(spare, file); // a spare that is the file itself
+        StateStore.writeAtomicallyReusingInodes(file, "v6".getBytes());
+        assertEquals("v6", Files.readString(file));
+        assertFalse(Files.isSameFile(file, spare));
+        assertEquals("[.state.json.spare, state.json]", listing(dir));
     }
 
     @Test
