@@ -390,6 +390,18 @@ public final class Bus implements AutoCloseable {
      * A registered volume {@code namespace/<prefix>-...} of a fresh node-only plugin (no controller) with
      * healthy instances on {@code nodes}, once claim-service sees it schedulable; its id.
      */
+    /**
+     * A schedulable volume of a new plugin that needs a controller and runs a controller instance on each of
+     * {@code nodes}: claims on them take the one-command path (issue 36 item 1).
+     */
+    public String schedulableVolumeWithLocalControllers(String namespace, String prefix, AccessMode mode, String... nodes) {
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = registerVolume(namespace, ClaimFlowTest.unique(prefix), plugin, mode);
+        plugin(plugin, true, List.of(nodes), List.of(nodes));
+        ClaimFlowTest.awaitSchedulable(namespace, vol);
+        return vol;
+    }
+
     public String schedulableVolume(String namespace, String prefix, AccessMode mode, String... nodes) {
         String plugin = ClaimFlowTest.unique("plug");
         String vol = registerVolume(namespace, ClaimFlowTest.unique(prefix), plugin, mode);

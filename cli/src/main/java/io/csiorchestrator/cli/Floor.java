@@ -9,8 +9,10 @@ import java.util.Map;
  * its PostgreSQL commits times one measured commit, plus the plugin's time in its CSI calls.
  *
  * <p>The hops and commits, counted from the code path (claim-service's ClaimService/ClaimMachine and outbox
- * relay, node-mount-worker's command handling), for a plugin with controller publish (the hostpath plugin of
- * {@code ./csi up}):
+ * relay, node-mount-worker's command handling). With the controller instance on the claiming node (every node of
+ * {@code ./csi up} runs the hostpath plugin's controller; issue 36 item 1) the controller calls run inside the node's
+ * one mount and one unmount command: 4 Kafka hops and 2 commits each, like a plugin without controller publish, with
+ * the controller calls' time in the plugin's part. With the controller on another node, the two-step path:
  * <pre>
  * claim:   scheduler --claim-requested--> claim-service [commit 1: claim + outbox row]
  *          --node-commands controller-publish--> worker (ControllerPublishVolume) --mount-done-->
@@ -23,7 +25,7 @@ import java.util.Map;
  *          claim-service [commit 3: released] --claim-status released--> scheduler
  *          = 6 Kafka hops, 3 commits
  * </pre>
- * Without controller publish (no ControllerPublishVolume call seen in the run) the controller step drops out:
+ * Without controller publish, or with the controller on the claiming node, the controller round drops out:
  * 4 hops and 2 commits each. Not counted: the outbox relay's SELECT of the committed rows before it
  * publishes (a read, no commit) and its UPDATE marking them published (after the broker's ack, off the
  * answer's path).
@@ -58,7 +60,7 @@ final class Floor {
     /**
      * The floor of an operation whose CSI calls are {@code rpcs}, from the mean time per call of each RPC over
      * the run ({@code rpcMeanMs}; an RPC not called in the run adds nothing). {@code withController}: whether
-     * the plugin publishes through a controller (the hop and commit counts above).
+     * the controller publish is a round of its own (a controller on another node; the hop and commit counts above).
      */
     static Estimate of(List<String> rpcs, Map<String, Double> rpcMeanMs, double kafkaHopMs, double commitMs,
                        boolean withController) {

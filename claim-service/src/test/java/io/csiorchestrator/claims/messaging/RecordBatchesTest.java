@@ -170,6 +170,39 @@ class RecordBatchesTest {
         }
     }
 
+    /**
+     * Issue 36 item 1: a record that cannot be read between the answers of two attaches (mounts that carried the
+     * controller steps) in one poll: dead-lettered alone with its reason; the two answers are applied in one
+     * transaction and both claims are ready, with no controller command of their own.
+     */
+    @Test
+    void aPoisonRecordInABatchOfAttachesIsDeadLetteredAloneAndTheAttachesTakeEffect() {
+        String vol = bus.schedulableVolumeWithLocalControllers("ns1", "batch-attach", AccessMode.MULTI_NODE_MULTI_WRITER,
+                "node-a");
+        ClaimRequested first = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+        ClaimRequested second = Bus.claim("ns1", vol, "alloc-2", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
+        bus.send(first);
+        bus.send(second);
+        NodeCommand a = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        NodeCommand b = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertTrue(a.controllerSteps() && b.controllerSteps(), "attaches: " + a + ", " + b);
+        try (LogCapture log = LogCapture.start()) {
+            List<RecordMetadata> sent = bus.writer(KafkaAccess.Principal.node("node-a")).sendTogether(List.of(
+                    Bus.record(mounted(a), Map.of()),
+                    Bus.rawRecord(Topic.MOUNT_DONE, "node-a", "{\"commandId\": \"poison-" + vol + "\", "),
+                    Bus.record(mounted(b), Map.of())));
+            bus.awaitStatus(first.requestId(), ClaimState.READY);
+            bus.awaitStatus(second.requestId(), ClaimState.READY);
+            ConsumerRecord<String, String> dead = bus.kafka.awaitRecord(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter",
+                    r -> KafkaTestClient.header(r, DeadLetters.OFFSET).equals(Long.toString(sent.get(1).offset())), Bus.WAIT);
+            String reason = KafkaTestClient.header(dead, DeadLetters.REASON);
+            assertTrue(reason != null && reason.contains("JSON"), "reason: " + reason);
+            assertTrue(log.lines().stream().anyMatch(l -> l.contains("mount-done batch of 2 (mount-done " + a.commandId()
+                    + " .. mount-done " + b.commandId() + "): one transaction")), "one transaction: " + batchLines(log));
+        }
+        assertTrue(bus.commands(vol).stream().allMatch(c -> c.kind() == NodeCommandKind.MOUNT), bus.commands(vol).toString());
+    }
+
     private static MountDone mounted(NodeCommand c) {
         return new MountDone(c.commandId(), c.nodeId(), c.kind(), c.namespace(), c.volumeId(), c.allocationId(), true, null,
                 null, Map.of(), "/var/lib/csi/" + c.volumeId() + "/" + c.allocationId(), null, Instant.now());
