@@ -194,7 +194,9 @@ class RecordBatchesTest {
             bus.awaitStatus(first.requestId(), ClaimState.READY);
             bus.awaitStatus(second.requestId(), ClaimState.READY);
             ConsumerRecord<String, String> dead = bus.kafka.awaitRecord(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter",
-                    r -> KafkaTestClient.header(r, DeadLetters.OFFSET).equals(Long.toString(sent.get(1).offset())), Bus.WAIT);
+                    r -> Long.toString(sent.get(1).offset()).equals(KafkaTestClient.header(r, DeadLetters.OFFSET))
+                            && Integer.toString(sent.get(1).partition()).equals(KafkaTestClient.header(r, DeadLetters.PARTITION)),
+                    Bus.WAIT);
             String reason = KafkaTestClient.header(dead, DeadLetters.REASON);
             assertTrue(reason != null && reason.contains("JSON"), "reason: " + reason);
             assertTrue(log.lines().stream().anyMatch(l -> l.contains("mount-done batch of 2 (mount-done " + a.commandId()
