@@ -31,12 +31,18 @@ class NodeLocalControllerFlowTest {
         bus.close();
     }
 
+    /** A schedulable volume of a new plugin that needs a controller, its only controller instance on node-a. */
+    private String volume(AccessMode mode, String... nodes) {
+        String plugin = ClaimFlowTest.unique("plug");
+        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, mode);
+        bus.plugin(plugin, true, List.of("node-a"), List.of(nodes));
+        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        return vol;
+    }
+
     @Test
     void anAttachAndADetachAreOneNodeCommandEach() {
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, true, List.of("node-a"), List.of("node-a", "node-b"));
-        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        String vol = volume(AccessMode.SINGLE_NODE_WRITER, "node-a", "node-b");
 
         ClaimRequested write = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(write);
@@ -62,10 +68,7 @@ class NodeLocalControllerFlowTest {
     /** A claim on a node without a controller instance keeps the two-step path (controller commands of their own). */
     @Test
     void aClaimOnANodeWithoutAControllerKeepsTheTwoStepPath() {
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
-        bus.plugin(plugin, true, List.of("node-a"), List.of("node-a", "node-b"));
-        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        String vol = volume(AccessMode.SINGLE_NODE_WRITER, "node-a", "node-b");
 
         ClaimRequested write = Bus.claim("ns1", vol, "alloc-1", "node-b", ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(write);
@@ -84,10 +87,7 @@ class NodeLocalControllerFlowTest {
      */
     @Test
     void theLastDetachOnTheNodeEndsThePublicationAndAFailedAttachRollsBackWithOneDetach() {
-        String plugin = ClaimFlowTest.unique("plug");
-        String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_MULTI_WRITER);
-        bus.plugin(plugin, true, List.of("node-a"), List.of("node-a"));
-        ClaimFlowTest.awaitSchedulable("ns1", vol);
+        String vol = volume(AccessMode.MULTI_NODE_MULTI_WRITER, "node-a");
 
         ClaimRequested first = Bus.claim("ns1", vol, "alloc-1", "node-a", ClaimMode.WRITE, AccessMode.MULTI_NODE_MULTI_WRITER);
         bus.send(first);
