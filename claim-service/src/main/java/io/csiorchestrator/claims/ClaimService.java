@@ -304,7 +304,7 @@ public class ClaimService {
                 volume.claimedAccessMode = request.accessMode().wire();
             }
             volume.updatedAt = Instant.now();
-            Snapshot fresh = Snapshot.fresh(claim.controllerRequired, controllerOnClaimingNode(claim, plugin));
+            Snapshot fresh = Snapshot.fresh(claim.controllerRequired, useControllerOnClaimingNode(claim, plugin));
             return applyToNew(volume, claim, wait == null ? machine().start(fresh)
                     : machine().waitForPlugin(fresh, wait.since(), wait.until(), wait.reason(), true));
         });
@@ -442,7 +442,7 @@ public class ClaimService {
             if (others.isEmpty()) {
                 volume.claimedAccessMode = claim.accessMode;
             }
-            Snapshot fresh = Snapshot.fresh(claim.controllerRequired, controllerOnClaimingNode(claim, plugin));
+            Snapshot fresh = Snapshot.fresh(claim.controllerRequired, useControllerOnClaimingNode(claim, plugin));
             if (decision instanceof ClaimRules.WaitForPlugin wait) {
                 return apply(volume, claim, machine().waitForPlugin(fresh, wait.since(), wait.until(), wait.reason(), true));
             }
@@ -1047,8 +1047,9 @@ public class ClaimService {
      * another claim's controller-unpublish is pending. The caller holds the volume lock.
      */
     private Uni<Void> send(VolumeEntity volume, ClaimEntity claim, NodeCommandKind kind) {
-        boolean combined = (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT) && snapshot(claim).combined()
-                && (kind == NodeCommandKind.MOUNT || claim.controllerPublished);
+        // the claim's node steps carry its controller steps; an unmount only while a controller-unpublish is owed
+        boolean combined = snapshot(claim).combined()
+                && (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT && claim.controllerPublished);
         if ((kind != NodeCommandKind.CONTROLLER_PUBLISH && kind != NodeCommandKind.CONTROLLER_UNPUBLISH && !combined)
                 || Phase.STORAGE_FENCING.name().equals(claim.phase)) {
             // A storage fence was decided with the volume's other claims on the node checked (StorageFence.decide).
@@ -1246,9 +1247,9 @@ public class ClaimService {
      * Issue 36 item 1: whether the claim's controller publication is made by a healthy controller instance of the
      * plugin on the claiming node itself (node-local drivers: the reference plugin, LVM-style drivers); then that
      * node's worker runs the controller steps in the claim's mount and unmount (one node command per attach and per
-     * detach), and the claim remembers that controller. Otherwise the controller steps stay commands of their own.
+     * detach), and then it sets the claim's controller to that node. Otherwise the controller steps stay commands of their own.
      */
-    private static boolean controllerOnClaimingNode(ClaimEntity claim, PluginFacts plugin) {
+    private static boolean useControllerOnClaimingNode(ClaimEntity claim, PluginFacts plugin) {
         if (!claim.controllerRequired || claim.externalNodeId == null
                 || !plugin.healthyControllerNodes().contains(claim.nodeId)) {
             return false;
