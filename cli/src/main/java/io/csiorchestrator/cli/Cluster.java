@@ -1075,6 +1075,35 @@ public final class Cluster {
         }
     }
 
+    /**
+     * System property {@code csi.free-ports=<low>-<high>}: {@link #freePort()} takes ports from that band only. Two
+     * processes that start systems at the same time (the build's two IT modules run side by side) each get a band of
+     * their own, since a port one of them picked is not bound until its service starts and the other could pick it
+     * meanwhile; the band is clipped to the default range below.
+     */
+    static final String FREE_PORTS_PROPERTY = "csi.free-ports";
+
+    /**
+     * The band {@code {low, high}} that {@code property} ({@code <low>-<high>}) names within {@code [lowest, highest]};
+     * the whole of it when {@code property} is null. A malformed band or one outside that range fails naming it.
+     */
+    static int[] freePortBand(String property, int lowest, int highest) {
+        if (property == null || property.isBlank()) {
+            return new int[] {lowest, highest};
+        }
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\s*(\\d+)\\s*-\\s*(\\d+)\\s*").matcher(property);
+        if (!m.matches()) {
+            throw new IllegalArgumentException(FREE_PORTS_PROPERTY + "=" + property + ": expected <low>-<high>, e.g. 20000-26000");
+        }
+        int low = Math.max(lowest, Integer.parseInt(m.group(1)));
+        int high = Math.min(highest, Integer.parseInt(m.group(2)));
+        if (high - low < 100) {
+            throw new IllegalArgumentException(FREE_PORTS_PROPERTY + "=" + property + ": fewer than 100 ports left within "
+                    + lowest + "-" + highest + " (below the kernel's ephemeral range)");
+        }
+        return new int[] {low, high};
+    }
+
     /** Ports this process handed out already (never twice). */
     private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private static final int LOWEST_PORT = 20000;
@@ -1087,10 +1116,12 @@ public final class Cluster {
      * twice in one process; the kernel's choice as the last resort.
      */
     static int freePort() {
-        int high = ephemeralLow() - 1;
+        int[] band = freePortBand(System.getProperty(FREE_PORTS_PROPERTY), LOWEST_PORT, ephemeralLow() - 1);
+        int low = band[0];
+        int high = band[1];
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
-        for (int attempt = 0; high > LOWEST_PORT && attempt < 200; attempt++) {
-            int port = random.nextInt(LOWEST_PORT, high + 1);
+        for (int attempt = 0; high > low && attempt < 200; attempt++) {
+            int port = random.nextInt(low, high + 1);
             if (!HANDED_OUT.contains(port) && portFree(port) && HANDED_OUT.add(port)) {
                 return port;
             }

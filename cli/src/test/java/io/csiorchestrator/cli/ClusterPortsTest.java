@@ -1,6 +1,8 @@
 package io.csiorchestrator.cli;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashSet;
@@ -21,5 +23,19 @@ class ClusterPortsTest {
             ports.add(port);
         }
         assertEquals(50, ports.size(), "never the same port twice");
+    }
+
+    @Test
+    void aBandPropertyKeepsThePortsOfOneProcessApartFromAnothers() {
+        assertArrayEquals(new int[] {20000, 32767}, Cluster.freePortBand(null, 20000, 32767), "no band: the whole range");
+        assertArrayEquals(new int[] {20000, 26000}, Cluster.freePortBand("20000-26000", 20000, 32767));
+        assertArrayEquals(new int[] {26001, 30000}, Cluster.freePortBand(" 26001 - 40000 ", 20000, 30000),
+                "clipped to the range below the ephemeral ports");
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+                () -> Cluster.freePortBand("20000..26000", 20000, 32767));
+        assertTrue(bad.getMessage().contains("csi.free-ports=20000..26000"), bad.getMessage());
+        IllegalArgumentException small = assertThrows(IllegalArgumentException.class,
+                () -> Cluster.freePortBand("40000-50000", 20000, 32767));
+        assertTrue(small.getMessage().contains("fewer than 100 ports"), small.getMessage());
     }
 }
