@@ -115,28 +115,9 @@ public final class Bus implements AutoCloseable {
         writer(writer).sendTogether(records);
     }
 
-    /**
-     * Who writes {@code event} in production, the Kafka principal this bus writes it as: a claim request the tests'
-     * scheduler, a node's record ({@code mount-done}, {@code node-events}, {@code node-state}) that node, the
-     * registry's records ({@code plugin-status}, {@code node-leases}) the registry.
-     */
+    /** Who writes {@code event} in production ({@link io.csiorchestrator.testkit.TestIdentities#writerOf}). */
     public static KafkaAccess.Principal writerOf(ContractEvent event) {
-        if (event instanceof ClaimRequested) {
-            return KafkaAccess.Principal.scheduler(io.csiorchestrator.testkit.TestIdentities.SCHEDULER);
-        }
-        if (event instanceof MountDone d) {
-            return KafkaAccess.Principal.node(d.nodeId());
-        }
-        if (event instanceof io.csiorchestrator.events.NodeEvent e) {
-            return KafkaAccess.Principal.node(e.nodeId());
-        }
-        if (event instanceof io.csiorchestrator.events.NodeStateReported r) {
-            return KafkaAccess.Principal.node(r.nodeId());
-        }
-        if (event instanceof PluginStatus || event instanceof io.csiorchestrator.events.NodeLease) {
-            return KafkaAccess.Principal.pluginRegistry();
-        }
-        throw new IllegalArgumentException("no writer of " + event.eventType() + " played by the bus");
+        return io.csiorchestrator.testkit.TestIdentities.writerOf(event);
     }
 
     /** A producer on the shared broker as {@code principal}, with its ACLs on this module's topics. */
@@ -154,25 +135,9 @@ public final class Bus implements AutoCloseable {
         };
     }
 
-    /**
-     * Who signs {@code event} as production would: a claim request the tests' scheduler
-     * ({@link io.csiorchestrator.testkit.TestIdentities#SCHEDULER}), a worker's record its node; the services' records
-     * (plugin-status, node-leases) are not signed.
-     */
+    /** Who signs {@code event} as production would ({@link io.csiorchestrator.testkit.TestIdentities#signerOf}). */
     public static io.csiorchestrator.events.identity.IdentityKey signer(ContractEvent event) {
-        if (event instanceof ClaimRequested) {
-            return io.csiorchestrator.testkit.TestIdentities.scheduler(io.csiorchestrator.testkit.TestIdentities.SCHEDULER);
-        }
-        if (event instanceof MountDone d) {
-            return io.csiorchestrator.testkit.TestIdentities.node(d.nodeId());
-        }
-        if (event instanceof io.csiorchestrator.events.NodeEvent e) {
-            return io.csiorchestrator.testkit.TestIdentities.node(e.nodeId());
-        }
-        if (event instanceof io.csiorchestrator.events.NodeStateReported r) {
-            return io.csiorchestrator.testkit.TestIdentities.node(r.nodeId());
-        }
-        return null;
+        return io.csiorchestrator.testkit.TestIdentities.signerOf(event);
     }
 
     /**

@@ -160,4 +160,49 @@ public final class TestIdentities {
     public static synchronized List<Principal> principals() {
         return new ArrayList<>(KEYS.keySet());
     }
+
+    /**
+     * Who writes {@code event} in production, the Kafka principal a test writes it as: a claim request the tests'
+     * scheduler ({@link #SCHEDULER}), a node's record ({@code mount-done}, {@code node-events}, {@code node-state}) that
+     * node, the registry's records ({@code plugin-status}, {@code node-leases}) the registry.
+     */
+    public static io.csiorchestrator.events.KafkaAccess.Principal writerOf(io.csiorchestrator.events.ContractEvent event) {
+        if (event instanceof io.csiorchestrator.events.ClaimRequested) {
+            return io.csiorchestrator.events.KafkaAccess.Principal.scheduler(SCHEDULER);
+        }
+        String node = nodeOf(event);
+        if (node != null) {
+            return io.csiorchestrator.events.KafkaAccess.Principal.node(node);
+        }
+        if (event instanceof io.csiorchestrator.events.PluginStatus || event instanceof io.csiorchestrator.events.NodeLease) {
+            return io.csiorchestrator.events.KafkaAccess.Principal.pluginRegistry();
+        }
+        throw new IllegalArgumentException("no writer of " + event.eventType() + " played by the tests");
+    }
+
+    /**
+     * Who signs {@code event} as production would: a claim request the tests' scheduler ({@link #SCHEDULER}), a
+     * worker's record its node; null for the services' records (plugin-status, node-leases), which are not signed.
+     */
+    public static IdentityKey signerOf(io.csiorchestrator.events.ContractEvent event) {
+        if (event instanceof io.csiorchestrator.events.ClaimRequested) {
+            return scheduler(SCHEDULER);
+        }
+        String node = nodeOf(event);
+        return node == null ? null : node(node);
+    }
+
+    /** The node a worker's record is from (mount-done, node-events, node-state); null for any other record. */
+    private static String nodeOf(io.csiorchestrator.events.ContractEvent event) {
+        if (event instanceof io.csiorchestrator.events.MountDone d) {
+            return d.nodeId();
+        }
+        if (event instanceof io.csiorchestrator.events.NodeEvent e) {
+            return e.nodeId();
+        }
+        if (event instanceof io.csiorchestrator.events.NodeStateReported r) {
+            return r.nodeId();
+        }
+        return null;
+    }
 }

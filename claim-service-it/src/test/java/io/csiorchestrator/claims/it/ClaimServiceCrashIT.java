@@ -493,8 +493,8 @@ class ClaimServiceCrashIT {
         Map<String, String> h = new LinkedHashMap<>();
         headers.forEach(header -> h.put(header.key(), new String(header.value(), StandardCharsets.UTF_8)));
         String value = EventCodec.encodeToString(event);
-        io.csiorchestrator.events.identity.IdentityKey signer = io.csiorchestrator.claims.Bus.signer(event);
-        writer(io.csiorchestrator.claims.Bus.writerOf(event)).send(topic(event.eventType().topic()), event.recordKey(), value,
+        io.csiorchestrator.events.identity.IdentityKey signer = io.csiorchestrator.testkit.TestIdentities.signerOf(event);
+        writer(io.csiorchestrator.testkit.TestIdentities.writerOf(event)).send(topic(event.eventType().topic()), event.recordKey(), value,
                 signer == null ? h : io.csiorchestrator.testkit.TestIdentities.signed(signer, event.recordKey(), value, h));
     }
 
@@ -521,14 +521,14 @@ class ClaimServiceCrashIT {
             Map<String, String> h = new LinkedHashMap<>();
             headers.forEach(header -> h.put(header.key(), new String(header.value(), StandardCharsets.UTF_8)));
             String value = EventCodec.encodeToString(event);
-            Map<String, String> signed = io.csiorchestrator.testkit.TestIdentities.signed(io.csiorchestrator.claims.Bus.signer(event),
+            Map<String, String> signed = io.csiorchestrator.testkit.TestIdentities.signed(io.csiorchestrator.testkit.TestIdentities.signerOf(event),
                     event.recordKey(), value, h);
             RecordHeaders out = new RecordHeaders();
             signed.forEach((k, v) -> out.add(k, v.getBytes(StandardCharsets.UTF_8)));
             records.add(new org.apache.kafka.clients.producer.ProducerRecord<>(topic(Topic.CLAIM_REQUESTED), null,
                     event.recordKey(), value, out));
         }
-        writer(io.csiorchestrator.claims.Bus.writerOf(claims.get(0))).sendTogether(records);
+        writer(io.csiorchestrator.testkit.TestIdentities.writerOf(claims.get(0))).sendTogether(records);
     }
 
     /** claim-service's connections waiting for a lock in an INSERT INTO handled_requests. */
