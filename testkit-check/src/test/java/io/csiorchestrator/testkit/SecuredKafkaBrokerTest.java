@@ -269,6 +269,41 @@ class SecuredKafkaBrokerTest {
         }
     }
 
+    /**
+     * The broker picks ChaCha20-Poly1305 from a client offering the JDK's default order (AES-GCM first): our JVMs run
+     * C1, which has no AES-GCM intrinsics (BrokerSecurity.CIPHER_SUITES). A client offering only AES-GCM still gets it.
+     */
+    @Test
+    void theBrokerPrefersChaCha20AndStillServesAesGcmOnlyClients() throws Exception {
+        java.security.KeyStore trust = java.security.KeyStore.getInstance("PKCS12");
+        trust.load(null, null);
+        try (var in = Files.newInputStream(broker.truststore())) {
+            int i = 0;
+            for (var certificate : java.security.cert.CertificateFactory.getInstance("X.509").generateCertificates(in)) {
+                trust.setCertificateEntry("ca-" + i++, certificate);
+            }
+        }
+        var trustManagers = javax.net.ssl.TrustManagerFactory.getInstance("PKIX");
+        trustManagers.init(trust);
+        var context = javax.net.ssl.SSLContext.getInstance("TLS");
+        context.init(null, trustManagers.getTrustManagers(), null);
+        String[] hostPort = broker.bootstrapServers().split(",")[0].split(":");
+        String[] defaults = context.getDefaultSSLParameters().getCipherSuites();
+        assertTrue(List.of(defaults).indexOf("TLS_AES_256_GCM_SHA384") < List.of(defaults).indexOf("TLS_CHACHA20_POLY1305_SHA256"),
+            "the JDK's default offer puts AES-GCM first: " + List.of(defaults));
+        assertEquals("TLS_CHACHA20_POLY1305_SHA256", negotiated(context, hostPort, defaults));
+        assertEquals("TLS_AES_128_GCM_SHA256", negotiated(context, hostPort, new String[] {"TLS_AES_128_GCM_SHA256"}));
+    }
+
+    private static String negotiated(javax.net.ssl.SSLContext context, String[] hostPort, String[] offered) throws Exception {
+        try (var socket = (javax.net.ssl.SSLSocket) context.getSocketFactory().createSocket(hostPort[0],
+                Integer.parseInt(hostPort[1]))) {
+            socket.setEnabledCipherSuites(offered);
+            socket.startHandshake();
+            return socket.getSession().getCipherSuite();
+        }
+    }
+
     /** The password files the broker hands out, like its own secrets, are readable by their owner only. */
     @Test
     void credentialFilesAreOwnerOnly() throws Exception {
