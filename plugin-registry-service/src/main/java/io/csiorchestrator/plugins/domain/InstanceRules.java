@@ -20,7 +20,9 @@ import java.util.Objects;
  *       unhealthy, with the reason "no heartbeat from node N for more than TTL". Its next accepted report
  *       makes it heard again.</li>
  *   <li>Removal: an instance from which nothing new was received for longer than the removal delay is
- *       removed; a plugin with no instance left is removed.</li>
+ *       removed once an earlier sweep silenced it (so it is always published unhealthy before it goes, even
+ *       when one sweep finds it past both, at the cost of one sweep interval); a plugin with no instance left is
+ *       removed.</li>
  * </ul>
  *
  * Silence is measured on the registry's clock from the last accepted report, not from the worker's
@@ -114,9 +116,12 @@ public final class InstanceRules {
         List<String> silenced = new ArrayList<>();
         List<String> removed = new ArrayList<>();
         for (PluginInstance instance : instances) {
-            if (cutoffs.removes(instance)) {
+            if (cutoffs.removes(instance) && instance.silent()) {
                 removed.add(instance.nodeId());
             } else if (cutoffs.silences(instance)) {
+                // past the removal delay too but never silenced (one sweep crossed both cutoffs, e.g. the first
+                // after the registry caught up): silenced now, removed by the next sweep, so whoever reads
+                // plugin-status always sees an instance turn unhealthy before it goes
                 kept.add(instance.silencedBecause(silenceReason(instance.nodeId())));
                 silenced.add(instance.nodeId());
             } else {

@@ -108,7 +108,7 @@ class InstanceRulesTest {
 
     @Test
     void instancesSilentForLongerThanTheRemovalDelayAreRemovedAndThePluginWithThem() {
-        PluginInstance old = instance(node("p", "n1", false, T0), T0);
+        PluginInstance old = instance(node("p", "n1", false, T0), T0).silencedBecause(rules.silenceReason("n1"));
         PluginInstance recent = instance(node("p", "n2", true, T0.plusSeconds(3000)), T0.plusSeconds(3000));
 
         InstanceRules.SweepResult partly = rules.sweep(List.of(old, recent), T0.plusSeconds(3601));
@@ -120,6 +120,27 @@ class InstanceRulesTest {
         InstanceRules.SweepResult all = rules.sweep(List.of(old), T0.plusSeconds(3601));
         assertTrue(all.pluginGone());
         assertFalse(rules.sweep(List.of(old), T0.plusSeconds(3600)).pluginGone(), "exactly the delay is not longer than it");
+    }
+
+    /**
+     * One sweep finds an instance past both the TTL and the removal delay, never silenced (the first sweep after the
+     * registry caught up with an outage longer than the delay): silenced now, removed by the next sweep, never
+     * removed unseen. InstanceExpiryTest's outage case saw it go straight from healthy to removed.
+     */
+    @Test
+    void anInstancePastBothCutoffsIsSilencedFirstAndRemovedByTheNextSweep() {
+        PluginInstance quiet = instance(node("p", "n1", true, T0), T0);
+
+        InstanceRules.SweepResult first = rules.sweep(List.of(quiet), T0.plusSeconds(3601));
+        assertTrue(first.removed().isEmpty(), "not removed before it was seen silent");
+        assertEquals(List.of("n1"), first.silenced());
+        assertFalse(first.kept().get(0).healthy());
+        assertEquals(rules.silenceReason("n1"), first.kept().get(0).silenceReason());
+        assertFalse(first.pluginGone());
+
+        InstanceRules.SweepResult second = rules.sweep(first.kept(), T0.plusSeconds(3602));
+        assertEquals(List.of("n1"), second.removed());
+        assertTrue(second.pluginGone());
     }
 
     @Test
