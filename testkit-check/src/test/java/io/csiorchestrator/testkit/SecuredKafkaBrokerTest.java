@@ -7,12 +7,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.security.KeyStore;
+import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.TrustManagerFactory;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -38,6 +43,7 @@ import io.csiorchestrator.events.KafkaToken;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.localinfra.BrokerSecurity;
+import io.csiorchestrator.localinfra.Certificates;
 
 /**
  * A secured broker ({@code KafkaBroker.builder().secured(true)}) refuses whoever the {@link KafkaAccess} table does
@@ -275,30 +281,28 @@ class SecuredKafkaBrokerTest {
      */
     @Test
     void theBrokerPrefersChaCha20AndStillServesAesGcmOnlyClients() throws Exception {
-        java.security.KeyStore trust = java.security.KeyStore.getInstance("PKCS12");
+        KeyStore trust = KeyStore.getInstance("PKCS12");
         trust.load(null, null);
-        try (var in = Files.newInputStream(broker.truststore())) {
-            int i = 0;
-            for (var certificate : java.security.cert.CertificateFactory.getInstance("X.509").generateCertificates(in)) {
-                trust.setCertificateEntry("ca-" + i++, certificate);
-            }
+        List<X509Certificate> authorities = Certificates.readCertificates(Files.readString(broker.truststore()));
+        for (int i = 0; i < authorities.size(); i++) {
+            trust.setCertificateEntry("ca-" + i, authorities.get(i));
         }
-        var trustManagers = javax.net.ssl.TrustManagerFactory.getInstance("PKIX");
+        TrustManagerFactory trustManagers = TrustManagerFactory.getInstance("PKIX");
         trustManagers.init(trust);
-        var context = javax.net.ssl.SSLContext.getInstance("TLS");
+        SSLContext context = SSLContext.getInstance("TLS");
         context.init(null, trustManagers.getTrustManagers(), null);
         String[] hostPort = broker.bootstrapServers().split(",")[0].split(":");
-        String[] defaults = context.getDefaultSSLParameters().getCipherSuites();
-        assertTrue(List.of(defaults).indexOf("TLS_AES_256_GCM_SHA384") < List.of(defaults).indexOf("TLS_CHACHA20_POLY1305_SHA256"),
-            "the JDK's default offer puts AES-GCM first: " + List.of(defaults));
+        List<String> defaults = List.of(context.getDefaultSSLParameters().getCipherSuites());
+        assertTrue(defaults.indexOf("TLS_AES_256_GCM_SHA384") < defaults.indexOf("TLS_CHACHA20_POLY1305_SHA256"),
+            "the JDK's default offer puts AES-GCM first: " + defaults);
         assertEquals("TLS_CHACHA20_POLY1305_SHA256", negotiated(context, hostPort, defaults));
-        assertEquals("TLS_AES_128_GCM_SHA256", negotiated(context, hostPort, new String[] {"TLS_AES_128_GCM_SHA256"}));
+        assertEquals("TLS_AES_128_GCM_SHA256", negotiated(context, hostPort, List.of("TLS_AES_128_GCM_SHA256")));
     }
 
-    private static String negotiated(javax.net.ssl.SSLContext context, String[] hostPort, String[] offered) throws Exception {
-        try (var socket = (javax.net.ssl.SSLSocket) context.getSocketFactory().createSocket(hostPort[0],
+    private static String negotiated(SSLContext context, String[] hostPort, List<String> offered) throws Exception {
+        try (SSLSocket socket = (SSLSocket) context.getSocketFactory().createSocket(hostPort[0],
                 Integer.parseInt(hostPort[1]))) {
-            socket.setEnabledCipherSuites(offered);
+            socket.setEnabledCipherSuites(offered.toArray(String[]::new));
             socket.startHandshake();
             return socket.getSession().getCipherSuite();
         }
