@@ -241,11 +241,13 @@ public final class KafkaClientSecurity {
             p.put("ssl.keystore.key", key);
             p.put("ssl.truststore.type", "PEM");
             p.put("ssl.truststore.location", truststore.toAbsolutePath().toString());
+            p.put("ssl.engine.factory.class", SharedSslEngineFactory.class.getName());
         } else if (secured()) {
             p.put("sasl.mechanism", MECHANISM);
             p.put("sasl.jaas.config", token != null ? tokenJaasConfig(token) : jaasConfig(username, password));
             p.put("ssl.truststore.type", "PEM");
             p.put("ssl.truststore.location", truststore.toAbsolutePath().toString());
+            p.put("ssl.engine.factory.class", SharedSslEngineFactory.class.getName());
         }
         return p;
     }
