@@ -371,8 +371,11 @@ class ComposeKafkaBrokerTest {
             for (String[] tool : new String[][] {{"kafka-delegation-tokens.sh", "DelegationTokenCommand"},
                     {"kafka-acls.sh", "AclCommand"}}) {
                 Path file = bin.resolve(tool[0]);
+                // A one-shot command on a 2-core test machine: C1 only and the serial collector (the image's
+                // kafka-run-class.sh tunes for a long-running broker instead); each run is a JVM start.
                 Files.writeString(file, "#!/bin/sh\n# kafka-run-class.sh's way: KAFKA_OPTS, then the class\nexec '"
-                    + Path.of(System.getProperty("java.home"), "bin", "java") + "' $KAFKA_OPTS -cp '" + classPath
+                    + Path.of(System.getProperty("java.home"), "bin", "java")
+                    + "' -XX:TieredStopAtLevel=1 -XX:+UseSerialGC $KAFKA_OPTS -cp '" + classPath
                     + "' org.apache.kafka.tools." + tool[1] + " \"$@\"\n");
                 Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwx------"));
             }
