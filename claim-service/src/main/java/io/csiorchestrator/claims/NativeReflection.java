@@ -32,8 +32,6 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         // Kafka instantiates the channel's value deserializer by its configured class name.
         ClaimRequestedDeserializer.class,
         io.csiorchestrator.support.security.RawValue.Deserializer.class,
-        // Kafka instantiates ssl.engine.factory.class (KafkaClientSecurity sets it) by its class name.
-        io.csiorchestrator.events.SharedSslEngineFactory.class,
 })
 public final class NativeReflection {
 

@@ -30,7 +30,8 @@ import org.apache.kafka.common.security.ssl.DefaultSslEngineFactory;
  * the key into an in-memory PKCS#12 store (which encrypts it with PBKDF2, 10,000 rounds of HMAC-SHA256) and reads it
  * back out (the same 10,000 rounds again). On our C1-only JVMs that was a third of the Java samples of claim-service's
  * boot. Sharing the context also shares its TLS session cache, so a client connecting to a broker another client of
- * the process already reached may resume (as one client reconnecting always could).
+ * the process already reached may resume, as one client reconnecting always could; a session is offered for
+ * {@value #RESUME_SECONDS} s (the JDK's default is 24 h), after which a connection makes a full handshake again.
  *
  * <p>What is shared is keyed by every {@code ssl.*} setting Kafka hands the factory, with the content of any store
  * file named (a rotated trust file or key file makes a new context for the clients created after it; running clients
@@ -41,6 +42,8 @@ import org.apache.kafka.common.security.ssl.DefaultSslEngineFactory;
 public final class SharedSslEngineFactory implements SslEngineFactory {
 
     static final int MAX_CONTEXTS = 16;
+    /** How long a client offers a TLS session for resumption (see {@link #configure}). */
+    static final int RESUME_SECONDS = 300;
 
     private static final Map<Map<String, String>, DefaultSslEngineFactory> SHARED =
         new LinkedHashMap<>(MAX_CONTEXTS, 0.75f, true) {
@@ -60,6 +63,10 @@ public final class SharedSslEngineFactory implements SslEngineFactory {
             if (delegate == null) {
                 DefaultSslEngineFactory created = new DefaultSslEngineFactory();
                 created.configure(configs);
+                // A resumed session skips the certificate checks of a full handshake; the JDK's client offers its
+                // sessions for 24 h by default. Ours offer them for 5 minutes: a certificate that expired or lost
+                // its trust is checked again by the next connection after that.
+                created.sslContext().getClientSessionContext().setSessionTimeout(RESUME_SECONDS);
                 SHARED.put(key, created);
                 delegate = created;
             }

@@ -35,6 +35,8 @@ class SharedSslEngineFactoryTest {
         otherClient.put("group.id", "claim-service");
         SharedSslEngineFactory second = configured(otherClient);
         assertSame(first.sslContext(), second.sslContext());
+        assertEquals(SharedSslEngineFactory.RESUME_SECONDS, first.sslContext().getClientSessionContext().getSessionTimeout(),
+            "sessions offered for resumption 5 minutes, not the JDK's 24 h");
 
         first.close();
         SSLEngine engine = second.createClientSslEngine("127.0.0.1", 9093, "https");

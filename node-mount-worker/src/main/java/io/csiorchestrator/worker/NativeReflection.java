@@ -20,8 +20,6 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         PublishState.class,
         io.csiorchestrator.worker.state.FenceRecord.class,
         io.csiorchestrator.worker.state.FenceRecord.Phase.class,
-        // Kafka instantiates ssl.engine.factory.class (KafkaClientSecurity sets it) by its class name.
-        io.csiorchestrator.events.SharedSslEngineFactory.class,
 })
 public final class NativeReflection {
 

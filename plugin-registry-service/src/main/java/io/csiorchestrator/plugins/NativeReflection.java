@@ -23,8 +23,6 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         JsonStringList.class,
         JsonStringMap.class,
         java.util.TreeMap.class,
-        // Kafka instantiates ssl.engine.factory.class (KafkaClientSecurity sets it) by its class name.
-        io.csiorchestrator.events.SharedSslEngineFactory.class,
 }, classNames = {
         "io.csiorchestrator.plugins.store.JsonStringList$1",
         "io.csiorchestrator.plugins.store.JsonStringMap$1",

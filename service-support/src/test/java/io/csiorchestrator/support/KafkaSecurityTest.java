@@ -35,5 +35,10 @@ class KafkaSecurityTest {
         assertEquals(ca.toAbsolutePath().toString(), config.get("ssl.truststore.location"));
         assertEquals("claim-service", config.get("group.id"));
         assertEquals("127.0.0.1:1", config.get("bootstrap.servers"));
+        // the TLS engine factory the settings name is one a native image can instantiate by its name
+        String factory = (String) config.get("ssl.engine.factory.class");
+        assertTrue(java.util.Arrays.stream(KafkaSecurity.class
+                .getAnnotation(io.quarkus.runtime.annotations.RegisterForReflection.class).targets())
+            .anyMatch(c -> c.getName().equals(factory)), factory + " registered for reflection");
     }
 }
