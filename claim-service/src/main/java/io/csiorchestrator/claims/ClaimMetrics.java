@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import jakarta.annotation.PostConstruct;
+import jakarta.annotation.PreDestroy;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.time.Duration;
@@ -59,12 +60,25 @@ public class ClaimMetrics {
     MeterRegistry registry;
 
     private final AtomicLong outboxPending = new AtomicLong();
+    private Gauge pendingGauge;
 
     @PostConstruct
     void register() {
-        Gauge.builder(OUTBOX_PENDING, outboxPending, AtomicLong::get)
+        pendingGauge = Gauge.builder(OUTBOX_PENDING, outboxPending, AtomicLong::get)
                 .description("Outbox rows committed and not yet acknowledged by the broker")
                 .register(registry);
+    }
+
+    /**
+     * The gauge goes with this bean. Quarkus' registry is Micrometer's global one, whose meters outlive an application
+     * that stops and starts again in one JVM (its tests do, between test profiles): left there, the gauge would keep
+     * reading this bean's state, and registering it again returns the old one.
+     */
+    @PreDestroy
+    void unregister() {
+        if (pendingGauge != null) {
+            registry.remove(pendingGauge);
+        }
     }
 
     private Timer timer(String name, String description, String... tags) {

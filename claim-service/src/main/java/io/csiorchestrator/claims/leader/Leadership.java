@@ -46,9 +46,10 @@ public class Leadership {
     io.csiorchestrator.claims.ReconcileSchedule reconcile;
 
     private volatile LeaderElection election;
+    private volatile Gauge gauge;
 
     void onStart(@Observes @Priority(Interceptor.Priority.PLATFORM_BEFORE + 25) StartupEvent event) {
-        Gauge.builder(GAUGE, this, l -> l.isLeader() ? 1 : 0)
+        gauge = Gauge.builder(GAUGE, this, l -> l.isLeader() ? 1 : 0)
                 .description("1 while this instance holds the leader lock (runs the outbox relay and the reconciler)")
                 .register(registry);
         election = new LeaderElection(vertx, connectOptions(reactiveUrl.orElse("postgresql://localhost:5432/claims"),
@@ -64,6 +65,12 @@ public class Leadership {
         LeaderElection e = election;
         if (e != null) {
             e.close();
+        }
+        // the gauge goes with this instance: Micrometer's global registry (Quarkus') keeps meters across an
+        // application restart in one JVM, and would keep reading this stopped instance (ClaimMetrics says more)
+        Gauge g = gauge;
+        if (g != null) {
+            registry.remove(g);
         }
     }
 
