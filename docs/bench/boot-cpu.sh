@@ -6,6 +6,7 @@
 # and prints the process's CPU when Quarkus logs "started in" and ten seconds later.
 #   usage: boot-cpu.sh NAME [EXTRA_JVM_OPTIONS]      JAR=<dir> replaces /work/main/claim-service (an A build)
 #                                                    CWD=<dir> starts it elsewhere than /tmp/upm
+# The claim-service it restarts is the one listening on 8081 (quarkus.http.port in its recorded command line: up's).
 # Interleave A and B calls (A B A B ...): one boot varies by about a second on this machine.
 name=$1; extra=$2
 old=$(pgrep -f "quarkus.http.port=8081" | grep -v $$ | head -1)
