@@ -26,7 +26,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * are read with CSI ListVolumes (published_node_ids). In package {@code cli} for {@link PluginVolumes}.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@ExtendWith(OneNodeSystem.Shared.class)
+@ExtendWith(SharedSystem.Shared.class)
 @Order(1)
 class ControllerPublicationIT {
 
@@ -39,8 +39,8 @@ class ControllerPublicationIT {
     private ClaimClient client;
 
     @BeforeAll
-    void up(OneNodeSystem system) {
-        // the system these ITs share (OneNodeSystem.USERS): started by the first of them, stopped after the last
+    void up(SharedSystem system) {
+        // the system these ITs share (SharedSystem.Shape.ONE_NODE): started by the first of them, stopped after the last
         cluster = system.cluster();
         claims = system.claims();
         client = system.client();

@@ -13,34 +13,40 @@ import io.csiorchestrator.events.ClaimStatus;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Plugin outages on a real system (separate processes: Kafka and PostgreSQL, claim-service, plugin-registry-service,
  * two node-mount-workers, two hostpath plugins; real bind mounts), the plugin on node-1 killed with SIGKILL (its
  * real pid), so its socket file stays behind with nothing listening.
  */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@ExtendWith(SharedSystem.Shared.class)
+@Order(5)
 class PluginOutageIT {
 
     static final String NS = "default";
     static final Duration START = Duration.ofSeconds(180);
     static final Duration CLAIM = Duration.ofSeconds(120);
 
+    private SharedSystem system;
     private Cluster cluster;
 
-    @AfterEach
-    void cleanUp() {
-        if (cluster != null) {
-            cluster.stopAll(Duration.ofSeconds(30));
-            Mounts.unmountAllUnder(cluster.workDir());
-        }
+    @BeforeAll
+    void up(SharedSystem system) {
+        // the system these ITs share (SharedSystem.Shape.TWO_NODES): started by the first of them, stopped after the
+        // last; this is the last, since it leaves node-1's plugin dead and deregistered
+        this.system = system;
+        cluster = system.cluster();
     }
 
     /**
@@ -54,30 +60,11 @@ class PluginOutageIT {
      */
     @Test
     void aKilledPluginDelaysAClaimUntilItIsBackAndOneThatStaysDeadGetsItRejectedAndDeregistered() throws Exception {
-        Path home = Path.of(System.getProperty("csi.home", "..")).toAbsolutePath().normalize();
-        Path work = Files.createTempDirectory(Path.of("target").toAbsolutePath(), "outage-");
-        cluster = new Cluster(home, work, Cluster.Ports.free(), false);
-        cluster.prepare();
-        cluster.startInfra();
-        Cluster.Proc registry = cluster.startRegistry();
-        Cluster.Proc claims = cluster.startClaims();
-        cluster.awaitReady(registry, cluster.registryUrl(), START);
-        cluster.awaitReady(claims, cluster.claimsUrl(), START);
-        Map<String, Cluster.Proc> plugins = new java.util.HashMap<>();
-        for (String node : Cluster.NODES) {
-            plugins.put(node, cluster.startPlugin(node));
-        }
-        List<Cluster.Proc> workers = new ArrayList<>();
-        for (String node : Cluster.NODES) {
-            workers.add(cluster.startWorker(node));
-        }
-        for (int i = 0; i < workers.size(); i++) {
-            cluster.awaitReady(workers.get(i), cluster.workerUrl(Cluster.NODES.get(i)), START);
-        }
-        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
-        Http claimsApi = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
+        // node-1's plugin, killed by the user before this one, started again, and both healthy in the registry
+        system.pluginsRunning();
+        Http registryApi = system.registry();
+        Http claimsApi = system.claims();
         Http node1 = new Http("node-mount-worker-node-1", cluster.workerUrl("node-1"));
-        awaitPlugin(registryApi, p -> p.path("nodesHealthy").asInt() == 2);
         List<Path> sockets = Cluster.NODES.stream().map(cluster::pluginSocket).toList();
         for (String volume : List.of("delayed", "abandoned")) {
             String externalId = PluginVolumes.create(volume, sockets);
@@ -91,9 +78,9 @@ class PluginOutageIT {
         }
 
         // 1. Killed: its claim waits, the plugin comes back, the claim ends ready.
-        kill(plugins.get("node-1"));
+        kill(system.plugin("node-1"));
         awaitPlugin(registryApi, p -> p.path("nodesHealthy").asInt() == 1);
-        ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
+        ClaimClient client = system.client();
         CompletableFuture<ClaimClient.Outcome> delayed = CompletableFuture.supplyAsync(() -> client.request(
                 ClaimClient.claim(NS, "delayed", "alloc-delayed", "node-1", ClaimMode.WRITE,
                         AccessMode.MULTI_NODE_SINGLE_WRITER, AttachmentMode.FILE_SYSTEM), CLAIM, null));
@@ -105,7 +92,7 @@ class PluginOutageIT {
         assertFalse(delayed.isDone(), "answered before the plugin was back: " + waiting);
         assertTrue(node1.get("/q/health/ready").ok(), "node-1's worker is ready while its plugin is dead");
 
-        plugins.put("node-1", cluster.startPlugin("node-1"));
+        system.restartPlugin("node-1");
         ClaimClient.Outcome outcome = delayed.get(CLAIM.toSeconds(), TimeUnit.SECONDS);
         assertTrue(outcome.is(ClaimState.READY), outcome.describe());
         assertTrue(outcome.seen().stream().map(ClaimStatus::state)
@@ -117,7 +104,7 @@ class PluginOutageIT {
 
         // 2. Killed and left dead: a claim is rejected past the grace; the worker stays ready and deregisters it.
         awaitPlugin(registryApi, p -> p.path("nodesHealthy").asInt() == 2);
-        kill(plugins.get("node-1"));
+        kill(system.plugin("node-1"));
         assertTrue(Files.exists(cluster.pluginSocket("node-1")), "SIGKILL leaves the socket file behind");
         awaitPlugin(registryApi, p -> p.path("nodesHealthy").asInt() == 1);
         ClaimClient.Outcome rejected = client.request(ClaimClient.claim(NS, "abandoned", "alloc-abandoned", "node-1",

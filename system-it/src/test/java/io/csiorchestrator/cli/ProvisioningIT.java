@@ -34,7 +34,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * bind mounts). The plugin's volumes are read with CSI ListVolumes; faults are injected through its faults file.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@ExtendWith(OneNodeSystem.Shared.class)
+@ExtendWith(SharedSystem.Shared.class)
 @Order(2)
 class ProvisioningIT {
 
@@ -47,8 +47,8 @@ class ProvisioningIT {
     private ClaimClient client;
 
     @BeforeAll
-    void up(OneNodeSystem system) {
-        // the system these ITs share (OneNodeSystem.USERS): started by the first of them, stopped after the last
+    void up(SharedSystem system) {
+        // the system these ITs share (SharedSystem.Shape.ONE_NODE): started by the first of them, stopped after the last
         cluster = system.cluster();
         claims = system.claims();
         client = system.client();

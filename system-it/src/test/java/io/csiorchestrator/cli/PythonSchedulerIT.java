@@ -32,7 +32,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * {@code ./csi scheduler check} names the bad signature and the replay.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@ExtendWith(OneNodeSystem.Shared.class)
+@ExtendWith(SharedSystem.Shared.class)
 @Order(3)
 class PythonSchedulerIT {
 
@@ -45,8 +45,8 @@ class PythonSchedulerIT {
     private Http claims;
 
     @BeforeAll
-    void up(OneNodeSystem system) {
-        // the system these ITs share (OneNodeSystem.USERS): started by the first of them, stopped after the last
+    void up(SharedSystem system) {
+        // the system these ITs share (SharedSystem.Shape.ONE_NODE): started by the first of them, stopped after the last
         cluster = system.cluster();
         claims = system.claims();
     }
@@ -68,7 +68,7 @@ class PythonSchedulerIT {
     @Test
     void thePythonExampleClaimsReleasesAndSeesEachRefusalAsTheContractSays() throws Exception {
         String volume = "py-vol";
-        String externalId = PluginVolumes.create(volume, List.of(cluster.pluginSocket(OneNodeSystem.NODE)));
+        String externalId = PluginVolumes.create(volume, List.of(cluster.pluginSocket(SharedSystem.NODE)));
         Http.Response r = claims.post("/v1/volumes", Http.MAPPER.writeValueAsString(Map.of("id", volume, "namespace", NS,
                 "name", volume, "externalId", externalId, "pluginId", Cluster.PLUGIN_ID,
                 "accessMode", AccessMode.SINGLE_NODE_WRITER.wire(), "attachmentMode", AttachmentMode.FILE_SYSTEM.wire())));
@@ -91,7 +91,7 @@ class PythonSchedulerIT {
         Path example = home.resolve("examples/python-scheduler/scheduler.py");
         String python = System.getenv().getOrDefault("CSI_PYTHON", "/usr/bin/python3");
         Process p = new ProcessBuilder(python, example.toString(), "--kit", kit.toString(), "demo", "--namespace", NS,
-                "--volume", volume, "--node", OneNodeSystem.NODE)
+                "--volume", volume, "--node", SharedSystem.NODE)
                 .directory(example.getParent().toFile()).redirectErrorStream(true).start();
         boolean ended = p.waitFor(PYTHON_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         if (!ended) {
@@ -104,7 +104,7 @@ class PythonSchedulerIT {
 
         JsonNode ready = line(out, "step", "ready");
         assertTrue(ready.path("mounted").asBoolean(), "the host path was a mount point while ready: " + ready);
-        assertEquals(OneNodeSystem.NODE, ready.path("nodeId").asText(), out);
+        assertEquals(SharedSystem.NODE, ready.path("nodeId").asText(), out);
         line(out, "step", "released");
         assertEquals("rejected", line(out, "step", "outside-window").path("state").asText());
         line(out, "demo", "ok");

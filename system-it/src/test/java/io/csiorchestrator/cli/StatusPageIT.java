@@ -12,14 +12,16 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.openqa.selenium.Dimension;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
@@ -32,11 +34,15 @@ import org.openqa.selenium.support.ui.WebDriverWait;
 
 /**
  * The status page (claim-service's {@code /status/}) in a real headless Chromium (the OS packages {@code chromium}
- * and {@code chromium-driver}, driven by Selenium; nothing downloaded) against a real system in separate processes:
+ * and {@code chromium-driver}, driven by Selenium; nothing downloaded) against a real system in separate processes
+ * (the two-node {@link SharedSystem}, which {@link PluginOutageIT} uses after it):
  * Kafka and PostgreSQL, claim-service, plugin-registry-service, two hostpath plugins and two node-mount-workers with
  * real bind mounts. Screenshots at two widths go to {@code target/status-page/}. Where the browser or its driver is
  * not installed the test fails, naming the packages (never a skip: {@code ./csi test} checks and installs them first).
  */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@ExtendWith(SharedSystem.Shared.class)
+@Order(4)
 class StatusPageIT {
 
     static final String NS = "default";
@@ -47,17 +53,21 @@ class StatusPageIT {
     static final Path CHROMIUM = Path.of("/usr/bin/chromium");
     static final Path DRIVER = Path.of("/usr/bin/chromedriver");
 
+    private SharedSystem system;
     private Cluster cluster;
     private WebDriver browser;
+
+    @BeforeAll
+    void up(SharedSystem system) {
+        // the system these ITs share (SharedSystem.Shape.TWO_NODES): started by the first of them, stopped after the last
+        this.system = system;
+        cluster = system.cluster();
+    }
 
     @AfterEach
     void cleanUp() {
         if (browser != null) {
             browser.quit();
-        }
-        if (cluster != null) {
-            cluster.stopAll(Duration.ofSeconds(30));
-            Mounts.unmountAllUnder(cluster.workDir());
         }
     }
 
@@ -85,34 +95,11 @@ class StatusPageIT {
         assertTrue(Files.isExecutable(CHROMIUM) && Files.isExecutable(DRIVER), CHROMIUM + " or " + DRIVER
                 + " is missing: apt-get install -y chromium chromium-driver (./csi test checks for them and, as root,"
                 + " installs them)");
-        Path home = Path.of(System.getProperty("csi.home", "..")).toAbsolutePath().normalize();
         Path target = Path.of("target").toAbsolutePath();
         Path shots = Files.createDirectories(target.resolve("status-page"));
-        Path work = Files.createTempDirectory(target, "status-page-");
-        cluster = new Cluster(home, work, Cluster.Ports.free(), false);
-        cluster.prepare();
-        cluster.startInfra();
-        Cluster.Proc registry = cluster.startRegistry();
-        Cluster.Proc claims = cluster.startClaims();
-        cluster.awaitReady(registry, cluster.registryUrl(), START);
-        cluster.awaitReady(claims, cluster.claimsUrl(), START);
-        Map<String, Cluster.Proc> plugins = new HashMap<>();
-        for (String node : Cluster.NODES) {
-            plugins.put(node, cluster.startPlugin(node));
-        }
-        List<Cluster.Proc> workers = new ArrayList<>();
-        for (String node : Cluster.NODES) {
-            workers.add(cluster.startWorker(node));
-        }
-        for (int i = 0; i < workers.size(); i++) {
-            cluster.awaitReady(workers.get(i), cluster.workerUrl(Cluster.NODES.get(i)), START);
-        }
-        Http registryApi = new Http("plugin-registry-service", cluster.registryUrl(), cluster.adminToken());
-        Http claimsApi = new Http("claim-service", cluster.claimsUrl(), cluster.adminToken());
-        Wait.until("plugin hostpath healthy on both nodes", CLAIM, null, () -> {
-            Http.Response r = registryApi.get("/v1/plugins/" + Cluster.PLUGIN_ID);
-            return r.ok() && r.body().path("nodesHealthy").asInt() == 2 ? Optional.of(true) : Optional.empty();
-        });
+        Path work = cluster.workDir();
+        system.pluginsRunning();
+        Http claimsApi = system.claims();
         String externalId = PluginVolumes.create(VOLUME, Cluster.NODES.stream().map(cluster::pluginSocket).toList());
         Http.Response registered = claimsApi.post("/v1/volumes", Http.MAPPER.writeValueAsString(Map.of(
                 "id", VOLUME, "namespace", NS, "name", VOLUME, "externalId", externalId,
@@ -187,14 +174,14 @@ class StatusPageIT {
         screenshot(shots.resolve("status-page-wide.png"));
 
         // 2. Released: it moves to past claims.
-        ClaimClient client = new ClaimClient(cluster.kafkaBootstrap(), Cluster.TOPIC_PREFIX);
+        ClaimClient client = system.client();
         ClaimClient.Outcome released = client.request(ClaimClient.release(NS, VOLUME, "alloc-page"), CLAIM, null);
         assertTrue(released.is(ClaimState.RELEASED), released.describe());
         waitFor("alloc-page under past claims as released", () -> present("#past-claims tr[data-alloc='alloc-page'][data-state='released']")
                 && !present("#claims tr[data-alloc='alloc-page']"));
 
         // 3. node-1's plugin killed: its instance shows unhealthy, node-2's stays healthy.
-        Cluster.Proc plugin = plugins.get("node-1");
+        Cluster.Proc plugin = system.plugin("node-1");
         assertTrue(plugin.handle().destroyForcibly(), "SIGKILL sent to " + plugin.name());
         plugin.handle().onExit().get(30, TimeUnit.SECONDS);
         waitFor("plugin hostpath on node-1 shown unhealthy", () -> "unhealthy".equals(instanceHealth("node-1")));
@@ -234,7 +221,7 @@ class StatusPageIT {
                 "return document.getElementById('auth-help').hidden;")));
         assertTrue(text("#auth-help").contains("./csi status-page") && text("#auth-help").contains(".csi/up/admin.token"),
                 text("#auth-help"));
-        String claimsLog = Files.readString(claims.log());
+        String claimsLog = Files.readString(system.claimService().log());
         assertFalse(claimsLog.contains(signature), "the token in claim-service's log");
         assertFalse(claimsLog.contains(code), "the login code in claim-service's log");
     }
