@@ -56,7 +56,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The guard process beside the real packaged worker ({@code target/quarkus-app/quarkus-run.jar}, started as
+ * The guard process beside the real packaged worker ({@code node-mount-worker/target/quarkus-app/quarkus-run.jar}, started as
  * {@link WorkerCrashIT} starts it) with fencing on, the hostpath plugin process and an in-process broker; this test
  * stands in for plugin-registry-service and grants every lease request of the node (epoch 1, ttl 4 s, budget 1.5 s).
  * A fenceOnLapse mount goes through the real plugin; then the worker is frozen with SIGSTOP: the guard, starved,
@@ -170,7 +170,7 @@ class FenceGuardIT {
     }
 
     private static Process startWorker(String name) throws IOException {
-        Path jar = Path.of(System.getProperty("csi.worker.jar", "target/quarkus-app/quarkus-run.jar"));
+        Path jar = Path.of(System.getProperty("csi.worker.jar", "../node-mount-worker/target/quarkus-app/quarkus-run.jar"));
         List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:TieredStopAtLevel=1",
                 "-Dcsi.worker.node-id=" + NODE,

@@ -164,7 +164,7 @@ class SelfFenceKillIT {
     }
 
     private static Process startWorker(String name) throws IOException {
-        Path jar = Path.of(System.getProperty("csi.worker.jar", "target/quarkus-app/quarkus-run.jar"));
+        Path jar = Path.of(System.getProperty("csi.worker.jar", "../node-mount-worker/target/quarkus-app/quarkus-run.jar"));
         List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:TieredStopAtLevel=1",
                 "-Dcsi.worker.node-id=" + NODE,

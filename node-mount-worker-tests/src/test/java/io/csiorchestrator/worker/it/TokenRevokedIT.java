@@ -66,7 +66,7 @@ class TokenRevokedIT {
     }
 
     private static Process startWorker(Path tokenFile) throws IOException {
-        Path jar = Path.of(System.getProperty("csi.worker.jar", "target/quarkus-app/quarkus-run.jar"));
+        Path jar = Path.of(System.getProperty("csi.worker.jar", "../node-mount-worker/target/quarkus-app/quarkus-run.jar"));
         List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:TieredStopAtLevel=1",
                 "-Dcsi.worker.node-id=" + NODE,

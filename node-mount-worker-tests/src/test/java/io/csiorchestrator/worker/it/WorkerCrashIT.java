@@ -50,7 +50,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * kill -9 of the worker process between stage and publish, then a restart: the packaged worker
- * ({@code target/quarkus-app/quarkus-run.jar}) runs as a separate process against an in-process
+ * ({@code node-mount-worker/target/quarkus-app/quarkus-run.jar}) runs as a separate process against an in-process
  * Kafka broker and the hostpath plugin (also a process). NodePublishVolume is slowed down so the
  * worker is killed while the publish is in flight, right after the stage was answered. The
  * worker then restarts without Kafka (restore from the local record alone), is killed again, and
@@ -115,7 +115,7 @@ class WorkerCrashIT {
     }
 
     private static Process startWorker(String name, String bootstrapServers) throws IOException {
-        Path jar = Path.of(System.getProperty("csi.worker.jar", "target/quarkus-app/quarkus-run.jar"));
+        Path jar = Path.of(System.getProperty("csi.worker.jar", "../node-mount-worker/target/quarkus-app/quarkus-run.jar"));
         List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:TieredStopAtLevel=1",
                 "-Dcsi.worker.node-id=" + NODE,
