@@ -1,5 +1,6 @@
 package io.csiorchestrator.cli;
 
+import io.csiorchestrator.localinfra.FreePorts;
 import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.ClaimMode;
@@ -455,12 +456,12 @@ final class Chaos {
 
     private ChaosCheck.Fault runFault(String name, long windowStart, long limit) throws Exception {
         if (name.equals("claims-failover") && cluster.proc(REPLICA).map(p -> p.handle().isAlive()).orElse(false) == false) {
-            replicaPort = Cluster.freePort();
+            replicaPort = FreePorts.take();
             Cluster.Proc replica = cluster.startClaims(REPLICA, replicaPort);
             cluster.awaitReady(replica, "http://127.0.0.1:" + replicaPort, Demo.START_TIMEOUT);
         }
         if (name.equals("registry-kill") && !cluster.proc(REGISTRY_REPLICA).map(p -> p.handle().isAlive()).orElse(false)) {
-            registryReplicaPort = Cluster.freePort();
+            registryReplicaPort = FreePorts.take();
             Cluster.Proc replica = cluster.startRegistry(REGISTRY_REPLICA, registryReplicaPort);
             cluster.awaitReady(replica, registryUrl(REGISTRY_REPLICA), Demo.START_TIMEOUT);
             // both members of the lease group, the partitions dealt and each node renewed since (by either)

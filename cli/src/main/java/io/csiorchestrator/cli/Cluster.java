@@ -1,5 +1,6 @@
 package io.csiorchestrator.cli;
 
+import io.csiorchestrator.localinfra.FreePorts;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.UncheckedIOException;
@@ -69,9 +70,9 @@ public final class Cluster {
         public static Ports free() {
             Map<String, Integer> workers = new LinkedHashMap<>();
             for (String node : NODES) {
-                workers.put(node, freePort());
+                workers.put(node, FreePorts.take());
             }
-            return new Ports(freePort(), freePort(), workers);
+            return new Ports(FreePorts.take(), FreePorts.take(), workers);
         }
 
         public static Ports defaults() {
@@ -1072,86 +1073,6 @@ public final class Cluster {
         }
         try (Writer writer = Files.newBufferedWriter(workDir.resolve(Endpoints.FILE))) {
             props.store(writer, "csi up");
-        }
-    }
-
-    /**
-     * System property {@code csi.free-ports=<low>-<high>}: {@link #freePort()} takes ports from that band only. Two
-     * processes that start systems at the same time (the build's two IT modules run side by side) each get a band of
-     * their own, since a port one of them picked is not bound until its service starts and the other could pick it
-     * meanwhile; the band is clipped to the default range below.
-     */
-    static final String FREE_PORTS_PROPERTY = "csi.free-ports";
-
-    /**
-     * The band {@code {low, high}} that {@code property} ({@code <low>-<high>}) names within {@code [lowest, highest]};
-     * the whole of it when {@code property} is null. A malformed band or one outside that range fails naming it.
-     */
-    static int[] freePortBand(String property, int lowest, int highest) {
-        if (property == null || property.isBlank()) {
-            return new int[] {lowest, highest};
-        }
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\s*(\\d+)\\s*-\\s*(\\d+)\\s*").matcher(property);
-        if (!m.matches()) {
-            throw new IllegalArgumentException(FREE_PORTS_PROPERTY + "=" + property + ": expected <low>-<high>, e.g. 20000-26000");
-        }
-        int low = Math.max(lowest, Integer.parseInt(m.group(1)));
-        int high = Math.min(highest, Integer.parseInt(m.group(2)));
-        if (high - low < 100) {
-            throw new IllegalArgumentException(FREE_PORTS_PROPERTY + "=" + property + ": fewer than 100 ports left within "
-                    + lowest + "-" + highest + " (below the kernel's ephemeral range)");
-        }
-        return new int[] {low, high};
-    }
-
-    /** Ports this process handed out already (never twice). */
-    private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    private static final int LOWEST_PORT = 20000;
-
-    /**
-     * A port free now for a service to listen on later, below the kernel's ephemeral range
-     * ({@code /proc/sys/net/ipv4/ip_local_port_range}): a port the kernel picked (port 0) is in that range, and the
-     * system's own outgoing connections (dozens of Kafka and PostgreSQL clients) take ports from it meanwhile; one
-     * took a worker's port before the worker bound it ("Port ... seems to be in use", seen in CI). Never the same port
-     * twice in one process; the kernel's choice as the last resort.
-     */
-    static int freePort() {
-        int[] band = freePortBand(System.getProperty(FREE_PORTS_PROPERTY), LOWEST_PORT, ephemeralLow() - 1);
-        int low = band[0];
-        int high = band[1];
-        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
-        for (int attempt = 0; high > low && attempt < 200; attempt++) {
-            int port = random.nextInt(low, high + 1);
-            if (!HANDED_OUT.contains(port) && portFree(port) && HANDED_OUT.add(port)) {
-                return port;
-            }
-        }
-        try (ServerSocket socket = new ServerSocket(0)) {
-            socket.setReuseAddress(true);
-            HANDED_OUT.add(socket.getLocalPort());
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    /** The first port of the kernel's ephemeral range (32768 when it cannot be read). */
-    static int ephemeralLow() {
-        try {
-            // a line read through a reader: Files.readString gave only "3" of "32768\t60999" from this /proc file
-            String[] range = Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).get(0).trim()
-                    .split("\\s+");
-            return Integer.parseInt(range[0]);
-        } catch (IOException | RuntimeException e) {
-            return 32768;
-        }
-    }
-
-    public static boolean portFree(int port) {
-        try (ServerSocket socket = new ServerSocket(port)) {
-            return true;
-        } catch (IOException e) {
-            return false;
         }
     }
 

@@ -1,5 +1,6 @@
 package io.csiorchestrator.cli;
 
+import io.csiorchestrator.localinfra.FreePorts;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -33,11 +34,11 @@ final class Up {
         }
         // --free-ports: the services on free ports instead of 8081-8084 (a second system beside one, the tests).
         Cluster.Ports ports = args.flag("free-ports") ? Cluster.Ports.free() : Cluster.Ports.defaults();
-        int simulatorPort = args.flag("free-ports") ? Cluster.freePort() : 8083;
+        int simulatorPort = args.flag("free-ports") ? FreePorts.take() : 8083;
         List<Integer> needed = simulated > 0 ? List.of(ports.claims(), ports.registry(), simulatorPort)
                 : List.of(ports.claims(), ports.registry(), ports.workers().get("node-1"), ports.workers().get("node-2"));
         for (int port : needed) {
-            if (!Cluster.portFree(port)) {
+            if (!FreePorts.free(port)) {
                 err.println("error: port " + port + " is taken (the services listen on 8081-8084)");
                 return 1;
             }

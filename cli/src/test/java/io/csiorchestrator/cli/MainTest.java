@@ -1,5 +1,6 @@
 package io.csiorchestrator.cli;
 
+import io.csiorchestrator.localinfra.FreePorts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -28,7 +29,7 @@ class MainTest {
 
     @Test
     void unreachableServiceIsNamed() {
-        String url = "http://127.0.0.1:" + Cluster.freePort();
+        String url = "http://127.0.0.1:" + FreePorts.take();
         Run r = run("volume", "status", "--claims-url", url);
         assertEquals(1, r.code());
         assertTrue(r.err().contains("claim-service unreachable at " + url), r.err());

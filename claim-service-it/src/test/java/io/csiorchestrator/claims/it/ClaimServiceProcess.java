@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.net.URI;
+import io.csiorchestrator.localinfra.FreePorts;
 import io.csiorchestrator.testkit.TestTokens;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -57,7 +57,9 @@ final class ClaimServiceProcess {
     static ClaimServiceProcess start(String name, Path logDir, Map<String, String> env, Map<String, String> properties) {
         Path jar = Path.of(System.getProperty("csi.claims.jar", "target/quarkus-app/quarkus-run.jar"));
         assertTrue(Files.isRegularFile(jar), jar + " (package claim-service first)");
-        int port = freePort();
+        // below the kernel's ephemeral range, in this module's band: a port 0 picked was taken by another process's
+        // outgoing connection before the service bound it ("Port ... seems to be in use", seen in CI)
+        int port = FreePorts.take();
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dquarkus.http.port=" + port));
         properties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
@@ -180,14 +182,6 @@ final class ClaimServiceProcess {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
-        }
-    }
-
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
         }
     }
 
