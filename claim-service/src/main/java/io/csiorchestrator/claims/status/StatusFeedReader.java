@@ -86,15 +86,22 @@ public class StatusFeedReader {
     }
 
     /**
-     * A read of the recent entries: the reader runs (for the linger if nobody streams), and the returned stage
-     * completes once the read-back of its start is done, or at once if it was done before.
+     * A read of the recent entries: the reader runs (for the linger after its read-back if nobody streams), and the
+     * returned stage completes once the read-back of its start is done, or at once if it was done before. The linger
+     * counts from the read-back, not from the read: a read-back slower than the linger (a loaded machine, 1 s in
+     * tests) was cut by the stop, and the read answered without it.
      */
     public synchronized CompletableFuture<Void> touched() {
         Run r = ensureRunning();
-        if (listeners == 0) {
+        cancelStop();
+        r.caughtUp.whenComplete((done, failure) -> lingerAfterReadBack(r));
+        return r.caughtUp;
+    }
+
+    private synchronized void lingerAfterReadBack(Run r) {
+        if (listeners == 0 && run == r) {
             scheduleStop();
         }
-        return r.caughtUp;
     }
 
     /** Whether the reader runs now (for tests and the count of what is busy). */
