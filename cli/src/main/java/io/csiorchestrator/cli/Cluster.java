@@ -1,6 +1,7 @@
 package io.csiorchestrator.cli;
 
 import io.csiorchestrator.localinfra.FreePorts;
+import io.csiorchestrator.localinfra.SharedArchive;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.UncheckedIOException;
@@ -506,7 +507,11 @@ public final class Cluster {
         // csi.cli.classpath: the packaged CLI jar (tests run from a surefire booter jar).
         String own = System.getProperty("csi.cli.classpath", System.getProperty("java.class.path"));
         for (String entry : own.split(java.io.File.pathSeparator)) {
-            classPath.add(Path.of(entry).toAbsolutePath().toString());
+            classPath.add(Path.of(entry).toAbsolutePath().normalize().toString());
+        }
+        if (main == KafkaMain.class) {
+            // the broker's JVM starts as often as the services' (every up, every IT system): a class-data archive too
+            cmd.addAll(cmd.indexOf("-cp"), sharedArchive(name, classPath.stream().map(Path::of).toList(), "kafka"));
         }
         cmd.add(String.join(java.io.File.pathSeparator, classPath));
         cmd.add("-Djava.util.logging.manager=org.jboss.logmanager.LogManager");
@@ -688,9 +693,10 @@ public final class Cluster {
     }
 
     private Proc launchPlugin(String node) throws IOException {
-        List<String> cmd = java("hostpath-" + node, 192);
-        cmd.addAll(List.of("-jar", built("csi-hostpath-plugin",
-                        home.resolve("csi-hostpath-plugin/target/csi-hostpath-plugin.jar")).toString(),
+        Path jar = built("csi-hostpath-plugin", home.resolve("csi-hostpath-plugin/target/csi-hostpath-plugin.jar"))
+                .toAbsolutePath().normalize();
+        List<String> cmd = java("hostpath-" + node, 192, null, sharedArchive("hostpath-" + node, jar));
+        cmd.addAll(List.of("-jar", jar.toString(),
                 "--endpoint", "unix://" + pluginSocket(node),
                 "--node-id", node,
                 "--state-dir", nodeDir(node).resolve("hostpath-state").toString(),
@@ -822,7 +828,7 @@ public final class Cluster {
     private List<String> serviceJava(String name, int heapMb, Path jar) {
         String home = extraEnv.getOrDefault(SERVICE_JAVA_HOME_ENV, System.getenv(SERVICE_JAVA_HOME_ENV));
         if (home == null || home.isBlank()) {
-            return java(name, heapMb);
+            return java(name, heapMb, null, sharedArchive(name, jar));
         }
         ServiceJava service = ServiceJava.of(Path.of(home.trim()), workDir.resolve("aot").resolve(name + ".aot"));
         ServiceJava.Aot aot = service.aot(jar);
@@ -830,6 +836,38 @@ public final class Cluster {
         serviceJavaLines.add(aot.line(name, workDir));
         return java(name, heapMb, service.java(), aot.options());
     }
+
+    /**
+     * The options of a dynamic class-data archive for a JVM of the CLI's own JDK running {@code jar}
+     * ({@link SharedArchive}: one per jar and JDK in {@code <jar's directory>/cds}, shared by every system started from
+     * this build; a Quarkus service's start costs about a quarter less CPU with it); none when
+     * {@value #SHARED_ARCHIVE_ENV} is {@code off}. The line saying what it does is kept for
+     * {@link #takeServiceJavaLines()}.
+     */
+    private List<String> sharedArchive(String name, Path jar) {
+        Path real = jar.toAbsolutePath().normalize();
+        String base = real.getParent().getFileName().toString().equals("quarkus-app")
+                ? real.getParent().getParent().getParent().getFileName().toString() // <module>/target/quarkus-app
+                : real.getFileName().toString().replaceFirst("\\.jar$", "");
+        return sharedArchive(name, List.of(real), base);
+    }
+
+    /** As {@link #sharedArchive(String, Path)} for a class path of jars, the archive named {@code base}. */
+    private List<String> sharedArchive(String name, List<Path> classpath, String base) {
+        String setting = extraEnv.getOrDefault(SHARED_ARCHIVE_ENV, System.getenv(SHARED_ARCHIVE_ENV));
+        if ("off".equalsIgnoreCase(setting == null ? "" : setting.trim())
+                || !classpath.stream().allMatch(p -> Files.isRegularFile(p) && p.toString().endsWith(".jar"))) {
+            return List.of(); // a directory on the class path (a test run from target/classes) cannot be archived
+        }
+        SharedArchive.Plan plan = SharedArchive.plan(Path.of(System.getProperty("java.home"), "bin", "java"),
+                classpath, classpath.get(0).getParent().resolve("cds"), base);
+        serviceJavaLines.add(name + ": class data archive " + (plan.archive() == null ? "none" : plan.archive())
+                + " (" + plan.mode().name().toLowerCase(java.util.Locale.ROOT) + ": " + plan.reason() + ")");
+        return plan.options();
+    }
+
+    /** {@code off}: no class-data archive for the system's JVMs ({@link #sharedArchive}). */
+    public static final String SHARED_ARCHIVE_ENV = "CSI_SHARED_ARCHIVE";
 
     /** One line per Quarkus service started on {@value #SERVICE_JAVA_HOME_ENV}'s JDK since the last call: its AOT cache. */
     public List<String> takeServiceJavaLines() {

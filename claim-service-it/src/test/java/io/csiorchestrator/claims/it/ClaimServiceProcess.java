@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import io.csiorchestrator.localinfra.FreePorts;
+import io.csiorchestrator.localinfra.SharedArchive;
 import io.csiorchestrator.testkit.TestTokens;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -60,8 +61,12 @@ final class ClaimServiceProcess {
         // below the kernel's ephemeral range, in this module's band: a port 0 picked was taken by another process's
         // outgoing connection before the service bound it ("Port ... seems to be in use", seen in CI)
         int port = FreePorts.take();
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+        Path real = jar.toAbsolutePath().normalize();
+        List<String> cmd = new ArrayList<>(List.of(java.toString(),
                 "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dquarkus.http.port=" + port));
+        // the class-data archive `up` and the system ITs use for this jar (about a quarter less CPU per start)
+        cmd.addAll(SharedArchive.plan(java, List.of(real), real.getParent().resolve("cds"), "claim-service").options());
         properties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
         // the tests' key set (TestTokens): every request below carries an admin token signed with its primary key
         Path jwks = logDir.resolve("test-jwks.json");
@@ -78,7 +83,7 @@ final class ClaimServiceProcess {
         cmd.add("-Dcsi.secrets.seal-key-file=" + io.csiorchestrator.testkit.TestIdentities.sealKeyFile(
                 io.csiorchestrator.testkit.TestIdentities.CLAIM_SERVICE));
         cmd.add("-jar");
-        cmd.add(jar.toAbsolutePath().toString());
+        cmd.add(real.toString());
         Path log = logDir.resolve(name + ".log");
         ProcessBuilder builder = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
