@@ -1,8 +1,8 @@
 package io.csiorchestrator.worker.it;
 
-import io.csiorchestrator.localinfra.SharedArchive;
 import static org.awaitility.Awaitility.await;
 
+import io.csiorchestrator.localinfra.SharedArchive;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
