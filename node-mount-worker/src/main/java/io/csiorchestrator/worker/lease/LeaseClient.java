@@ -38,6 +38,12 @@ import org.jboss.logging.Logger;
 public final class LeaseClient implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(LeaseClient.class);
+    /**
+     * The longest the lease thread sleeps with nothing due (issue 36: was 200 ms, five wake-ups a second). What it
+     * bounds: how soon the after-poll tasks see what no record and no timer announces, i.e. the fence guard gone or
+     * its marker written (FenceGuard.tick); the requests and the fence's due moment are waited for exactly.
+     */
+    static final Duration IDLE_WAKE = Duration.ofSeconds(1);
 
     private final String bootstrapServers;
     private KafkaClientSecurity security = KafkaClientSecurity.plaintext();
@@ -64,7 +70,10 @@ public final class LeaseClient implements AutoCloseable {
         this.onChange = onChange;
     }
 
-    /** Runs {@code task} on the lease thread after every poll (at least every 200 ms), e.g. the guard's feed. */
+    /**
+     * Runs {@code task} on the lease thread after every poll: when a lease record came, a request was due, the held
+     * epoch's fence fell due, and at least every {@link #IDLE_WAKE} (e.g. the guard's feed, the self-fence's check).
+     */
     public void afterEveryPoll(Runnable task) {
         this.afterPoll = task;
     }
@@ -126,7 +135,7 @@ public final class LeaseClient implements AutoCloseable {
                     runAfterPoll();
                     continue;
                 }
-                long waitMs = Math.max(1, Math.min(200, (nextRequest - System.nanoTime()) / 1_000_000L));
+                long waitMs = Math.max(1, (wakeAt(nextRequest) - System.nanoTime() + 999_999L) / 1_000_000L);
                 for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(waitMs))) {
                     if (!nodeId.equals(record.key()) || record.value() == null) {
                         continue;
@@ -160,6 +169,21 @@ public final class LeaseClient implements AutoCloseable {
         } finally {
             consumer.close(Duration.ofSeconds(2));
         }
+    }
+
+    /**
+     * When the lease thread wakes next if no lease record comes first: the next request, the moment the held epoch's
+     * fence falls due (the self-fence's tick then finds the lease invalid at once, not up to a wait later), or
+     * {@link #IDLE_WAKE} from now, whichever is first.
+     */
+    private long wakeAt(long nextRequest) {
+        long now = System.nanoTime();
+        long wake = Math.min(nextRequest - now, IDLE_WAKE.toNanos());
+        java.util.Optional<LeaseGate.Deadline> deadline = gate.deadline();
+        if (deadline.isPresent()) {
+            wake = Math.min(wake, deadline.get().fenceAtNanos() - now);
+        }
+        return now + wake;
     }
 
     private void runAfterPoll() {

@@ -33,8 +33,9 @@ import java.util.function.Function;
 import org.jboss.logging.Logger;
 
 /**
- * The worker's self-fence (issue 19 item 2). The lease thread calls {@link #tick} after every poll (at least every
- * 200 ms); while the lease is not valid, a tick queues one check on the fence thread (never on the lease thread):
+ * The worker's self-fence (issue 19 item 2). The lease thread calls {@link #tick} after every poll (at a lease record,
+ * at the moment the held epoch's fence falls due, and at least every second: LeaseClient.IDLE_WAKE); while the lease
+ * is not valid, a tick queues one check on the fence thread (never on the lease thread):
  * <ol>
  *   <li>the guard's marker ({@link FenceMarker}) if there is one: the guard fenced while this worker was frozen; its
  *       publications leave the records, the fence is recorded and reported FENCED by {@code guard}, the marker
