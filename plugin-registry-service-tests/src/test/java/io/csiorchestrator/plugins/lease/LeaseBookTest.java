@@ -28,6 +28,25 @@ class LeaseBookTest {
     }
 
     @Test
+    void theNextLapseIsTheEarliestLastGrantOfAnOwnedValidLeasePlusTtlTimesOnePlusDrift() {
+        LeaseBook book = book();
+        assertEquals(java.util.OptionalLong.empty(), book.nextLapseNanos(node -> true), "no lease yet");
+        book.request("node-1", 0, T0, NOW);
+        book.request("node-2", 0, T0 + 2 * S, NOW);
+        book.request("node-3", 0, T0 + S, NOW);
+        long lapseAfter = LeaseBook.lapseAfterNanos(Duration.ofSeconds(30), 0.05);
+        // past Long.MAX_VALUE: the sum wraps, and so must the comparison (nanoTime arithmetic)
+        assertEquals(T0 + lapseAfter, book.nextLapseNanos(node -> true).getAsLong());
+        assertEquals(T0 + S + lapseAfter, book.nextLapseNanos(node -> !node.equals("node-1")).getAsLong(),
+                "node-1 not owned: node-3's is next");
+        book.request("node-1", 1, T0 + 3 * S, NOW); // renewed: node-3 is the earliest now
+        assertEquals(T0 + S + lapseAfter, book.nextLapseNanos(node -> true).getAsLong());
+        book.lapses(T0 + S + lapseAfter, node -> true); // node-3 lapses: no longer valid, node-2's is next
+        assertEquals(T0 + 2 * S + lapseAfter, book.nextLapseNanos(node -> true).getAsLong());
+        assertEquals(java.util.OptionalLong.empty(), book.nextLapseNanos(node -> false), "none owned");
+    }
+
+    @Test
     void theFirstGrantIsEpochOnePersistedAndARenewalKeepsItWithoutAWrite() {
         LeaseBook book = book();
         LeaseBook.Grant first = book.request("node-1", 0, T0, NOW);

@@ -19,7 +19,9 @@ class PendingLoadsTest {
     void aFailedLoadIsDueAfterABackoffThatDoublesUpToTheMaximumAndStartsOverOnceLoaded() {
         PendingLoads p = new PendingLoads(Duration.ofSeconds(1));
         assertFalse(p.due(0), "nothing waits");
+        assertEquals(java.util.OptionalLong.empty(), p.nextTryNanos(), "no try to wake for");
         p.failed(List.of(0, 1, 2), 0);
+        assertEquals(java.util.OptionalLong.of(200 * MS), p.nextTryNanos(), "the authority's loop wakes for it");
         assertEquals(Set.of(0, 1, 2), p.partitions());
         assertFalse(p.due(199 * MS));
         assertTrue(p.due(200 * MS));

@@ -73,6 +73,12 @@ public class LeaseAuthority {
 
     private static final Logger LOG = Logger.getLogger(LeaseAuthority.class);
     static final String SOURCE = "/plugin-registry-service";
+    /**
+     * The longest the authority's loop waits with nothing due (issue 36: was a 200 ms poll, five wake-ups a second).
+     * Lapses and reloads are waited for exactly (untilNextDue); this bounds only how late a lease changed by another
+     * thread (an operator's REST call) is looked at, and how late a stop is seen if the wakeup were missed.
+     */
+    static final Duration IDLE_WAKE = Duration.ofSeconds(1);
     public static final String GROUP = "plugin-registry-service-leases";
     /** Stale-epoch reports (plugin-health heartbeats) ignored and dead-lettered. */
     public static final String STALE_EPOCH = "csi.registry.stale.epoch";
@@ -237,7 +243,7 @@ public class LeaseAuthority {
                 }
             });
             while (running) {
-                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                for (ConsumerRecord<String, String> record : consumer.poll(untilNextDue())) {
                     if (record.topic().equals(nodeEvents)) {
                         handleNodeEvent(record);
                     } else {
@@ -393,6 +399,27 @@ public class LeaseAuthority {
         } catch (RuntimeException e) {
             LOG.warnf("could not record node %s fenced at epoch %d: %s", event.nodeId(), epoch, e.toString());
         }
+    }
+
+    /**
+     * How long the loop may wait for records: until the next lapse of an owned lease falls due, the next load of
+     * waiting partitions, or {@link #IDLE_WAKE}, whichever is first (at least 1 ms).
+     */
+    private Duration untilNextDue() {
+        long now = System.nanoTime();
+        long wait = IDLE_WAKE.toNanos();
+        java.util.OptionalLong lapse;
+        synchronized (this) {
+            lapse = book.nextLapseNanos(node -> owned.contains(NodePartitioner.partitionFor(node, partitions)));
+        }
+        if (lapse.isPresent()) {
+            wait = Math.min(wait, lapse.getAsLong() - now);
+        }
+        java.util.OptionalLong load = pendingLoads.nextTryNanos();
+        if (load.isPresent()) {
+            wait = Math.min(wait, load.getAsLong() - now);
+        }
+        return Duration.ofMillis(Math.max(1, (wait + 999_999L) / 1_000_000L));
     }
 
     private void sweep() {

@@ -166,6 +166,25 @@ public final class LeaseBook {
     }
 
     /**
+     * When the next lapse {@link #lapses} would declare falls due (a nanoTime value): the earliest last grant of a
+     * valid lease of a node accepted by {@code owned}, plus ttl x (1 + drift); empty when none is valid.
+     */
+    public java.util.OptionalLong nextLapseNanos(Predicate<String> owned) {
+        boolean any = false;
+        long first = 0;
+        for (Entry e : entries.values()) {
+            if (e.state == NodeLeaseState.VALID && owned.test(e.nodeId)) {
+                long due = e.lastGrantNanos + lapseAfterNanos;
+                if (!any || due - first < 0) {
+                    first = due;
+                    any = true;
+                }
+            }
+        }
+        return any ? java.util.OptionalLong.of(first) : java.util.OptionalLong.empty();
+    }
+
+    /**
      * The worker reported it fenced itself at {@code epoch}: a valid lease of that epoch turns fenced (the next grant
      * is epoch + 1); returns whether anything changed.
      */

@@ -42,6 +42,11 @@ final class PendingLoads {
         return !partitions.isEmpty() && nowNanos - nextTryNanos >= 0;
     }
 
+    /** When the next try is due (a nanoTime value); empty while no partition waits. */
+    java.util.OptionalLong nextTryNanos() {
+        return partitions.isEmpty() ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(nextTryNanos);
+    }
+
     /** The partitions waiting for their load (a copy). */
     Set<Integer> partitions() {
         return new TreeSet<>(partitions);
