@@ -29,6 +29,18 @@ class BrokerContactTest {
     }
 
     @Test
+    void theLoopsFailureStaysTheFailureBeforeAndAfterTheSilenceUntilAFetchIsAnsweredAfterIt() {
+        BrokerContact contact = new BrokerContact(Duration.ofSeconds(15), 0, T0);
+        assertNull(contact.observe(3, 5 * S, T0.plusSeconds(5)));
+        String refused = "SaslAuthenticationException: token revoked";
+        contact.loopFailed(refused);
+        assertEquals(refused, contact.observe(3, 10 * S, T0.plusSeconds(10)), "within the silence limit: the refusal");
+        assertEquals(refused, contact.observe(3, 30 * S, T0.plusSeconds(30)), "past it: still the refusal, not the silence");
+        assertNull(contact.observe(4, 35 * S, T0.plusSeconds(35)), "a fetch answered after it ends it");
+        assertNotNull(contact.observe(4, 51 * S, T0.plusSeconds(51)), "then only the silence counts");
+    }
+
+    @Test
     void aCountAlreadyThereWhenWatchingBeginsIsAnAnswerButAnUnchangedCountIsNot() {
         BrokerContact contact = new BrokerContact(Duration.ofSeconds(15), 0, T0);
         assertNull(contact.observe(7, 20 * S, T0.plusSeconds(20)), "fetches answered since the start");

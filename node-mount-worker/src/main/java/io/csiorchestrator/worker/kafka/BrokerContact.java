@@ -20,6 +20,8 @@ final class BrokerContact {
     private long answered = -1;
     private long lastAnswerNanos;
     private Instant lastAnswer;
+    /** What the consumer's loop last ran into, until a fetch is answered after it. */
+    private String loopFailure;
 
     /** @param lostAfter no fetch answered for this long: the broker counts as unreachable */
     BrokerContact(Duration lostAfter, long nowNanos, Instant now) {
@@ -29,8 +31,16 @@ final class BrokerContact {
     }
 
     /**
+     * The consumer's loop failed ({@code why}: e.g. the broker refused its login): that is the failure until a fetch
+     * is answered after it, since it says more than the silence that follows it.
+     */
+    void loopFailed(String why) {
+        loopFailure = why;
+    }
+
+    /**
      * Takes in the consumer's count of answered fetches at {@code nowNanos}; returns null while the broker answers,
-     * else why it counts as unreachable.
+     * else why not: the loop's failure (see {@link #loopFailed}), or the silence once longer than the limit.
      */
     String observe(long answeredFetches, long nowNanos, Instant now) {
         if (answeredFetches > answered) {
@@ -39,7 +49,11 @@ final class BrokerContact {
             if (!first || answeredFetches > 0) {
                 lastAnswerNanos = nowNanos;
                 lastAnswer = now;
+                loopFailure = null;
             }
+        }
+        if (loopFailure != null) {
+            return loopFailure;
         }
         long silent = nowNanos - lastAnswerNanos;
         if (silent > lostAfterNanos) {

@@ -214,6 +214,9 @@ public final class CommandConsumer implements AutoCloseable {
                 break;
             } catch (RuntimeException e) {
                 lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
+                if (contact != null) {
+                    contact.loopFailed(lastFailure);
+                }
                 LOG.warnf("reading %s failed (%s); retrying in %d ms", topic, e.getMessage(), backoffMs);
                 try {
                     if (stop.await(backoffMs, TimeUnit.MILLISECONDS)) {
@@ -385,8 +388,9 @@ public final class CommandConsumer implements AutoCloseable {
     }
 
     /**
-     * Every 5 s: asks the broker for the partitions' end offsets (proof the consumer reaches it),
-     * then compares the topic's partition count in the consumer's metadata with the last one seen.
+     * Every {@link #CHECK_EVERY}: whether the broker answered a fetch lately ({@link BrokerContact}; no request of its
+     * own, see {@link #FETCH_WAIT}), then the topic's partition count in the consumer's metadata against the last one
+     * seen.
      */
     private void checkBrokerContact() {
         long now = System.nanoTime();
