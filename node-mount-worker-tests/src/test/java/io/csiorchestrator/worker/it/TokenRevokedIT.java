@@ -8,6 +8,7 @@ import io.csiorchestrator.events.KafkaClientSecurity;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.testkit.KafkaBroker;
+import io.csiorchestrator.worker.kafka.CommandConsumer;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -110,5 +111,17 @@ class TokenRevokedIT {
         assertTrue(body.contains("\"name\": \"kafka\", \"status\": \"DOWN\""), body);
         assertTrue(body.contains("\"consumer\": \"the broker refused this node's Kafka credential (revoked or expired?")
                 && body.contains("SaslAuthenticationException"), body);
+        // and it keeps saying so at every look (each second) for the loss limit and two contact checks more: the
+        // connections made before the revocation still answer fetches, which must not make it ready again, nor may
+        // the silence that follows turn it into "cannot reach the broker"
+        Duration window = CommandConsumer.CONTACT_LOST_AFTER.plus(CommandConsumer.CHECK_EVERY.multipliedBy(2));
+        long until = System.nanoTime() + window.toNanos();
+        await().atMost(window.plus(AWAIT)).pollInterval(Duration.ofSeconds(1)).until(() -> {
+            HttpResponse<String> now = ready();
+            String text = now.body().replaceAll("\\s+", " ");
+            assertTrue(now.statusCode() == 503 && text.contains("the broker refused this node's Kafka credential"),
+                    "still not ready, for the refused credential: " + now.statusCode() + " " + text);
+            return System.nanoTime() - until > 0;
+        });
     }
 }

@@ -22,6 +22,9 @@ final class BrokerContact {
     private Instant lastAnswer;
     /** What the consumer's loop last ran into, until a fetch is answered after it. */
     private String loopFailure;
+    /** A login the broker refused, until a login succeeds after it; and the count of good logins then. */
+    private String refusal;
+    private long loginsAtRefusal;
 
     /** @param lostAfter no fetch answered for this long: the broker counts as unreachable */
     BrokerContact(Duration lostAfter, long nowNanos, Instant now) {
@@ -31,18 +34,30 @@ final class BrokerContact {
     }
 
     /**
-     * The consumer's loop failed ({@code why}: e.g. the broker refused its login): that is the failure until a fetch
-     * is answered after it, since it says more than the silence that follows it.
+     * The consumer's loop failed ({@code why}), when the consumer had logged in {@code logins} times. A refused login
+     * (an {@code AuthenticationException}: the node's token revoked or expired, its user deleted) is the failure until
+     * a login succeeds after it: connections made before it keep answering fetches until the broker asks them to log
+     * in again, so an answered fetch proves nothing about the credential. Any other failure lasts until a fetch is
+     * answered after it; either says more than the silence that may follow.
      */
-    void loopFailed(String why) {
-        loopFailure = why;
+    void loopFailed(String why, long logins) {
+        if (why != null && why.contains("AuthenticationException")) {
+            refusal = why;
+            loginsAtRefusal = logins;
+        } else {
+            loopFailure = why;
+        }
     }
 
     /**
-     * Takes in the consumer's count of answered fetches at {@code nowNanos}; returns null while the broker answers,
-     * else why not: the loop's failure (see {@link #loopFailed}), or the silence once longer than the limit.
+     * Takes in the consumer's counts of answered fetches and of good logins (first and repeated) at {@code nowNanos};
+     * returns null while the broker answers, else why not: a refused login (see {@link #loopFailed}), the loop's
+     * failure, or the silence once longer than the limit.
      */
-    String observe(long answeredFetches, long nowNanos, Instant now) {
+    String observe(long answeredFetches, long logins, long nowNanos, Instant now) {
+        if (refusal != null && logins > loginsAtRefusal) {
+            refusal = null;
+        }
         if (answeredFetches > answered) {
             boolean first = answered < 0;
             answered = answeredFetches;
@@ -51,6 +66,9 @@ final class BrokerContact {
                 lastAnswer = now;
                 loopFailure = null;
             }
+        }
+        if (refusal != null) {
+            return refusal;
         }
         if (loopFailure != null) {
             return loopFailure;

@@ -95,13 +95,13 @@ public final class CommandConsumer implements AutoCloseable {
      */
     static final Duration POLL_TIMEOUT = Duration.ofSeconds(1);
     /** How often the loop looks at its contact with the broker and at the topic's partition count. */
-    static final Duration CHECK_EVERY = Duration.ofSeconds(5);
+    public static final Duration CHECK_EVERY = Duration.ofSeconds(5);
     /**
      * No fetch answered for this long and readiness says the broker is away: two fetch waits and a check, so an idle
      * consumer whose held fetch came back just after a check is never taken for lost (was: one end-offsets request
      * unanswered within 3 s).
      */
-    static final Duration CONTACT_LOST_AFTER = FETCH_WAIT.multipliedBy(2).plus(CHECK_EVERY);
+    public static final Duration CONTACT_LOST_AFTER = FETCH_WAIT.multipliedBy(2).plus(CHECK_EVERY);
 
     private static final Comparator<TopicPartition> BY_PARTITION = Comparator.comparingInt(TopicPartition::partition);
 
@@ -215,7 +215,7 @@ public final class CommandConsumer implements AutoCloseable {
             } catch (RuntimeException e) {
                 lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
                 if (contact != null) {
-                    contact.loopFailed(lastFailure);
+                    contact.loopFailed(lastFailure, goodLogins());
                 }
                 LOG.warnf("reading %s failed (%s); retrying in %d ms", topic, e.getMessage(), backoffMs);
                 try {
@@ -398,21 +398,33 @@ public final class CommandConsumer implements AutoCloseable {
             return;
         }
         nextContactCheckNanos = now + CHECK_EVERY.toNanos();
-        lastFailure = contact.observe(answeredFetches(), now, Instant.now());
+        lastFailure = contact.observe(answeredFetches(), goodLogins(), now, Instant.now());
         lastBrokerContact = contact.lastAnswer();
         followPartitionCount();
     }
 
     /** The consumer's count of fetches the broker answered (its metric fetch-total, counted on each response). */
     private long answeredFetches() {
+        return sum("consumer-fetch-manager-metrics", "fetch-total");
+    }
+
+    /** The consumer's count of logins the broker accepted, first ones and repeated ones (its network metrics). */
+    private long goodLogins() {
+        return sum("consumer-metrics", "successful-authentication-total", "successful-reauthentication-total");
+    }
+
+    /** The sum of the consumer's metrics {@code names} of {@code group} that are not per topic. */
+    private long sum(String group, String... names) {
+        List<String> wanted = List.of(names);
+        long sum = 0;
         for (Map.Entry<MetricName, ? extends Metric> metric : consumer.metrics().entrySet()) {
             MetricName name = metric.getKey();
-            if (name.name().equals("fetch-total") && name.group().equals("consumer-fetch-manager-metrics")
-                    && !name.tags().containsKey("topic") && metric.getValue().metricValue() instanceof Number n) {
-                return n.longValue();
+            if (wanted.contains(name.name()) && name.group().equals(group) && !name.tags().containsKey("topic")
+                    && metric.getValue().metricValue() instanceof Number n) {
+                sum += n.longValue();
             }
         }
-        return 0;
+        return sum;
     }
 
     /**
