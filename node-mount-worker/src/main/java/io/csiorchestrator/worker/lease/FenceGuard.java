@@ -76,7 +76,8 @@ public final class FenceGuard {
     /**
      * The wait before starting a guard again after a start failed, doubled after each failure up to
      * {@link #RETRY_MAX}. Why: a start that fails (the FIFO path taken by something else, the lock held, no bash) mostly
-     * needs an operator, so trying at every lease tick (one a second at least, more while leases come) would fork bash that often and flood the log;
+     * needs an operator, so trying at every lease tick (one a second at least, more while leases come) would fork bash
+     * that often and flood the log;
      * 1 s still restarts a guard that was merely killed at once, and 30 s bounds how long a repair waits to be seen
      * (the full-feed period, {@link #FULL_EVERY}). The first try after the guard is found gone is immediate.
      */

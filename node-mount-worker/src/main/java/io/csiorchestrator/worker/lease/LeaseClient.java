@@ -12,6 +12,7 @@ import io.csiorchestrator.events.TopicCatalog;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.function.BiConsumer;
@@ -179,7 +180,7 @@ public final class LeaseClient implements AutoCloseable {
     private long wakeAt(long nextRequest) {
         long now = System.nanoTime();
         long wake = Math.min(nextRequest - now, IDLE_WAKE.toNanos());
-        java.util.Optional<LeaseGate.Deadline> deadline = gate.deadline();
+        Optional<LeaseGate.Deadline> deadline = gate.deadline();
         if (deadline.isPresent()) {
             wake = Math.min(wake, deadline.get().fenceAtNanos() - now);
         }

@@ -33,6 +33,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Set;
 import java.util.UUID;
@@ -408,24 +409,29 @@ public class LeaseAuthority {
     private Duration untilNextDue() {
         long now = System.nanoTime();
         long wait = IDLE_WAKE.toNanos();
-        java.util.OptionalLong lapse;
+        OptionalLong lapse;
         synchronized (this) {
-            lapse = book.nextLapseNanos(node -> owned.contains(NodePartitioner.partitionFor(node, partitions)));
+            lapse = book.nextLapseNanos(this::ownsNode);
         }
         if (lapse.isPresent()) {
             wait = Math.min(wait, lapse.getAsLong() - now);
         }
-        java.util.OptionalLong load = pendingLoads.nextTryNanos();
+        OptionalLong load = pendingLoads.nextTryNanos();
         if (load.isPresent()) {
             wait = Math.min(wait, load.getAsLong() - now);
         }
         return Duration.ofMillis(Math.max(1, (wait + 999_999L) / 1_000_000L));
     }
 
+    /** Whether this instance owns (loaded) the node-lease-requests partition of {@code nodeId}; under its lock. */
+    private boolean ownsNode(String nodeId) {
+        return owned.contains(NodePartitioner.partitionFor(nodeId, partitions));
+    }
+
     private void sweep() {
         List<LeaseBook.View> lapsed;
         synchronized (this) {
-            lapsed = book.lapses(System.nanoTime(), node -> owned.contains(NodePartitioner.partitionFor(node, partitions)));
+            lapsed = book.lapses(System.nanoTime(), this::ownsNode);
         }
         for (LeaseBook.View lapse : lapsed) {
             LOG.warnf("node %s lease epoch %d lapsed: no renewal for %s x (1 + %s)", lapse.nodeId(), lapse.epoch(), ttl,

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.TreeMap;
 import java.util.function.Predicate;
 
@@ -169,7 +170,7 @@ public final class LeaseBook {
      * When the next lapse {@link #lapses} would declare falls due (a nanoTime value): the earliest last grant of a
      * valid lease of a node accepted by {@code owned}, plus ttl x (1 + drift); empty when none is valid.
      */
-    public java.util.OptionalLong nextLapseNanos(Predicate<String> owned) {
+    public OptionalLong nextLapseNanos(Predicate<String> owned) {
         boolean any = false;
         long first = 0;
         for (Entry e : entries.values()) {
@@ -181,7 +182,7 @@ public final class LeaseBook {
                 }
             }
         }
-        return any ? java.util.OptionalLong.of(first) : java.util.OptionalLong.empty();
+        return any ? OptionalLong.of(first) : OptionalLong.empty();
     }
 
     /**

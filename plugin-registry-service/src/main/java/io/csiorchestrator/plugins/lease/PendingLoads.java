@@ -2,6 +2,7 @@ package io.csiorchestrator.plugins.lease;
 
 import java.time.Duration;
 import java.util.Collection;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -43,8 +44,8 @@ final class PendingLoads {
     }
 
     /** When the next try is due (a nanoTime value); empty while no partition waits. */
-    java.util.OptionalLong nextTryNanos() {
-        return partitions.isEmpty() ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(nextTryNanos);
+    OptionalLong nextTryNanos() {
+        return partitions.isEmpty() ? OptionalLong.empty() : OptionalLong.of(nextTryNanos);
     }
 
     /** The partitions waiting for their load (a copy). */
