@@ -107,9 +107,15 @@ public final class Cluster {
     public static final String JVM_OPTIONS_ENV = "CSI_JVM_OPTIONS";
     /**
      * A JDK home (25 or later) the Quarkus services (claim-service, plugin-registry-service, the workers) run on, each
-     * with an AOT cache of its own under {@code <work>/aot} ({@link ServiceJava}); unset: the CLI's own Java, no cache.
+     * with an AOT cache of its own under {@code <work>/aot} ({@link ServiceJava}); {@value #CLI_JAVA}: the CLI's own
+     * Java with its class-data archive; unset: the newest JDK 25 or later installed when the cluster
+     * {@linkplain #measuredRuntime(boolean) looks for one}, else the CLI's own Java.
      */
     public static final String SERVICE_JAVA_HOME_ENV = "CSI_SERVICE_JAVA_HOME";
+    /** {@value #SERVICE_JAVA_HOME_ENV}'s value for the CLI's own Java. */
+    public static final String CLI_JAVA = "cli";
+    /** The runtime chosen by measurement ({@link #measuredRuntime(boolean)}). */
+    private boolean measuredRuntime;
     /** Nodes whose worker and plugin run in a network namespace of their own ({@link #isolate}). */
     private final Map<String, io.csiorchestrator.localinfra.NetNamespace> isolated = new LinkedHashMap<>();
 
@@ -165,6 +171,18 @@ public final class Cluster {
     }
 
     /** The services log JSON lines (QUARKUS_LOG_CONSOLE_JSON_ENABLED=true), as a log shipper wants them. */
+    /**
+     * The runtime chosen by measurement (issue 36 item 5, README "Runtime by measurement"): the Quarkus services on the
+     * newest JDK 25 or later installed with their AOT cache (unless {@value #SERVICE_JAVA_HOME_ENV} says otherwise), the
+     * broker with the full tiered JIT (C2), every other JVM on C1: what {@code up}, {@code demo} and {@code chaos} run.
+     * Off (the tests' systems, started fresh many times over and short-lived): every JVM on the CLI's own Java and C1,
+     * with the class-data archives every start of the build shares.
+     */
+    public Cluster measuredRuntime(boolean on) {
+        this.measuredRuntime = on;
+        return this;
+    }
+
     public Cluster jsonLogs(boolean on) {
         this.jsonLogs = on;
         return this;
@@ -820,17 +838,20 @@ public final class Cluster {
     }
 
     /**
-     * A Quarkus service's JVM running {@code jar}: on {@value #SERVICE_JAVA_HOME_ENV}'s JDK with its AOT cache when
-     * that is set ({@link ServiceJava}: the cache is used, or, missing or stale, removed and written anew at the
-     * process's exit; the line saying which is kept for {@link #takeServiceJavaLines()}), else as
-     * {@link #java(String, int)}.
+     * A Quarkus service's JVM running {@code jar}: on {@value #SERVICE_JAVA_HOME_ENV}'s JDK (or the newest JDK 25 or
+     * later installed, {@link #measuredRuntime(boolean)}) with its AOT cache when there is one ({@link ServiceJava}: the
+     * cache is used, or, missing or stale, removed and written anew at the process's exit; the line saying which is
+     * kept for {@link #takeServiceJavaLines()}), else as {@link #java(String, int)}.
      */
     private List<String> serviceJava(String name, int heapMb, Path jar) {
-        String home = extraEnv.getOrDefault(SERVICE_JAVA_HOME_ENV, System.getenv(SERVICE_JAVA_HOME_ENV));
-        if (home == null || home.isBlank()) {
+        String setting = extraEnv.getOrDefault(SERVICE_JAVA_HOME_ENV, System.getenv(SERVICE_JAVA_HOME_ENV));
+        Path home = setting != null && !setting.isBlank() ? (setting.trim().equals(CLI_JAVA) ? null : Path.of(setting.trim()))
+                : measuredRuntime ? ServiceJava.newestAotHome(ServiceJava.candidateHomes(ServiceJava.SYSTEM_JDKS)).orElse(null)
+                : null;
+        if (home == null) {
             return java(name, heapMb, null, sharedArchive(name, jar));
         }
-        ServiceJava service = ServiceJava.of(Path.of(home.trim()), workDir.resolve("aot").resolve(name + ".aot"));
+        ServiceJava service = ServiceJava.of(home, workDir.resolve("aot").resolve(name + ".aot"));
         ServiceJava.Aot aot = service.aot(jar);
         aot.prepare();
         serviceJavaLines.add(aot.line(name, workDir));
@@ -859,11 +880,24 @@ public final class Cluster {
                 || !classpath.stream().allMatch(p -> Files.isRegularFile(p) && p.toString().endsWith(".jar"))) {
             return List.of(); // a directory on the class path (a test run from target/classes) cannot be archived
         }
+        List<String> layout = layoutFlags(null);
         SharedArchive.Plan plan = SharedArchive.plan(Path.of(System.getProperty("java.home"), "bin", "java"),
-                classpath, classpath.get(0).getParent().resolve("cds"), base);
+                classpath, classpath.get(0).getParent().resolve("cds"), layout.isEmpty() ? base : base + "-coh", layout);
         serviceJavaLines.add(name + ": class data archive " + (plan.archive() == null ? "none" : plan.archive())
                 + " (" + plan.mode().name().toLowerCase(java.util.Locale.ROOT) + ": " + plan.reason() + ")");
         return plan.options();
+    }
+
+    /**
+     * The object layout of a JVM of {@code java} (null: the CLI's own): compact object headers (JEP 519, 8 bytes a
+     * header instead of 12) on JDK 25 or later with the measured runtime. With them every process cost less per
+     * operation after 3 minutes of load (all processes 47.6 -> 42.1 ms on C1) and less memory (README "Runtime by
+     * measurement").
+     */
+    private List<String> layoutFlags(Path java) {
+        int feature = java == null ? Runtime.version().feature()
+                : ServiceJava.of(java.getParent().getParent(), workDir.resolve("aot/none.aot")).major();
+        return measuredRuntime && feature >= ServiceJava.AOT_FEATURE ? List.of("-XX:+UseCompactObjectHeaders") : List.of();
     }
 
     /** {@code off}: no class-data archive for the system's JVMs ({@link #sharedArchive}). */
@@ -887,8 +921,13 @@ public final class Cluster {
             cmd.add("/usr/bin/setsid"); // `csi up`: not in the terminal's process group, outlives the CLI
         }
         cmd.add((java != null ? java : Path.of(System.getProperty("java.home"), "bin", "java")).toString());
-        // Short-lived local processes on a small machine: the simplest JIT tier, a bounded heap, serial GC.
-        cmd.add("-XX:TieredStopAtLevel=1");
+        // Local processes on a small machine: a bounded heap, serial GC, the simplest JIT tier (C1), except the broker of
+        // a long-running system: after 3 minutes of load C2 made the broker 28 % cheaper per operation (9.8 -> 7.0 ms)
+        // and every other process dearer or no cheaper, with more memory (README "Runtime by measurement").
+        if (!(measuredRuntime && name.equals(KAFKA))) {
+            cmd.add("-XX:TieredStopAtLevel=1");
+        }
+        cmd.addAll(layoutFlags(java));
         cmd.add("-XX:+UseSerialGC");
         cmd.add("-Xmx" + heapMb + "m");
         // The initial heap defaults to 1/64 of the machine's memory (384 MB here, so every heap was born at its

@@ -9,13 +9,14 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The JDK a Quarkus service of {@code ./csi up} runs on when {@value Cluster#SERVICE_JAVA_HOME_ENV} names one, and the
- * JDK 25 AOT cache (JEP 483/514/515: classes loaded and linked, method profiles) that makes its start about twice as
+ * The JDK a Quarkus service of {@code ./csi up} runs on ({@value Cluster#SERVICE_JAVA_HOME_ENV}, else the newest JDK
+ * 25 or later installed, {@link #newestAotHome}), and the JDK 25 AOT cache (JEP 483/514/515: classes loaded and linked, method profiles) that makes its start about twice as
  * fast.
  *
  * <p>Each service has its cache {@code <work>/aot/<name>.aot} and beside it a record {@code <name>.aot.properties} of
@@ -71,6 +72,48 @@ record ServiceJava(Path java, int major, String version, Path cache) {
         return new ServiceJava(java, Integer.parseInt(m.group(2)), runtime.find() ? runtime.group(1) : m.group(1), cache);
     }
 
+    /** The oldest JDK that has an AOT cache (JEP 483). */
+    static final int AOT_FEATURE = 25;
+
+    /** Where Debian, Ubuntu and the Adoptium packages install JDKs. */
+    static final Path SYSTEM_JDKS = Path.of("/usr/lib/jvm");
+
+    /**
+     * The newest JDK {@value #AOT_FEATURE} or later among {@code homes} (the CLI's own and the system's, in that order:
+     * of two of one feature release the first wins); empty when none is, or none has a {@code bin/java} and a readable
+     * version. This is what {@code ./csi up} runs the services on when {@value Cluster#SERVICE_JAVA_HOME_ENV} is unset.
+     */
+    static Optional<Path> newestAotHome(List<Path> homes) {
+        Path best = null;
+        int bestMajor = AOT_FEATURE - 1;
+        for (Path home : homes) {
+            try {
+                int major = of(home, home.resolve("none.aot")).major();
+                if (major > bestMajor) {
+                    best = home;
+                    bestMajor = major;
+                }
+            } catch (IllegalArgumentException | UncheckedIOException notAJdk) {
+                // a directory of /usr/lib/jvm that is a link farm or a JRE without release file: not a candidate
+            }
+        }
+        return Optional.ofNullable(best);
+    }
+
+    /** The CLI's own JDK home, then each directory in {@code systemJdks} by name. */
+    static List<Path> candidateHomes(Path systemJdks) {
+        List<Path> homes = new java.util.ArrayList<>();
+        homes.add(Path.of(System.getProperty("java.home")));
+        if (Files.isDirectory(systemJdks)) {
+            try (java.util.stream.Stream<Path> dirs = Files.list(systemJdks)) {
+                dirs.filter(Files::isDirectory).sorted().forEach(homes::add);
+            } catch (IOException e) {
+                // unreadable: the CLI's own JDK only
+            }
+        }
+        return homes;
+    }
+
     /** The record beside the cache: {@code <name>.aot.properties}. */
     Path record() {
         return cache.resolveSibling(cache.getFileName() + ".properties");
@@ -91,7 +134,7 @@ record ServiceJava(Path java, int major, String version, Path cache) {
      * jar's attributes and changes nothing.
      */
     Aot aot(Path jar) {
-        if (major < 25) {
+        if (major < AOT_FEATURE) {
             return new Aot(Mode.NONE, this, Map.of(), "JDK " + version + " has no AOT cache (25 or later)");
         }
         Map<String, String> now = madeFrom(jar);

@@ -21,7 +21,11 @@ class ServiceJavaTest {
     Path dir;
 
     private Path jdk(String release) throws Exception {
-        Path home = dir.resolve("jdk");
+        return jdk("jdk", release);
+    }
+
+    private Path jdk(String name, String release) throws Exception {
+        Path home = dir.resolve(name);
         Files.createDirectories(home.resolve("bin"));
         Path java = Files.createFile(home.resolve("bin/java"),
                 PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")));
@@ -166,5 +170,32 @@ class ServiceJavaTest {
         IllegalArgumentException noVersion = assertThrows(IllegalArgumentException.class,
                 () -> ServiceJava.of(home, dir.resolve("x.aot")));
         assertTrue(noVersion.getMessage().contains("no JAVA_VERSION"), noVersion.getMessage());
+    }
+
+    @Test
+    void upRunsTheServicesOnTheNewestJdk25OrLaterInstalled() throws Exception {
+        Path jvms = dir.resolve("jvm");
+        Path cli = jdk("cli-17", "JAVA_VERSION=\"17.0.13\"\n");
+        jdk("jvm/java-21-openjdk-amd64", "JAVA_VERSION=\"21.0.5\"\n");
+        Path adoptium25 = jdk("jvm/temurin-25-jdk-amd64", JDK25);
+        jdk("jvm/zz-other-25", JDK25);
+        Files.createDirectories(jvms.resolve("default-java-without-release/bin"));
+        Files.writeString(jvms.resolve("README"), "not a JDK");
+        List<Path> homes = ServiceJava.candidateHomes(jvms);
+        assertEquals(Path.of(System.getProperty("java.home")), homes.get(0), "the CLI's own JDK comes first");
+        assertEquals(4, homes.size() - 1, "every directory of the system's JDKs, files left out: " + homes);
+        List<Path> withOwn = new java.util.ArrayList<>(List.of(cli));
+        withOwn.addAll(homes.subList(1, homes.size()));
+        assertEquals(java.util.Optional.of(adoptium25), ServiceJava.newestAotHome(withOwn),
+                "25 over 17 and 21; of two 25s the first; a directory without release is no candidate");
+        Path jdk26 = jdk("jvm/jdk-26", "JAVA_VERSION=\"26-ea\"\n");
+        assertEquals(java.util.Optional.of(jdk26), ServiceJava.newestAotHome(ServiceJava.candidateHomes(jvms)));
+    }
+
+    @Test
+    void withoutAJdk25InstalledTheServicesStayOnTheClisJava() throws Exception {
+        Path old = jdk("jvm/java-21-openjdk-amd64", "JAVA_VERSION=\"21.0.5\"\n");
+        assertEquals(java.util.Optional.empty(), ServiceJava.newestAotHome(List.of(old, dir.resolve("missing"))));
+        assertEquals(java.util.Optional.empty(), ServiceJava.newestAotHome(List.of()));
     }
 }

@@ -77,6 +77,15 @@ public final class SharedArchive {
      * read or written gives {@link Mode#NONE}.
      */
     public static Plan plan(Path java, List<Path> classpath, Path dir, String name) {
+        return plan(java, classpath, dir, name, List.of());
+    }
+
+    /**
+     * As {@link #plan(Path, List, Path, String)} for a JVM started with {@code layoutFlags} too (e.g.
+     * {@code -XX:+UseCompactObjectHeaders}: an archive is only mapped by a JVM with the object layout it was written
+     * with), which the check of a written file passes as well; give such a JVM a {@code name} of its own.
+     */
+    public static Plan plan(Path java, List<Path> classpath, Path dir, String name, List<String> layoutFlags) {
         if (Runtime.version().feature() < 13) {
             return new Plan(Mode.NONE, List.of(), null, "JDK " + Runtime.version() + " has no dynamic archive (13+)");
         }
@@ -97,7 +106,7 @@ public final class SharedArchive {
                 if (writerAlive(written)) {
                     return new Plan(Mode.NONE, List.of(), archive, "another start writes it");
                 }
-                if (Files.isRegularFile(written) && accepted(java, classpath, written)) {
+                if (Files.isRegularFile(written) && accepted(java, classpath, written, layoutFlags)) {
                     publish(written, archive);
                     Files.deleteIfExists(lock);
                     return use(archive, "written by an earlier start");
@@ -138,11 +147,16 @@ public final class SharedArchive {
         }
     }
 
-    /** The JVM maps {@code written} for {@code classpath} ({@code -Xshare:on} refuses a cut or foreign file). */
-    static boolean accepted(Path java, List<Path> classpath, Path written) {
+    /**
+     * The JVM (with {@code layoutFlags}) maps {@code written} for {@code classpath} ({@code -Xshare:on} refuses a cut or
+     * foreign file).
+     */
+    static boolean accepted(Path java, List<Path> classpath, Path written, List<String> layoutFlags) {
         try {
-            Process check = new ProcessBuilder(java.toString(), "-Xshare:on", "-XX:SharedArchiveFile=" + written,
-                    "-cp", classpathString(classpath), "-version")
+            List<String> cmd = new java.util.ArrayList<>(List.of(java.toString(), "-Xshare:on"));
+            cmd.addAll(layoutFlags);
+            cmd.addAll(List.of("-XX:SharedArchiveFile=" + written, "-cp", classpathString(classpath), "-version"));
+            Process check = new ProcessBuilder(cmd)
                     .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
             if (!check.waitFor(CHECK_SECONDS, TimeUnit.SECONDS)) {
                 check.destroyForcibly();
