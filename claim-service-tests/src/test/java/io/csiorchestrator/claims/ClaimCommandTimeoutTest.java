@@ -27,7 +27,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The command timeout end to end (ClaimService.commandTimedOut, driven by the reconciler): a node command that gets
+ * The command timeout end to end (ClaimFences.commandTimedOut, driven by the reconciler): a node command that gets
  * no answer within {@code csi.claims.command-timeout} counts as DEADLINE_EXCEEDED. The other tests run with a
  * timeout as long as {@link Bus#WAIT}, so it never fires there; this class shortens it with a profile (one
  * Quarkus restart for all timeout cases).

@@ -63,6 +63,8 @@ public class AntiEntropyRepairs {
     @Inject
     ClaimService claims;
     @Inject
+    ClaimEffects effects;
+    @Inject
     ClaimSettings settings;
     @Inject
     ClaimMetrics metrics;
@@ -148,13 +150,13 @@ public class AntiEntropyRepairs {
             if (claim == null || claim.past) {
                 return Uni.createFrom().item(false);
             }
-            Transition t = claims.machine().mountLost(ClaimService.snapshot(claim), repair.why());
+            Transition t = claims.machine().mountLost(ClaimRows.snapshot(claim), repair.why());
             if (t.effects().isEmpty()) {
                 return Uni.createFrom().item(false);
             }
             claim.tx = tx;
             claim.requestedAt = null; // not a new claim: the claim latency is not timed again
-            return claims.apply(volume, claim, t).replaceWith(true);
+            return effects.apply(volume, claim, t).replaceWith(true);
         });
     }
 
@@ -210,7 +212,7 @@ public class AntiEntropyRepairs {
             // is due, by the rule of every claim's (ClaimMachine.controllerPublicationNeeded): no other claim of the
             // volume on that node still needs the publication (decided now, a claim leaving meanwhile would leak it).
             Transition t = claims.machine().orphanFound(plugin.controllerRequired(), plugin.controllerRequired(), repair.why());
-            return c.persist().chain(() -> claims.apply(volume, c, t)).replaceWith(true);
+            return c.persist().chain(() -> effects.apply(volume, c, t)).replaceWith(true);
         });
     }
 

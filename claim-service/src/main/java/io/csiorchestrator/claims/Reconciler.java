@@ -18,7 +18,7 @@ import org.jboss.logging.Logger;
  *   <li>failed steps whose backoff is over are sent again;</li>
  *   <li>commands without an answer past {@code csi.claims.command-timeout} count as DEADLINE_EXCEEDED;</li>
  *   <li>claims on a node whose lease ended (LAPSED or FENCED), and releases whose unmount keeps failing or got no
- *       answer, are checked against the lease book ({@link ClaimService#fenceCheck}): assumed detached from the node
+ *       answer, are checked against the lease book ({@link ClaimFences#fenceCheck}): assumed detached from the node
  *       only once its lease surely lapsed at the claim's epoch and the fence wait passed (issue 19; never by a plain
  *       timeout: the old "node gone past {@code node-gone-timeout}" path is gone), else the release says why it waits;</li>
  *   <li>past claims and answered request ids older than {@code csi.claims.past-claims-retention} are purged.</li>
@@ -33,6 +33,8 @@ public class Reconciler {
     @Inject
     ClaimService claims;
     @Inject
+    ClaimFences fences;
+    @Inject
     ClaimSettings settings;
     @Inject
     Fencing fencing;
@@ -45,9 +47,9 @@ public class Reconciler {
                 .chain(ids -> each(ids, claims::retryDue))
                 .chain(() -> ids("SELECT claim_id FROM claims WHERE NOT past AND command_id IS NOT NULL AND command_deadline < :now"
                         + " ORDER BY command_deadline LIMIT :n", now, batch))
-                .chain(ids -> each(ids, claims::commandTimedOut))
+                .chain(ids -> each(ids, fences::commandTimedOut))
                 .chain(() -> fenceCandidates(batch))
-                .chain(ids -> each(ids, claims::fenceCheck))
+                .chain(ids -> each(ids, fences::fenceCheck))
                 .chain(this::purge);
     }
 

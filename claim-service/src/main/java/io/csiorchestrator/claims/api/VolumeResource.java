@@ -66,6 +66,8 @@ public class VolumeResource {
     @Inject
     ClaimService claims;
     @Inject
+    io.csiorchestrator.claims.ClaimFences fences;
+    @Inject
     Plugins plugins;
     @Inject
     Secrets secrets;
@@ -338,8 +340,8 @@ public class VolumeResource {
                         + ", only if the node is powered off: the node is assumed detached";
                 Uni<Void> chain = Uni.createFrom().voidItem();
                 for (ClaimEntity c : onNode) {
-                    chain = chain.chain(() -> force ? claims.detachLocked(v, c, forced, tx)
-                            : claims.operatorDetachLocked(v, c, tx));
+                    chain = chain.chain(() -> force ? fences.detachLocked(v, c, forced, tx)
+                            : fences.operatorDetachLocked(v, c, tx));
                 }
                 String action = force ? "forced detach of node " + node + " by " + principal + " (only if the node is powered off)"
                         : "detaching node " + node + ": unmounts sent; the claims are freed when the node reports them"
@@ -399,7 +401,7 @@ public class VolumeResource {
     private static VolumeStub stub(VolumeEntity v, List<ClaimEntity> active, PluginFacts plugin) {
         int readers = (int) active.stream().filter(c -> c.mode.equals("read")).count();
         int writers = active.size() - readers;
-        String unhealthy = ClaimRules.unschedulableReason(ClaimService.facts(v, List.of()), plugin, null);
+        String unhealthy = ClaimRules.unschedulableReason(io.csiorchestrator.claims.ClaimRows.facts(v, List.of()), plugin, null);
         return new VolumeStub(v.namespace, v.id, v.name, v.pluginId, v.accessMode, v.attachmentMode, v.claimedAccessMode,
                 readers, writers, unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting,
                 io.csiorchestrator.claims.domain.Failover.effective(v.failover).wire());
@@ -408,7 +410,7 @@ public class VolumeResource {
     private static VolumeDetail detail(VolumeEntity v, List<ClaimEntity> all, PluginFacts plugin,
                                        List<VolumeConditionEntity> conditions, ConditionView listing,
                                        List<VolumeUsageEntity> usage) {
-        String unhealthy = ClaimRules.unschedulableReason(ClaimService.facts(v, List.of()), plugin, null);
+        String unhealthy = ClaimRules.unschedulableReason(io.csiorchestrator.claims.ClaimRows.facts(v, List.of()), plugin, null);
         Map<String, String> redactedSecrets = new LinkedHashMap<>();
         for (String key : Json.list(v.secretKeysJson)) {
             redactedSecrets.put(key, REDACTED);

@@ -67,6 +67,14 @@ public class Consumers {
     @Inject
     ClaimService claims;
     @Inject
+    io.csiorchestrator.claims.ClaimRequests requests;
+    @Inject
+    io.csiorchestrator.claims.MountAnswers answers;
+    @Inject
+    io.csiorchestrator.claims.PluginWaits pluginWaits;
+    @Inject
+    io.csiorchestrator.claims.ClaimFences fences;
+    @Inject
     ClaimMetrics metrics;
     @Inject
     OpenTelemetry openTelemetry;
@@ -111,8 +119,8 @@ public class Consumers {
             Instant requestedAt = eventTime(record, received);
             return RecordBatches.Step.joinable(kafkaRecord, "claim-requested " + request.requestId(), trace, tx,
                     VolumeEntity.key(request.namespace(), request.volumeId()),
-                    () -> claims.claimRequestedStep(request, requestedAt, tx),
-                    () -> claims.onClaimRequested(request, requestedAt, tx));
+                    () -> requests.claimRequestedStep(request, requestedAt, tx),
+                    () -> requests.onClaimRequested(request, requestedAt, tx));
         }, ClaimService::lockVolumes);
     }
 
@@ -129,7 +137,7 @@ public class Consumers {
         }
         String ceId = CloudEventHeaders.readFrom(record.headers()).id();
         return RecordBatches.Step.alone(kafkaRecord, "refused claim-requested " + answer.get().requestId(), trace,
-                () -> claims.answerRefused(answer.get(), ceId, tx).chain(() -> Uni.createFrom().failure(refused)));
+                () -> requests.answerRefused(answer.get(), ceId, tx).chain(() -> Uni.createFrom().failure(refused)));
     }
 
     /** The record a batch's message carries (its headers, key, value and timestamp as read). */
@@ -180,7 +188,7 @@ public class Consumers {
                 return RecordBatches.Step.alone(kafkaRecord, what, trace, () -> provisions.onDone(done, tx));
             }
             return RecordBatches.Step.joinable(kafkaRecord, what, trace, tx, done.commandId(),
-                    () -> claims.mountDoneStep(done, tx), () -> claims.onMountDone(done, tx));
+                    () -> answers.mountDoneStep(done, tx), () -> answers.onMountDone(done, tx));
         }, ClaimService::lockVolumesOfCommands);
     }
 
@@ -247,7 +255,7 @@ public class Consumers {
                 throw MalformedEventException.single("plugin-status", "pluginId", status.pluginId(),
                         "does not match the record key '" + record.key() + "'");
             }
-            return retried(() -> claims.onPluginStatus(record.key(), status), "plugin-status " + record.key());
+            return retried(() -> pluginWaits.onPluginStatus(record.key(), status), "plugin-status " + record.key());
         });
     }
 
@@ -325,7 +333,7 @@ public class Consumers {
                         lease.epoch(), lease.state().wire());
             } else if (state != LeaseBook.State.VALID) {
                 LOG.infof("node-leases: %s's lease epoch %d %s", lease.nodeId(), lease.epoch(), lease.state().wire());
-                return retried(() -> claims.fenceCheckNode(lease.nodeId()), "node-leases " + lease.nodeId());
+                return retried(() -> fences.fenceCheckNode(lease.nodeId()), "node-leases " + lease.nodeId());
             }
             return Uni.createFrom().voidItem();
         });
@@ -333,7 +341,7 @@ public class Consumers {
 
     /**
      * A FENCED node event: the claims (readers and writers) whose mounts it lists as removed ({@code unmounted},
-     * {@code lazilyDetached}) end ({@link ClaimService#onNodeFenced}). One without a numeric {@code details.epoch} is dead-lettered.
+     * {@code lazilyDetached}) end ({@link io.csiorchestrator.claims.ClaimFences#onNodeFenced}). One without a numeric {@code details.epoch} is dead-lettered.
      */
     private Uni<Void> onFenced(NodeEvent event) {
         long epoch;
@@ -356,7 +364,7 @@ public class Consumers {
         }
         LOG.infof("node-events: %s fenced at epoch %d (by %s); mounts removed: %s", event.nodeId(), epoch,
                 event.details().get("fencedBy"), removed);
-        return retried(() -> claims.onNodeFenced(event.nodeId(), epoch, removed), "node-events fenced " + event.nodeId());
+        return retried(() -> fences.onNodeFenced(event.nodeId(), epoch, removed), "node-events fenced " + event.nodeId());
     }
 
     /**
