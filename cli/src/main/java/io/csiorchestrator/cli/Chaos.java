@@ -131,7 +131,8 @@ final class Chaos {
         Path work = args.option("work-dir").map(Path::of).orElse(home.resolve(".csi").resolve("chaos-"
                 + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").format(ZonedDateTime.now(ZoneOffset.UTC))));
         Map<String, String> env = env(args.option("env").orElse(null));
-        cluster = new Cluster(home, work, Cluster.Ports.free(), false).durable(true).measuredRuntime(true).environment(env);
+        cluster = new Cluster(home, work, Cluster.Ports.free(), false).durable(true)
+                .measuredRuntime(Cluster.measuredRuntimeWanted()).environment(env);
         topics = new TopicCatalog(Cluster.TOPIC_PREFIX);
         Map<String, String> services = new HashMap<>(System.getenv());
         services.putAll(env);

@@ -108,14 +108,21 @@ public final class Cluster {
     /**
      * A JDK home (25 or later) the Quarkus services (claim-service, plugin-registry-service, the workers) run on, each
      * with an AOT cache of its own under {@code <work>/aot} ({@link ServiceJava}); {@value #CLI_JAVA}: the CLI's own
-     * Java with its class-data archive; unset: the newest JDK 25 or later installed when the cluster
-     * {@linkplain #measuredRuntime(boolean) looks for one}, else the CLI's own Java.
+     * Java with its class-data archive; unset: the newest JDK 25 or later installed when the cluster keeps
+     * {@linkplain #aotCache(boolean) AOT caches} ({@code up}), else the CLI's own Java.
      */
     public static final String SERVICE_JAVA_HOME_ENV = "CSI_SERVICE_JAVA_HOME";
     /** {@value #SERVICE_JAVA_HOME_ENV}'s value for the CLI's own Java. */
     public static final String CLI_JAVA = "cli";
     /** The runtime chosen by measurement ({@link #measuredRuntime(boolean)}). */
     private boolean measuredRuntime;
+    /** The services' JDK 25 AOT caches under the work dir ({@link #aotCache(boolean)}). */
+    private boolean aotCache;
+    /**
+     * {@code plain}: {@code up}, {@code demo} and {@code chaos} start every JVM as the tests' systems do (the CLI's own
+     * JDK, C1, no compact headers, no AOT cache): what the build's tests set ({@link #measuredRuntimeWanted()}).
+     */
+    public static final String RUNTIME_ENV = "CSI_RUNTIME";
     /** Nodes whose worker and plugin run in a network namespace of their own ({@link #isolate}). */
     private final Map<String, io.csiorchestrator.localinfra.NetNamespace> isolated = new LinkedHashMap<>();
 
@@ -181,6 +188,24 @@ public final class Cluster {
     public Cluster measuredRuntime(boolean on) {
         this.measuredRuntime = on;
         return this;
+    }
+
+    /**
+     * The Quarkus services run on the newest JDK 25 or later installed with an AOT cache each under the work dir,
+     * written at a service's exit and used by the next start: what {@code up} does, whose work dir is kept from one
+     * start to the next. {@code demo} and {@code chaos} start in a new work dir each time, where a cache written at
+     * the end would never be used (and its writing costs each service seconds of CPU at the stop): their services run
+     * on the CLI's JDK with the class-data archive every start of the build shares.
+     */
+    public Cluster aotCache(boolean on) {
+        this.aotCache = on;
+        return this;
+    }
+
+    /** Whether {@code up}, {@code demo} and {@code chaos} use the runtime chosen by measurement: unless {@value #RUNTIME_ENV} is {@code plain}. */
+    public static boolean measuredRuntimeWanted() {
+        String setting = System.getenv(RUNTIME_ENV);
+        return !"plain".equalsIgnoreCase(setting == null ? "" : setting.trim());
     }
 
     public Cluster jsonLogs(boolean on) {
@@ -839,14 +864,14 @@ public final class Cluster {
 
     /**
      * A Quarkus service's JVM running {@code jar}: on {@value #SERVICE_JAVA_HOME_ENV}'s JDK (or the newest JDK 25 or
-     * later installed, {@link #measuredRuntime(boolean)}) with its AOT cache when there is one ({@link ServiceJava}: the
+     * later installed, {@link #aotCache(boolean)}) with its AOT cache when there is one ({@link ServiceJava}: the
      * cache is used, or, missing or stale, removed and written anew at the process's exit; the line saying which is
      * kept for {@link #takeServiceJavaLines()}), else as {@link #java(String, int)}.
      */
     private List<String> serviceJava(String name, int heapMb, Path jar) {
         String setting = extraEnv.getOrDefault(SERVICE_JAVA_HOME_ENV, System.getenv(SERVICE_JAVA_HOME_ENV));
         Path home = setting != null && !setting.isBlank() ? (setting.trim().equals(CLI_JAVA) ? null : Path.of(setting.trim()))
-                : measuredRuntime ? ServiceJava.newestAotHome(ServiceJava.candidateHomes(ServiceJava.SYSTEM_JDKS)).orElse(null)
+                : aotCache ? ServiceJava.newestAotHome(ServiceJava.candidateHomes(ServiceJava.SYSTEM_JDKS)).orElse(null)
                 : null;
         if (home == null) {
             return java(name, heapMb, null, sharedArchive(name, jar));

@@ -219,7 +219,8 @@ public final class Main {
                     Path home = home(args);
                     Path work = args.option("work-dir").map(Path::of).orElse(home.resolve(".csi").resolve("demo-"
                             + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").format(ZonedDateTime.now(ZoneOffset.UTC))));
-                    yield new Demo(new Cluster(home, work, Cluster.Ports.free(), false).measuredRuntime(true)
+                    yield new Demo(new Cluster(home, work, Cluster.Ports.free(), false)
+                            .measuredRuntime(Cluster.measuredRuntimeWanted())
                             .jsonLogs(args.flag("json-logs")), out).run();
                 }
                 case "up" -> Up.up(args.only(Set.of("work-dir", "json-logs", "fresh", "free-ports", "simulated-nodes",

@@ -58,7 +58,8 @@ final class Up {
         }
         Files.deleteIfExists(work.resolve(Cluster.PIDS));
         Files.deleteIfExists(work.resolve(Endpoints.FILE));
-        Cluster cluster = new Cluster(home, work, ports, true).durable(true).measuredRuntime(true).jsonLogs(args.flag("json-logs"))
+        Cluster cluster = new Cluster(home, work, ports, true).durable(true).measuredRuntime(Cluster.measuredRuntimeWanted())
+                .aotCache(Cluster.measuredRuntimeWanted()).jsonLogs(args.flag("json-logs"))
                 .simulated(simulated, simulatorPort, pluginDelay);
         Steps steps = new Steps(out, simulated > 0 ? 4 : 5);
         boolean started = steps.run("start Kafka (KRaft) and PostgreSQL", () -> {
@@ -210,7 +211,8 @@ final class Up {
             err.println("error: nothing running in " + work + "; ./csi up first");
             return 1;
         }
-        Cluster cluster = new Cluster(home, work, Cluster.Ports.defaults(), true).durable(true).measuredRuntime(true);
+        Cluster cluster = new Cluster(home, work, Cluster.Ports.defaults(), true).durable(true)
+                .measuredRuntime(Cluster.measuredRuntimeWanted());
         List<Cluster.Proc> old = running.stream().filter(p -> p.name().equals(name)).toList();
         for (Cluster.Proc proc : old) {
             out.println("stopping " + name + " (pid " + proc.handle().pid() + ")");
