@@ -11,6 +11,7 @@ import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.worker.kafka.CommandConsumer;
 import io.csiorchestrator.worker.kafka.EventSpool;
 import io.csiorchestrator.worker.kafka.KafkaEventPublisher;
+import io.csiorchestrator.worker.mount.Convergence;
 import io.csiorchestrator.worker.mount.SecretOpener;
 import io.csiorchestrator.worker.mount.VolumeOperations;
 import io.csiorchestrator.worker.mount.VolumeSerializer;
@@ -398,8 +399,8 @@ public class NodeMountWorker {
         }
     }
 
-    private VolumeOperations.Convergence counted(VolumeOperations.Convergence result) {
-        for (VolumeOperations.Repair repair : result.repairs()) {
+    private Convergence counted(Convergence result) {
+        for (Convergence.Repair repair : result.repairs()) {
             telemetry.metrics().heal(repair.damage().label(), repair.path(), result.errors().isEmpty());
         }
         return result;

@@ -391,7 +391,7 @@ class VolumeOperationsTest {
         plugin.calls.clear();
         VolumeOperations restarted = operations(plugin, true);
         restarted.load();
-        VolumeOperations.Convergence c = restarted.restore(new VolumeKey("ns", "vol1"));
+        Convergence c = restarted.restore(new VolumeKey("ns", "vol1"));
         assertTrue(c.nothingToDo(), c.toString());
         assertTrue(plugin.calls.isEmpty(), plugin.calls.toString());
     }
@@ -412,7 +412,7 @@ class VolumeOperationsTest {
 
         VolumeOperations restarted = operations(plugin, true);
         restarted.load();
-        VolumeOperations.Convergence c = restarted.restore(key);
+        Convergence c = restarted.restore(key);
         assertEquals(List.of("publish a1"), plugin.calls, "staging intact: no second stage; one publish");
         assertEquals(1, c.published());
         VolumeRecord after = restarted.record(key).orElseThrow();
@@ -428,7 +428,7 @@ class VolumeOperationsTest {
         ops.execute(mount("a2", false));
         plugin.mounted.remove(paths.stagingPath("ns", "vol1").toString());
         plugin.calls.clear();
-        VolumeOperations.Convergence c = ops.heal(new VolumeKey("ns", "vol1"));
+        Convergence c = ops.heal(new VolumeKey("ns", "vol1"));
         assertEquals(List.of("stage ext-vol1", "publish a1", "publish a2"), plugin.calls);
         assertEquals(1, c.staged());
         assertTrue(events.stream().anyMatch(e -> e.kind() == NodeEventKind.HEAL && Boolean.TRUE.equals(e.success())));
@@ -486,7 +486,7 @@ class VolumeOperationsTest {
         plugin.calls.clear();
         events.clear();
 
-        VolumeOperations.Convergence c = ops.healDamaged(key);
+        Convergence c = ops.healDamaged(key);
         assertEquals(List.of("unpublish a1", "publish a1"), plugin.calls, "unmounted first, then published again");
         assertEquals(1, c.repairs().size(), c.toString());
         assertEquals(MountDamage.CORRUPTED, c.repairs().get(0).damage());
@@ -505,10 +505,10 @@ class VolumeOperationsTest {
         corrupted.add(paths.stagingPath("ns", "vol1").toString());
         plugin.calls.clear();
 
-        VolumeOperations.Convergence c = ops.healDamaged(key);
+        Convergence c = ops.healDamaged(key);
         assertEquals(List.of("unpublish a1", "unpublish a2", "unstage ext-vol1", "stage ext-vol1", "publish a1",
                 "publish a2"), plugin.calls);
-        assertEquals(List.of("staging"), c.repairs().stream().map(VolumeOperations.Repair::path).toList());
+        assertEquals(List.of("staging"), c.repairs().stream().map(Convergence.Repair::path).toList());
         assertEquals(StageState.STAGED, ops.record(key).orElseThrow().stage());
     }
 
@@ -528,11 +528,11 @@ class VolumeOperationsTest {
         plugin.failNextUnpublish = new PluginCallFailure("INTERNAL", "unpublish failed", false);
         plugin.calls.clear();
 
-        VolumeOperations.Convergence c = ops.healDamaged(key);
+        Convergence c = ops.healDamaged(key);
         assertTrue(plugin.calls.contains("publish a1"), plugin.calls.toString());
         assertFalse(plugin.calls.contains("publish a2"), "a usage being released is never published again: "
                 + plugin.calls);
-        assertEquals(List.of("a1"), c.repairs().stream().map(VolumeOperations.Repair::allocationId).toList());
+        assertEquals(List.of("a1"), c.repairs().stream().map(Convergence.Repair::allocationId).toList());
         assertEquals(MountDamage.NOT_MOUNTED, c.repairs().get(0).damage());
         plugin.calls.clear();
         assertTrue(ops.healDamaged(key).repairs().isEmpty());

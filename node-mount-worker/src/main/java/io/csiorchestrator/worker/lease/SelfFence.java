@@ -2,6 +2,7 @@ package io.csiorchestrator.worker.lease;
 
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
+import io.csiorchestrator.worker.mount.FenceOutcome;
 import io.csiorchestrator.worker.mount.LazyUnmount;
 import io.csiorchestrator.worker.mount.VolumeOperations;
 import io.csiorchestrator.worker.mount.VolumeSerializer;
@@ -341,21 +342,21 @@ public final class SelfFence implements AutoCloseable {
             LOG.errorf("the fence guard's marker %s could not be read (%s); kept as %s", markerFile, e.getMessage(), aside);
             return false;
         }
-        Map<String, VolumeOperations.FenceOutcome> byPath = new LinkedHashMap<>();
-        marker.unmounted().forEach(p -> byPath.put(p, VolumeOperations.FenceOutcome.UNMOUNTED));
-        marker.lazy().forEach(p -> byPath.put(p, VolumeOperations.FenceOutcome.LAZY));
-        marker.failed().forEach(p -> byPath.put(p, VolumeOperations.FenceOutcome.FAILED));
+        Map<String, FenceOutcome> byPath = new LinkedHashMap<>();
+        marker.unmounted().forEach(p -> byPath.put(p, FenceOutcome.UNMOUNTED));
+        marker.lazy().forEach(p -> byPath.put(p, FenceOutcome.LAZY));
+        marker.failed().forEach(p -> byPath.put(p, FenceOutcome.FAILED));
         List<VolumeKey> affected = new ArrayList<>();
         // the publications the guard removed, as the records stand now (true: lazily)
         Map<String, Boolean> guardRemoved = new LinkedHashMap<>();
         for (VolumeRecord record : operations.records().values()) {
             boolean named = byPath.containsKey(record.stagingPath());
             for (Usage u : record.users()) {
-                VolumeOperations.FenceOutcome outcome = byPath.get(u.targetPath());
+                FenceOutcome outcome = byPath.get(u.targetPath());
                 named |= outcome != null;
-                if (outcome != null && outcome != VolumeOperations.FenceOutcome.FAILED) {
+                if (outcome != null && outcome != FenceOutcome.FAILED) {
                     guardRemoved.put(record.key().namespace() + "/" + record.key().volumeId() + "/" + u.allocationId(),
-                            outcome == VolumeOperations.FenceOutcome.LAZY);
+                            outcome == FenceOutcome.LAZY);
                 }
             }
             if (named) {
