@@ -222,15 +222,10 @@ public class ClaimFences {
         return chain;
     }
 
+    /** The claim's node is surely fenced: its node side is assumed detached ({@link #detachLocked}), said in the log. */
     private Uni<Void> detach(VolumeEntity volume, ClaimEntity claim, String why) {
         LOG.warnf("claim %s: %s", claim.claimId, why);
-        if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
-            claim.detachNote = why; // the node side assumed detached: the RELEASED after the controller side says why
-            claim.commandId = null;
-            claim.commandDeadline = null;
-            claim.retryAt = null;
-        }
-        return effects.apply(volume, claim, service.machine().nodeDetached(ClaimRows.snapshot(claim), why));
+        return detachLocked(volume, claim, why, claim.tx);
     }
 
     /**

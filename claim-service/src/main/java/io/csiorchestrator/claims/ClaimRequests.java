@@ -194,18 +194,10 @@ public class ClaimRequests {
                 LOG.infof("claim accepted: %s", ((ClaimRules.Accept) decision).reason());
                 tx.afterCommit(() -> metrics.decision("accepted", "new-claim"));
             }
-            ClaimEntity claim = newClaim(request, flags.flags(), volume, plugin);
-            if (request.mode() == ClaimMode.WRITE) {
-                // The fencing token of this write claim: the volume's write generation, bumped per grant.
-                volume.writeGeneration++;
-                claim.claimGeneration = volume.writeGeneration;
-            }
-            claim.requestedAt = requestedAt;
-            claim.tx = tx;
+            ClaimEntity claim = granted(request, requestedAt, tx, volume, plugin, flags);
             if (claims.isEmpty()) {
                 volume.claimedAccessMode = request.accessMode().wire();
             }
-            volume.updatedAt = Instant.now();
             Snapshot fresh = Snapshot.fresh(claim.controllerRequired, ClaimRows.useControllerOnClaimingNode(claim, plugin));
             return applyToNew(volume, claim, wait == null ? service.machine().start(fresh)
                     : service.machine().waitForPlugin(fresh, wait.since(), wait.until(), wait.reason(), true));
@@ -224,14 +216,7 @@ public class ClaimRequests {
         String reason = pendingClaims.releaseWaitText(volume, blocker) + " (" + pending.reason() + ")";
         LOG.infof("claim pending: %s", reason);
         tx.afterCommit(() -> metrics.decision("waiting", "release-pending"));
-        ClaimEntity claim = newClaim(request, flags.flags(), volume, plugin);
-        if (request.mode() == ClaimMode.WRITE) {
-            volume.writeGeneration++;
-            claim.claimGeneration = volume.writeGeneration;
-        }
-        claim.requestedAt = requestedAt;
-        claim.tx = tx;
-        volume.updatedAt = Instant.now();
+        ClaimEntity claim = granted(request, requestedAt, tx, volume, plugin, flags);
         return applyToNew(volume, claim, service.machine().waitForRelease(
                 Snapshot.fresh(claim.controllerRequired), Instant.now().plus(settings.pendingTimeout()), reason));
     }
@@ -271,6 +256,23 @@ public class ClaimRequests {
         MountOptions.checkFlags("sealedMountFlags.mountFlags", flags, invalid);
         return invalid.isEmpty() ? new RequestedFlags(flags, null)
                 : new RequestedFlags(List.of(), "the opened flags are invalid: " + invalid.list());
+    }
+
+    /**
+     * The new claim of {@code request}, started or pending: a write claim takes the volume's write generation, bumped
+     * per grant (its fencing token); the volume is updated now.
+     */
+    private ClaimEntity granted(ClaimRequested request, Instant requestedAt, Tx tx, VolumeEntity volume, PluginFacts plugin,
+                                RequestedFlags flags) {
+        ClaimEntity claim = newClaim(request, flags.flags(), volume, plugin);
+        if (request.mode() == ClaimMode.WRITE) {
+            volume.writeGeneration++;
+            claim.claimGeneration = volume.writeGeneration;
+        }
+        claim.requestedAt = requestedAt;
+        claim.tx = tx;
+        volume.updatedAt = Instant.now();
+        return claim;
     }
 
     private ClaimEntity newClaim(ClaimRequested request, List<String> requestFlags, VolumeEntity volume, PluginFacts plugin) {
