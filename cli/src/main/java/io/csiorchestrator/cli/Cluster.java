@@ -921,7 +921,7 @@ public final class Cluster {
      */
     private List<String> layoutFlags(Path java) {
         int feature = java == null ? Runtime.version().feature()
-                : ServiceJava.of(java.getParent().getParent(), workDir.resolve("aot/none.aot")).major();
+                : ServiceJava.feature(java.getParent().getParent());
         return measuredRuntime && feature >= ServiceJava.AOT_FEATURE ? List.of("-XX:+UseCompactObjectHeaders") : List.of();
     }
 

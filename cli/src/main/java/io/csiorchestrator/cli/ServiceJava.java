@@ -53,6 +53,11 @@ record ServiceJava(Path java, int major, String version, Path cache) {
     static final String JAR_SIZE = "jar.size";
 
     /** The JDK at {@code home}; fails naming the path when it has no {@code bin/java} or no readable version. */
+    /** The feature release of the JDK at {@code home} (its {@code release} file); fails as {@link #of} does. */
+    static int feature(Path home) {
+        return of(home, null).major();
+    }
+
     static ServiceJava of(Path home, Path cache) {
         Path java = home.resolve("bin").resolve("java");
         if (!Files.isExecutable(java)) {
@@ -88,7 +93,7 @@ record ServiceJava(Path java, int major, String version, Path cache) {
         int bestMajor = AOT_FEATURE - 1;
         for (Path home : homes) {
             try {
-                int major = of(home, home.resolve("none.aot")).major();
+                int major = feature(home);
                 if (major > bestMajor) {
                     best = home;
                     bestMajor = major;
