@@ -819,7 +819,13 @@ public final class Cluster {
         awaitPluginRegistered(SIM_PLUGIN_ID, simulatedNodes, simulator, timeout);
     }
 
-    /** Waits (bounded) until plugin-registry-service counts {@code nodes} healthy node instances of {@code pluginId}. */
+    /**
+     * Waits (bounded) until plugin-registry-service counts {@code nodes} healthy node instances of {@code pluginId}, and
+     * then until claim-service, which decides claims from the plugin-status records the registry publishes, lists as
+     * many healthy nodes of it in its placement entries: only then is a claim sent right after this found schedulable
+     * (the registry's count alone left a window in which claim-service had not read plugin-status yet, and rejected a
+     * claim with "no node instance on node node-1").
+     */
     public void awaitPluginRegistered(String pluginId, int nodes, Proc watched, Duration timeout) {
         Http http = new Http("plugin-registry-service", registryUrl(), adminToken());
         Wait.until("plugin-registry-service listing " + nodes + " healthy nodes of plugin " + pluginId,
@@ -832,6 +838,29 @@ public final class Cluster {
                         return Optional.empty();
                     }
                 });
+        Http claims = new Http("claim-service", claimsUrl(), adminToken());
+        Wait.until("claim-service placing on " + nodes + " healthy nodes of plugin " + pluginId,
+                timeout, watched, () -> {
+                    try {
+                        Http.Response r = claims.get("/v1/status/placement");
+                        return r.ok() && r.body() != null && healthyPlacementNodes(r.body(), pluginId) >= nodes
+                                ? Optional.of(true) : Optional.empty();
+                    } catch (Http.UnreachableException e) {
+                        return Optional.empty();
+                    }
+                });
+    }
+
+    /** How many distinct nodes claim-service's placement entries ({@code GET /v1/status/placement}) list healthy for a plugin. */
+    static long healthyPlacementNodes(com.fasterxml.jackson.databind.JsonNode entries, String pluginId) {
+        java.util.Set<String> nodes = new java.util.HashSet<>();
+        for (com.fasterxml.jackson.databind.JsonNode e : entries) {
+            if ("node".equals(e.path("kind").asText()) && pluginId.equals(e.path("pluginId").asText())
+                    && e.path("healthy").asBoolean(false)) {
+                nodes.add(e.path("nodeId").asText());
+            }
+        }
+        return nodes.size();
     }
 
     /** Waits (bounded, small backoff) until {@code url/q/health/ready} answers 200. */

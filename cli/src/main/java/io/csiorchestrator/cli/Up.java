@@ -92,7 +92,8 @@ final class Up {
                 cluster.awaitReady(workers.get(i), cluster.workerUrl(Cluster.NODES.get(i)), Demo.START_TIMEOUT);
             }
             // A worker's readiness is its own, not its plugins' (issue 12): `up` is done once the registry counts
-            // the hostpath plugin healthy on every node, so a claim right after `up` finds it.
+            // the hostpath plugin healthy on every node and claim-service places on each, so a claim right after
+            // `up` finds it.
             cluster.awaitPluginRegistered(Cluster.PLUGIN_ID, Cluster.NODES.size(), workers.get(0), Demo.START_TIMEOUT);
             return null;
         }), cluster, out)) && steps.run("write " + Endpoints.FILE, () -> {

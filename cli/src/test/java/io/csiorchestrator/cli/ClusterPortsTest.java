@@ -39,4 +39,21 @@ class ClusterPortsTest {
                 () -> FreePorts.band("40000-50000", 20000, 32767));
         assertTrue(small.getMessage().contains("fewer than 100 ports"), small.getMessage());
     }
+
+    /**
+     * What `up` waits for before it returns: claim-service's placement entries list a plugin healthy on every node
+     * (an unhealthy entry, another plugin's, a capacity entry and a node listed twice do not count).
+     */
+    @Test
+    void upCountsTheDistinctNodesClaimServicePlacesAPluginOn() throws Exception {
+        var entries = new com.fasterxml.jackson.databind.ObjectMapper().readTree("""
+                [{"kind":"node","pluginId":"hostpath","nodeId":"node-1","healthy":true,"maxVolumes":0},
+                 {"kind":"node","pluginId":"hostpath","nodeId":"node-1","healthy":true},
+                 {"kind":"node","pluginId":"hostpath","nodeId":"node-2","healthy":false},
+                 {"kind":"node","pluginId":"other","nodeId":"node-2","healthy":true},
+                 {"kind":"capacity","pluginId":"hostpath","segment":{"zone":"a"},"availableCapacity":1}]
+                """);
+        assertEquals(1, Cluster.healthyPlacementNodes(entries, "hostpath"));
+        assertEquals(0, Cluster.healthyPlacementNodes(entries, "absent"));
+    }
 }

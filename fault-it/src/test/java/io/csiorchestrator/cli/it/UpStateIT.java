@@ -129,6 +129,7 @@ class UpStateIT {
     void claimAnsweredReadySurvivesAKill9OfPostgresAndItsRestart() throws Exception {
         registerVolume("crash-kept");
         Run claim = claim("crash-kept", "alloc-crash", "node-1");
+        assertEquals(0, claim.code(), claim.toString()); // before the kill: a failed claim leaves PostgreSQL running
         long postmaster = PostgresMain.postmasterPid(work.resolve(Cluster.POSTGRES).resolve("data")).orElseThrow();
         List<ProcessHandle> server = new ArrayList<>();
         ProcessHandle.of(postmaster).ifPresent(server::add);
@@ -137,7 +138,6 @@ class UpStateIT {
         for (ProcessHandle process : server) {
             process.onExit().get(30, TimeUnit.SECONDS);
         }
-        assertEquals(0, claim.code(), claim.toString());
 
         Run restart = csi("restart", "postgres", "--work-dir", work.toString());
         assertEquals(0, restart.code(), restart.toString());
