@@ -59,6 +59,7 @@ final class Up {
         Files.deleteIfExists(work.resolve(Cluster.PIDS));
         Files.deleteIfExists(work.resolve(Endpoints.FILE));
         Cluster cluster = new Cluster(home, work, ports, true).durable(true).measuredRuntime(Cluster.measuredRuntimeWanted())
+                .pluginProbeEvery(null) // the worker's default, as on a production node (Cluster.pluginProbeEvery)
                 .aotCache(Cluster.measuredRuntimeWanted()).jsonLogs(args.flag("json-logs"))
                 .simulated(simulated, simulatorPort, pluginDelay);
         Steps steps = new Steps(out, simulated > 0 ? 4 : 5);
