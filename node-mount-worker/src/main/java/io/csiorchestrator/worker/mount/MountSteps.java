@@ -203,8 +203,7 @@ final class MountSteps {
             record = records.checkpoint(record.withoutUsage(alloc));
             if (neverStaged && record.usages().isEmpty() && record.stage() == StageState.STAGING) {
                 record = records.checkpoint(record.withStage(StageState.UNSTAGED));
-                dirs.removeEmptyDirectory(Path.of(record.stagingPath()));
-                dirs.removeEmptyDirectory(Path.of(record.stagingPath()).getParent());
+                dirs.removeEmptyStaging(Path.of(record.stagingPath()));
             }
             finishUnstageIfUnused(key, plugin, records::checkpoint);
         } catch (PluginCallFailure cleanup) {
@@ -281,8 +280,7 @@ final class MountSteps {
             plugin.unstage(record.externalVolumeId(), paths.requireNoLinks(staging));
         }
         end.persist(records.get(key).withStage(StageState.UNSTAGED));
-        dirs.removeEmptyDirectory(staging);
-        dirs.removeEmptyDirectory(staging.getParent());
+        dirs.removeEmptyStaging(staging);
     }
 
     static VolumeRequest request(VolumeRecord record, Usage usage, SecretPayload opened, Path staging, Path target) {

@@ -97,8 +97,7 @@ final class NodeFence {
                     report.stagingFailed.add(id);
                 } else {
                     records.save(records.get(key).withStage(StageState.UNSTAGED));
-                    dirs.removeEmptyDirectory(staging);
-                    dirs.removeEmptyDirectory(staging.getParent());
+                    dirs.removeEmptyStaging(staging);
                 }
             }
         } catch (IOException | RuntimeException e) {
