@@ -43,7 +43,100 @@ public final class CsiRedactor {
         if (message == null) {
             return "null";
         }
-        return message.getDescriptorForType().getName() + " {" + SINGLE_LINE.printToString(redact(message)).trim() + "}";
+        StringBuilder out = new StringBuilder(256).append(message.getDescriptorForType().getName()).append(" {");
+        int start = out.length();
+        printFields(message, out);
+        if (out.length() > start) {
+            out.setLength(out.length() - 1); // the last field's separator
+        }
+        return out.append('}').toString();
+    }
+
+    /**
+     * What {@code TextFormat}'s single-line printer writes for {@link #redact}{@code (message)}, written straight from
+     * the message (no redacted copy built, no generic printer): each call of the reference plugin logs its request this
+     * way, and the copy and the printer were a tenth of the plugin's CPU (issue 36 item 6). Fields in field number
+     * order, separated by a space; the sensitive ones blanked as {@link #redact} blanks them; unknown fields left out.
+     */
+    static String singleLineOfRedacted(MessageOrBuilder message) {
+        StringBuilder out = new StringBuilder(256);
+        printFields(message, out);
+        if (!out.isEmpty()) {
+            out.setLength(out.length() - 1); // no separator after the last field
+        }
+        return out.toString();
+    }
+
+    private static void printFields(MessageOrBuilder message, StringBuilder out) {
+        for (Map.Entry<FieldDescriptor, Object> entry : message.getAllFields().entrySet()) {
+            FieldDescriptor field = entry.getKey();
+            Object value = entry.getValue();
+            boolean sensitive = isSensitive(field);
+            if (field.isMapField()) {
+                for (Message element : byKey((List<?>) value)) { // TextFormat prints a map's entries by key
+                    printMapEntry(field, element, sensitive, out);
+                }
+            } else if (field.isRepeated()) {
+                for (Object element : (List<?>) value) {
+                    printValue(field, sensitive ? blankElement(field) : element, out);
+                }
+            } else if (sensitive && field.getJavaType() == FieldDescriptor.JavaType.MESSAGE) {
+                // cleared, as blankSingle clears it: not printed
+            } else if (sensitive) {
+                Object blank = blankScalar(field);
+                if (!blank.equals(field.getDefaultValue()) || field.hasPresence()) {
+                    printValue(field, blank, out);
+                }
+            } else {
+                printValue(field, value, out);
+            }
+        }
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static List<Message> byKey(List<?> entries) {
+        List<Message> sorted = new ArrayList<>(entries.size());
+        for (Object entry : entries) {
+            sorted.add((Message) entry);
+        }
+        if (sorted.size() > 1) {
+            FieldDescriptor key = sorted.get(0).getDescriptorForType().findFieldByNumber(1);
+            sorted.sort((a, b) -> ((Comparable) a.getField(key)).compareTo(b.getField(key)));
+        }
+        return sorted;
+    }
+
+    private static Object blankElement(FieldDescriptor field) {
+        return field.getJavaType() == FieldDescriptor.JavaType.MESSAGE
+                ? com.google.protobuf.DynamicMessage.getDefaultInstance(field.getMessageType()) : blankScalar(field);
+    }
+
+    /** A map entry as a message of its own; a sensitive one (a secrets map) with its value blanked, as {@link #blank} does. */
+    private static void printMapEntry(FieldDescriptor field, Message entry, boolean sensitive, StringBuilder out) {
+        Message shown = entry;
+        if (sensitive) {
+            Message.Builder blanked = entry.toBuilder();
+            blankSingle(blanked, entry.getDescriptorForType().findFieldByName("value"));
+            shown = blanked.build();
+        }
+        printValue(field, shown, out);
+    }
+
+    private static void printValue(FieldDescriptor field, Object value, StringBuilder out) {
+        if (field.getJavaType() == FieldDescriptor.JavaType.MESSAGE) {
+            out.append(field.getName()).append(" { ");
+            printFields((MessageOrBuilder) value, out);
+            out.append("} ");
+            return;
+        }
+        out.append(field.getName()).append(": ");
+        switch (field.getJavaType()) {
+            case STRING -> out.append('"').append(TextFormat.escapeBytes(ByteString.copyFromUtf8((String) value))).append('"');
+            case BYTE_STRING -> out.append('"').append(TextFormat.escapeBytes((ByteString) value)).append('"');
+            case ENUM -> out.append(((com.google.protobuf.Descriptors.EnumValueDescriptor) value).getName());
+            default -> out.append(value);
+        }
+        out.append(' ');
     }
 
     /** A copy of the message with secrets and mount flags blanked. */
