@@ -45,7 +45,7 @@ class FencingIT {
             "CSI_FENCING_BUDGET=2s", "CSI_FENCING_MARGIN=1s", "CSI_CLAIMS_COMMAND_TIMEOUT=10s",
             // the pre-fencing failover path (registry instance ttl, then node-gone-timeout) made short as well, so
             // that the same run shows the double writer on code without fencing within the bound
-            "CSI_REGISTRY_INSTANCE_TTL=20s", "CSI_CLAIMS_NODE_GONE_TIMEOUT=5s");
+            "CSI_REGISTRY_INSTANCE_TTL=20s", "CSI_REGISTRY_SWEEP_INTERVAL=5s", "CSI_CLAIMS_NODE_GONE_TIMEOUT=5s");
     /**
      * The short version in {@code verify}: a cut both ways, a freeze (the guard's case) and the operator's detach of a
      * live node. {@code -Dfencing.it.faults=all} (or a comma-separated list) runs more; {@code ./csi chaos} runs all

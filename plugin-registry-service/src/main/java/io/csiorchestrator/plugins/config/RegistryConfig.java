@@ -17,7 +17,7 @@ public interface RegistryConfig {
     Duration pluginGcAfter();
 
     /** How often the expiry sweep runs (read by the scheduler as {@code csi.registry.sweep-interval}). */
-    @WithDefault("5s")
+    @WithDefault("15s")
     Duration sweepInterval();
 
     /**

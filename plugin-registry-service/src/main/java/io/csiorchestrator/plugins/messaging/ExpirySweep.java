@@ -21,8 +21,8 @@ public class ExpirySweep {
     @Inject
     PluginRegistry registry;
 
-    @Scheduled(identity = "plugin-expiry-sweep", every = "${csi.registry.sweep-interval:5s}",
-            delayed = "${csi.registry.sweep-interval:5s}", concurrentExecution = Scheduled.ConcurrentExecution.SKIP,
+    @Scheduled(identity = "plugin-expiry-sweep", every = "${csi.registry.sweep-interval:15s}",
+            delayed = "${csi.registry.sweep-interval:15s}", concurrentExecution = Scheduled.ConcurrentExecution.SKIP,
             skipExecutionIf = Scheduled.ApplicationNotRunning.class)
     Uni<Void> sweep() {
         return registry.sweep()

@@ -97,7 +97,7 @@ public class RecordingWatch {
         }
     }
 
-    @Scheduled(identity = "plugin-health-catch-up", every = "${csi.registry.sweep-interval:5s}",
+    @Scheduled(identity = "plugin-health-catch-up", every = "${csi.registry.sweep-interval:15s}",
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP, skipExecutionIf = Scheduled.ApplicationNotRunning.class)
     synchronized void probe() {
         Sample current;

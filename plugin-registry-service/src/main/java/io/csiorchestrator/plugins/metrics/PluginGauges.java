@@ -142,7 +142,7 @@ public class PluginGauges {
     }
 
     /** Reads every plugin's counts (one row per plugin) into the cache. */
-    @Scheduled(identity = "plugin-gauges-refresh", every = "${csi.registry.sweep-interval:5s}",
+    @Scheduled(identity = "plugin-gauges-refresh", every = "${csi.registry.sweep-interval:15s}",
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP,
             skipExecutionIf = Scheduled.ApplicationNotRunning.class)
     Uni<Void> refresh() {
