@@ -241,7 +241,7 @@ public class NodeMountWorker {
         }
         fenceGuard = guard;
         // a new fenced mount is in the guard's list before it is made (not only at the next lease poll)
-        ops.feedGuardBeforeMountsWith(() -> guard.feedNow(lease.deadline()));
+        ops.feedGuardBeforeMountsWith(required -> guard.feedNow(lease.deadline(), required));
         // the guard's marker is taken in by the self-fence, even while the lease is valid again (the guard fenced an
         // epoch this worker may have renewed since); one tick after every lease poll feeds both
         guard.onMarker(fence::markerFound);

@@ -112,6 +112,32 @@ class FenceGuardTest {
         await().atMost(AWAIT).until(() -> log().contains("armed for epoch 4 with 1 path(s)"));
     }
 
+    /**
+     * Two mounts on two threads: the plan gains the other volume's path right after this mount's feed read it. The
+     * guard holds this mount's paths, so this mount goes on (the other asks for its own); only a path it was not fed
+     * is refused. (The check was the whole plan's equality, which refused this mount: FENCE_GUARD_UNFED under load.)
+     */
+    @Test
+    void feedNowForOneMountAnswersForItsPathsWhileAnotherMountChangesThePlan() throws Exception {
+        String mine = Files.createDirectories(state.resolve("per-alloc/a3/default/v3")).toString();
+        String other = Files.createDirectories(state.resolve("per-alloc/a4/default/v4")).toString();
+        List<String> plan = new ArrayList<>(List.of(mine));
+        FenceGuard guard = FenceGuard.startOrTakeOver(state, state, () -> {
+            List<String> read = List.copyOf(plan);
+            if (!plan.contains(other)) {
+                plan.add(other); // the other thread saves its usage right after this read
+            }
+            return read;
+        }, now::get);
+        LeaseGate.Deadline lease = new LeaseGate.Deadline(5, now.get() + 60_000_000_000L);
+        assertTrue(guard.feedNow(Optional.of(lease), List.of(mine)), "fed with this mount's path");
+        await().atMost(AWAIT).until(() -> log().contains("armed for epoch 5 with 1 path(s)"));
+        assertTrue(guard.feedNow(Optional.of(lease), List.of(mine, other)), "the next feed has the other one's too");
+        assertFalse(guard.feedNow(Optional.empty(), List.of(mine)), "no valid lease: not fed");
+        assertFalse(guard.feedNow(Optional.of(new LeaseGate.Deadline(6, lease.fenceAtNanos())),
+                List.of(state.resolve("per-alloc/a5/default/v5").toString())), "a path not in the plan is not held");
+    }
+
     @Test
     void aGuardKilledWithMinusNineIsStartedAgainAtTheNextFeed() throws Exception {
         FenceGuard guard = guard();

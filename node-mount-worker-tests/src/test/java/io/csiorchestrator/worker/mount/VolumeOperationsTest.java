@@ -242,7 +242,9 @@ class VolumeOperationsTest {
         List<List<String>> planAtFeed = new ArrayList<>();
         List<Integer> pluginCallsAtFeed = new ArrayList<>();
         boolean[] guardTakesIt = {true};
-        ops.feedGuardBeforeMountsWith(() -> {
+        List<List<String>> requiredAtFeed = new ArrayList<>();
+        ops.feedGuardBeforeMountsWith(required -> {
+            requiredAtFeed.add(required);
             planAtFeed.add(io.csiorchestrator.worker.lease.FencePlan.of(ops.records().values()).paths());
             pluginCallsAtFeed.add(plugin.calls.size());
             return guardTakesIt[0];
@@ -252,6 +254,7 @@ class VolumeOperationsTest {
         assertTrue(w1.succeeded(), w1.toString());
         assertEquals(List.of(List.of(paths.targetPath("w1", "ns", "vol1").toString(),
                 paths.stagingPath("ns", "vol1").toString())), planAtFeed, "the guard's plan when it was fed");
+        assertEquals(planAtFeed, requiredAtFeed, "the mount asks the guard for its volume's paths: the target and the staging");
         assertEquals(List.of(0), pluginCallsAtFeed, "fed before the plugin staged or published anything");
 
         assertTrue(ops.execute(mount("r1", true)).succeeded());

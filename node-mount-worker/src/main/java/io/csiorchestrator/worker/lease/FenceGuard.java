@@ -574,6 +574,19 @@ public final class FenceGuard {
         return down == null && lease.isPresent() && fedEpoch == lease.get().epoch() && safePaths().equals(fedPaths);
     }
 
+    /**
+     * {@link #feedNow(java.util.Optional)} for one mount: whether the guard, fed now, holds the {@code required} paths
+     * (that volume's part of the plan) under the lease's epoch. Not whether it holds the whole plan: another volume's
+     * mount, on another thread, may add its paths to the plan between this feed and the answer, and that mount asks for
+     * its own paths itself (the plan's equality failed mounts with FENCE_GUARD_UNFED under concurrent mounts, seen in
+     * issue 36 session 20). A path that may never reach the guard ({@link #acceptable}) is left out, as from the plan.
+     */
+    public synchronized boolean feedNow(java.util.Optional<LeaseGate.Deadline> lease, java.util.Collection<String> required) {
+        tick(lease);
+        return down == null && lease.isPresent() && fedEpoch == lease.get().epoch()
+                && required.stream().filter(this::acceptable).allMatch(fedPaths::contains);
+    }
+
     /** The plan's paths that may reach the guard: under the root, normal, no control character (else logged). */
     private List<String> safePaths() {
         List<String> safe = new ArrayList<>();

@@ -39,7 +39,7 @@ final class MountSteps {
     private final NodeDirectories dirs;
     private final CommandAnswers answers;
     private final Clock clock;
-    private volatile java.util.function.BooleanSupplier guardFed = () -> true;
+    private volatile java.util.function.Predicate<java.util.List<String>> guardFed = required -> true;
 
     MountSteps(String nodeId, WorkerPaths paths, VolumeRecords records, PluginDirectory plugins,
                Supplier<MountTable> mountTable, SecretOpener secrets, ControllerSteps controllerSteps,
@@ -57,7 +57,7 @@ final class MountSteps {
     }
 
     /** {@link VolumeOperations#feedGuardBeforeMountsWith}. */
-    void feedGuardBeforeMountsWith(java.util.function.BooleanSupplier feed) {
+    void feedGuardBeforeMountsWith(java.util.function.Predicate<java.util.List<String>> feed) {
         this.guardFed = feed;
     }
 
@@ -111,7 +111,8 @@ final class MountSteps {
         }
         records.save(record);
         // 1b. a new publication fenced on a lapse: in the guard's list before anything is mounted
-        if (usage.fencesOnLapse() && usage.state() != PublishState.PUBLISHED && !guardFed.getAsBoolean()) {
+        if (usage.fencesOnLapse() && usage.state() != PublishState.PUBLISHED
+                && !guardFed.test(io.csiorchestrator.worker.lease.FencePlan.of(java.util.List.of(record)).paths())) {
             rollBackMount(key, plugin, alloc, target, false);
             return answers.failed(command, "FENCE_GUARD_UNFED", "volume " + key + " is not mounted for allocation " + alloc
                     + " on node " + nodeId + ": the fence guard could not be given its path before the mount (a"
