@@ -33,8 +33,6 @@ public final class CsiRedactor {
     private static final FieldDescriptor MOUNT_FLAGS = VolumeCapability.MountVolume.getDescriptor()
             .findFieldByNumber(VolumeCapability.MountVolume.MOUNT_FLAGS_FIELD_NUMBER);
 
-    private static final TextFormat.Printer SINGLE_LINE = TextFormat.printer().emittingSingleLine(true);
-
     private CsiRedactor() {
     }
 

@@ -104,11 +104,11 @@ class FenceGuardTest {
     void feedNowHandsTheGuardANewPathAtOnceAndAnswersWhetherItHasIt() throws Exception {
         FenceGuard guard = guard();
         long fenceAt = now.get() + 60_000_000_000L;
-        assertTrue(guard.feedNow(Optional.of(new LeaseGate.Deadline(4, fenceAt))), "an empty plan is fed too");
+        assertTrue(guard.feedNow(Optional.of(new LeaseGate.Deadline(4, fenceAt)), List.of()), "an empty plan is fed too");
         Path target = Files.createDirectories(state.resolve("per-alloc/a2/default/v2"));
         paths.add(target.toString());
-        assertFalse(guard.feedNow(Optional.empty()), "no valid lease: not fed");
-        assertTrue(guard.feedNow(Optional.of(new LeaseGate.Deadline(4, fenceAt))));
+        assertFalse(guard.feedNow(Optional.empty(), List.of(target.toString())), "no valid lease: not fed");
+        assertTrue(guard.feedNow(Optional.of(new LeaseGate.Deadline(4, fenceAt)), List.of(target.toString())));
         await().atMost(AWAIT).until(() -> log().contains("armed for epoch 4 with 1 path(s)"));
     }
 
@@ -176,7 +176,7 @@ class FenceGuardTest {
         assertEquals(1, guard.startFailures());
         guard.tick(lease);
         assertEquals(1, guard.startFailures(), "no new try before the backoff: " + guard.down());
-        assertFalse(guard.feedNow(lease), "no guard: a fenced mount cannot be fed");
+        assertFalse(guard.feedNow(lease, List.of()), "no guard: a fenced mount cannot be fed");
         now.addAndGet(1_000_000_000L);
         guard.tick(lease);
         assertEquals(2, guard.startFailures(), "tried again after 1 s: " + guard.down());
@@ -191,7 +191,7 @@ class FenceGuardTest {
         assertEquals(null, guard.down(), "running again");
         assertNotEquals(first, guard.pid());
         assertEquals(guard.pid(), FenceGuard.liveGuard(state).orElseThrow());
-        assertTrue(guard.feedNow(lease));
+        assertTrue(guard.feedNow(lease, List.of()));
         await().atMost(AWAIT).until(() -> log().contains("csi-fence-guard[" + guard.pid() + "] armed for epoch 5"));
     }
 

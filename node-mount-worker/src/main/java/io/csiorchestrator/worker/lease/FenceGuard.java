@@ -565,17 +565,8 @@ public final class FenceGuard {
     }
 
     /**
-     * Feeds the guard now, outside the lease thread's rhythm ({@link #tick}), and answers whether it holds the current
-     * plan's paths under the lease's epoch: called before a mount fenced on a lapse, so that the guard knows the path
-     * before the mount exists. False without a valid lease, or when the guard did not take the feed.
-     */
-    public synchronized boolean feedNow(java.util.Optional<LeaseGate.Deadline> lease) {
-        tick(lease);
-        return down == null && lease.isPresent() && fedEpoch == lease.get().epoch() && safePaths().equals(fedPaths);
-    }
-
-    /**
-     * {@link #feedNow(java.util.Optional)} for one mount: whether the guard, fed now, holds the {@code required} paths
+     * Feeds the guard now, outside the lease thread's rhythm ({@link #tick}), before a mount fenced on a lapse, so that
+     * the guard knows its paths before the mount exists; answers whether it holds the {@code required} paths
      * (that volume's part of the plan) under the lease's epoch. Not whether it holds the whole plan: another volume's
      * mount, on another thread, may add its paths to the plan between this feed and the answer, and that mount asks for
      * its own paths itself (the plan's equality failed mounts with FENCE_GUARD_UNFED under concurrent mounts, seen in
