@@ -126,7 +126,7 @@ final class Up {
                         + "   (a CSI plugin at <dir>/<plugin-id>/csi.sock is picked up; worker " + cluster.workerUrl(node)
                         + ")");
             }
-            out.println("hostpath shared dir      " + cluster.hostpathShared() + "   (volumes/, controller-state.json)");
+            out.println("hostpath shared dir      " + cluster.hostpathShared() + "   (volumes/, controller-state.json, controller-publications.json)");
         }
         out.println("kafka log                " + cluster.kafkaDir() + "   (./csi restart kafka)");
         out.println("postgresql data          " + cluster.postgresDir().resolve("data") + "   (server pid "

@@ -244,8 +244,9 @@ class PluginCpuCost {
     private String stateFileSizes() throws IOException {
         Path state = dir.resolve("state").resolve(StateStore.FILE_NAME);
         Path shared = dir.resolve("shared").resolve(StateStore.SHARED_FILE_NAME);
+        Path publications = dir.resolve("shared").resolve(StateStore.SHARED_PUBLICATIONS_FILE_NAME);
         return state.getFileName() + " " + Files.size(state) + " B, " + shared.getFileName() + " " + Files.size(shared)
-                + " B" + (System.getProperty("csi.cost.jar", "").isEmpty() ? "" : "; jar " + System.getProperty("csi.cost.jar"))
+                + " B" + (Files.exists(publications) ? ", " + publications.getFileName() + " " + Files.size(publications) + " B" : "") + (System.getProperty("csi.cost.jar", "").isEmpty() ? "" : "; jar " + System.getProperty("csi.cost.jar"))
                 + (System.getProperty("csi.cost.jvm-options", "").isBlank() ? ""
                 : "; JVM options " + System.getProperty("csi.cost.jvm-options"));
     }

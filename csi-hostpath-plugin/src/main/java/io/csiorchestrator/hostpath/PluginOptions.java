@@ -88,7 +88,8 @@ public record PluginOptions(
               --faults-file F                  fault rules, re-read on every call (default <state-dir>/faults)
               --fault RULE                     add a fault rule at start, e.g. --fault "NodePublishVolume UNAVAILABLE 2"
               --shared-dir D                   volumes and controller state shared by this plugin's processes on
-                                               every node (D/volumes, D/controller-state.json; file-locked)
+                                               every node (D/volumes, D/controller-state.json,
+                                               D/controller-publications.json; file-locked)
               --fence-on-controller-unpublish  storage fence: ControllerUnpublishVolume(vol, X) refuses X's
                                                NodeStage/NodePublish of vol and makes X's mounts of it read-only,
                                                until ControllerPublishVolume(vol, X) (env %s=true)

@@ -97,6 +97,85 @@ class StateStoreTest {
         assertEquals(n1Seen, new StateStore(dir.resolve("n1"), shared).load(), "as saved");
     }
 
+    /**
+     * A controller call changes only the publications: it writes their file alone, and the other process reads that
+     * file again but keeps its volumes (issue 36 item 6: the list of every volume is neither written nor read by a
+     * claim's controller calls).
+     */
+    @Test
+    void aControllerCallWritesAndReadsOnlyThePublications() throws Exception {
+        Path shared = Files.createDirectories(dir.resolve("shared"));
+        Files.createDirectories(dir.resolve("n1"));
+        Files.createDirectories(dir.resolve("n2"));
+        StateStore n1 = new StateStore(dir.resolve("n1"), shared);
+        StateStore n2 = new StateStore(dir.resolve("n2"), shared);
+        CapabilityRecord capability = CapabilityRecord.of(VolumeCapabilities.build(CsiAccessMode.SINGLE_NODE_WRITER,
+                CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE));
+        PluginState n1State = underLock(n1, PluginState.empty(), current -> {
+            PluginState next = current.withVolume(new VolumeRecord("hp-1", "one", 1024, Map.of()))
+                    .withVolume(new VolumeRecord("hp-2", "two", 2048, Map.of()));
+            n1.save(current, next);
+            return next;
+        });
+        Path volumesFile = shared.resolve(StateStore.SHARED_FILE_NAME);
+        Path publicationsFile = shared.resolve(StateStore.SHARED_PUBLICATIONS_FILE_NAME);
+        String volumesSaved = Files.readString(volumesFile);
+        Object volumesInode = Files.readAttributes(volumesFile, BasicFileAttributes.class).fileKey();
+        assertFalse(volumesSaved.contains("\"nodeId\""), volumesSaved);
+
+        PluginState n2State = underLock(n2, PluginState.empty(), current -> current);
+        PluginState n2Next = underLock(n2, n2State, current -> {
+            PluginState next = current.withPublication(new ControllerPublication("hp-1", "n2", false, capability));
+            n2.save(current, next);
+            return next;
+        });
+        assertEquals(volumesInode, Files.readAttributes(volumesFile, BasicFileAttributes.class).fileKey(),
+                "the volumes file is not written again");
+        assertEquals(volumesSaved, Files.readString(volumesFile));
+        assertTrue(Files.readString(publicationsFile).contains("\"nodeId\":\"n2\""), Files.readString(publicationsFile));
+
+        // n1 does not read the volumes file again (its counter did not move): it answers though the file is unreadable now
+        Files.writeString(volumesFile, "not json");
+        PluginState n1Seen = underLock(n1, n1State, current -> current);
+        assertEquals(n2Next.controllerPublications(), n1Seen.controllerPublications(), "n1 reads what n2 published");
+        assertEquals(n1State.volumes(), n1Seen.volumes(), "n1 keeps its volumes");
+        Files.writeString(volumesFile, volumesSaved);
+        assertEquals(n1Seen, new StateStore(dir.resolve("n1"), shared).load(), "as saved");
+    }
+
+    /**
+     * A shared dir written before the split keeps the publications in the volumes file: they are read from there
+     * until the first write, which writes their own file before it rewrites the volumes file without them.
+     */
+    @Test
+    void aSharedDirFromBeforeTheSplitKeepsItsPublications() throws Exception {
+        Path shared = Files.createDirectories(dir.resolve("shared"));
+        Files.createDirectories(dir.resolve("n1"));
+        CapabilityRecord capability = CapabilityRecord.of(VolumeCapabilities.build(CsiAccessMode.SINGLE_NODE_WRITER,
+                CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE));
+        PluginState before = PluginState.empty().withVolume(new VolumeRecord("hp-1", "one", 1024, Map.of()))
+                .withPublication(new ControllerPublication("hp-1", "n2", false, capability));
+        Files.write(shared.resolve(StateStore.SHARED_FILE_NAME),
+                new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsBytes(before));
+        Files.write(shared.resolve(StateStore.SHARED_LOCK_NAME), java.nio.ByteBuffer.allocate(8).putLong(7).array());
+
+        StateStore n1 = new StateStore(dir.resolve("n1"), shared);
+        assertEquals(before.controllerPublications(), n1.load().controllerPublications(), "loaded from the volumes file");
+        PluginState seen = underLock(n1, PluginState.empty(), current -> current);
+        assertEquals(before, seen, "read under the lock the same way");
+
+        underLock(n1, seen, current -> {
+            PluginState next = current.withVolume(new VolumeRecord("hp-2", "two", 2048, Map.of()));
+            n1.save(current, next);
+            return next;
+        });
+        assertTrue(Files.exists(shared.resolve(StateStore.SHARED_PUBLICATIONS_FILE_NAME)), "written first");
+        assertFalse(Files.readString(shared.resolve(StateStore.SHARED_FILE_NAME)).contains("\"nodeId\""));
+        PluginState reloaded = new StateStore(dir.resolve("n1"), shared).load();
+        assertEquals(before.controllerPublications(), reloaded.controllerPublications(), "kept");
+        assertEquals(2, reloaded.volumes().size());
+    }
+
     private static PluginState underLock(StateStore store, PluginState held,
                                          java.util.function.UnaryOperator<PluginState> operation) {
         java.nio.channels.FileLock lock = store.lockShared();

@@ -13,34 +13,52 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
 
 /**
- * Keeps the plugin's state in one JSON file in the state dir (compact: no indentation), written atomically: a
+ * Keeps the plugin's state in JSON files in the state dir (compact: no indentation), each written atomically: a
  * temporary file is written and fsynced, renamed over the old one, and the directory fsynced, so a crash leaves either
- * the old or the new state, never a torn one. The file is read at start only: the plugin keeps its state in memory and
- * writes the file when the state changes, before it answers.
+ * the old or the new state, never a torn one. The files are read at start only: the plugin keeps its state in memory
+ * and writes a file when its part of the state changes, before it answers.
  *
- * <p>With a shared dir, the controller half (volumes, controller publications) lives in
- * {@code <shared-dir>/controller-state.json}, shared by the plugin's processes on every node, and
- * only the node half (stagings, node publications) in the state dir; each half is written only
- * when it changed. Processes sharing the dir serialize their operations with {@link #lockShared()}. The lock file
- * holds a counter (8 bytes) that a process raises before it writes the shared half: under the lock,
- * {@link #refresh} reads the shared half again only when the counter moved since this process last read or wrote it.
+ * <p>With a shared dir, the controller half lives there, shared by the plugin's processes on every node, in two files
+ * that change at different rates: the volumes in {@code <shared-dir>/controller-state.json} (changed by CreateVolume,
+ * DeleteVolume, expansion) and the controller publications in {@code <shared-dir>/controller-publications.json}
+ * (changed by every ControllerPublish and ControllerUnpublish, and as small as the publications live now). Only the
+ * node half (stagings, node publications) is in the state dir. Each file is written only when its part changed.
+ * Processes sharing the dir serialize their operations with {@link #lockShared()}. The lock file holds a counter per
+ * shared file (8 bytes each: the volumes', then the publications'), raised by a process before it writes that file:
+ * under the lock, {@link #refresh} reads a shared file again only when its counter moved since this process last read
+ * or wrote it. So a claim's controller calls read and write the publications alone, never the list of every volume
+ * (issue 36 item 6: with 100 volumes that list is 13 KB, and it was read and written again by nearly every call of
+ * two processes sharing the dir).
+ *
+ * <p>A shared dir written before the split (the publications inside {@code controller-state.json}, one counter) is
+ * read as such until this version first writes it: the publications file is written before the volumes file is ever
+ * rewritten without them. Every process sharing a dir must be of this version or later.
  */
 public final class StateStore {
 
     public static final String FILE_NAME = "plugin-state.json";
     public static final String SHARED_FILE_NAME = "controller-state.json";
     public static final String SHARED_LOCK_NAME = "controller-state.lock";
+    public static final String SHARED_PUBLICATIONS_FILE_NAME = "controller-publications.json";
+
+    /** The lock file's counters: where each shared file's counter is. */
+    private static final long VOLUMES_COUNTER = 0;
+    private static final long PUBLICATIONS_COUNTER = Long.BYTES;
 
     private static final ObjectMapper JSON = new ObjectMapper()
             .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
 
     private final Path file;
     private final Path sharedFile;
+    private final Path sharedPublications;
     private final Path sharedLock;
-    /** The counter in the lock file when this process last read or wrote the shared half; -1 before the first read. */
-    private long sharedGeneration = -1;
+    /** The volumes' counter in the lock file when this process last read or wrote them; -1 before the first read. */
+    private long volumesGeneration = -1;
+    /** The same for the controller publications. */
+    private long publicationsGeneration = -1;
     /** The lock file, open while this process holds the lock ({@link #lockShared()}). */
     private FileChannel lockedChannel;
 
@@ -52,6 +70,7 @@ public final class StateStore {
     public StateStore(Path stateDir, Path sharedDir) {
         this.file = stateDir.resolve(FILE_NAME);
         this.sharedFile = sharedDir == null ? null : sharedDir.resolve(SHARED_FILE_NAME);
+        this.sharedPublications = sharedDir == null ? null : sharedDir.resolve(SHARED_PUBLICATIONS_FILE_NAME);
         this.sharedLock = sharedDir == null ? null : sharedDir.resolve(SHARED_LOCK_NAME);
     }
 
@@ -98,22 +117,29 @@ public final class StateStore {
     }
 
     /**
-     * Under the lock of {@link #lockShared()}: {@code current} with the shared half as saved, read again only when
-     * another process changed it since this one last read or wrote it (the lock file's counter moved). The node half
-     * is this process's own and is never read again.
+     * Under the lock of {@link #lockShared()}: {@code current} with the shared half as saved, each of its files read
+     * again only when another process changed it since this one last read or wrote it (its counter moved). The node
+     * half is this process's own and is never read again.
      */
     public PluginState refresh(PluginState current) {
         if (sharedFile == null) {
             return current;
         }
-        long generation = generation();
-        if (generation == sharedGeneration) {
+        long volumes = generation(VOLUMES_COUNTER);
+        long publications = generation(PUBLICATIONS_COUNTER);
+        boolean volumesMoved = volumes != volumesGeneration;
+        // before the split the publications were in the volumes file: read with it while no publications file exists
+        boolean publicationsMoved = publications != publicationsGeneration
+                || (volumesMoved && !Files.exists(sharedPublications));
+        if (!volumesMoved && !publicationsMoved) {
             return current;
         }
-        PluginState shared = read(sharedFile);
-        sharedGeneration = generation;
-        return new PluginState(shared.volumes(), shared.controllerPublications(), current.stagings(),
-                current.nodePublications());
+        PluginState next = new PluginState(volumesMoved ? read(sharedFile).volumes() : current.volumes(),
+                publicationsMoved ? readPublications() : current.controllerPublications(),
+                current.stagings(), current.nodePublications());
+        volumesGeneration = volumes;
+        publicationsGeneration = publications;
+        return next;
     }
 
     public Path file() {
@@ -126,28 +152,36 @@ public final class StateStore {
         if (sharedFile == null) {
             return local;
         }
-        PluginState shared = read(sharedFile);
-        return new PluginState(shared.volumes(), shared.controllerPublications(), local.stagings(),
-                local.nodePublications());
+        return new PluginState(read(sharedFile).volumes(), readPublications(), local.stagings(), local.nodePublications());
+    }
+
+    /** The controller publications as saved: their own file, or the volumes file's when written before the split. */
+    private List<ControllerPublication> readPublications() {
+        return (Files.exists(sharedPublications) ? read(sharedPublications) : read(sharedFile)).controllerPublications();
     }
 
     public void save(PluginState state) {
         save(null, state);
     }
 
-    /** Saves {@code next}; with a shared dir, only the halves that differ from {@code previous}. */
+    /** Saves {@code next}; with a shared dir, only the files whose part differs from {@code previous}'s. */
     public void save(PluginState previous, PluginState next) {
         if (sharedFile == null) {
             write(file, next);
             return;
         }
-        if (previous == null || !previous.volumes().equals(next.volumes())
-                || !previous.controllerPublications().equals(next.controllerPublications())) {
-            // raised before the file is written: a crash in between makes the others read the file again, no more
-            long generation = generation() + 1;
-            setGeneration(generation);
-            write(sharedFile, new PluginState(next.volumes(), next.controllerPublications(), null, null));
-            sharedGeneration = generation;
+        boolean volumesChanged = previous == null || !previous.volumes().equals(next.volumes());
+        // the publications file is written before the volumes file is first rewritten without them (a dir from before
+        // the split keeps them in the volumes file until then)
+        if (previous == null || !previous.controllerPublications().equals(next.controllerPublications())
+                || (volumesChanged && !Files.exists(sharedPublications))) {
+            // each counter is raised before its file is written: a crash in between makes the others read it again, no more
+            publicationsGeneration = raise(PUBLICATIONS_COUNTER);
+            write(sharedPublications, new PluginState(null, next.controllerPublications(), null, null));
+        }
+        if (volumesChanged) {
+            volumesGeneration = raise(VOLUMES_COUNTER);
+            write(sharedFile, new PluginState(next.volumes(), null, null, null));
         }
         if (previous == null || !previous.stagings().equals(next.stagings())
                 || !previous.nodePublications().equals(next.nodePublications())) {
@@ -155,13 +189,20 @@ public final class StateStore {
         }
     }
 
-    /** The counter in the lock file (0 while it holds none); only under the lock. */
-    private long generation() {
+    /** Raises the counter at {@code offset} and answers its new value; only under the lock. */
+    private long raise(long offset) {
+        long generation = generation(offset) + 1;
+        setGeneration(offset, generation);
+        return generation;
+    }
+
+    /** The counter at {@code offset} in the lock file (0 while it holds none); only under the lock. */
+    private long generation(long offset) {
         FileChannel channel = requireLocked();
         ByteBuffer buffer = ByteBuffer.allocate(Long.BYTES);
         try {
             while (buffer.hasRemaining()) {
-                if (channel.read(buffer, buffer.position()) < 0) {
+                if (channel.read(buffer, offset + buffer.position()) < 0) {
                     return 0;
                 }
             }
@@ -175,12 +216,12 @@ public final class StateStore {
      * Not fsynced: the counter only tells running processes that their copy is stale, and a machine crash ends them
      * all (each reads the files afresh at start).
      */
-    private void setGeneration(long generation) {
+    private void setGeneration(long offset, long generation) {
         FileChannel channel = requireLocked();
         ByteBuffer buffer = ByteBuffer.allocate(Long.BYTES).putLong(generation).flip();
         try {
             while (buffer.hasRemaining()) {
-                channel.write(buffer, buffer.position());
+                channel.write(buffer, offset + buffer.position());
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the counter of the shared plugin state in " + sharedLock, e);

@@ -121,7 +121,7 @@ class DemoLifecycleIT {
         // node's plugin answered; none is left in the plugins' shared controller state.
         assertEquals(3, calls.stream().filter(c -> c.equals("ControllerPublishVolume OK")).count(), calls.toString());
         assertTrue(calls.stream().filter(c -> c.equals("ControllerUnpublishVolume OK")).count() >= 3, calls.toString());
-        assertFalse(Files.readString(cluster.hostpathShared().resolve("controller-state.json"))
+        assertFalse(Files.readString(cluster.hostpathShared().resolve("controller-publications.json"))
                 .contains("\"nodeId\""), "a controller publication is left");
     }
 
