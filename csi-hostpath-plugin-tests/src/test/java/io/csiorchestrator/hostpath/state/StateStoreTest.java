@@ -65,19 +65,12 @@ class StateStoreTest {
      */
     @Test
     void theSharedHalfIsReadAgainOnlyAfterAnotherProcessWroteIt() throws Exception {
-        Path shared = Files.createDirectories(dir.resolve("shared"));
-        Files.createDirectories(dir.resolve("n1"));
-        Files.createDirectories(dir.resolve("n2"));
+        Path shared = sharedDir();
         StateStore n1 = new StateStore(dir.resolve("n1"), shared);
         StateStore n2 = new StateStore(dir.resolve("n2"), shared);
-        CapabilityRecord capability = CapabilityRecord.of(VolumeCapabilities.build(CsiAccessMode.SINGLE_NODE_WRITER,
-                CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE));
-        PluginState n1State = underLock(n1, PluginState.empty(), current -> {
-            PluginState next = current.withVolume(new VolumeRecord("hp-1", "one", 1024, Map.of()))
-                    .withStaging(new Staging("hp-1", "/staging/hp-1", capability));
-            n1.save(current, next);
-            return next;
-        });
+        PluginState n1State = changed(n1, PluginState.empty(), current -> current
+                .withVolume(new VolumeRecord("hp-1", "one", 1024, Map.of()))
+                .withStaging(new Staging("hp-1", "/staging/hp-1", WRITER)));
         assertSame(n1State, underLock(n1, n1State, current -> current), "its own write is not read back");
 
         PluginState n2State = underLock(n2, PluginState.empty(), current -> current);
@@ -85,11 +78,8 @@ class StateStoreTest {
         assertEquals(Map.of(), n2State.stagings(), "n1's node half is n1's");
         assertSame(n2State, underLock(n2, n2State, current -> current), "nothing changed: not read again");
 
-        PluginState n2Next = underLock(n2, n2State, current -> {
-            PluginState next = current.withPublication(new ControllerPublication("hp-1", "n2", false, capability));
-            n2.save(current, next);
-            return next;
-        });
+        PluginState n2Next = changed(n2, n2State, current -> current
+                .withPublication(new ControllerPublication("hp-1", "n2", false, WRITER)));
         PluginState n1Seen = underLock(n1, n1State, current -> current);
         assertNotSame(n1State, n1Seen);
         assertEquals(n2Next.controllerPublications(), n1Seen.controllerPublications(), "n1 reads what n2 wrote");
@@ -104,19 +94,12 @@ class StateStoreTest {
      */
     @Test
     void aControllerCallWritesAndReadsOnlyThePublications() throws Exception {
-        Path shared = Files.createDirectories(dir.resolve("shared"));
-        Files.createDirectories(dir.resolve("n1"));
-        Files.createDirectories(dir.resolve("n2"));
+        Path shared = sharedDir();
         StateStore n1 = new StateStore(dir.resolve("n1"), shared);
         StateStore n2 = new StateStore(dir.resolve("n2"), shared);
-        CapabilityRecord capability = CapabilityRecord.of(VolumeCapabilities.build(CsiAccessMode.SINGLE_NODE_WRITER,
-                CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE));
-        PluginState n1State = underLock(n1, PluginState.empty(), current -> {
-            PluginState next = current.withVolume(new VolumeRecord("hp-1", "one", 1024, Map.of()))
-                    .withVolume(new VolumeRecord("hp-2", "two", 2048, Map.of()));
-            n1.save(current, next);
-            return next;
-        });
+        PluginState n1State = changed(n1, PluginState.empty(), current -> current
+                .withVolume(new VolumeRecord("hp-1", "one", 1024, Map.of()))
+                .withVolume(new VolumeRecord("hp-2", "two", 2048, Map.of())));
         Path volumesFile = shared.resolve(StateStore.SHARED_FILE_NAME);
         Path publicationsFile = shared.resolve(StateStore.SHARED_PUBLICATIONS_FILE_NAME);
         String volumesSaved = Files.readString(volumesFile);
@@ -124,11 +107,8 @@ class StateStoreTest {
         assertFalse(volumesSaved.contains("\"nodeId\""), volumesSaved);
 
         PluginState n2State = underLock(n2, PluginState.empty(), current -> current);
-        PluginState n2Next = underLock(n2, n2State, current -> {
-            PluginState next = current.withPublication(new ControllerPublication("hp-1", "n2", false, capability));
-            n2.save(current, next);
-            return next;
-        });
+        PluginState n2Next = changed(n2, n2State, current -> current
+                .withPublication(new ControllerPublication("hp-1", "n2", false, WRITER)));
         assertEquals(volumesInode, Files.readAttributes(volumesFile, BasicFileAttributes.class).fileKey(),
                 "the volumes file is not written again");
         assertEquals(volumesSaved, Files.readString(volumesFile));
@@ -149,12 +129,9 @@ class StateStoreTest {
      */
     @Test
     void aSharedDirFromBeforeTheSplitKeepsItsPublications() throws Exception {
-        Path shared = Files.createDirectories(dir.resolve("shared"));
-        Files.createDirectories(dir.resolve("n1"));
-        CapabilityRecord capability = CapabilityRecord.of(VolumeCapabilities.build(CsiAccessMode.SINGLE_NODE_WRITER,
-                CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE));
+        Path shared = sharedDir();
         PluginState before = PluginState.empty().withVolume(new VolumeRecord("hp-1", "one", 1024, Map.of()))
-                .withPublication(new ControllerPublication("hp-1", "n2", false, capability));
+                .withPublication(new ControllerPublication("hp-1", "n2", false, WRITER));
         Files.write(shared.resolve(StateStore.SHARED_FILE_NAME),
                 new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsBytes(before));
         Files.write(shared.resolve(StateStore.SHARED_LOCK_NAME), java.nio.ByteBuffer.allocate(8).putLong(7).array());
@@ -164,16 +141,31 @@ class StateStoreTest {
         PluginState seen = underLock(n1, PluginState.empty(), current -> current);
         assertEquals(before, seen, "read under the lock the same way");
 
-        underLock(n1, seen, current -> {
-            PluginState next = current.withVolume(new VolumeRecord("hp-2", "two", 2048, Map.of()));
-            n1.save(current, next);
-            return next;
-        });
+        changed(n1, seen, current -> current.withVolume(new VolumeRecord("hp-2", "two", 2048, Map.of())));
         assertTrue(Files.exists(shared.resolve(StateStore.SHARED_PUBLICATIONS_FILE_NAME)), "written first");
         assertFalse(Files.readString(shared.resolve(StateStore.SHARED_FILE_NAME)).contains("\"nodeId\""));
         PluginState reloaded = new StateStore(dir.resolve("n1"), shared).load();
         assertEquals(before.controllerPublications(), reloaded.controllerPublications(), "kept");
         assertEquals(2, reloaded.volumes().size());
+    }
+
+    private static final CapabilityRecord WRITER = CapabilityRecord.of(VolumeCapabilities.build(
+            CsiAccessMode.SINGLE_NODE_WRITER, CsiAttachmentMode.FILE_SYSTEM, MountOptions.NONE));
+
+    /** A shared dir and the state dirs of two processes using it, n1 and n2. */
+    private Path sharedDir() throws java.io.IOException {
+        Files.createDirectories(dir.resolve("n1"));
+        Files.createDirectories(dir.resolve("n2"));
+        return Files.createDirectories(dir.resolve("shared"));
+    }
+
+    /** {@code change} of the state {@code store}'s process holds, made under the lock and saved. */
+    private static PluginState changed(StateStore store, PluginState held, java.util.function.UnaryOperator<PluginState> change) {
+        return underLock(store, held, current -> {
+            PluginState next = change.apply(current);
+            store.save(current, next);
+            return next;
+        });
     }
 
     private static PluginState underLock(StateStore store, PluginState held,
