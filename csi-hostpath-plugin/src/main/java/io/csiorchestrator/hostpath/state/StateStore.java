@@ -134,8 +134,9 @@ public final class StateStore {
         if (!volumesMoved && !publicationsMoved) {
             return current;
         }
-        PluginState next = new PluginState(volumesMoved ? read(sharedFile).volumes() : current.volumes(),
-                publicationsMoved ? readPublications() : current.controllerPublications(),
+        PluginState volumesSaved = volumesMoved ? read(sharedFile) : null;
+        PluginState next = new PluginState(volumesMoved ? volumesSaved.volumes() : current.volumes(),
+                publicationsMoved ? readPublications(volumesSaved) : current.controllerPublications(),
                 current.stagings(), current.nodePublications());
         volumesGeneration = volumes;
         publicationsGeneration = publications;
@@ -152,12 +153,20 @@ public final class StateStore {
         if (sharedFile == null) {
             return local;
         }
-        return new PluginState(read(sharedFile).volumes(), readPublications(), local.stagings(), local.nodePublications());
+        PluginState volumesSaved = read(sharedFile);
+        return new PluginState(volumesSaved.volumes(), readPublications(volumesSaved), local.stagings(),
+                local.nodePublications());
     }
 
-    /** The controller publications as saved: their own file, or the volumes file's when written before the split. */
-    private List<ControllerPublication> readPublications() {
-        return (Files.exists(sharedPublications) ? read(sharedPublications) : read(sharedFile)).controllerPublications();
+    /**
+     * The controller publications as saved: their own file, or the volumes file's when written before the split
+     * ({@code volumesSaved}, that file as just read, or null to read it).
+     */
+    private List<ControllerPublication> readPublications(PluginState volumesSaved) {
+        if (Files.exists(sharedPublications)) {
+            return read(sharedPublications).controllerPublications();
+        }
+        return (volumesSaved != null ? volumesSaved : read(sharedFile)).controllerPublications();
     }
 
     public void save(PluginState state) {

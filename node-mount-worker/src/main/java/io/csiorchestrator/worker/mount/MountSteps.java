@@ -5,6 +5,7 @@ import io.csiorchestrator.csi.mount.MountTable;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.SecretPayload;
+import io.csiorchestrator.worker.lease.FencePlan;
 import io.csiorchestrator.worker.state.PublishState;
 import io.csiorchestrator.worker.state.StageState;
 import io.csiorchestrator.worker.state.Usage;
@@ -14,7 +15,9 @@ import io.csiorchestrator.worker.state.WorkerPaths;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.util.List;
 import java.util.Optional;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import java.util.logging.Logger;
 
@@ -39,7 +42,7 @@ final class MountSteps {
     private final NodeDirectories dirs;
     private final CommandAnswers answers;
     private final Clock clock;
-    private volatile java.util.function.Predicate<java.util.List<String>> guardFed = required -> true;
+    private volatile Predicate<List<String>> guardFed = required -> true;
 
     MountSteps(String nodeId, WorkerPaths paths, VolumeRecords records, PluginDirectory plugins,
                Supplier<MountTable> mountTable, SecretOpener secrets, ControllerSteps controllerSteps,
@@ -57,7 +60,7 @@ final class MountSteps {
     }
 
     /** {@link VolumeOperations#feedGuardBeforeMountsWith}. */
-    void feedGuardBeforeMountsWith(java.util.function.Predicate<java.util.List<String>> feed) {
+    void feedGuardBeforeMountsWith(Predicate<List<String>> feed) {
         this.guardFed = feed;
     }
 
@@ -112,7 +115,7 @@ final class MountSteps {
         records.save(record);
         // 1b. a new publication fenced on a lapse: in the guard's list before anything is mounted
         if (usage.fencesOnLapse() && usage.state() != PublishState.PUBLISHED
-                && !guardFed.test(io.csiorchestrator.worker.lease.FencePlan.of(java.util.List.of(record)).paths())) {
+                && !guardFed.test(FencePlan.of(List.of(record)).paths())) {
             rollBackMount(key, plugin, alloc, target, false);
             return answers.failed(command, "FENCE_GUARD_UNFED", "volume " + key + " is not mounted for allocation " + alloc
                     + " on node " + nodeId + ": the fence guard could not be given its path before the mount (a"

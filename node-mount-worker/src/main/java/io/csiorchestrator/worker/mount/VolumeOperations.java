@@ -114,7 +114,7 @@ public final class VolumeOperations {
      * node-2 was given the volume while node-1 still had it mounted (FencingIT, freeze-worker-node-1). A guard that
      * cannot be fed refuses the mount: when in doubt, nothing is mounted.
      */
-    public void feedGuardBeforeMountsWith(java.util.function.Predicate<java.util.List<String>> feed) {
+    public void feedGuardBeforeMountsWith(java.util.function.Predicate<List<String>> feed) {
         mountSteps.feedGuardBeforeMountsWith(feed);
     }
 
