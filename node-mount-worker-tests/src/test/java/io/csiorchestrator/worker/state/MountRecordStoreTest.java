@@ -76,6 +76,52 @@ class MountRecordStoreTest {
         assertFalse(old.usage("a2").orElseThrow().fencesOnLapse());
     }
 
+    /**
+     * A record's results are serialized once each, at the save that adds them, and the file still reads as Jackson
+     * writes the record (the same JSON tree, results written last) and loads back equal, across saves that change its
+     * states, add results beyond the bound, and drop them all.
+     */
+    @Test
+    void eachResultIsSerializedOnceAndTheFileStaysTheRecordsJson() throws Exception {
+        WorkerPaths paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());
+        MountRecordStore store = new MountRecordStore(paths);
+        com.fasterxml.jackson.databind.ObjectMapper json = io.csiorchestrator.events.EventCodec.mapper();
+        VolumeRecord record = sample(paths);
+        for (int i = 0; i < VolumeRecord.MAX_RESULTS + 5; i++) {
+            record = record.withResult(done("x" + i));
+        }
+        store.save(record);
+        assertEquals(VolumeRecord.MAX_RESULTS, store.resultsSerialized(), "the results the record keeps, once each");
+        assertWritten(store, paths, json, record);
+
+        VolumeRecord staged = record.withStage(StageState.UNSTAGING);
+        store.save(staged);
+        assertEquals(VolumeRecord.MAX_RESULTS, store.resultsSerialized(), "a change of state serializes no result");
+        assertWritten(store, paths, json, staged);
+
+        VolumeRecord more = staged.withResult(done("y"));
+        store.save(more);
+        assertEquals(VolumeRecord.MAX_RESULTS + 1, store.resultsSerialized(), "one new result, one serialization");
+        assertWritten(store, paths, json, more);
+
+        VolumeRecord none = VolumeRecord.empty(new VolumeKey("ns", "v1"), "hostpath", "ext-v1", "/s");
+        store.save(none);
+        assertWritten(store, paths, json, none);
+        // after a restart the results read back are serialized at the next save that writes them
+        VolumeRecord loaded = new MountRecordStore(paths).load(new VolumeKey("ns", "v1")).orElseThrow().withResult(done("z"));
+        MountRecordStore restarted = new MountRecordStore(paths);
+        restarted.save(loaded);
+        assertEquals(1, restarted.resultsSerialized());
+        assertWritten(restarted, paths, json, loaded);
+    }
+
+    private static void assertWritten(MountRecordStore store, WorkerPaths paths, com.fasterxml.jackson.databind.ObjectMapper json,
+                                      VolumeRecord record) throws Exception {
+        byte[] file = Files.readAllBytes(paths.recordFile(record.namespace(), record.volumeId()));
+        assertEquals(json.valueToTree(record), json.readTree(file), "the file is the record's JSON");
+        assertEquals(record, store.load(record.key()).orElseThrow());
+    }
+
     @Test
     void aTornTemporaryFileIsIgnoredOnLoad() throws Exception {
         WorkerPaths paths = new WorkerPaths(temp.resolve("root"), new PosixDirs());

@@ -142,6 +142,12 @@ public record VolumeRecord(
                 controllerPublications, next, Instant.now());
     }
 
+    /** This record without its command results, as {@link MountRecordStore} writes the rest of it. */
+    VolumeRecord withoutResults() {
+        return new VolumeRecord(namespace, volumeId, pluginId, externalVolumeId, stagingPath, stage, usages,
+                controllerPublications, List.of(), updatedAt);
+    }
+
     public Collection<Usage> users() {
         return usages.values();
     }
