@@ -150,6 +150,53 @@ class KafkaEventPublisherTest {
     }
 
     /**
+     * A record the broker refuses holds back only the records of its own topic and key: the records after it of other
+     * topics or keys are sent and acknowledged meanwhile (so a command's answer never waits for the acknowledgement of
+     * the node event queued before it, issue 36), and a second record of its topic and key stays queued behind it. The
+     * test's node-state topic takes no record over 64 bytes: those two reports are refused and tried again; the three
+     * node events queued after them arrive, in their order.
+     */
+    @Test
+    void aRefusedRecordHoldsBackOnlyTheRecordsOfItsTopicAndKey() throws Exception {
+        TopicCatalog topics = new TopicCatalog("window-test.");
+        KafkaResource.createTopic(topics.prefix() + "node-state", 1, Map.of("max.message.bytes", "64"));
+        KafkaResource.createContractTopics(topics.prefix());
+        KafkaEventPublisher publisher = new KafkaEventPublisher(KafkaResource.bootstrapServers(), topics, "/node-mount-worker", 100)
+                .withSecurity(KafkaResource.securityOf(io.csiorchestrator.events.KafkaAccess.Principal.node("offline-node"),
+                        topics.prefix()));
+        publisher.start();
+        try {
+            List<CompletableFuture<Void>> refused = new ArrayList<>();
+            for (long sequence = 1; sequence <= 2; sequence++) {
+                refused.add(publisher.send(new io.csiorchestrator.events.NodeStateReported("offline-node", sequence,
+                        Instant.now(), List.of(), null)));
+            }
+            List<CompletableFuture<Void>> acks = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                acks.add(publisher.send(event(i)));
+            }
+            try {
+                CompletableFuture.allOf(acks.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+            } catch (TimeoutException e) {
+                throw new AssertionError("node events not acknowledged; last send failure: " + publisher.lastSendFailure()
+                        + ", queued " + publisher.queued(), e);
+            }
+            assertFalse(refused.get(0).isDone(), "the refused record is tried again, not dropped");
+            assertFalse(refused.get(1).isDone(), "the record of the same topic and key waits behind it");
+            assertTrue(publisher.lastSendFailure().contains("RecordTooLarge"), publisher.lastSendFailure());
+            try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker()) {
+                List<ConsumerRecord<String, String>> records = kafka.awaitRecords("window-test.node-events",
+                        r -> true, 3, Duration.ofSeconds(20));
+                for (int i = 0; i < 3; i++) {
+                    assertEquals("v" + i, EventCodec.decode(NodeEvent.class, records.get(i).value()).volumeId());
+                }
+            }
+        } finally {
+            publisher.close(Duration.ofSeconds(1));
+        }
+    }
+
+    /**
      * With its node's key (issue 20 item 3) every record the publisher sends carries a signature that the node's
      * trusted key verifies over what arrived at the broker (key, CloudEvents headers, value); a trace context added
      * after signing does not break it. The record is a node event of {@code offline-node}.

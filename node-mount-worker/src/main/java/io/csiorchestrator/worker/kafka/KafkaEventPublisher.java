@@ -13,23 +13,30 @@ import io.opentelemetry.context.Context;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.jboss.logging.Logger;
 
 /**
- * Sends the worker's events in order from an in-memory queue on one thread. A record leaves the
+ * Sends the worker's events from an in-memory queue on one thread, in the queue's order per topic and key: the
+ * records at the head of the queue are sent together, one per topic and key, and the next of a key only after the
+ * one before it was acknowledged ({@link #nextWindow}). A record leaves the
  * queue only once the broker acknowledged it, so while Kafka is unreachable (a disconnected node)
  * events wait and are delivered once it is back. Every record carries the CloudEvents headers,
  * created when the event is queued (a resend keeps its ce_id), and an event caused by traced work
@@ -53,6 +60,10 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
 
     private static final long NOT_SPOOLED = -1;
+    /** At most this many records are sent before their acknowledgements are awaited ({@link #nextWindow}). */
+    private static final int WINDOW = 16;
+    /** How many queued records {@link #nextWindow} looks at for its window (the queue may hold thousands while Kafka is away). */
+    private static final int SCAN = 64;
 
     /** {@code spoolSequence}: the record's file in the spool, or {@link #NOT_SPOOLED}. */
     private record Pending(ProducerRecord<String, byte[]> record, CompletableFuture<Void> acked, long spoolSequence) {
@@ -252,50 +263,125 @@ public final class KafkaEventPublisher implements EventSink, AutoCloseable {
     private void run() {
         long backoffMs = 100;
         while (!(closing && queue.isEmpty())) {
-            Pending next;
+            List<Pending> window;
             try {
-                next = queue.pollFirst(200, TimeUnit.MILLISECONDS);
+                window = nextWindow();
             } catch (InterruptedException e) {
                 break;
             }
-            if (next == null) {
+            if (window.isEmpty()) {
                 continue;
             }
+            List<Pending> unacked;
             try {
-                if (producer == null) {
-                    producer = new KafkaProducer<>(producerConfig);
-                }
-                producer.send(next.record()).get(SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-                lastSendFailure = null;
-                lastAcknowledged = Instant.now();
-                if (next.spoolSequence() != NOT_SPOOLED) {
-                    spool.delete(next.spoolSequence());
-                }
-                next.acked().complete(null);
-                backoffMs = 100;
+                unacked = sendAll(window);
             } catch (InterruptedException e) {
-                queue.addFirst(next);
                 break;
-            } catch (ExecutionException | TimeoutException | RuntimeException e) {
-                queue.addFirst(next);
-                lastSendFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
-                LOG.debugf("sending to %s failed (%s); retrying in %d ms", next.record().topic(), e.getMessage(), backoffMs);
-                if (closing) {
-                    break;
-                }
-                try {
-                    if (stopped.await(backoffMs, TimeUnit.MILLISECONDS)) {
-                        break;
-                    }
-                } catch (InterruptedException ie) {
-                    break;
-                }
-                backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF.toMillis());
             }
+            if (unacked.isEmpty()) {
+                backoffMs = 100;
+                continue;
+            }
+            if (closing) {
+                break;
+            }
+            try {
+                if (stopped.await(backoffMs, TimeUnit.MILLISECONDS)) {
+                    break;
+                }
+            } catch (InterruptedException ie) {
+                break;
+            }
+            backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF.toMillis());
         }
         if (producer != null) {
             producer.close(Duration.ofSeconds(5));
         }
+    }
+
+    /**
+     * The records to send together, taken from the queue in its order: at most {@link #WINDOW}, one per topic and key;
+     * a record whose topic and key is in the window already stays queued, and so does every later record of that topic
+     * and key (it goes in a later window, after the one before it was acknowledged). So a record is not held back by
+     * the acknowledgement of another key's record (a command's answer on mount-done by the node event queued just
+     * before it, issue 36), and what a consumer reads per key stays in the queue's order even when a send fails and is
+     * tried again. Looks at most {@link #SCAN} queued records; waits up to 200 ms for the first (the loop's check of
+     * {@code closing}).
+     */
+    private List<Pending> nextWindow() throws InterruptedException {
+        Pending first = queue.pollFirst(200, TimeUnit.MILLISECONDS);
+        if (first == null) {
+            return List.of();
+        }
+        List<Pending> window = new ArrayList<>();
+        Set<String> keys = new HashSet<>();
+        window.add(first);
+        keys.add(orderKey(first));
+        java.util.Iterator<Pending> queued = queue.iterator();
+        for (int scanned = 0; scanned < SCAN && window.size() < WINDOW && queued.hasNext(); scanned++) {
+            Pending next = queued.next();
+            if (keys.add(orderKey(next))) {
+                queued.remove();
+                window.add(next);
+            }
+        }
+        return window;
+    }
+
+    private static String orderKey(Pending pending) {
+        return pending.record().topic() + '\u0000' + pending.record().key();
+    }
+
+    /**
+     * Sends the window's records without waiting in between, then waits for each acknowledgement: an acknowledged
+     * record leaves (its spool file deleted, its future completed); the others go back to the head of the queue in
+     * their order. Returns those. On an interrupt the unacknowledged records are put back first.
+     */
+    private List<Pending> sendAll(List<Pending> window) throws InterruptedException {
+        List<Future<RecordMetadata>> sent = new ArrayList<>(window.size());
+        String failure = null;
+        try {
+            if (producer == null) {
+                producer = new KafkaProducer<>(producerConfig);
+            }
+            for (Pending p : window) {
+                sent.add(producer.send(p.record()));
+            }
+        } catch (RuntimeException e) {
+            failure = e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+        List<Pending> unacked = new ArrayList<>();
+        InterruptedException interrupted = null;
+        for (int i = 0; i < window.size(); i++) {
+            Pending p = window.get(i);
+            if (i >= sent.size() || interrupted != null) {
+                unacked.add(p);
+                continue;
+            }
+            try {
+                sent.get(i).get(SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                lastAcknowledged = Instant.now();
+                if (p.spoolSequence() != NOT_SPOOLED) {
+                    spool.delete(p.spoolSequence());
+                }
+                p.acked().complete(null);
+            } catch (InterruptedException e) {
+                interrupted = e;
+                unacked.add(p);
+            } catch (ExecutionException | TimeoutException | RuntimeException e) {
+                unacked.add(p);
+                failure = e.getClass().getSimpleName() + ": " + e.getMessage();
+                LOG.debugf("sending to %s failed (%s); trying again", p.record().topic(), e.getMessage());
+            }
+        }
+        for (int i = unacked.size() - 1; i >= 0; i--) {
+            queue.addFirst(unacked.get(i));
+        }
+        lastSendFailure = unacked.isEmpty() ? null : failure;
+        if (interrupted != null) {
+            throw interrupted;
+        }
+        return unacked;
     }
 
     /** Delivers what is queued (bounded by {@code timeout}), then stops. */
