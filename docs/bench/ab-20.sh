@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# up --fresh; 150 s at 10 ops/s (warm-up); 60 s at 20 ops/s; down. Usage: ab-20.sh <tree> <label>
+set -u
+cd "$1"; label=$2; mkdir -p "${CSI_BENCH_OUT:-/tmp/bench-out}"; out=${CSI_BENCH_OUT:-/tmp/bench-out}/r20-$label-$(date +%H%M).txt
+./csi up --fresh > ${CSI_BENCH_OUT:-/tmp/bench-out}/up-$label.log 2>&1 || { echo "up failed"; ./csi down; exit 1; }
+{ echo "== $label $(git log --oneline -1 | cut -c1-80) $(date -u +%FT%TZ)"
+  ./csi bench --rate 10 --duration 150s | grep -E 'achieved'
+  ./csi bench --rate 20 --duration 60s; } > "$out" 2>&1
+./csi down > /dev/null 2>&1
+cat "$out"
