@@ -4,14 +4,13 @@ import io.csiorchestrator.claims.domain.ClaimMachine;
 import io.csiorchestrator.claims.domain.ClaimMachine.Phase;
 import io.csiorchestrator.claims.domain.ClaimMachine.Snapshot;
 import io.csiorchestrator.claims.domain.ClaimMachine.Transition;
-import io.csiorchestrator.claims.outbox.OutboxRelay;
+import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.store.ClaimEntity;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.VolumeConditionEntity;
 import io.csiorchestrator.claims.store.VolumeEntity;
 import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.NodeEvent;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
@@ -24,8 +23,8 @@ import java.util.function.Supplier;
  * The transactions and locks every claim step runs in, and the steps with no handler of their own. Each step is one
  * transaction: the volume row is locked first (SELECT ... FOR UPDATE), so claim-requested (partitioned by volume) and
  * mount-done (partitioned by node) updates of one volume are serialised; the claim's new checkpoint and the events it
- * causes (claim-status, node-commands) are written to the outbox in the same transaction; the relay publishes them
- * after the commit. {@code messaging.RecordBatches} runs a poll's steps in one transaction ({@link #inOneTransaction}),
+ * causes (claim-status, node-commands) are written to the outbox in the same transaction and sent by this process
+ * after the commit ({@link Outbox#inTransaction}). {@code messaging.RecordBatches} runs a poll's steps in one transaction ({@link #inOneTransaction}),
  * their volumes locked up front in key order ({@link #lockVolumes}, {@link #lockVolumesOfCommands}).
  *
  * <p>The claim's steps, around the pure {@link ClaimMachine} (the decision of what comes next) and {@link ClaimEffects}
@@ -49,7 +48,7 @@ public class ClaimService {
     @Inject
     PluginWaits pluginWaits;
     @Inject
-    OutboxRelay relay;
+    Outbox outbox;
     @Inject
     Plugins plugins;
     @Inject
@@ -59,31 +58,27 @@ public class ClaimService {
         return new ClaimMachine(settings.policy());
     }
 
-    /** Runs {@code work} in a transaction without a traced cause and signals the relay once it committed. */
+    /** Runs {@code work} in a transaction without a traced cause; its outbox rows are sent once it committed. */
     public <T> Uni<T> inTransaction(Supplier<Uni<T>> work) {
         return inTransaction(Tx.untraced(), work);
     }
 
     /**
-     * Runs {@code work} in a transaction caused by {@code tx}'s input; once it committed, signals the relay
-     * and records the transaction's observations (latency timers, decision counters).
+     * Runs {@code work} in a transaction caused by {@code tx}'s input; once it committed, its outbox rows are sent
+     * ({@link Outbox#inTransaction}: publish after commit) and the transaction's observations (latency timers, decision
+     * counters) recorded.
      */
     public <T> Uni<T> inTransaction(Tx tx, Supplier<Uni<T>> work) {
-        return Panache.withTransaction(work).invoke(() -> {
-            relay.signal();
-            tx.committed();
-        }).onFailure().invoke(tx::rolledBack);
+        return outbox.inTransaction(work).invoke(tx::committed).onFailure().invoke(tx::rolledBack);
     }
 
     /**
-     * Runs {@code work} (the steps of several inputs, {@code txs} theirs) in one transaction; once it committed, signals
-     * the relay once and records every input's observations; when it fails, none of them (a retry records them anew).
+     * Runs {@code work} (the steps of several inputs, {@code txs} theirs) in one transaction; once it committed, its
+     * outbox rows are sent and every input's observations recorded; when it fails, none of them (a retry records them anew).
      */
     public Uni<Void> inOneTransaction(List<Tx> txs, Supplier<Uni<Void>> work) {
-        return Panache.withTransaction(work).invoke(() -> {
-            relay.signal();
-            txs.forEach(Tx::committed);
-        }).onFailure().invoke(() -> txs.forEach(Tx::rolledBack));
+        return outbox.inTransaction(work).invoke(() -> txs.forEach(Tx::committed))
+                .onFailure().invoke(() -> txs.forEach(Tx::rolledBack));
     }
 
     public Uni<VolumeEntity> lockVolume(String volumeKey) {

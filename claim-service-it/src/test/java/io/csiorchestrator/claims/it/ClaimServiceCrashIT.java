@@ -15,7 +15,9 @@ import io.csiorchestrator.events.CloudEventHeaders;
 import io.csiorchestrator.events.ContractEvent;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.MountOptions;
+import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.MountSupport;
+import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.PluginStatus;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.testkit.EmbeddedPostgresServer;
@@ -280,6 +282,80 @@ class ClaimServiceCrashIT {
     }
 
     /**
+     * Publish after commit with two replicas (issue 36 item 2): each sends what it committed, and a volume's claim-status
+     * records keep their commit order although one replica decided its claim and the other took its node's answer. Kafka
+     * is away from both replicas' producers (every row is committed, none delivered: each writer holds its own); the
+     * node's answers arrive and the replica that takes them commits each READY behind the ACCEPTED of the same volume;
+     * where the other replica wrote that ACCEPTED, the READY is left to the relay. The leader is killed with SIGKILL
+     * between its commits and its sends, Kafka comes back: the survivor's producer delivers its own rows, its relay the
+     * dead writer's and the ones left to it, each after the rows before it on its volume. Every row is delivered once
+     * and every volume's statuses in commit order ({@link #assertEveryRowDeliveredAndNoneLeft}).
+     */
+    @Test
+    void twoReplicasEachSendWhatTheyCommittedAndEachVolumeKeepsItsOrderThroughAKillBetweenCommitAndSend() throws Exception {
+        ClaimServiceProcess leader = startInstance("replica-a");
+        await().atMost(WAIT).until(leader::leads);
+        ClaimServiceProcess other = startInstance("replica-b");
+        await().atMost(WAIT).until(other::isStandby);
+        // both consume: each owns some of claim-requested's partitions
+        await().atMost(WAIT).until(() -> !partitionsOf(prefix + "replica-a", Topic.CLAIM_REQUESTED).isEmpty()
+                && !partitionsOf(prefix + "replica-b", Topic.CLAIM_REQUESTED).isEmpty());
+        List<String> volumes = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            volumes.add(warmVolume(other, "two-" + i));
+        }
+
+        relayKafka.cut();
+        List<ClaimRequested> claims = new ArrayList<>();
+        for (String vol : volumes) {
+            claims.add(claim(vol, "alloc-" + vol));
+        }
+        claims.forEach(this::send);
+        await().atMost(WAIT).until(() -> unpublishedClaimRows() == 2 * claims.size());
+        for (ClaimRequested c : claims) {
+            NodeCommand command = EventCodec.decode(NodeCommand.class, payloadOf(c.allocationId(), Topic.NODE_COMMANDS));
+            send(new MountDone(command.commandId(), command.nodeId(), command.kind(), command.namespace(), command.volumeId(),
+                    command.allocationId(), true, null, null, Map.of(), "/var/lib/csi/" + command.volumeId(), null, Instant.now()));
+        }
+        await().atMost(WAIT).until(() -> unpublishedClaimRows() == 3 * claims.size());
+
+        // Who wrote what: [writer of ACCEPTED, writer of READY, READY direct] per volume.
+        Map<String, List<Object>> writers = new TreeMap<>();
+        query("SELECT record_key, writer, direct, payload LIKE '%\"ready\"%' FROM outbox WHERE topic = '" + topic(Topic.CLAIM_STATUS)
+                + "' AND published_at IS NULL ORDER BY seq", r -> {
+                    List<Object> w = writers.computeIfAbsent(r.getString(1), k -> new ArrayList<>(List.of(0L, 0L, true)));
+                    w.set(r.getBoolean(4) ? 1 : 0, r.getLong(2));
+                    if (r.getBoolean(4)) {
+                        w.set(2, r.getBoolean(3));
+                    }
+                });
+        assertEquals(claims.size(), writers.size(), writers.toString());
+        List<String> crossed = writers.entrySet().stream().filter(e -> !e.getValue().get(0).equals(e.getValue().get(1)))
+                .map(Map.Entry::getKey).toList();
+        assertTrue(!crossed.isEmpty() && crossed.size() < claims.size(),
+                "some volumes decided by one replica and answered by the other, some by one replica alone: " + writers);
+        for (Map.Entry<String, List<Object>> e : writers.entrySet()) {
+            assertEquals(!crossed.contains(e.getKey()), e.getValue().get(2),
+                    e.getKey() + ": READY is its writer's own unless another writer's ACCEPTED waits before it: " + e.getValue());
+        }
+
+        assertEquals(137, leader.kill9(), "killed by SIGKILL between its commits and its sends");
+        relayKafka.restore();
+        await().atMost(WAIT).until(other::leads);
+        awaitAnswered(claims);
+        assertEveryRowDeliveredAndNoneLeft();
+    }
+
+    /** The payload of the one row of {@code allocationId} on {@code topic}. */
+    private String payloadOf(String allocationId, Topic topic) throws SQLException {
+        List<String> payloads = new ArrayList<>();
+        query("SELECT payload FROM outbox WHERE topic = '" + topic(topic) + "' AND payload LIKE '%\"" + allocationId + "\"%'",
+                r -> payloads.add(r.getString(1)));
+        assertEquals(1, payloads.size(), payloads.toString());
+        return payloads.get(0);
+    }
+
+    /**
      * Issue 16, wanted 1 (a restarted instance gets its partitions back): one instance, named {@code claims-0}, owns
      * every partition of its three input topics as the static group members {@code claims-0.<channel>}; it is
      * killed with SIGKILL, a claim is sent while it is down, and the process restarted under the same name rejoins
@@ -394,37 +470,57 @@ class ClaimServiceCrashIT {
         ClaimRequested second = claim(vol, "alloc-2");
         send(second);
         await().atMost(WAIT).until(() -> rowsOf(second.allocationId()).size() == 2);
-        assertEquals(3, unpublishedClaimRows(), "the first claim's command and the second claim's rows wait");
+        // The second claim's command waits behind the first's (same topic and key: the relay's, in order); its status,
+        // on another topic, is not held back by a refused node command (publish after commit, issue 36 item 2).
+        await().atMost(WAIT).until(() -> unpublishedClaimRows() == 2);
+        assertEquals(Map.of(topic(Topic.CLAIM_STATUS), true, topic(Topic.NODE_COMMANDS), false), rowsOf(second.allocationId()));
         setTopicConfig(topic(Topic.NODE_COMMANDS), "max.message.bytes", null);
         await().atMost(WAIT).until(() -> unpublishedRows() == 0);
         awaitAnswered(List.of(first, second));
 
-        // (3) The broker acks a batch, marking it published fails once: the drain throws, the sweep sends it again.
-        // The trigger fails the first mark of a row of the third claim only: a placement row (the coalesced pass
-        // after the claims of (2), written whenever it falls due) may be marked after the trigger is made.
+        // (3) The broker acks a claim's rows, marking them published fails once: the process that sent them marks them
+        // again (issue 36 item 2: its own rows), nothing is sent twice.
         ClaimRequested third = claim(vol, "alloc-3");
-        execute("CREATE SEQUENCE test_mark_failures");
-        execute("CREATE FUNCTION test_fail_first_mark() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-                + " IF OLD.published_at IS NULL AND NEW.published_at IS NOT NULL"
-                + "    AND NEW.payload LIKE '%\"" + third.allocationId() + "\"%' THEN"
-                + "  IF nextval('test_mark_failures') = 1 THEN"
-                + "   RAISE EXCEPTION 'test: marking outbox row % published fails once', NEW.ce_id;"
-                + "  END IF;"
-                + " END IF;"
-                + " RETURN NEW; END $$");
-        execute("CREATE TRIGGER test_fail_first_mark BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION test_fail_first_mark()");
+        failFirstMarkOf("third", third.allocationId());
         send(third);
-        await().atMost(WAIT).until(() -> instance.log().contains("outbox drain failed"));
+        await().atMost(WAIT).until(() -> instance.log().contains("delivered outbox rows published failed"));
         await().atMost(WAIT).until(() -> unpublishedRows() == 0);
         awaitAnswered(List.of(third));
-        String thirdStatus = ceIdOf(third.allocationId(), Topic.CLAIM_STATUS);
-        assertEquals(2, deliveries(Topic.CLAIM_STATUS, thirdStatus),
+        assertEquals(1, deliveries(Topic.CLAIM_STATUS, ceIdOf(third.allocationId(), Topic.CLAIM_STATUS)),
+                "sent once, its mark retried");
+
+        // (4) The relay acks a row left to it, marking it published fails once: the drain throws, the sweep sends it again.
+        String orphanAllocation = "alloc-orphan-4";
+        failFirstMarkOf("orphan", orphanAllocation);
+        String orphan4 = UUID.randomUUID().toString();
+        execute("INSERT INTO outbox (ce_id, ce_type, ce_time, topic, record_key, payload, created_at)"
+                + " VALUES ('" + orphan4 + "', 'io.csiorchestrator.claim.status.v1', now(), '" + topic(Topic.CLAIM_STATUS)
+                + "', '" + vol + "', '" + EventCodec.encodeToString(new ClaimStatus("req-orphan-4", "ns1", vol, orphanAllocation,
+                NODE, ClaimMode.WRITE, ClaimState.ACCEPTED, null, null, Instant.now())) + "', now())");
+        await().atMost(WAIT).until(() -> instance.log().contains("outbox drain failed"));
+        await().atMost(WAIT).until(() -> unpublishedRows() == 0);
+        assertEquals(2, deliveries(Topic.CLAIM_STATUS, orphan4),
                 "sent, not marked (the drain threw), sent again by the sweep: two records, one ce_id");
 
         assertEveryRowDeliveredAndNoneLeft();
     }
 
     // ------------------------------------------------------------------------------------------------ helpers
+
+    /** Makes the first UPDATE that marks a row of {@code allocationId} published fail (a trigger named by {@code name}). */
+    private void failFirstMarkOf(String name, String allocationId) throws SQLException {
+        execute("CREATE SEQUENCE test_mark_failures_" + name);
+        execute("CREATE FUNCTION test_fail_first_mark_" + name + "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                + " IF OLD.published_at IS NULL AND NEW.published_at IS NOT NULL"
+                + "    AND NEW.payload LIKE '%\"" + allocationId + "\"%' THEN"
+                + "  IF nextval('test_mark_failures_" + name + "') = 1 THEN"
+                + "   RAISE EXCEPTION 'test: marking outbox row % published fails once', NEW.ce_id;"
+                + "  END IF;"
+                + " END IF;"
+                + " RETURN NEW; END $$");
+        execute("CREATE TRIGGER test_fail_first_mark_" + name + " BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION test_fail_first_mark_"
+                + name + "()");
+    }
 
     /** Starts an instance named {@code name} (its log file, and its {@code CSI_INSTANCE_NAME}). */
     private ClaimServiceProcess startInstance(String name) {
@@ -614,7 +710,29 @@ class ClaimServiceCrashIT {
                 }
             }
             assertEquals(rows, delivered, "ce_id -> topic of every outbox row = of every record on those topics");
+            assertEachVolumesStatusesInCommitOrder();
         });
+    }
+
+    /**
+     * On claim-status, each volume's records arrive in the order their rows were committed (outbox seq; a volume's rows
+     * are written under its lock): what a consumer deduping by ce_id sees, a re-sent record ignored.
+     */
+    private void assertEachVolumesStatusesInCommitOrder() throws SQLException {
+        Map<String, Long> seqOf = new HashMap<>();
+        query("SELECT ce_id, seq FROM outbox WHERE topic = '" + topic(Topic.CLAIM_STATUS) + "'", r -> seqOf.put(r.getString(1), r.getLong(2)));
+        Map<String, Long> lastSeq = new HashMap<>();
+        Set<String> seen = new java.util.HashSet<>();
+        for (ConsumerRecord<String, String> r : kafka.readAll(topic(Topic.CLAIM_STATUS))) {
+            String ceId = KafkaTestClient.header(r, CloudEventHeaders.CE_ID);
+            Long seq = seqOf.get(ceId);
+            if (seq == null || !seen.add(ceId)) {
+                continue;
+            }
+            Long before = lastSeq.put(r.key(), seq);
+            assertTrue(before == null || before < seq, "volume " + r.key() + ": row " + seq + " arrived after row " + before
+                    + " although committed before it");
+        }
     }
 
     /**

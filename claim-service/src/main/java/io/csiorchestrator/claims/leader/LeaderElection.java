@@ -57,6 +57,9 @@ public final class LeaderElection implements AutoCloseable {
     private final AtomicLong notifications = new AtomicLong();
     private final AtomicLong losses = new AtomicLong();
 
+    /** This process's outbox writer key ({@code outbox.OutboxWriter}), held as an advisory lock on the same connection; 0: none. */
+    private long writerKey;
+    private Consumer<Boolean> onWriterLock = held -> { };
     private volatile PgConnection connection;
     private volatile boolean leader;
     private volatile boolean closed;
@@ -86,6 +89,17 @@ public final class LeaderElection implements AutoCloseable {
         this.retryInterval = retryInterval;
         this.onLeadership = onLeadership;
         this.onNotification = onNotification;
+    }
+
+    /**
+     * Also holds {@code key} (the process's outbox writer key) as a session advisory lock on the dedicated connection,
+     * taken whenever the connection is opened, leader or not; {@code onHeld} hears {@code true} once it is taken and
+     * {@code false} when the connection is gone. Call before {@link #start()}.
+     */
+    public LeaderElection withWriterLock(long key, Consumer<Boolean> onHeld) {
+        this.writerKey = key;
+        this.onWriterLock = Objects.requireNonNull(onHeld);
+        return this;
     }
 
     /** Tries at once, then every retry interval. */
@@ -193,25 +207,35 @@ public final class LeaderElection implements AutoCloseable {
     }
 
     private Future<PgConnection> connect() {
-        return PgConnection.connect(vertx, options).map(c -> {
-            if (closed) {
-                c.close();
-                throw new IllegalStateException("leader election closed");
+        return PgConnection.connect(vertx, options).map(this::opened).compose(c -> writerKey == 0 ? Future.succeededFuture(c)
+                : c.preparedQuery("SELECT pg_try_advisory_lock($1) AS locked").execute(Tuple.of(writerKey)).map(rows -> {
+                    if (Boolean.TRUE.equals(rows.iterator().next().getBoolean("locked")) && connection == c) {
+                        onWriterLock.accept(true);
+                    } else {
+                        LOG.warnf("outbox writer lock %d not taken: this instance's rows go through the relay", writerKey);
+                    }
+                    return c;
+                }));
+    }
+
+    private PgConnection opened(PgConnection c) {
+        if (closed) {
+            c.close();
+            throw new IllegalStateException("leader election closed");
+        }
+        connection = c;
+        backendPid = c.processId();
+        c.closeHandler(v -> lost(c, "connection closed"));
+        c.exceptionHandler(t -> LOG.debugf("leader connection error: %s", t.toString()));
+        c.notificationHandler(n -> {
+            if (leader && CHANNEL.equals(n.getChannel())) {
+                notifications.incrementAndGet();
+                onNotification.run();
+            } else if (leader && DUE_CHANNEL.equals(n.getChannel())) {
+                onDue.accept(n.getPayload());
             }
-            connection = c;
-            backendPid = c.processId();
-            c.closeHandler(v -> lost(c, "connection closed"));
-            c.exceptionHandler(t -> LOG.debugf("leader connection error: %s", t.toString()));
-            c.notificationHandler(n -> {
-                if (leader && CHANNEL.equals(n.getChannel())) {
-                    notifications.incrementAndGet();
-                    onNotification.run();
-                } else if (leader && DUE_CHANNEL.equals(n.getChannel())) {
-                    onDue.accept(n.getPayload());
-                }
-            });
-            return c;
         });
+        return c;
     }
 
     /** The connection {@code c} is gone (or given up): no lock any more. */
@@ -221,6 +245,9 @@ public final class LeaderElection implements AutoCloseable {
         }
         connection = null;
         backendPid = -1;
+        if (writerKey != 0) {
+            onWriterLock.accept(false); // the server let the writer lock go with the connection
+        }
         if (leader) {
             leader = false;
             holdOffUntil = System.nanoTime() + retryInterval.toNanos();

@@ -45,6 +45,9 @@ public class Leadership {
     @Inject
     io.csiorchestrator.claims.ReconcileSchedule reconcile;
 
+    @Inject
+    io.csiorchestrator.claims.outbox.OutboxWriter writer;
+
     private volatile LeaderElection election;
     private volatile Gauge gauge;
 
@@ -57,7 +60,14 @@ public class Leadership {
                 leads -> {
                     relay.leadershipChanged(leads);
                     reconcile.leadershipChanged(leads);
-                }, relay::signal, reconcile::onDueNotification);
+                }, relay::signal, reconcile::onDueNotification)
+                .withWriterLock(writer.key(), held -> {
+                    writer.held(held);
+                    if (held) {
+                        // a writer (re)starts: the relay looks for the rows of writers gone (a process killed after its commits)
+                        relay.signal();
+                    }
+                });
         election.start();
     }
 

@@ -27,16 +27,18 @@ import jakarta.inject.Inject;
 import jakarta.interceptor.Interceptor;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Properties;
-import java.util.concurrent.ExecutorService;
+import java.util.Set;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -46,18 +48,22 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
 /**
- * Publishes committed outbox rows, in commit order, with a plain KafkaProducer (acks=all,
- * idempotence, linger.ms=0), and marks each row published once the broker acknowledged it.
+ * Publishes the outbox rows left behind, in commit order, with a plain KafkaProducer (acks=all, idempotence,
+ * linger.ms=0), and marks each row published once the broker acknowledged it. Since issue 36 item 2 a process sends
+ * the rows it committed itself ({@link DirectSends}, on this producer); the relay sends the rest: rows written behind
+ * another writer's unpublished row of the same topic and key, rows whose direct send failed, rows written while
+ * suspended or before the writer held its lock, and the rows of writers that are gone (a kill -9 between commit and
+ * send: the server dropped the writer's advisory lock with its connection). A live writer's row, and every later row
+ * of its topic and key, is left to wait for it (so each topic and key's records keep their commit order).
  *
- * <p>When it runs: right after a transaction that wrote outbox rows commits ({@link #signal()}, an
- * in-process signal, no polling), once at start (the recovery sweep: whatever a crash left between
- * commit and publish goes out now, with its original ce_id), and on a slow scheduled safety sweep
- * ({@code csi.claims.outbox.sweep-interval}) that catches rows whose publish failed. One thread
- * drains; a signal during a drain schedules one more drain, so none is lost.
+ * <p>When it runs: when a transaction left a row to it ({@link #signal()}, an in-process signal, no polling), once
+ * at start (the recovery sweep), when a writer takes its lock (a restarted process: its predecessor's rows), on a
+ * recheck while rows wait for live writers ({@code recheckLater}), and on a slow scheduled safety sweep
+ * ({@code csi.claims.outbox.sweep-interval}) that catches rows whose publish failed. One thread drains; a signal
+ * during a drain schedules one more drain, so none is lost.
  *
  * <p>Several instances on one database: only the leader ({@code leader.Leadership}, a PostgreSQL
- * advisory lock) drains. On acquiring leadership it runs the recovery sweep first (what the previous
- * leader committed and did not publish goes out, with its ce_ids). A non-leader's {@link #signal()}
+ * advisory lock) drains. On acquiring leadership it runs the recovery sweep first. A non-leader's {@link #signal()}
  * sends {@code NOTIFY csi_claims_outbox}, which the leader LISTENs to on its lock connection and turns
  * into its own signal. On losing leadership the relay stops draining (a batch already sent is not
  * recalled: across a failover, delivery is at least once).
@@ -85,7 +91,7 @@ public class OutboxRelay {
     @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092")
     String bootstrapServers;
 
-    private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
+    private final ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "outbox-relay");
         t.setDaemon(true);
         return t;
@@ -94,6 +100,8 @@ public class OutboxRelay {
     private final AtomicLong published = new AtomicLong();
     private final java.util.Map<String, Integer> partitionCounts = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean suspended;
+    /** The drain thread's next recheck delay while a row of the relay waits behind a writer's own (0: none waits). */
+    private long recheckDelayMs;
     private volatile boolean leader;
     private volatile KafkaProducer<String, byte[]> producer;
 
@@ -217,81 +225,140 @@ public class OutboxRelay {
         recover();
     }
 
+    /** Whether publishing is suspended ({@link #suspend()}): writers leave their rows to the relay meanwhile. */
+    public boolean suspended() {
+        return suspended;
+    }
+
     /** How many rows this relay has published since start. */
     public long publishedCount() {
         return published.get();
     }
 
+    /**
+     * The unpublished rows after {@code seq}, in commit order, each with whether its writer sends it itself: a direct row
+     * whose writer's advisory lock is granted ({@link OutboxWriter}; a killed writer's lock went with its connection).
+     */
+    private static final String UNPUBLISHED = "WITH alive AS (SELECT (l.classid::bigint << 32) | l.objid::bigint AS writer"
+            + " FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted)"
+            + " SELECT seq, ce_id, ce_type, ce_time, topic, record_key, partition_no, payload, created_at, traceparent, tracestate,"
+            + " (direct AND writer IN (SELECT writer FROM alive)) AS owned"
+            + " FROM outbox WHERE published_at IS NULL AND seq > $2 ORDER BY seq LIMIT $1";
+
     private void drain() {
         pending.set(false);
         try {
+            long after = 0;
+            boolean behindOwned = false;
+            boolean owned = false;
             while (!suspended && leader) {
-                List<Row> rows = new ArrayList<>();
-                pool.preparedQuery("SELECT seq, ce_id, ce_type, ce_time, topic, record_key, partition_no, payload, created_at,"
-                                + " traceparent, tracestate FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1")
-                        .execute(Tuple.of(settings.outbox().batchSize()))
-                        .await().atMost(Duration.ofSeconds(30))
-                        .forEach(rows::add);
-                if (rows.isEmpty()) {
-                    metrics.outboxPending(0);
-                    return;
-                }
-                List<Future<RecordMetadata>> sends = new ArrayList<>();
-                for (Row row : rows) {
-                    sends.add(send(row));
-                }
-                List<Long> acked = new ArrayList<>();
-                Exception failure = null;
-                for (int i = 0; i < sends.size(); i++) {
-                    try {
-                        sends.get(i).get(settings.outbox().sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
-                        acked.add(rows.get(i).getLong("seq"));
-                    } catch (Exception e) {
-                        failure = e;
-                        break;
+                List<OutboxRow> rows = new ArrayList<>();
+                List<OutboxRow> mine = new ArrayList<>();
+                Set<String> heldKeys = new HashSet<>();
+                for (Row row : pool.preparedQuery(UNPUBLISHED).execute(Tuple.of(settings.outbox().batchSize(), after))
+                        .await().atMost(Duration.ofSeconds(30))) {
+                    OutboxRow r = OutboxRow.of(row);
+                    rows.add(r);
+                    if (Boolean.TRUE.equals(row.getBoolean("owned"))) {
+                        // its writer lives and sends it: this row, and every later one of its topic and key, wait for it
+                        owned = true;
+                        heldKeys.add(r.orderKey());
+                    } else if (heldKeys.contains(r.orderKey())) {
+                        behindOwned = true;
+                    } else {
+                        mine.add(r);
                     }
                 }
-                if (!acked.isEmpty()) {
-                    pool.preparedQuery("UPDATE outbox SET published_at = now() WHERE seq = ANY($1)")
-                            .execute(Tuple.of(acked.toArray(new Long[0])))
-                            .await().atMost(Duration.ofSeconds(30));
-                    published.addAndGet(acked.size());
+                if (rows.isEmpty()) {
+                    break;
                 }
-                if (failure != null) {
-                    updatePending();
-                    LOG.warnf("outbox publish failed after %d of %d records (retried by the next signal or sweep): %s",
-                            acked.size(), rows.size(), failure.toString());
+                if (!publish(mine)) {
                     return;
                 }
                 if (rows.size() < settings.outbox().batchSize()) {
-                    // Everything committed before this SELECT is published now; a commit since then signalled and
-                    // has its own drain queued (pending was cleared when this one began): no second SELECT to find
-                    // nothing, no count of an empty backlog.
-                    metrics.outboxPending(0);
-                    return;
+                    // Everything committed before this SELECT is published or its writer's now; a commit since then that
+                    // left a row to the relay signalled, and has its own drain queued (pending was cleared when this one
+                    // began): no second SELECT to find nothing.
+                    break;
                 }
-                updatePending(); // a full batch: a backlog, worth its count
+                after = rows.get(rows.size() - 1).seq();
             }
+            metrics.outboxPending(0);
+            recheckLater(behindOwned, owned);
         } catch (RuntimeException e) {
             LOG.warnf("outbox drain failed (retried by the next signal or sweep): %s", e.toString());
         }
     }
 
     /**
+     * Rows were left to live writers. Behind one of them a row of the relay's waits (its writer marks its own row
+     * published within milliseconds, and nobody signals the relay then): look again soon, 20 ms doubling to 1 s. Only
+     * writers' own rows: look again in 1 s, because a writer killed now leaves them to the relay and tells no one (the
+     * server merely drops its lock); a timer only while rows are outstanding, none while idle.
+     */
+    private void recheckLater(boolean behindOwned, boolean owned) {
+        if (!behindOwned && !owned) {
+            recheckDelayMs = 0;
+            return;
+        }
+        long delay = behindOwned ? (recheckDelayMs = recheckDelayMs == 0 ? 20 : Math.min(1000, recheckDelayMs * 2)) : 1000;
+        try {
+            executor.schedule(this::signal, delay, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException stopped) {
+            LOG.debug("outbox relay stopped: no recheck");
+        }
+    }
+
+    /** Sends {@code rows} in order, marks the acknowledged ones published; false when one failed (the rest wait). */
+    private boolean publish(List<OutboxRow> rows) {
+        List<Future<RecordMetadata>> sends = new ArrayList<>();
+        for (OutboxRow row : rows) {
+            sends.add(send(row, (metadata, error) -> { }));
+        }
+        List<Long> acked = new ArrayList<>();
+        Exception failure = null;
+        for (int i = 0; i < sends.size(); i++) {
+            try {
+                sends.get(i).get(settings.outbox().sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
+                acked.add(rows.get(i).seq());
+            } catch (Exception e) {
+                failure = e;
+                break;
+            }
+        }
+        if (!acked.isEmpty()) {
+            pool.preparedQuery(MARK_PUBLISHED).execute(Tuple.of(acked.toArray(new Long[0]))).await().atMost(Duration.ofSeconds(30));
+            published.addAndGet(acked.size());
+        }
+        if (failure != null) {
+            updatePending();
+            LOG.warnf("outbox publish failed after %d of %d records (retried by the next signal or sweep): %s",
+                    acked.size(), rows.size(), failure.toString());
+            return false;
+        }
+        return true;
+    }
+
+    /** Marks rows published, by their seqs: one statement for any number of rows. */
+    static final String MARK_PUBLISHED = "UPDATE outbox SET published_at = now() WHERE seq = ANY($1)";
+
+    /**
      * Sends one row inside a PRODUCER span {@code <topic> publish} whose parent is the trace context stored
      * with the row (a new trace when it has none), injected into the record's traceparent/tracestate headers.
-     * The span ends, and {@code csi.outbox.publish} records row written → ack, when the broker answers.
+     * The span ends, and {@code csi.outbox.publish} records row written → ack, when the broker answers; then
+     * {@code then} hears the outcome (on the producer's I/O thread: it must not block). The relay's drains and
+     * {@link DirectSends} send through here, on one producer.
      */
-    private Future<RecordMetadata> send(Row row) {
+    Future<RecordMetadata> send(OutboxRow row, Callback then) {
         ProducerRecord<String, byte[]> record = toRecord(row);
-        String traceparent = row.getString("traceparent");
+        String traceparent = row.traceparent();
         SpanBuilder builder = tracer.spanBuilder(record.topic() + " publish").setSpanKind(SpanKind.PRODUCER)
                 .setAttribute("messaging.system", "kafka")
                 .setAttribute("messaging.destination.name", record.topic())
                 .setAttribute("messaging.operation.type", "send")
-                .setAttribute("messaging.message.id", row.getString("ce_id"));
+                .setAttribute("messaging.message.id", row.ceId());
         Context parent = traceparent == null ? Context.root()
-                : KafkaTraceHeaders.fromStored(openTelemetry, traceparent, row.getString("tracestate"));
+                : KafkaTraceHeaders.fromStored(openTelemetry, traceparent, row.tracestate());
         if (traceparent == null) {
             builder.setNoParent();
         } else {
@@ -299,7 +366,7 @@ public class OutboxRelay {
         }
         Span span = builder.startSpan();
         KafkaTraceHeaders.inject(openTelemetry, parent.with(span), record.headers());
-        OffsetDateTime written = row.getOffsetDateTime("created_at");
+        Instant written = row.createdAt();
         try {
             return producer.send(record, (metadata, error) -> {
                 if (error != null) {
@@ -307,11 +374,12 @@ public class OutboxRelay {
                     span.setStatus(StatusCode.ERROR, error.toString());
                 } else {
                     if (written != null) {
-                        metrics.outboxPublished(Duration.between(written.toInstant(), Instant.now()));
+                        metrics.outboxPublished(Duration.between(written, Instant.now()));
                     }
                     span.setAttribute("messaging.destination.partition.id", String.valueOf(metadata.partition()));
                 }
                 span.end();
+                then.onCompletion(metadata, error);
             });
         } catch (RuntimeException e) {
             span.recordException(e);
@@ -350,17 +418,14 @@ public class OutboxRelay {
      * now, not the one stored at commit ({@code partition_no}): partitions added to node-commands since then
      * are followed, as the workers follow them.
      */
-    private ProducerRecord<String, byte[]> toRecord(Row row) {
-        Integer partition = row.getInteger("partition_no");
+    private ProducerRecord<String, byte[]> toRecord(OutboxRow row) {
+        Integer partition = row.partitionNo();
         if (partition != null) {
-            partition = NodePartitioner.partitionFor(row.getString("record_key"), partitionCount(row.getString("topic")));
+            partition = NodePartitioner.partitionFor(row.recordKey(), partitionCount(row.topic()));
         }
-        OffsetDateTime time = row.getOffsetDateTime("ce_time");
-        ProducerRecord<String, byte[]> record = new ProducerRecord<>(row.getString("topic"), partition,
-                row.getString("record_key"), row.getString("payload").getBytes(StandardCharsets.UTF_8));
-        String ceType = row.getString("ce_type");
-        CloudEventHeaders.withId(row.getString("ce_id"), EventType.forCloudEventType(ceType), SOURCE, time.toInstant())
-                .writeTo(record.headers());
+        ProducerRecord<String, byte[]> record = new ProducerRecord<>(row.topic(), partition, row.recordKey(),
+                row.payload().getBytes(StandardCharsets.UTF_8));
+        CloudEventHeaders.withId(row.ceId(), EventType.forCloudEventType(row.ceType()), SOURCE, row.ceTime()).writeTo(record.headers());
         return record;
     }
 }

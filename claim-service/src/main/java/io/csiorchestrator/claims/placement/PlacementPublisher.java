@@ -3,7 +3,6 @@ package io.csiorchestrator.claims.placement;
 import io.csiorchestrator.claims.capacity.CapacityView;
 import io.csiorchestrator.claims.domain.PlacementBook;
 import io.csiorchestrator.claims.outbox.Outbox;
-import io.csiorchestrator.claims.outbox.OutboxRelay;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.Placement;
 import io.csiorchestrator.events.PluginStatus;
@@ -66,8 +65,6 @@ public class PlacementPublisher {
 
     @Inject
     Outbox outbox;
-    @Inject
-    OutboxRelay relay;
     @Inject
     CapacityView capacityView;
 
@@ -206,14 +203,13 @@ public class PlacementPublisher {
                 .invoke(n -> {
                     if (n > 0) {
                         LOG.debugf("placement: %d entries written", n);
-                        relay.signal();
                     }
                 });
     }
 
     /** The outbox rows of {@code changed}, in one transaction; the book forgets them when it fails. */
     private Uni<Integer> write(List<Placement> changed) {
-        return Panache.withTransaction(() -> {
+        return outbox.inTransaction(() -> {
             Uni<Void> chain = Uni.createFrom().voidItem();
             for (Placement p : changed) {
                 chain = chain.chain(() -> outbox.add(p, null));
