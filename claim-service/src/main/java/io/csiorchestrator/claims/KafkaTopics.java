@@ -27,7 +27,7 @@ import org.jboss.logging.Logger;
  * The topic names (prefix {@code csi.topics.prefix}) and the partition count of node-commands as the
  * broker has it, read at start (before the consumers run): a node command's outbox row records
  * {@link NodePartitioner#partitionFor} with that count; the outbox relay sends it to the node's
- * partition under the count its producer sees at send time ({@code OutboxRelay#partitionCount}), so
+ * partition under the count its producer sees at send time ({@code OutboxProducer#partitionCount}), so
  * partitions added later are followed. Missing contract topics are created at start unless
  * {@code csi.topics.create=false}.
  */

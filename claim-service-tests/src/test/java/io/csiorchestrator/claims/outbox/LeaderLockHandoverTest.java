@@ -81,20 +81,25 @@ class LeaderLockHandoverTest {
 
     final KafkaTestClient kafka = KafkaTestClient.forSharedBroker();
     OutboxRelay second;
+    OutboxProducer secondProducer;
     LeaderElection secondElection;
 
     @BeforeEach
     void secondInstance() {
         Awaitility.await().atMost(Bus.WAIT).until(leadership::isLeader);
+        secondProducer = new OutboxProducer();
+        secondProducer.settings = settings;
+        secondProducer.metrics = metrics;
+        secondProducer.openTelemetry = openTelemetry;
+        secondProducer.tracer = tracer;
+        secondProducer.bootstrapServers = bootstrapServers;
+        secondProducer.kafkaSecurity = kafkaSecurity; // a second replica of claim-service: the same principal
+        secondProducer.start();
         second = new OutboxRelay();
         second.pool = pool;
         second.settings = settings;
         second.metrics = metrics;
-        second.openTelemetry = openTelemetry;
-        second.tracer = tracer;
-        second.bootstrapServers = bootstrapServers;
-        second.kafkaSecurity = kafkaSecurity; // a second replica of claim-service: the same principal
-        second.start();
+        second.producer = secondProducer;
         secondElection = new LeaderElection(vertx, Leadership.connectOptions(reactiveUrl, username.orElse(null), password.orElse(null)),
                 LeaderElection.LOCK_KEY, Duration.ofMillis(200), second::leadershipChanged, second::signal);
         secondElection.start();
@@ -108,6 +113,7 @@ class LeaderLockHandoverTest {
         relay.resume();
         secondElection.close();
         second.stop();
+        secondProducer.onStop(null);
         kafka.close();
         // The application's election leads again (its next try after the lock was released).
         Awaitility.await().atMost(Bus.WAIT).until(leadership::isLeader);

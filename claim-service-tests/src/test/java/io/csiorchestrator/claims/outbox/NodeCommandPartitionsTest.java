@@ -38,6 +38,8 @@ class NodeCommandPartitionsTest {
     @Inject
     OutboxRelay relay;
     @Inject
+    OutboxProducer producer;
+    @Inject
     Pool pool;
     @ConfigProperty(name = "kafka.bootstrap.servers")
     String bootstrapServers;
@@ -74,7 +76,7 @@ class NodeCommandPartitionsTest {
                 admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(8))).all().get(30, TimeUnit.SECONDS);
             }
             // The relay's producer refreshes its metadata (csi.claims.outbox.metadata-max-age, 1 s in tests).
-            Awaitility.await().atMost(Bus.WAIT).until(() -> relay.partitionCount(topic) == 8);
+            Awaitility.await().atMost(Bus.WAIT).until(() -> producer.partitionCount(topic) == 8);
         } finally {
             relay.resume();
         }

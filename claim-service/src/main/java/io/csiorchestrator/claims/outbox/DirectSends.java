@@ -21,12 +21,13 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jboss.logging.Logger;
 
 /**
  * Publish after commit (issue 36 item 2): the rows a transaction wrote as direct ({@link Outbox#add}) are sent by this
- * process right after the commit, on the relay's producer, and marked published once acknowledged, many rows in one
+ * process right after the commit ({@link OutboxProducer}), and marked published once acknowledged, many rows in one
  * statement. No SELECT of the outbox, no hand-over to the leader: each replica sends what it committed.
  *
  * <p>Order. One topic and key's rows leave in commit order: a row is queued under its topic and key when it is
@@ -51,6 +52,8 @@ public class DirectSends {
     @Inject
     OutboxRelay relay;
     @Inject
+    OutboxProducer producer;
+    @Inject
     Pool pool;
 
     /** The rows not yet sent, per topic and key, in insert order. Guarded by {@code this}. */
@@ -60,20 +63,27 @@ public class DirectSends {
         t.setDaemon(true);
         return t;
     });
+    /** Marks rows published by their ce_ids (unique, indexed): one statement for any number of rows. */
+    private static final String MARK_PUBLISHED = "UPDATE outbox SET published_at = now() WHERE ce_id = ANY($1)";
     /** Topics and keys with rows on their way to the relay, and how many. Guarded by {@code this}. */
     private final Map<String, Integer> handingOver = new HashMap<>();
-    private final ConcurrentLinkedQueue<Long> acked = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<String> acked = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean marking = new AtomicBoolean();
     private final AtomicLong sent = new AtomicLong();
+    /** A mark or hand-over failed and none succeeded since (its retries log at DEBUG). */
+    private volatile boolean databaseFailing;
     private final AtomicLong handedOver = new AtomicLong();
 
     /** A row queued for its direct send; {@code committed} once its transaction committed. Guarded by the queues' lock. */
     static final class Pending {
         final OutboxRow row;
+        /** Its transaction's rows not yet answered by the broker: the last answer marks them, in one statement. */
+        final AtomicInteger unanswered;
         boolean committed;
 
-        Pending(OutboxRow row) {
+        Pending(OutboxRow row, AtomicInteger unanswered) {
             this.row = row;
+            this.unanswered = unanswered;
         }
     }
 
@@ -88,7 +98,8 @@ public class DirectSends {
 
     /** {@code row} was inserted as direct in {@code batch}'s transaction: it takes its place in its key's queue now. */
     void inserted(OutboxBatch batch, OutboxRow row) {
-        Pending p = new Pending(row);
+        batch.unanswered.incrementAndGet();
+        Pending p = new Pending(row, batch.unanswered);
         synchronized (this) {
             queues.computeIfAbsent(row.orderKey(), k -> new ArrayDeque<>()).addLast(p);
         }
@@ -139,40 +150,53 @@ public class DirectSends {
 
     /** On the sender thread: sends the committed heads of {@code keys}' queues, in queue order. */
     private void pump(Set<String> keys) {
-        List<OutboxRow> ready = new ArrayList<>();
+        List<Pending> ready = new ArrayList<>();
         synchronized (this) {
             for (String key : keys) {
                 ArrayDeque<Pending> q = queues.get(key);
                 while (q != null && !q.isEmpty() && q.peekFirst().committed) {
-                    ready.add(q.pollFirst().row);
+                    ready.add(q.pollFirst());
                 }
                 if (q != null && q.isEmpty()) {
                     queues.remove(key);
                 }
             }
         }
-        for (OutboxRow row : ready) {
+        for (Pending p : ready) {
+            OutboxRow row = p.row;
             if (relay.suspended()) {
                 handOver(List.of(row), "the relay is suspended");
+                answered(p);
                 continue;
             }
             try {
-                relay.send(row, (metadata, error) -> {
+                producer.send(row, (metadata, error) -> {
                     if (error == null) {
                         sent.incrementAndGet();
-                        acked.add(row.seq());
-                        mark();
+                        acked.add(row.ceId());
                     } else {
                         LOG.warnf("%s record %s (key %s) not delivered (%s): handed to the outbox relay", row.topic(),
                                 row.ceId(), row.recordKey(), error.toString());
                         handOver(List.of(row), error.toString());
                     }
+                    answered(p);
                 });
             } catch (RuntimeException e) {
                 LOG.warnf("%s record %s (key %s) not sent (%s): handed to the outbox relay", row.topic(), row.ceId(),
                         row.recordKey(), e.toString());
                 handOver(List.of(row), e.toString());
+                answered(p);
             }
+        }
+    }
+
+    /**
+     * {@code p} was answered (or will not be sent here): once its transaction's last row was, the acknowledged rows are
+     * marked, a transaction's rows in one statement (a mark in flight takes later ones along when it ends).
+     */
+    private void answered(Pending p) {
+        if (p.unanswered.decrementAndGet() == 0) {
+            mark();
         }
     }
 
@@ -181,29 +205,30 @@ public class DirectSends {
         if (!marking.compareAndSet(false, true)) {
             return;
         }
-        List<Long> seqs = new ArrayList<>();
-        for (Long seq; (seq = acked.poll()) != null; ) {
-            seqs.add(seq);
+        List<String> ceIds = new ArrayList<>();
+        for (String ceId; (ceId = acked.poll()) != null; ) {
+            ceIds.add(ceId);
         }
-        if (seqs.isEmpty()) {
+        if (ceIds.isEmpty()) {
             marking.set(false);
             if (!acked.isEmpty()) {
                 mark();
             }
             return;
         }
-        pool.preparedQuery(OutboxRelay.MARK_PUBLISHED).execute(Tuple.of(seqs.toArray(new Long[0]))).subscribe().with(
+        pool.preparedQuery(MARK_PUBLISHED).execute(Tuple.of(ceIds.toArray(new String[0]))).subscribe().with(
                 done -> {
+                    databaseFailing = false;
                     marking.set(false);
                     if (!acked.isEmpty()) {
                         mark();
                     }
                 },
                 failure -> {
-                    acked.addAll(seqs);
+                    acked.addAll(ceIds);
                     marking.set(false);
-                    LOG.warnf("marking %d delivered outbox rows published failed (tried again in %d ms): %s", seqs.size(),
-                            RETRY.toMillis(), failure.toString());
+                    LOG.logf(failingLevel(), "marking %d delivered outbox rows published failed (tried again in %d ms): %s",
+                            ceIds.size(), RETRY.toMillis(), failure.toString());
                     Uni.createFrom().voidItem().onItem().delayIt().by(RETRY).subscribe().with(v -> mark());
                 });
     }
@@ -219,10 +244,11 @@ public class DirectSends {
         synchronized (this) {
             rows.forEach(r -> handingOver.merge(r.orderKey(), 1, Integer::sum));
         }
-        Long[] seqs = rows.stream().map(OutboxRow::seq).toArray(Long[]::new);
-        pool.preparedQuery("UPDATE outbox SET direct = false WHERE seq = ANY($1) AND published_at IS NULL")
-                .execute(Tuple.of(seqs)).subscribe().with(
+        String[] ceIds = rows.stream().map(OutboxRow::ceId).toArray(String[]::new);
+        pool.preparedQuery("UPDATE outbox SET direct = false WHERE ce_id = ANY($1) AND published_at IS NULL")
+                .execute(Tuple.of(ceIds)).subscribe().with(
                         done -> {
+                            databaseFailing = false;
                             synchronized (this) {
                                 rows.forEach(r -> handingOver.computeIfPresent(r.orderKey(), (k, n) -> n == 1 ? null : n - 1));
                             }
@@ -234,10 +260,17 @@ public class DirectSends {
                             synchronized (this) {
                                 rows.forEach(r -> handingOver.computeIfPresent(r.orderKey(), (k, n) -> n == 1 ? null : n - 1));
                             }
-                            LOG.warnf("handing %d outbox rows to the relay failed (tried again in %d ms): %s", rows.size(),
-                                    RETRY.toMillis(), failure.toString());
+                            LOG.logf(failingLevel(), "handing %d outbox rows to the relay failed (tried again in %d ms): %s",
+                                    rows.size(), RETRY.toMillis(), failure.toString());
                             Uni.createFrom().voidItem().onItem().delayIt().by(RETRY).subscribe().with(v -> handOver(rows, why));
                         });
+    }
+
+    /** WARN for the first failure of a statement here after a success, DEBUG for its retries (a database outage). */
+    private Logger.Level failingLevel() {
+        boolean first = !databaseFailing;
+        databaseFailing = true;
+        return first ? Logger.Level.WARN : Logger.Level.DEBUG;
     }
 
     /** Whether a row of {@code orderKey} is being handed to the relay: a new row of it is the relay's too. */

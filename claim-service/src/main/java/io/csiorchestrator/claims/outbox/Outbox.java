@@ -15,6 +15,7 @@ import java.util.function.Supplier;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import org.hibernate.FlushMode;
+import org.hibernate.reactive.mutiny.Mutiny;
 
 /**
  * Writes an event into the outbox table in the caller's transaction. Inside {@link #inTransaction} the row is sent by
@@ -35,18 +36,26 @@ public class Outbox {
     OutboxRelay relay;
 
     /**
-     * The row: one prepared INSERT, not a managed entity (issue 36: no entity to create, persist, read back by
-     * identity and dirty-check at the flush). No flush before it: nothing else in the session writes the outbox, and
-     * a flush here would write the claim's pending changes early and again at the commit. {@code direct} is decided in
-     * the same statement: this writer sends it itself unless an earlier row of the same topic and key waits for another
-     * writer or for the relay (the volume's lock, held by the caller, orders this check after that row's commit).
+     * The row: a prepared INSERT, not a managed entity (issue 36: no entity to create, persist, read back by identity
+     * and dirty-check at the flush). No flush before it: nothing else in the session writes the outbox, and a flush here
+     * would write the claim's pending changes early and again at the commit.
+     *
+     * <p>First as this writer's own ({@code direct}), inserted only if no earlier row of the same topic and key is
+     * unpublished and another writer's or the relay's (the volume's lock, held by the caller, orders this check after
+     * that row's commit); the row count says which. Otherwise, a second statement, as the relay's. An update count, not
+     * a RETURNING: Hibernate's native select path (result discovery per execution) cost more than the statement.
      */
-    private static final String INSERT = "INSERT INTO outbox (ce_id, ce_type, ce_time, topic, record_key, partition_no,"
+    private static final String INSERT_DIRECT = "INSERT INTO outbox (ce_id, ce_type, ce_time, topic, record_key, partition_no,"
+            + " payload, created_at, traceparent, tracestate, writer, direct)"
+            + " SELECT CAST(:ceId AS varchar), CAST(:ceType AS varchar), CAST(:ceTime AS timestamptz), CAST(:topic AS varchar),"
+            + " CAST(:recordKey AS varchar), CAST(:partitionNo AS integer), CAST(:payload AS text), CAST(:ceTime AS timestamptz),"
+            + " CAST(:traceparent AS varchar), CAST(:tracestate AS varchar), CAST(:writer AS bigint), true"
+            + " WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.published_at IS NULL AND o.topic = CAST(:topic AS varchar)"
+            + " AND o.record_key = CAST(:recordKey AS varchar) AND (NOT o.direct OR o.writer <> CAST(:writer AS bigint)))";
+    private static final String INSERT_FOR_RELAY = "INSERT INTO outbox (ce_id, ce_type, ce_time, topic, record_key, partition_no,"
             + " payload, created_at, traceparent, tracestate, writer, direct)"
             + " VALUES (:ceId, :ceType, :ceTime, :topic, :recordKey, :partitionNo, :payload, :ceTime, :traceparent, :tracestate,"
-            + " :writer, CAST(:direct AS boolean) AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.published_at IS NULL"
-            + " AND o.topic = :topic AND o.record_key = :recordKey AND (NOT o.direct OR o.writer <> :writer)))"
-            + " RETURNING seq, direct";
+            + " :writer, false)";
 
     /**
      * Runs {@code work} in a transaction whose outbox rows this process sends itself once it committed; the relay is
@@ -89,29 +98,34 @@ public class Outbox {
         OutboxBatch batch = OutboxBatch.current();
         boolean mayBeDirect = batch != null && writer.held() && !relay.suspended()
                 && !sends.handingOver(OutboxRow.orderKey(topic, event.recordKey()));
-        return Panache.getSession().chain(s -> s.createNativeQuery(INSERT)
-                .setFlushMode(FlushMode.MANUAL)
-                .setParameter("ceId", ceId)
-                .setParameter("ceType", ceType)
-                .setParameter("ceTime", ceTime)
-                .setParameter("topic", topic)
-                .setParameter("recordKey", event.recordKey())
-                .setParameter("partitionNo", partitionNo)
-                .setParameter("payload", payload)
-                .setParameter("traceparent", traceparent)
-                .setParameter("tracestate", tracestate)
-                .setParameter("writer", writer.key())
-                .setParameter("direct", mayBeDirect)
-                .getSingleResult())
-                .invoke(result -> {
-                    Object[] columns = (Object[]) result;
-                    if (Boolean.TRUE.equals(columns[1])) {
-                        sends.inserted(batch, new OutboxRow(((Number) columns[0]).longValue(), ceId, ceType, ceTime, topic,
-                                event.recordKey(), partitionNo, payload, ceTime, traceparent, tracestate));
-                    } else if (batch != null) {
+        OutboxRow row = new OutboxRow(0, ceId, ceType, ceTime, topic, event.recordKey(), partitionNo, payload, ceTime,
+                traceparent, tracestate);
+        return Panache.getSession().chain(s -> (mayBeDirect ? insert(s, INSERT_DIRECT, row) : Uni.createFrom().item(0))
+                .chain(inserted -> {
+                    if (inserted == 1) {
+                        sends.inserted(batch, row);
+                        return Uni.createFrom().voidItem();
+                    }
+                    if (batch != null) {
                         batch.toRelay = true;
                     }
-                })
-                .replaceWithVoid();
+                    return insert(s, INSERT_FOR_RELAY, row).replaceWithVoid();
+                }));
+    }
+
+    private Uni<Integer> insert(Mutiny.Session s, String sql, OutboxRow row) {
+        return s.createNativeQuery(sql)
+                .setFlushMode(FlushMode.MANUAL)
+                .setParameter("ceId", row.ceId())
+                .setParameter("ceType", row.ceType())
+                .setParameter("ceTime", row.ceTime())
+                .setParameter("topic", row.topic())
+                .setParameter("recordKey", row.recordKey())
+                .setParameter("partitionNo", row.partitionNo())
+                .setParameter("payload", row.payload())
+                .setParameter("traceparent", row.traceparent())
+                .setParameter("tracestate", row.tracestate())
+                .setParameter("writer", writer.key())
+                .executeUpdate();
     }
 }

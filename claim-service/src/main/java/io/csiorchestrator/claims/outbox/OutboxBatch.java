@@ -4,6 +4,7 @@ import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The outbox rows of the transaction running on the current Vert.x context ({@link Outbox#inTransaction}): the ones
@@ -15,6 +16,8 @@ final class OutboxBatch {
     private static final Object KEY = OutboxBatch.class;
 
     final List<DirectSends.Pending> direct = new ArrayList<>();
+    /** Its direct rows not yet answered by the broker ({@link DirectSends}). */
+    final AtomicInteger unanswered = new AtomicInteger();
     /** A row of this transaction is the relay's (written behind another writer's, or this writer had no lock). */
     boolean toRelay;
 

@@ -2,35 +2,18 @@ package io.csiorchestrator.claims.outbox;
 
 import io.csiorchestrator.claims.ClaimMetrics;
 import io.csiorchestrator.claims.ClaimSettings;
-import io.csiorchestrator.events.tracing.KafkaTraceHeaders;
-import io.opentelemetry.api.OpenTelemetry;
-import io.opentelemetry.api.trace.Span;
-import io.opentelemetry.api.trace.SpanBuilder;
-import io.opentelemetry.api.trace.SpanKind;
-import io.opentelemetry.api.trace.StatusCode;
-import io.opentelemetry.api.trace.Tracer;
-import io.opentelemetry.context.Context;
-import java.time.Instant;
-import io.csiorchestrator.events.CloudEventHeaders;
-import io.csiorchestrator.events.EventType;
-import io.csiorchestrator.events.NodePartitioner;
 import io.quarkus.runtime.ShutdownEvent;
-import io.quarkus.runtime.StartupEvent;
 import io.quarkus.scheduler.Scheduled;
 import io.vertx.mutiny.sqlclient.Pool;
 import io.vertx.mutiny.sqlclient.Row;
 import io.vertx.mutiny.sqlclient.Tuple;
-import jakarta.annotation.Priority;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
-import jakarta.interceptor.Interceptor;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Executors;
@@ -38,19 +21,13 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.kafka.clients.producer.Callback;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.serialization.StringSerializer;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
 /**
- * Publishes the outbox rows left behind, in commit order, with a plain KafkaProducer (acks=all, idempotence,
+ * Publishes the outbox rows left behind, in commit order, on the {@link OutboxProducer} (acks=all, idempotence,
  * linger.ms=0), and marks each row published once the broker acknowledged it. Since issue 36 item 2 a process sends
- * the rows it committed itself ({@link DirectSends}, on this producer); the relay sends the rest: rows written behind
+ * the rows it committed itself ({@link DirectSends}, on the same {@link OutboxProducer}); the relay sends the rest: rows written behind
  * another writer's unpublished row of the same topic and key, rows whose direct send failed, rows written while
  * suspended or before the writer held its lock, and the rows of writers that are gone (a kill -9 between commit and
  * send: the server dropped the writer's advisory lock with its connection). A live writer's row, and every later row
@@ -71,12 +48,7 @@ import org.jboss.logging.Logger;
 @ApplicationScoped
 public class OutboxRelay {
 
-    /** The Kafka client settings (service-support's KafkaSecurity); PLAINTEXT when built by hand in a test. */
-    @Inject
-    io.csiorchestrator.events.KafkaClientSecurity kafkaSecurity = io.csiorchestrator.events.KafkaClientSecurity.plaintext();
-
     private static final Logger LOG = Logger.getLogger(OutboxRelay.class);
-    private static final String SOURCE = "/claim-service";
 
     @Inject
     Pool pool;
@@ -85,11 +57,7 @@ public class OutboxRelay {
     @Inject
     ClaimMetrics metrics;
     @Inject
-    OpenTelemetry openTelemetry;
-    @Inject
-    Tracer tracer;
-    @ConfigProperty(name = "kafka.bootstrap.servers", defaultValue = "localhost:9092")
-    String bootstrapServers;
+    OutboxProducer producer;
 
     private final ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "outbox-relay");
@@ -98,38 +66,16 @@ public class OutboxRelay {
     });
     private final AtomicBoolean pending = new AtomicBoolean();
     private final AtomicLong published = new AtomicLong();
-    private final java.util.Map<String, Integer> partitionCounts = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean suspended;
     /** The drain thread's next recheck delay while a row of the relay waits behind a writer's own (0: none waits). */
     private long recheckDelayMs;
     private volatile boolean leader;
-    private volatile KafkaProducer<String, byte[]> producer;
-
-    void onStart(@Observes @Priority(Interceptor.Priority.PLATFORM_BEFORE + 20) StartupEvent event) {
-        start();
-    }
-
-    /** Creates the producer; drains begin once this instance leads ({@link #leadershipChanged(boolean)}). */
-    public void start() {
-        Properties props = new Properties();
-        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
-        kafkaSecurity.applyTo(props);
-        props.put(ProducerConfig.CLIENT_ID_CONFIG, "claim-service-outbox");
-        props.put(ProducerConfig.ACKS_CONFIG, "all");
-        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        props.put(ProducerConfig.LINGER_MS_CONFIG, "0");
-        props.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "5");
-        props.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, Long.toString(settings.outbox().metadataMaxAge().toMillis()));
-        props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, org.apache.kafka.common.serialization.ByteArraySerializer.class.getName());
-        producer = new KafkaProducer<>(props);
-    }
 
     void onStop(@Observes ShutdownEvent event) {
         stop();
     }
 
-    /** Stops draining and closes the producer. */
+    /** Stops draining (the producer is {@link OutboxProducer}'s to close, after this). */
     public void stop() {
         leader = false;
         executor.shutdown();
@@ -137,10 +83,6 @@ public class OutboxRelay {
             executor.awaitTermination(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-        KafkaProducer<String, byte[]> p = producer;
-        if (p != null) {
-            p.close(Duration.ofSeconds(5));
         }
     }
 
@@ -171,7 +113,7 @@ public class OutboxRelay {
      * non-leader this is a {@code NOTIFY} to the leader.
      */
     public void signal() {
-        if (suspended || producer == null) {
+        if (suspended || !producer.started()) {
             return;
         }
         if (!leader) {
@@ -251,6 +193,7 @@ public class OutboxRelay {
             long after = 0;
             boolean behindOwned = false;
             boolean owned = false;
+            int waiting = 0;
             while (!suspended && leader) {
                 List<OutboxRow> rows = new ArrayList<>();
                 List<OutboxRow> mine = new ArrayList<>();
@@ -272,6 +215,7 @@ public class OutboxRelay {
                 if (rows.isEmpty()) {
                     break;
                 }
+                waiting += rows.size() - mine.size();
                 if (!publish(mine)) {
                     return;
                 }
@@ -283,7 +227,7 @@ public class OutboxRelay {
                 }
                 after = rows.get(rows.size() - 1).seq();
             }
-            metrics.outboxPending(0);
+            metrics.outboxPending(waiting); // rows left to live writers and the rows behind them
             recheckLater(behindOwned, owned);
         } catch (RuntimeException e) {
             LOG.warnf("outbox drain failed (retried by the next signal or sweep): %s", e.toString());
@@ -313,7 +257,7 @@ public class OutboxRelay {
     private boolean publish(List<OutboxRow> rows) {
         List<Future<RecordMetadata>> sends = new ArrayList<>();
         for (OutboxRow row : rows) {
-            sends.add(send(row, (metadata, error) -> { }));
+            sends.add(producer.send(row, (metadata, error) -> { }));
         }
         List<Long> acked = new ArrayList<>();
         Exception failure = null;
@@ -340,54 +284,7 @@ public class OutboxRelay {
     }
 
     /** Marks rows published, by their seqs: one statement for any number of rows. */
-    static final String MARK_PUBLISHED = "UPDATE outbox SET published_at = now() WHERE seq = ANY($1)";
-
-    /**
-     * Sends one row inside a PRODUCER span {@code <topic> publish} whose parent is the trace context stored
-     * with the row (a new trace when it has none), injected into the record's traceparent/tracestate headers.
-     * The span ends, and {@code csi.outbox.publish} records row written → ack, when the broker answers; then
-     * {@code then} hears the outcome (on the producer's I/O thread: it must not block). The relay's drains and
-     * {@link DirectSends} send through here, on one producer.
-     */
-    Future<RecordMetadata> send(OutboxRow row, Callback then) {
-        ProducerRecord<String, byte[]> record = toRecord(row);
-        String traceparent = row.traceparent();
-        SpanBuilder builder = tracer.spanBuilder(record.topic() + " publish").setSpanKind(SpanKind.PRODUCER)
-                .setAttribute("messaging.system", "kafka")
-                .setAttribute("messaging.destination.name", record.topic())
-                .setAttribute("messaging.operation.type", "send")
-                .setAttribute("messaging.message.id", row.ceId());
-        Context parent = traceparent == null ? Context.root()
-                : KafkaTraceHeaders.fromStored(openTelemetry, traceparent, row.tracestate());
-        if (traceparent == null) {
-            builder.setNoParent();
-        } else {
-            builder.setParent(parent);
-        }
-        Span span = builder.startSpan();
-        KafkaTraceHeaders.inject(openTelemetry, parent.with(span), record.headers());
-        Instant written = row.createdAt();
-        try {
-            return producer.send(record, (metadata, error) -> {
-                if (error != null) {
-                    span.recordException(error);
-                    span.setStatus(StatusCode.ERROR, error.toString());
-                } else {
-                    if (written != null) {
-                        metrics.outboxPublished(Duration.between(written, Instant.now()));
-                    }
-                    span.setAttribute("messaging.destination.partition.id", String.valueOf(metadata.partition()));
-                }
-                span.end();
-                then.onCompletion(metadata, error);
-            });
-        } catch (RuntimeException e) {
-            span.recordException(e);
-            span.setStatus(StatusCode.ERROR, e.toString());
-            span.end();
-            throw e;
-        }
-    }
+    private static final String MARK_PUBLISHED = "UPDATE outbox SET published_at = now() WHERE seq = ANY($1)";
 
     /** Refreshes the {@code csi.outbox.pending} gauge (the partial index on unpublished rows keeps it cheap). */
     private void updatePending() {
@@ -398,34 +295,5 @@ public class OutboxRelay {
         } catch (RuntimeException e) {
             LOG.debugf("could not count unpublished outbox rows: %s", e.toString());
         }
-    }
-
-    /**
-     * The partition count of {@code topic} as the producer's metadata has it now (refreshed every
-     * {@code csi.claims.outbox.metadata-max-age}); a change is logged once.
-     */
-    public int partitionCount(String topic) {
-        int count = producer.partitionsFor(topic).size();
-        Integer before = partitionCounts.put(topic, count);
-        if (before != null && before != count) {
-            LOG.infof("%s now has %d partitions (was %d): node commands follow NodePartitioner with %d", topic, count, before, count);
-        }
-        return count;
-    }
-
-    /**
-     * The record of an outbox row. A node command's partition is the node's under the topic's partition count
-     * now, not the one stored at commit ({@code partition_no}): partitions added to node-commands since then
-     * are followed, as the workers follow them.
-     */
-    private ProducerRecord<String, byte[]> toRecord(OutboxRow row) {
-        Integer partition = row.partitionNo();
-        if (partition != null) {
-            partition = NodePartitioner.partitionFor(row.recordKey(), partitionCount(row.topic()));
-        }
-        ProducerRecord<String, byte[]> record = new ProducerRecord<>(row.topic(), partition, row.recordKey(),
-                row.payload().getBytes(StandardCharsets.UTF_8));
-        CloudEventHeaders.withId(row.ceId(), EventType.forCloudEventType(row.ceType()), SOURCE, row.ceTime()).writeTo(record.headers());
-        return record;
     }
 }

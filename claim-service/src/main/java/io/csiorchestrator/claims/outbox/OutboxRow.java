@@ -6,8 +6,8 @@ import java.time.OffsetDateTime;
 
 /**
  * One outbox row as it is sent: read back by the relay ({@link #of(Row)}) or kept in memory by the process that wrote
- * it ({@link DirectSends}). {@code partitionNo} is non-null for node commands (their partition is the node's under the
- * topic's partition count at send time).
+ * it ({@link DirectSends}; {@code seq} 0 there: its writer knows it by its ce_id). {@code partitionNo} is non-null for
+ * node commands (their partition is the node's under the topic's partition count at send time).
  */
 record OutboxRow(long seq, String ceId, String ceType, Instant ceTime, String topic, String recordKey, Integer partitionNo,
                  String payload, Instant createdAt, String traceparent, String tracestate) {
