@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# usage: jfr-categories.py file.jfr : JFR execution samples by category (the first rule, in order, that any frame of the stack matches); JDK 25 jfr
+# usage: jfrcat.py file.jfr : samples by category (first rule matching any frame, rules in order)
 import json, subprocess, sys, collections, re
 f = sys.argv[1]
 jfr = '/usr/lib/jvm/temurin-25-jdk-amd64/bin/jfr'
