@@ -27,8 +27,8 @@ import org.jboss.logging.Logger;
 /**
  * Publishes the outbox rows left behind, in commit order, on the {@link OutboxProducer} (acks=all, idempotence,
  * linger.ms=0), and marks each row published once the broker acknowledged it. Since issue 36 item 2 a process sends
- * the rows it committed itself ({@link DirectSends}, on the same {@link OutboxProducer}); the relay sends the rest: rows written behind
- * another writer's unpublished row of the same topic and key, rows whose direct send failed, rows written while
+ * the rows it committed itself ({@link DirectSends}, on the same producer); the relay sends the rest: rows written
+ * behind another writer's unpublished row of the same topic and key, rows whose direct send failed, rows written while
  * suspended or before the writer held its lock, and the rows of writers that are gone (a kill -9 between commit and
  * send: the server dropped the writer's advisory lock with its connection). A live writer's row, and every later row
  * of its topic and key, is left to wait for it (so each topic and key's records keep their commit order).
