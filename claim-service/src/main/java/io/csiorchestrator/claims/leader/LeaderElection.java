@@ -210,6 +210,8 @@ public final class LeaderElection implements AutoCloseable {
         return PgConnection.connect(vertx, options).map(this::opened).compose(c -> writerKey == 0 ? Future.succeededFuture(c)
                 : c.preparedQuery("SELECT pg_try_advisory_lock($1) AS locked").execute(Tuple.of(writerKey)).map(rows -> {
                     if (Boolean.TRUE.equals(rows.iterator().next().getBoolean("locked")) && connection == c) {
+                        LOG.infof("outbox writer lock %d taken (backend pid %d): this instance sends the outbox rows it commits",
+                                writerKey, backendPid);
                         onWriterLock.accept(true);
                     } else {
                         LOG.warnf("outbox writer lock %d not taken: this instance's rows go through the relay", writerKey);

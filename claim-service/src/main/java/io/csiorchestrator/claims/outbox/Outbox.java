@@ -7,13 +7,13 @@ import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.NodeCommand;
 import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
+import io.vertx.core.Context;
+import io.vertx.core.Vertx;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.time.Instant;
 import java.util.UUID;
 import java.util.function.Supplier;
-import io.vertx.core.Context;
-import io.vertx.core.Vertx;
 import org.hibernate.FlushMode;
 import org.hibernate.reactive.mutiny.Mutiny;
 
