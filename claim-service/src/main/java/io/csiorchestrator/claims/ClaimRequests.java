@@ -9,6 +9,7 @@ import io.csiorchestrator.claims.domain.ClaimRules.VolumeFacts;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.store.ClaimEntity;
 import io.csiorchestrator.claims.store.Plugins;
+import io.csiorchestrator.claims.store.SessionSql;
 import io.csiorchestrator.claims.store.VolumeEntity;
 import io.csiorchestrator.events.ClaimMode;
 import io.csiorchestrator.events.ClaimRequested;
@@ -18,7 +19,6 @@ import io.csiorchestrator.events.MountOptions;
 import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.events.SecretSealer;
 import io.csiorchestrator.events.Violations;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
@@ -73,10 +73,7 @@ public class ClaimRequests {
      */
     public Uni<Void> answerRefused(ClaimStatus answer, String ceId, Tx tx) {
         String marker = "refused ce_id sha256:" + sha256(ceId);
-        return service.inTransaction(tx, () -> Panache.getSession()
-                .chain(s -> s.createNativeQuery("INSERT INTO handled_requests (request_id, handled_at) VALUES (:id, :now)"
-                                + " ON CONFLICT DO NOTHING")
-                        .setParameter("id", marker).setParameter("now", Instant.now()).executeUpdate())
+        return service.inTransaction(tx, () -> takeRequestId(marker)
                 .chain(inserted -> {
                     if (inserted == 0) {
                         LOG.debugf("refused claim-requested %s was answered before; not again", answer.requestId());
@@ -86,6 +83,12 @@ public class ClaimRequests {
                     tx.afterCommit(() -> metrics.decision("rejected", "refused"));
                     return outbox.add(answer, tx);
                 }));
+    }
+
+    /** Records {@code requestId} as handled, in the caller's transaction: 1 the first time, 0 when it was before. */
+    private static Uni<Integer> takeRequestId(String requestId) {
+        return SessionSql.update("INSERT INTO handled_requests (request_id, handled_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                requestId, Instant.now());
     }
 
     private static String sha256(String text) {
@@ -99,10 +102,7 @@ public class ClaimRequests {
 
     /** {@link #onClaimRequested}'s work inside the caller's transaction (one record of a batch). */
     public Uni<Void> claimRequestedStep(ClaimRequested request, Instant requestedAt, Tx tx) {
-        return Panache.getSession()
-                .chain(s -> s.createNativeQuery("INSERT INTO handled_requests (request_id, handled_at) VALUES (:id, :now)"
-                                + " ON CONFLICT DO NOTHING")
-                        .setParameter("id", request.requestId()).setParameter("now", Instant.now()).executeUpdate())
+        return takeRequestId(request.requestId())
                 .chain(inserted -> {
                     if (inserted == 0) {
                         LOG.debugf("claim-requested %s was handled before; not answered again", request.requestId());

@@ -2,6 +2,7 @@ package io.csiorchestrator.claims.outbox;
 
 import io.csiorchestrator.claims.KafkaTopics;
 import io.csiorchestrator.claims.Tx;
+import io.csiorchestrator.claims.store.SessionSql;
 import io.csiorchestrator.events.ContractEvent;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.NodeCommand;
@@ -14,8 +15,6 @@ import jakarta.inject.Inject;
 import java.time.Instant;
 import java.util.UUID;
 import java.util.function.Supplier;
-import org.hibernate.FlushMode;
-import org.hibernate.reactive.mutiny.Mutiny;
 
 /**
  * Writes an event into the outbox table in the caller's transaction. Inside {@link #inTransaction} the row is sent by
@@ -36,9 +35,10 @@ public class Outbox {
     OutboxRelay relay;
 
     /**
-     * The row: a prepared INSERT, not a managed entity (issue 36: no entity to create, persist, read back by identity
-     * and dirty-check at the flush). No flush before it: nothing else in the session writes the outbox, and a flush here
-     * would write the claim's pending changes early and again at the commit.
+     * The row: a prepared INSERT on the session's connection ({@link SessionSql}), not a managed entity and not a
+     * Hibernate native query (issue 36: no entity to create, persist, read back by identity and dirty-check at the flush;
+     * no query plan and parameter mapping per execution). No flush before it: nothing else in the session writes the
+     * outbox, and a flush here would write the claim's pending changes early and again at the commit.
      *
      * <p>First as this writer's own ({@code direct}), inserted only if no earlier row of the same topic and key is
      * unpublished and another writer's or the relay's (the volume's lock, held by the caller, orders this check after
@@ -47,15 +47,14 @@ public class Outbox {
      */
     private static final String INSERT_DIRECT = "INSERT INTO outbox (ce_id, ce_type, ce_time, topic, record_key, partition_no,"
             + " payload, created_at, traceparent, tracestate, writer, direct)"
-            + " SELECT CAST(:ceId AS varchar), CAST(:ceType AS varchar), CAST(:ceTime AS timestamptz), CAST(:topic AS varchar),"
-            + " CAST(:recordKey AS varchar), CAST(:partitionNo AS integer), CAST(:payload AS text), CAST(:ceTime AS timestamptz),"
-            + " CAST(:traceparent AS varchar), CAST(:tracestate AS varchar), CAST(:writer AS bigint), true"
-            + " WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.published_at IS NULL AND o.topic = CAST(:topic AS varchar)"
-            + " AND o.record_key = CAST(:recordKey AS varchar) AND (NOT o.direct OR o.writer <> CAST(:writer AS bigint)))";
+            + " SELECT CAST($1 AS varchar), CAST($2 AS varchar), CAST($3 AS timestamptz), CAST($4 AS varchar),"
+            + " CAST($5 AS varchar), CAST($6 AS integer), CAST($7 AS text), CAST($3 AS timestamptz),"
+            + " CAST($8 AS varchar), CAST($9 AS varchar), CAST($10 AS bigint), true"
+            + " WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.published_at IS NULL AND o.topic = CAST($4 AS varchar)"
+            + " AND o.record_key = CAST($5 AS varchar) AND (NOT o.direct OR o.writer <> CAST($10 AS bigint)))";
     private static final String INSERT_FOR_RELAY = "INSERT INTO outbox (ce_id, ce_type, ce_time, topic, record_key, partition_no,"
             + " payload, created_at, traceparent, tracestate, writer, direct)"
-            + " VALUES (:ceId, :ceType, :ceTime, :topic, :recordKey, :partitionNo, :payload, :ceTime, :traceparent, :tracestate,"
-            + " :writer, false)";
+            + " VALUES ($1, $2, $3, $4, $5, $6, $7, $3, $8, $9, $10, false)";
 
     /**
      * Runs {@code work} in a transaction whose outbox rows this process sends itself once it committed; the relay is
@@ -100,7 +99,7 @@ public class Outbox {
                 && !sends.handingOver(OutboxRow.orderKey(topic, event.recordKey()));
         OutboxRow row = new OutboxRow(0, ceId, ceType, ceTime, topic, event.recordKey(), partitionNo, payload, ceTime,
                 traceparent, tracestate);
-        return Panache.getSession().chain(s -> (mayBeDirect ? insert(s, INSERT_DIRECT, row) : Uni.createFrom().item(0))
+        return (mayBeDirect ? insert(INSERT_DIRECT, row) : Uni.createFrom().item(0))
                 .chain(inserted -> {
                     if (inserted == 1) {
                         sends.inserted(batch, row);
@@ -109,23 +108,12 @@ public class Outbox {
                     if (batch != null) {
                         batch.toRelay = true;
                     }
-                    return insert(s, INSERT_FOR_RELAY, row).replaceWithVoid();
-                }));
+                    return insert(INSERT_FOR_RELAY, row).replaceWithVoid();
+                });
     }
 
-    private Uni<Integer> insert(Mutiny.Session s, String sql, OutboxRow row) {
-        return s.createNativeQuery(sql)
-                .setFlushMode(FlushMode.MANUAL)
-                .setParameter("ceId", row.ceId())
-                .setParameter("ceType", row.ceType())
-                .setParameter("ceTime", row.ceTime())
-                .setParameter("topic", row.topic())
-                .setParameter("recordKey", row.recordKey())
-                .setParameter("partitionNo", row.partitionNo())
-                .setParameter("payload", row.payload())
-                .setParameter("traceparent", row.traceparent())
-                .setParameter("tracestate", row.tracestate())
-                .setParameter("writer", writer.key())
-                .executeUpdate();
+    private Uni<Integer> insert(String sql, OutboxRow row) {
+        return SessionSql.update(sql, row.ceId(), row.ceType(), row.ceTime(), row.topic(), row.recordKey(), row.partitionNo(),
+                row.payload(), row.traceparent(), row.tracestate(), writer.key());
     }
 }

@@ -4,10 +4,8 @@ import io.csiorchestrator.claims.domain.ClaimRules.NodeFacts;
 import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.PluginStatus;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
-import org.hibernate.FlushMode;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -23,45 +21,56 @@ import java.util.Map;
 @ApplicationScoped
 public class Plugins {
 
-    /** Stores a plugin's status (null = tombstone: the plugin is removed, its node instances are gone). */
+    /**
+     * Stores a plugin's status (null = tombstone: the plugin is removed, its node instances are gone). Prepared
+     * statements, not managed entities (issue 36 item 3): the plugin's row, then its node instances in two statements
+     * whatever their number (all marked gone, then the reported ones upserted from arrays).
+     */
     public Uni<Void> apply(String pluginId, PluginStatus status) {
         Instant now = Instant.now();
         if (status == null) {
-            return PluginEntity.delete("pluginId", pluginId)
-                    .chain(() -> Panache.getSession())
-                    .chain(s -> s.createNativeQuery("UPDATE plugin_nodes SET present = false, healthy = false,"
-                                    + " unhealthy_since = COALESCE(unhealthy_since, :now), updated_at = :now WHERE plugin_id = :p")
-                            .setParameter("now", now).setParameter("p", pluginId).executeUpdate())
+            return SessionSql.update("DELETE FROM plugins WHERE plugin_id = $1", pluginId)
+                    .chain(() -> SessionSql.update(MARK_NODES_GONE, pluginId, now))
                     .replaceWithVoid();
         }
-        return PluginEntity.<PluginEntity>findById(pluginId).chain(existing -> {
-            PluginEntity row = existing == null ? new PluginEntity() : existing;
-            row.pluginId = pluginId;
-            row.controllerRequired = status.controllerRequired();
-            row.statusJson = EventCodec.encodeToString(status);
-            row.updatedAt = now;
-            return row.<PluginEntity>persist();
-        }).chain(() -> Panache.getSession()).chain(s -> {
-            Uni<Integer> chain = s.createNativeQuery("UPDATE plugin_nodes SET present = false, healthy = false,"
-                            + " unhealthy_since = COALESCE(unhealthy_since, :now), updated_at = :now WHERE plugin_id = :p")
-                    .setParameter("now", now).setParameter("p", pluginId).executeUpdate();
-            for (PluginStatus.NodeInstance n : status.nodes()) {
-                boolean healthy = Boolean.TRUE.equals(n.healthy());
-                chain = chain.chain(() -> s.createNativeQuery("INSERT INTO plugin_nodes (plugin_id, node_id, external_node_id, healthy,"
-                                + " present, unhealthy_since, updated_at, last_healthy_at) VALUES (:p, :n, :e, :h, true,"
-                                + " CASE WHEN :h THEN CAST(NULL AS timestamptz) ELSE :now END, :now, CASE WHEN :h THEN :now ELSE CAST(NULL AS timestamptz) END)"
-                                + " ON CONFLICT (plugin_id, node_id) DO UPDATE SET external_node_id = EXCLUDED.external_node_id,"
-                                + " healthy = EXCLUDED.healthy, present = true, updated_at = EXCLUDED.updated_at,"
-                                + " last_healthy_at = COALESCE(EXCLUDED.last_healthy_at, plugin_nodes.last_healthy_at),"
-                                + " unhealthy_since = CASE WHEN EXCLUDED.healthy THEN NULL"
-                                + " ELSE COALESCE(plugin_nodes.unhealthy_since, EXCLUDED.unhealthy_since) END")
-                        .setParameter("p", pluginId).setParameter("n", n.nodeId()).setParameter("e", n.externalNodeId())
-                        .setParameter("h", healthy)
-                        .setParameter("now", now).executeUpdate());
-            }
-            return chain.replaceWithVoid();
-        });
+        Map<String, PluginStatus.NodeInstance> reported = new LinkedHashMap<>(); // one row per node (the last, as before)
+        for (PluginStatus.NodeInstance node : status.nodes()) {
+            reported.put(node.nodeId(), node);
+        }
+        int n = reported.size();
+        String[] nodeIds = new String[n];
+        String[] externalIds = new String[n];
+        Boolean[] healthy = new Boolean[n];
+        int i = 0;
+        for (PluginStatus.NodeInstance node : reported.values()) {
+            nodeIds[i] = node.nodeId();
+            externalIds[i] = node.externalNodeId();
+            healthy[i++] = Boolean.TRUE.equals(node.healthy());
+        }
+        return SessionSql.update("INSERT INTO plugins (plugin_id, controller_required, status_json, updated_at)"
+                        + " VALUES ($1, $2, $3, $4) ON CONFLICT (plugin_id) DO UPDATE SET controller_required ="
+                        + " EXCLUDED.controller_required, status_json = EXCLUDED.status_json, updated_at = EXCLUDED.updated_at",
+                pluginId, status.controllerRequired(), EventCodec.encodeToString(status), now)
+                .chain(() -> SessionSql.update(MARK_NODES_GONE, pluginId, now))
+                .chain(() -> n == 0 ? Uni.createFrom().item(0) : SessionSql.update(UPSERT_NODES, pluginId, nodeIds, externalIds, healthy, now))
+                .replaceWithVoid();
     }
+
+    private static final String MARK_NODES_GONE = "UPDATE plugin_nodes SET present = false, healthy = false,"
+            + " unhealthy_since = COALESCE(unhealthy_since, $2), updated_at = $2 WHERE plugin_id = $1";
+
+    /** The reported node instances: present, healthy or not; an outage starts when one healthy before is not. */
+    private static final String UPSERT_NODES = "INSERT INTO plugin_nodes (plugin_id, node_id, external_node_id, healthy,"
+            + " present, unhealthy_since, updated_at, last_healthy_at)"
+            + " SELECT CAST($1 AS varchar), u.node_id, u.external_node_id, u.healthy, true,"
+            + " CASE WHEN u.healthy THEN NULL ELSE CAST($5 AS timestamptz) END, CAST($5 AS timestamptz),"
+            + " CASE WHEN u.healthy THEN CAST($5 AS timestamptz) ELSE NULL END"
+            + " FROM unnest(CAST($2 AS varchar[]), CAST($3 AS varchar[]), CAST($4 AS boolean[])) AS u(node_id, external_node_id, healthy)"
+            + " ON CONFLICT (plugin_id, node_id) DO UPDATE SET external_node_id = EXCLUDED.external_node_id,"
+            + " healthy = EXCLUDED.healthy, present = true, updated_at = EXCLUDED.updated_at,"
+            + " last_healthy_at = COALESCE(EXCLUDED.last_healthy_at, plugin_nodes.last_healthy_at),"
+            + " unhealthy_since = CASE WHEN EXCLUDED.healthy THEN NULL"
+            + " ELSE COALESCE(plugin_nodes.unhealthy_since, EXCLUDED.unhealthy_since) END";
 
     /** The plugin's last status (null: never heard of, or removed). */
     public Uni<PluginStatus> status(String pluginId) {
@@ -69,42 +78,52 @@ public class Plugins {
                 .map(row -> row == null ? null : EventCodec.decode(PluginStatus.class, row.statusJson));
     }
 
-    /** The plugin as last heard of, with the outages of its node instances that were healthy before. */
+    /**
+     * The plugin as last heard of, with the outages of its node instances that were healthy before: one prepared
+     * statement (issue 36 item 3; it was two Hibernate queries and a managed entity per claim step). The plugin's
+     * status is decoded from its JSON only when its row changed since this process last decoded it (the row's
+     * {@code xmin}, the transaction that wrote it, compared in the statement; the JSON is not even sent back when it
+     * matches): with 100 nodes the status is a list of 100 instances, which every claim step decoded again.
+     */
     public Uni<PluginFacts> facts(String pluginId) {
-        return PluginEntity.<PluginEntity>findById(pluginId).map(row -> row == null ? PluginFacts.unknown(pluginId) : toFacts(row))
-                .chain(facts -> outages(pluginId).map(facts::withOutages));
+        Decoded known = decoded.get(pluginId);
+        return SessionSql.select(FACTS, pluginId, known == null ? null : known.xmin()).map(rows -> {
+            Object[] first = rows.get(0);
+            String xmin = (String) first[0];
+            PluginFacts base;
+            if (xmin == null) {
+                base = PluginFacts.unknown(pluginId);
+            } else if (first[1] == null && known != null && known.xmin().equals(xmin)) {
+                base = known.facts();
+            } else {
+                base = toFacts(pluginId, (String) first[1]);
+                decoded.put(pluginId, new Decoded(xmin, base));
+            }
+            Map<String, Instant> outages = new HashMap<>();
+            for (Object[] r : rows) {
+                if (r[2] != null) {
+                    outages.put((String) r[2], SessionSql.instant(r[3]));
+                }
+            }
+            return base.withOutages(outages);
+        });
     }
 
-    /** By node id, since when each node instance of the plugin that was healthy before is unhealthy or missing. */
-    Uni<Map<String, Instant>> outages(String pluginId) {
-        // HQL, not a native select: see PluginNodeEntity. No auto-flush: nothing pending in the session changes plugin_nodes.
-        return Panache.getSession().chain(s -> s.createSelectionQuery("select n.nodeId, n.unhealthySince from PluginNodeEntity n"
-                        + " where n.pluginId = :p and n.unhealthySince is not null and n.lastHealthyAt is not null", Object[].class)
-                .setFlushMode(FlushMode.MANUAL).setParameter("p", pluginId).getResultList())
-                .map(rows -> {
-                    Map<String, Instant> out = new HashMap<>();
-                    for (Object[] r : rows) {
-                        out.put((String) r[0], toInstant(r[1]));
-                    }
-                    return out;
-                });
+    /**
+     * One row at least (the plugin's, null columns when it is unknown), one per node instance that was healthy before
+     * and is unhealthy or missing since. The status JSON only when the row's xmin is not {@code $2}.
+     */
+    private static final String FACTS = "SELECT CAST(p.xmin AS text), CASE WHEN CAST(p.xmin AS text) = CAST($2 AS text)"
+            + " THEN NULL ELSE p.status_json END, n.node_id, n.unhealthy_since"
+            + " FROM (SELECT CAST($1 AS varchar) AS id) q LEFT JOIN plugins p ON p.plugin_id = q.id"
+            + " LEFT JOIN plugin_nodes n ON n.plugin_id = q.id AND n.unhealthy_since IS NOT NULL AND n.last_healthy_at IS NOT NULL";
+
+    /** A plugin's facts as decoded from the status its row held at {@code xmin}. */
+    private record Decoded(String xmin, PluginFacts facts) {
     }
 
-    private static Instant toInstant(Object value) {
-        if (value instanceof Instant i) {
-            return i;
-        }
-        if (value instanceof java.time.OffsetDateTime o) {
-            return o.toInstant();
-        }
-        if (value instanceof java.time.LocalDateTime l) {
-            return l.toInstant(java.time.ZoneOffset.UTC);
-        }
-        if (value instanceof java.util.Date d) {
-            return d.toInstant();
-        }
-        throw new IllegalStateException("unexpected timestamp type " + (value == null ? null : value.getClass()));
-    }
+    /** By plugin id, the last status decoded (one entry per plugin; a changed row replaces it). */
+    private final Map<String, Decoded> decoded = new java.util.concurrent.ConcurrentHashMap<>();
 
     public Uni<Map<String, PluginFacts>> facts(Collection<String> pluginIds) {
         if (pluginIds.isEmpty()) {
@@ -116,7 +135,7 @@ public class Plugins {
                 out.put(id, PluginFacts.unknown(id));
             }
             for (PluginEntity row : rows) {
-                out.put(row.pluginId, toFacts(row));
+                out.put(row.pluginId, toFacts(row.pluginId, row.statusJson));
             }
             return out;
         });
@@ -133,24 +152,21 @@ public class Plugins {
         if (!io.csiorchestrator.claims.domain.NodeLimits.needsCount(volume, facts, nodeId)) {
             return Uni.createFrom().item(facts);
         }
-        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT count(DISTINCT c.volume_key) FROM claims c"
-                        + " JOIN volumes v ON v.volume_key = c.volume_key WHERE c.node_id = :n AND NOT c.past"
-                        + " AND v.plugin_id = :p AND c.volume_key <> :self", Long.class)
-                .setFlushMode(FlushMode.MANUAL)
-                .setParameter("n", nodeId).setParameter("p", facts.pluginId()).setParameter("self", volumeKey)
-                .getSingleResult()).map(count -> facts.withVolumesHeld(nodeId, count));
+        // No flush first (as before, under the volume's lock): the claims this step changed are not among the node's others
+        return SessionSql.select("SELECT count(DISTINCT c.volume_key) FROM claims c JOIN volumes v ON v.volume_key = c.volume_key"
+                        + " WHERE c.node_id = $1 AND NOT c.past AND v.plugin_id = $2 AND c.volume_key <> $3",
+                nodeId, facts.pluginId(), volumeKey)
+                .map(rows -> facts.withVolumesHeld(nodeId, ((Number) rows.get(0)[0]).longValue()));
     }
 
     /** Whether the plugin's instance on the node has been missing or unhealthy since before {@code before}. */
     public Uni<Boolean> goneSince(String pluginId, String nodeId, Instant before) {
-        return Panache.getSession().chain(s -> s.createNativeQuery(
-                        "SELECT count(*) FROM plugin_nodes WHERE plugin_id = :p AND node_id = :n AND unhealthy_since < :before", Long.class)
-                .setParameter("p", pluginId).setParameter("n", nodeId).setParameter("before", before)
-                .getSingleResult()).map(count -> count > 0);
+        return SessionSql.select("SELECT count(*) FROM plugin_nodes WHERE plugin_id = $1 AND node_id = $2 AND unhealthy_since < $3",
+                pluginId, nodeId, before).map(rows -> ((Number) rows.get(0)[0]).longValue() > 0);
     }
 
-    static PluginFacts toFacts(PluginEntity row) {
-        PluginStatus status = EventCodec.decode(PluginStatus.class, row.statusJson);
+    static PluginFacts toFacts(String pluginId, String statusJson) {
+        PluginStatus status = EventCodec.decode(PluginStatus.class, statusJson);
         List<String> controllers = new ArrayList<>();
         for (PluginStatus.ControllerInstance c : status.controllers()) {
             if (Boolean.TRUE.equals(c.healthy())) {
@@ -163,6 +179,6 @@ public class Plugins {
             nodes.put(n.nodeId(), new NodeFacts(n.nodeId(), n.externalNodeId(), Boolean.TRUE.equals(n.healthy()),
                     n.accessibleTopology(), n.maxVolumes() == null ? 0 : Math.max(0, n.maxVolumes())));
         }
-        return new PluginFacts(row.pluginId, true, status.controllerRequired(), controllers, nodes);
+        return new PluginFacts(pluginId, true, status.controllerRequired(), controllers, nodes);
     }
 }
