@@ -139,7 +139,7 @@ public class NodeMountWorker {
         probeExecutor = Executors.newCachedThreadPool(daemon("csi-plugin-probe"));
         volumeExecutor = Executors.newFixedThreadPool(Math.max(1, config.concurrency()), daemon("csi-volume-op"));
         serializer = new VolumeSerializer(volumeExecutor);
-        operations = new VolumeOperations(nodeId, paths, new MountRecordStore(paths), registry, MountTable::readSelf,
+        operations = new VolumeOperations(nodeId, paths, new MountRecordStore(paths), registry, MountTable.READ_SELF,
                 // node events of a command are emitted synchronously on the volume thread, inside the
                 // command's context (see handle): they carry the command's trace
                 secretOpener(), event -> publisher.publish(event, Context.current()), clock);

@@ -15,9 +15,14 @@ import java.util.Optional;
  * numbers of a directory and its parent would miss bind mounts of the same file system, which is what CSI
  * plugins usually make.
  */
-public final class MountTable {
+public final class MountTable implements MountView {
 
     public static final Path SELF = Path.of("/proc/self/mountinfo");
+    /**
+     * This process's table, read anew at each call: the supplier a service gives its mount steps, which then ask the
+     * kernel about each path instead ({@link MountView#probing}); a table a test gives them is used as it is.
+     */
+    public static final java.util.function.Supplier<MountTable> READ_SELF = MountTable::readSelf;
 
     private final List<MountInfo> mounts;
 
@@ -60,7 +65,13 @@ public final class MountTable {
         return Optional.ofNullable(top);
     }
 
+    @Override
+    public Optional<Boolean> readOnlyAt(Path path) {
+        return mountAt(path).map(MountInfo::readOnly);
+    }
+
     /** Whether something is mounted exactly at this path. */
+    @Override
     public boolean isMountPoint(Path path) {
         return mountAt(path).isPresent();
     }

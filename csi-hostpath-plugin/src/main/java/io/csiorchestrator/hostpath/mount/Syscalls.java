@@ -1,5 +1,6 @@
 package io.csiorchestrator.hostpath.mount;
 
+import io.csiorchestrator.csi.mount.MountProbe;
 import java.io.IOException;
 import java.nio.file.Path;
 import jnr.constants.platform.Errno;
@@ -38,39 +39,21 @@ final class Syscalls {
     static final long ST_NODIRATIME = 2048;
     static final long ST_RELATIME = 4096;
 
-    // <linux/stat.h>, <fcntl.h>
-    private static final int AT_FDCWD = -100;
-    private static final int STATX_INO = 0x100;
-    private static final long STATX_ATTR_MOUNT_ROOT = 0x2000;
-    // struct statx: stx_attributes at 8, stx_attributes_mask at 56; 256 bytes in all
-    private static final int STATX_SIZE = 256;
-    private static final int STX_ATTRIBUTES = 8;
-    private static final int STX_ATTRIBUTES_MASK = 56;
-    // glibc's struct statvfs on 64-bit Linux: f_flag is the tenth unsigned long; 112 bytes in all
-    private static final int STATVFS_SIZE = 112;
-    private static final int F_FLAG = 72;
-
     /** The two calls, as libc declares them. */
     public interface LibC {
         int mount(String source, String target, String filesystemType, long flags, Pointer data);
 
         int umount2(String target, int flags);
-
-        int statx(int dirfd, String path, int flags, int mask, Pointer buffer);
-
-        int statvfs(String path, Pointer buffer);
     }
 
     private final LibC libc;
     private final Runtime runtime;
-    private final boolean layoutKnown;
-    /** False once statx turned out to be missing (glibc before 2.28) or not to report mount roots (Linux before 5.8). */
-    private volatile boolean statxWorks = true;
+    /** statx and statvfs (shared with the worker), or null where they cannot be had. */
+    private final MountProbe probe = MountProbe.system().orElse(null);
 
     private Syscalls(LibC libc) {
         this.libc = libc;
         this.runtime = Runtime.getRuntime(libc);
-        this.layoutKnown = "64".equals(System.getProperty("sun.arch.data.model"));
     }
 
     /** Loaded once per process: the binding is generated at the first load and shared by every {@link Mounter}. */
@@ -127,41 +110,12 @@ final class Syscalls {
      * STATX_ATTR_MOUNT_ROOT. False when the path does not exist; null when statx cannot tell (then ask the mount table).
      */
     Boolean isMountRoot(Path path) {
-        if (!statxWorks || !layoutKnown) {
-            return null;
-        }
-        Pointer buffer = jnr.ffi.Memory.allocateDirect(runtime, STATX_SIZE);
-        int result;
-        try {
-            result = libc.statx(AT_FDCWD, path.toString(), 0, STATX_INO, buffer);
-        } catch (LinkageError e) {
-            statxWorks = false;
-            return null;
-        }
-        if (result != 0) {
-            int errno = runtime.getLastError();
-            if (errno == Errno.ENOENT.intValue() || errno == Errno.ENOTDIR.intValue()) {
-                return false;
-            }
-            if (errno == Errno.ENOSYS.intValue()) {
-                statxWorks = false;
-            }
-            return null;
-        }
-        if ((buffer.getLong(STX_ATTRIBUTES_MASK) & STATX_ATTR_MOUNT_ROOT) == 0) {
-            statxWorks = false;
-            return null;
-        }
-        return (buffer.getLong(STX_ATTRIBUTES) & STATX_ATTR_MOUNT_ROOT) != 0;
+        return probe == null ? null : probe.isMountRoot(path);
     }
 
     /** statvfs(3)'s f_flag of the mount holding {@code path} (ST_RDONLY, ST_NOSUID, ...); -1 when it cannot tell. */
     long mountFlags(Path path) {
-        if (!layoutKnown) {
-            return -1;
-        }
-        Pointer buffer = jnr.ffi.Memory.allocateDirect(runtime, STATVFS_SIZE);
-        return libc.statvfs(path.toString(), buffer) == 0 ? buffer.getLong(F_FLAG) : -1;
+        return probe == null ? -1 : probe.mountFlags(path);
     }
 
     /** The per-mount flags to give again on a bind remount, from statvfs's f_flag (as {@link #perMountFlags}). */

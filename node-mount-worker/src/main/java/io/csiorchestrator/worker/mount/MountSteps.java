@@ -1,7 +1,6 @@
 package io.csiorchestrator.worker.mount;
 
-import io.csiorchestrator.csi.mount.MountInfo;
-import io.csiorchestrator.csi.mount.MountTable;
+import io.csiorchestrator.csi.mount.MountView;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.SecretPayload;
@@ -36,7 +35,7 @@ final class MountSteps {
     private final WorkerPaths paths;
     private final VolumeRecords records;
     private final PluginDirectory plugins;
-    private final Supplier<MountTable> mountTable;
+    private final Supplier<MountView> mountTable;
     private final SecretOpener secrets;
     private final ControllerSteps controllerSteps;
     private final NodeDirectories dirs;
@@ -45,7 +44,7 @@ final class MountSteps {
     private volatile Predicate<List<String>> guardFed = required -> true;
 
     MountSteps(String nodeId, WorkerPaths paths, VolumeRecords records, PluginDirectory plugins,
-               Supplier<MountTable> mountTable, SecretOpener secrets, ControllerSteps controllerSteps,
+               Supplier<MountView> mountTable, SecretOpener secrets, ControllerSteps controllerSteps,
                NodeDirectories dirs, CommandAnswers answers, Clock clock) {
         this.nodeId = nodeId;
         this.paths = paths;
@@ -137,9 +136,9 @@ final class MountSteps {
         try {
             // 2. directories: the staging path and the target's parent, 0700; a staging path the volume is mounted
             //    on already (another allocation's) is the volume's root: never chmod it (EROFS when read-only)
-            //    (one read of the mount table for steps 2 to 4 while nothing is mounted in between: each read parses
-            //    the whole of /proc/self/mountinfo)
-            MountTable table = mountTable.get();
+            //    (each question is a statx of that path, MountView.probing; reading /proc/self/mountinfo, whose
+            //    cost grows with every mount on the machine, was a tenth of the worker's CPU under load)
+            MountView table = mountTable.get();
             if (staged && !table.isMountPoint(staging)) {
                 paths.ensureDirectory(staging);
             }
@@ -154,8 +153,8 @@ final class MountSteps {
                 record = records.checkpoint(records.get(key).withStage(StageState.STAGED));
             }
             // 4. publish for this allocation, unless it is already mounted the same way
-            Optional<MountInfo> mounted = table.mountAt(target);
-            if (mounted.isEmpty() || mounted.get().readOnly() != command.readOnly()) {
+            Optional<Boolean> mountedReadOnly = table.readOnlyAt(target);
+            if (mountedReadOnly.isEmpty() || mountedReadOnly.get() != command.readOnly()) {
                 paths.requireNoLinks(target);
                 publishAttempted = true;
                 plugin.publish(request);

@@ -1,6 +1,6 @@
 package io.csiorchestrator.worker.mount;
 
-import io.csiorchestrator.csi.mount.MountTable;
+import io.csiorchestrator.csi.mount.MountView;
 import io.csiorchestrator.worker.state.WorkerPaths;
 import java.io.IOException;
 import java.nio.file.DirectoryNotEmptyException;
@@ -15,21 +15,20 @@ final class NodeDirectories {
     private static final Logger LOG = Logger.getLogger(NodeDirectories.class.getName());
 
     private final WorkerPaths paths;
-    private final Supplier<MountTable> mountTable;
+    private final Supplier<MountView> mountTable;
 
-    NodeDirectories(WorkerPaths paths, Supplier<MountTable> mountTable) {
+    NodeDirectories(WorkerPaths paths, Supplier<MountView> mountTable) {
         this.paths = paths;
         this.mountTable = mountTable;
     }
 
     /**
-     * Removes the target directory (and the allocation's empty parents); never a mounted or non-empty one. The mount
-     * table is read once for the three (it was read four times, a sixteenth of the worker's CPU under load: its cost
-     * grows with every mount on the machine); a mount made on one of them after that read makes its removal fail
-     * (rmdir of a mount point is EBUSY), which is logged and kept, as a non-empty directory is.
+     * Removes the target directory (and the allocation's empty parents); never a mounted or non-empty one. A mount
+     * made on one of them after it was checked makes its removal fail (rmdir of a mount point is EBUSY), which is
+     * logged and kept, as a non-empty directory is.
      */
     void removeEmptyTarget(Path target, String alloc) throws IOException {
-        MountTable table = mountTable.get();
+        MountView table = mountTable.get();
         if (table.isMountPoint(target)) {
             return;
         }
@@ -47,12 +46,12 @@ final class NodeDirectories {
 
     /** Removes a staging directory and then its parent, each when under the root, not a mount point and empty (one read of the table). */
     void removeEmptyStaging(Path staging) throws IOException {
-        MountTable table = mountTable.get();
+        MountView table = mountTable.get();
         removeEmptyDirectory(staging, table);
         removeEmptyDirectory(staging.getParent(), table);
     }
 
-    private void removeEmptyDirectory(Path dir, MountTable table) throws IOException {
+    private void removeEmptyDirectory(Path dir, MountView table) throws IOException {
         if (!paths.isUnderRoot(dir) || table.isMountPoint(dir)) {
             return;
         }

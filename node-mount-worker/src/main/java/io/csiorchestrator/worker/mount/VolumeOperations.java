@@ -1,6 +1,7 @@
 package io.csiorchestrator.worker.mount;
 
 import io.csiorchestrator.csi.mount.MountTable;
+import io.csiorchestrator.csi.mount.MountView;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
@@ -88,10 +89,13 @@ public final class VolumeOperations {
         this.clock = clock;
         this.records = new VolumeRecords(store);
         this.answers = new CommandAnswers(nodeId, clock);
-        NodeDirectories dirs = new NodeDirectories(paths, mountTable);
+        // A mount step's questions (is this path mounted, read-only?) as a statx each, not a read of the whole table;
+        // a table given by a test (a parsed text, not this process's) is asked as it is
+        Supplier<MountView> mountView = mountTable == MountTable.READ_SELF ? MountView.probing(mountTable) : mountTable::get;
+        NodeDirectories dirs = new NodeDirectories(paths, mountView);
         this.provisioning = new ProvisionOperations(nodeId, plugins, secrets, clock);
         this.controllerSteps = new ControllerSteps(nodeId, plugins, secrets, records);
-        this.mountSteps = new MountSteps(nodeId, paths, records, plugins, mountTable, secrets, controllerSteps, dirs,
+        this.mountSteps = new MountSteps(nodeId, paths, records, plugins, mountView, secrets, controllerSteps, dirs,
                 answers, clock);
         this.fences = new NodeFence(paths, records, plugins, mountTable, dirs);
         this.convergence = new VolumeConvergence(nodeId, paths, records, plugins, mountTable, secrets, events, clock,

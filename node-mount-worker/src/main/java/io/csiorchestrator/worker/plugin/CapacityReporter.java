@@ -13,6 +13,7 @@ import io.csiorchestrator.worker.mount.ControllerVolumePlugin;
 import io.csiorchestrator.worker.mount.PluginCallFailure;
 import io.opentelemetry.context.Context;
 import java.time.Clock;
+import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -114,6 +115,9 @@ public final class CapacityReporter {
             return;
         }
         Map<String, String> segment = fp.get().node().map(PluginFingerprint.NodeFingerprint::topology).orElse(Map.of());
+        // the event's time is when the plugin was asked: its figures are of that moment or later, never of before it
+        // (stamped after the answer, a figure the plugin took before a write could carry a time after that write)
+        Instant asked = clock.instant();
         CapacityFigures figures;
         try {
             figures = controller.get().capacity(segment);
@@ -125,7 +129,7 @@ public final class CapacityReporter {
         if (always || !figures.equals(before)) {
             LOG.debugf("capacity of %s in %s: %d bytes available", pluginId, segment, figures.availableBytes());
             events.publish(new NodeEvent(nodeId, null, NodeEventKind.CAPACITY, "Capacity", pluginId, null, null, null,
-                    null, null, figures.toDetails(), clock.instant()));
+                    null, null, figures.toDetails(), asked));
         }
     }
 }
