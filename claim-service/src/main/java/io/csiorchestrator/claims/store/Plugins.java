@@ -74,8 +74,9 @@ public class Plugins {
 
     /** The plugin's last status (null: never heard of, or removed). */
     public Uni<PluginStatus> status(String pluginId) {
-        return PluginEntity.<PluginEntity>findById(pluginId)
-                .map(row -> row == null ? null : EventCodec.decode(PluginStatus.class, row.statusJson));
+        // the row as apply() writes it (a statement, not a managed entity that could be older than this transaction's write)
+        return SessionSql.select("SELECT status_json FROM plugins WHERE plugin_id = $1", pluginId)
+                .map(rows -> rows.isEmpty() ? null : EventCodec.decode(PluginStatus.class, (String) rows.get(0)[0]));
     }
 
     /**
@@ -92,6 +93,7 @@ public class Plugins {
             String xmin = (String) first[0];
             PluginFacts base;
             if (xmin == null) {
+                decoded.remove(pluginId);
                 base = PluginFacts.unknown(pluginId);
             } else if (first[1] == null && known != null && known.xmin().equals(xmin)) {
                 base = known.facts();

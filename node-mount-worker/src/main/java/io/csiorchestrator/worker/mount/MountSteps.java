@@ -35,7 +35,7 @@ final class MountSteps {
     private final WorkerPaths paths;
     private final VolumeRecords records;
     private final PluginDirectory plugins;
-    private final Supplier<MountView> mountTable;
+    private final Supplier<MountView> mounts;
     private final SecretOpener secrets;
     private final ControllerSteps controllerSteps;
     private final NodeDirectories dirs;
@@ -44,13 +44,13 @@ final class MountSteps {
     private volatile Predicate<List<String>> guardFed = required -> true;
 
     MountSteps(String nodeId, WorkerPaths paths, VolumeRecords records, PluginDirectory plugins,
-               Supplier<MountView> mountTable, SecretOpener secrets, ControllerSteps controllerSteps,
+               Supplier<MountView> mounts, SecretOpener secrets, ControllerSteps controllerSteps,
                NodeDirectories dirs, CommandAnswers answers, Clock clock) {
         this.nodeId = nodeId;
         this.paths = paths;
         this.records = records;
         this.plugins = plugins;
-        this.mountTable = mountTable;
+        this.mounts = mounts;
         this.secrets = secrets;
         this.controllerSteps = controllerSteps;
         this.dirs = dirs;
@@ -138,7 +138,7 @@ final class MountSteps {
             //    on already (another allocation's) is the volume's root: never chmod it (EROFS when read-only)
             //    (each question is a statx of that path, MountView.probing; reading /proc/self/mountinfo, whose
             //    cost grows with every mount on the machine, was a tenth of the worker's CPU under load)
-            MountView table = mountTable.get();
+            MountView table = mounts.get();
             if (staged && !table.isMountPoint(staging)) {
                 paths.ensureDirectory(staging);
             }
@@ -148,7 +148,7 @@ final class MountSteps {
                 if (!table.isMountPoint(staging)) {
                     paths.requireNoLinks(staging);
                     plugin.stage(request);
-                    table = mountTable.get(); // staged now: read again
+                    table = mounts.get(); // staged now: read again
                 }
                 record = records.checkpoint(records.get(key).withStage(StageState.STAGED));
             }
@@ -221,7 +221,7 @@ final class MountSteps {
         VolumeRecord record = records.get(key);
         boolean inUse = record != null && record.usage(alloc).isPresent();
         boolean leftoverStaging = record != null && record.unstageAllowed();
-        if (!inUse && !leftoverStaging && !mountTable.get().isMountPoint(target)) {
+        if (!inUse && !leftoverStaging && !mounts.get().isMountPoint(target)) {
             dirs.removeEmptyTarget(target, alloc);
             return afterNodeUnmount(command, key);
         }
@@ -279,7 +279,7 @@ final class MountSteps {
         }
         Path staging = paths.requireNoLinks(Path.of(record.stagingPath()));
         record = records.save(record.withStage(StageState.UNSTAGING));
-        if (plugin.requiresStaging() || mountTable.get().isMountPoint(staging)) {
+        if (plugin.requiresStaging() || mounts.get().isMountPoint(staging)) {
             plugin.unstage(record.externalVolumeId(), paths.requireNoLinks(staging));
         }
         end.persist(records.get(key).withStage(StageState.UNSTAGED));

@@ -15,11 +15,11 @@ final class NodeDirectories {
     private static final Logger LOG = Logger.getLogger(NodeDirectories.class.getName());
 
     private final WorkerPaths paths;
-    private final Supplier<MountView> mountTable;
+    private final Supplier<MountView> mounts;
 
-    NodeDirectories(WorkerPaths paths, Supplier<MountView> mountTable) {
+    NodeDirectories(WorkerPaths paths, Supplier<MountView> mounts) {
         this.paths = paths;
-        this.mountTable = mountTable;
+        this.mounts = mounts;
     }
 
     /**
@@ -28,7 +28,7 @@ final class NodeDirectories {
      * logged and kept, as a non-empty directory is.
      */
     void removeEmptyTarget(Path target, String alloc) throws IOException {
-        MountView table = mountTable.get();
+        MountView table = mounts.get();
         if (table.isMountPoint(target)) {
             return;
         }
@@ -40,13 +40,13 @@ final class NodeDirectories {
     /** Removes {@code dir} when it is under the worker's root, not a mount point and empty. */
     void removeEmptyDirectory(Path dir) throws IOException {
         if (paths.isUnderRoot(dir)) {
-            removeEmptyDirectory(dir, mountTable.get());
+            removeEmptyDirectory(dir, mounts.get());
         }
     }
 
     /** Removes a staging directory and then its parent, each when under the root, not a mount point and empty (one read of the table). */
     void removeEmptyStaging(Path staging) throws IOException {
-        MountView table = mountTable.get();
+        MountView table = mounts.get();
         removeEmptyDirectory(staging, table);
         removeEmptyDirectory(staging.getParent(), table);
     }
@@ -60,7 +60,7 @@ final class NodeDirectories {
         } catch (DirectoryNotEmptyException e) {
             LOG.fine(() -> dir + " is not empty; kept");
         } catch (java.nio.file.FileSystemException e) {
-            if (!mountTable.get().isMountPoint(dir)) { // mounted since the table was read: EBUSY, kept
+            if (!mounts.get().isMountPoint(dir)) { // mounted since the table was read: EBUSY, kept
                 throw e;
             }
             LOG.fine(() -> dir + " was mounted meanwhile; kept");
