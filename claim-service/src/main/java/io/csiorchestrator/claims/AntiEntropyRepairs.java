@@ -12,6 +12,8 @@ import io.csiorchestrator.claims.domain.ClaimMachine.Transition;
 import io.csiorchestrator.claims.domain.RepairBudget;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.store.ClaimEntity;
+import io.csiorchestrator.claims.store.ClaimStore;
+import io.csiorchestrator.claims.store.SessionSql;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.VolumeEntity;
 import io.csiorchestrator.events.AccessMode;
@@ -146,7 +148,7 @@ public class AntiEntropyRepairs {
         if (volume == null) {
             return Uni.createFrom().item(false);
         }
-        return ClaimEntity.<ClaimEntity>findById(repair.claimId()).chain(claim -> {
+        return ClaimStore.current().claim(repair.claimId()).chain(claim -> {
             if (claim == null || claim.past) {
                 return Uni.createFrom().item(false);
             }
@@ -212,7 +214,8 @@ public class AntiEntropyRepairs {
             // is due, by the rule of every claim's (ClaimMachine.controllerPublicationNeeded): no other claim of the
             // volume on that node still needs the publication (decided now, a claim leaving meanwhile would leak it).
             Transition t = claims.machine().orphanFound(plugin.controllerRequired(), plugin.controllerRequired(), repair.why());
-            return c.persist().chain(() -> effects.apply(volume, c, t)).replaceWith(true);
+            ClaimStore.current().insert(c);
+            return effects.apply(volume, c, t).replaceWith(true);
         });
     }
 
@@ -241,11 +244,12 @@ public class AntiEntropyRepairs {
 
     /** The node's current claims and those that changed at or after {@code takenAt} (of one volume, or all). */
     private static Uni<List<ClaimView>> claimViews(String nodeId, Instant takenAt, String volumeKey) {
-        Uni<List<ClaimEntity>> rows = volumeKey == null
-                ? ClaimEntity.<ClaimEntity>list("nodeId = ?1 and (past = false or updatedAt >= ?2)", nodeId, takenAt)
-                : ClaimEntity.<ClaimEntity>list("nodeId = ?1 and volumeKey = ?3 and (past = false or updatedAt >= ?2)",
-                        nodeId, takenAt, volumeKey);
-        return rows.map(list -> list.stream().map(c -> new ClaimView(c.claimId, c.namespace, c.volumeId, c.allocationId,
-                Phase.valueOf(c.phase), c.past, c.updatedAt)).toList());
+        return SessionSql.select(volumeKey == null ? CLAIM_VIEWS : CLAIM_VIEWS + " AND volume_key = $3",
+                        volumeKey == null ? new Object[] {nodeId, takenAt} : new Object[] {nodeId, takenAt, volumeKey})
+                .map(rows -> rows.stream().map(r -> new ClaimView((String) r[0], (String) r[1], (String) r[2], (String) r[3],
+                        Phase.valueOf((String) r[4]), (Boolean) r[5], SessionSql.instant(r[6]))).toList());
     }
+
+    private static final String CLAIM_VIEWS = "SELECT claim_id, namespace, volume_id, allocation_id, phase, past, updated_at"
+            + " FROM claims WHERE node_id = $1 AND (NOT past OR updated_at >= $2)";
 }

@@ -9,6 +9,7 @@ import io.csiorchestrator.claims.domain.Failover;
 import io.csiorchestrator.claims.domain.StorageFence;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.store.ClaimEntity;
+import io.csiorchestrator.claims.store.ClaimStore;
 import io.csiorchestrator.claims.store.Json;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.VolumeEntity;
@@ -18,7 +19,6 @@ import io.csiorchestrator.events.ClaimState;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.SecretSealer;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
@@ -128,17 +128,16 @@ public class ClaimEffects {
             claim.commandId = null;
             claim.commandDeadline = null;
             claim.retryAt = null;
-            return Panache.getSession().chain(session -> session.flush())
-                    .chain(() -> ClaimEntity.count("volumeKey = ?1 and past = false", volume.volumeKey))
+            return ClaimService.activeClaims(volume.volumeKey)
                     .chain(remaining -> {
-                        if (remaining > 0) {
+                        if (!remaining.isEmpty()) {
                             // A claim pending on this one's release goes on now (not when a timer fires).
                             return wasPending ? Uni.createFrom().voidItem() : pendingClaims.wakePending(volume, claim.tx);
                         }
                         volume.claimedAccessMode = null;
                         if (volume.deleting) {
                             LOG.infof("volume %s deleted after its last claim was released", volume.volumeKey);
-                            return ClaimEntity.delete("volumeKey", volume.volumeKey).chain(() -> volume.delete());
+                            return ClaimStore.current().deleteVolume(volume);
                         }
                         return Uni.createFrom().voidItem();
                     });

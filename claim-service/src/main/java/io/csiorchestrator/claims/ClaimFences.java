@@ -200,8 +200,8 @@ public class ClaimFences {
             String allocationId = parts[2];
             chain = chain.chain(() -> service.inTransaction(() -> service.lockVolume(volumeKey).chain(volume -> volume == null
                     ? Uni.createFrom().voidItem()
-                    : ClaimEntity.<ClaimEntity>find("volumeKey = ?1 and allocationId = ?2 and nodeId = ?3 and past = false",
-                            volumeKey, allocationId, nodeId).firstResult().chain(claim -> {
+                    : ClaimService.activeClaims(volumeKey).map(active -> active.stream().filter(c -> c.allocationId
+                            .equals(allocationId) && c.nodeId.equals(nodeId)).findFirst().orElse(null)).chain(claim -> {
                         if (claim == null || (claim.leaseEpoch != null && claim.leaseEpoch > epoch)) {
                             return Uni.createFrom().voidItem();
                         }

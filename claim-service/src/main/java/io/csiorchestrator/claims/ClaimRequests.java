@@ -8,6 +8,7 @@ import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
 import io.csiorchestrator.claims.domain.ClaimRules.VolumeFacts;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.store.ClaimEntity;
+import io.csiorchestrator.claims.store.ClaimStore;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.SessionSql;
 import io.csiorchestrator.claims.store.VolumeEntity;
@@ -222,8 +223,8 @@ public class ClaimRequests {
     }
 
     /**
-     * The first transition of a new claim, then its row: inserted once with the state and command the transition gave
-     * it (persisted first, Hibernate inserts the fields as they were at persist and updates them at the flush). Nothing
+     * The first transition of a new claim, then its row: inserted once, at the end of the transaction, with the state and
+     * command the transition gave it ({@link ClaimStore#insert}; an ended claim is added first). Nothing
      * in {@link #apply} reads the claim's own row before the claim ends, and a first transition never ends it (a nested
      * one, e.g. a command that cannot be written, may: then the row is inserted ended, or not at all when its volume
      * was deleted with it).
@@ -232,13 +233,14 @@ public class ClaimRequests {
         String pluginId = volume.pluginId;
         ClaimRows.observe(claim, () -> placement.nodesChanged(pluginId)); // the node holds one more claim (maybe one more volume)
         if (first.next().phase().past()) {
-            return claim.persist().chain(() -> effects.apply(volume, claim, first));
+            ClaimStore.current().insert(claim);
+            return effects.apply(volume, claim, first);
         }
         return effects.apply(volume, claim, first).chain(() -> claim.past && volume.deleting
                 // ended at once (a nested failure) as the last claim of a deleting volume: apply deleted the volume and
                 // its claims, as it would have deleted this row had it been inserted first
                 ? Uni.createFrom().voidItem()
-                : claim.persist().replaceWithVoid());
+                : Uni.createFrom().voidItem().invoke(() -> ClaimStore.current().insert(claim)));
     }
 
     /** The request's mount flags (opened from sealedMountFlags), or why they cannot be used. */

@@ -6,6 +6,7 @@ import io.csiorchestrator.claims.domain.ClaimMachine.Snapshot;
 import io.csiorchestrator.claims.domain.ClaimMachine.Transition;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.store.ClaimEntity;
+import io.csiorchestrator.claims.store.ClaimStore;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.VolumeConditionEntity;
 import io.csiorchestrator.claims.store.VolumeEntity;
@@ -14,14 +15,13 @@ import io.csiorchestrator.events.NodeEvent;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
-import jakarta.persistence.LockModeType;
 import java.time.Instant;
 import java.util.List;
 import java.util.function.Supplier;
 
 /**
  * The transactions and locks every claim step runs in, and the steps with no handler of their own. Each step is one
- * transaction: the volume row is locked first (SELECT ... FOR UPDATE), so claim-requested (partitioned by volume) and
+ * transaction: the volume row is locked first (SELECT ... FOR UPDATE, {@link ClaimStore}), so claim-requested (partitioned by volume) and
  * mount-done (partitioned by node) updates of one volume are serialised; the claim's new checkpoint and the events it
  * causes (claim-status, node-commands) are written to the outbox in the same transaction and sent by this process
  * after the commit ({@link Outbox#inTransaction}). {@code messaging.RecordBatches} runs a poll's steps in one transaction ({@link #inOneTransaction}),
@@ -81,44 +81,28 @@ public class ClaimService {
                 .onFailure().invoke(() -> txs.forEach(Tx::rolledBack));
     }
 
+    /** The volume, locked for this transaction ({@link ClaimStore}); null when it is not registered. */
     public Uni<VolumeEntity> lockVolume(String volumeKey) {
-        return VolumeEntity.<VolumeEntity>findById(volumeKey, LockModeType.PESSIMISTIC_WRITE);
+        return Uni.createFrom().deferred(() -> ClaimStore.current().lockVolume(volumeKey));
     }
 
     /**
-     * Locks the volumes of {@code volumeKeys} in key order, in one statement: the transaction of a batch takes every lock
-     * it needs up front and in the same order as any other batch, so two batches never deadlock on each other.
+     * Locks the volumes of {@code volumeKeys} in key order, in one statement, and reads their current claims in a
+     * second: the transaction of a batch takes every lock it needs up front and in the same order as any other batch,
+     * so two batches never deadlock on each other.
      */
     public static Uni<Void> lockVolumes(java.util.Collection<String> volumeKeys) {
-        if (volumeKeys.isEmpty()) {
-            return Uni.createFrom().voidItem();
-        }
-        return VolumeEntity.<VolumeEntity>find("volumeKey in ?1 order by volumeKey", new java.util.TreeSet<>(volumeKeys))
-                .withLock(LockModeType.PESSIMISTIC_WRITE).list().replaceWithVoid();
+        return Uni.createFrom().deferred(() -> ClaimStore.current().lockVolumes(volumeKeys));
     }
 
     /** {@link #lockVolumes} for the volumes of the claims waiting for {@code commandIds}' answers. */
     public static Uni<Void> lockVolumesOfCommands(java.util.Collection<String> commandIds) {
-        if (commandIds.isEmpty()) {
-            return Uni.createFrom().voidItem();
-        }
-        return VolumeEntity.<VolumeEntity>find("volumeKey in (select c.volumeKey from ClaimEntity c where c.commandId in ?1)"
-                        + " order by volumeKey", new java.util.TreeSet<>(commandIds))
-                .withLock(LockModeType.PESSIMISTIC_WRITE).list().replaceWithVoid();
+        return Uni.createFrom().deferred(() -> ClaimStore.current().lockVolumesOfCommands(commandIds));
     }
 
+    /** The volume's current claims, oldest first, as this transaction left them. Call with the volume locked. */
     public static Uni<List<ClaimEntity>> activeClaims(String volumeKey) {
-        return ClaimEntity.<ClaimEntity>list("volumeKey = ?1 and past = false order by createdAt", volumeKey);
-    }
-
-    /**
-     * Locks the volume of the claim whose {@code attribute} ({@code commandId} or {@code claimId}) is {@code value}, in
-     * one statement (a claim's volume never changes); null when no claim matches. The claim itself is read after this,
-     * under the lock.
-     */
-    static Uni<VolumeEntity> lockVolumeOfClaim(String attribute, String value) {
-        return VolumeEntity.<VolumeEntity>find("volumeKey = (select c.volumeKey from ClaimEntity c where c." + attribute + " = ?1)",
-                value).withLock(LockModeType.PESSIMISTIC_WRITE).firstResult();
+        return Uni.createFrom().deferred(() -> ClaimStore.current().activeClaims(volumeKey));
     }
 
     /** Sends the current step of a claim whose retry is due. */
@@ -158,9 +142,9 @@ public class ClaimService {
     /** Runs {@code work} on the claim {@code claimId} in a transaction of its own, its volume locked; nothing when it is gone. */
     Uni<Void> onLockedClaim(String claimId, ClaimWork work) {
         Tx tx = Tx.untraced();
-        return inTransaction(tx, () -> lockVolumeOfClaim("claimId", claimId).chain(volume -> volume == null
+        return inTransaction(tx, () -> ClaimStore.current().lockVolumeOfClaim(claimId).chain(volume -> volume == null
                 ? Uni.createFrom().voidItem()
-                : ClaimEntity.<ClaimEntity>findById(claimId).chain(claim -> {
+                : ClaimStore.current().claim(claimId).chain(claim -> {
                     if (claim == null) {
                         return Uni.createFrom().voidItem();
                     }

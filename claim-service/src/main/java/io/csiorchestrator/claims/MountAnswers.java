@@ -3,6 +3,7 @@ package io.csiorchestrator.claims;
 import io.csiorchestrator.claims.domain.ClaimMachine.Phase;
 import io.csiorchestrator.claims.domain.StorageFence;
 import io.csiorchestrator.claims.store.ClaimEntity;
+import io.csiorchestrator.claims.store.ClaimStore;
 import io.csiorchestrator.claims.store.Json;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.VolumeEntity;
@@ -45,12 +46,12 @@ public class MountAnswers {
     public Uni<Void> mountDoneStep(MountDone done, Tx tx) {
         // Find the volume of the command, lock the volume, then read the claim: a concurrent update of the
         // same volume (a claim-requested on another partition) waits for this transaction or vice versa.
-        return ClaimService.lockVolumeOfClaim("commandId", done.commandId()).chain(volume -> {
+        return Uni.createFrom().deferred(() -> ClaimStore.current().lockVolumeOfCommand(done.commandId())).chain(volume -> {
             if (volume == null) {
                 LOG.debugf("mount-done for command %s matches no pending command (already handled or unknown)", done.commandId());
                 return Uni.createFrom().voidItem();
             }
-            return ClaimEntity.<ClaimEntity>find("commandId", done.commandId()).firstResult().chain(claim -> {
+            return ClaimStore.current().claimByCommand(done.commandId()).chain(claim -> {
                 if (claim == null) {
                     return Uni.createFrom().voidItem();
                 }

@@ -67,8 +67,8 @@ public class PendingClaims {
      * release blocks it, rejected when a rule refuses it.
      */
     Uni<Void> wakePending(VolumeEntity volume, Tx tx) {
-        return ClaimEntity.<ClaimEntity>list("volumeKey = ?1 and past = false and phase = ?2 order by createdAt",
-                volume.volumeKey, Phase.RELEASE_WAIT.name()).chain(pending -> {
+        return ClaimService.activeClaims(volume.volumeKey).map(active -> active.stream()
+                .filter(c -> Phase.RELEASE_WAIT.name().equals(c.phase)).toList()).chain(pending -> {
             Uni<Void> chain = Uni.createFrom().voidItem();
             for (ClaimEntity claim : pending) {
                 chain = chain.chain(() -> {

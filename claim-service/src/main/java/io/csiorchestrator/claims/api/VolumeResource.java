@@ -11,6 +11,7 @@ import io.csiorchestrator.claims.api.VolumeRequestParser.VolumeSpec;
 import io.csiorchestrator.claims.domain.ClaimRules;
 import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
 import io.csiorchestrator.claims.store.ClaimEntity;
+import io.csiorchestrator.claims.store.ClaimStore;
 import io.csiorchestrator.claims.store.Json;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.VolumeConditionEntity;
@@ -273,8 +274,7 @@ public class VolumeResource {
             }
             return ClaimService.activeClaims(v.volumeKey).chain(active -> {
                 if (active.isEmpty()) {
-                    return ClaimEntity.delete("volumeKey", v.volumeKey).chain(() -> v.delete())
-                            .map(x -> Response.noContent().build());
+                    return ClaimStore.current().deleteVolume(v).map(x -> Response.noContent().build());
                 }
                 if (!force) {
                     List<Violation> held = active.stream().map(c -> new Violation("claims", Violation.quote(c.allocationId),

@@ -2,6 +2,7 @@ package io.csiorchestrator.claims.outbox;
 
 import io.csiorchestrator.claims.KafkaTopics;
 import io.csiorchestrator.claims.Tx;
+import io.csiorchestrator.claims.store.ClaimStore;
 import io.csiorchestrator.claims.store.SessionSql;
 import io.csiorchestrator.events.ContractEvent;
 import io.csiorchestrator.events.EventCodec;
@@ -58,17 +59,17 @@ public class Outbox {
 
     /**
      * Runs {@code work} in a transaction whose outbox rows this process sends itself once it committed; the relay is
-     * signalled only when a row was left to it. Nested in another such transaction, {@code work} joins it (as
-     * Panache's does).
+     * signalled only when a row was left to it. Its claims and volumes are the transaction's {@link ClaimStore}, written
+     * before the commit. Nested in another such transaction, {@code work} joins it (as Panache's does).
      */
     public <T> Uni<T> inTransaction(Supplier<Uni<T>> work) {
         return Uni.createFrom().deferred(() -> {
             Context context = Vertx.currentContext();
             if (context == null || OutboxBatch.current() != null) {
-                return Panache.withTransaction(work);
+                return Panache.withTransaction(() -> ClaimStore.within(work));
             }
             OutboxBatch batch = OutboxBatch.open(context);
-            return Panache.withTransaction(work)
+            return Panache.withTransaction(() -> ClaimStore.within(work))
                     .invoke(() -> {
                         sends.committed(batch);
                         if (batch.toRelay) {

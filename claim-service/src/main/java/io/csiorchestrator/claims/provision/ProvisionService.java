@@ -12,6 +12,7 @@ import io.csiorchestrator.claims.domain.ProvisionMachine.Snapshot;
 import io.csiorchestrator.claims.domain.ProvisionMachine.Transition;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.store.ClaimEntity;
+import io.csiorchestrator.claims.store.ClaimStore;
 import io.csiorchestrator.claims.store.Json;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.ProvisionEntity;
@@ -483,13 +484,14 @@ public class ProvisionService {
         v.sealedJson = p.sealedJson;
         v.createdAt = now;
         v.updatedAt = now;
-        return v.persist().replaceWithVoid();
+        ClaimStore.current().insert(v);
+        return Uni.createFrom().voidItem();
     }
 
     /** The deleted volume is deregistered (with its past claims) and its provision forgotten. */
     private Uni<Void> deregister(ProvisionEntity p, VolumeEntity volume) {
         Uni<Void> volumeGone = volume == null ? Uni.createFrom().voidItem()
-                : ClaimEntity.delete("volumeKey", p.volumeKey).chain(() -> volume.delete());
+                : ClaimStore.current().deleteVolume(volume);
         return volumeGone.chain(() -> p.delete());
     }
 

@@ -9,7 +9,10 @@ import jakarta.persistence.Transient;
 import io.csiorchestrator.claims.Tx;
 import java.time.Instant;
 
-/** A claim (current or past) and the checkpoint of its state machine. */
+/**
+ * A claim (current or past) and the checkpoint of its state machine. A claim transaction reads and writes it through
+ * {@link ClaimStore} (prepared statements, issue 36 item 3); as a Hibernate entity it is only read, by the REST paths.
+ */
 @Entity
 @Table(name = "claims")
 public class ClaimEntity extends PanacheEntityBase {

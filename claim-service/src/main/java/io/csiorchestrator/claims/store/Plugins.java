@@ -154,11 +154,11 @@ public class Plugins {
         if (!io.csiorchestrator.claims.domain.NodeLimits.needsCount(volume, facts, nodeId)) {
             return Uni.createFrom().item(facts);
         }
-        // No flush first (as before, under the volume's lock): the claims this step changed are not among the node's others
-        return SessionSql.select("SELECT count(DISTINCT c.volume_key) FROM claims c JOIN volumes v ON v.volume_key = c.volume_key"
+        // The claims this transaction changed written first: a batch's earlier step may have granted one on this node
+        return ClaimStore.flushIfOpen().chain(() -> SessionSql.select("SELECT count(DISTINCT c.volume_key) FROM claims c JOIN volumes v ON v.volume_key = c.volume_key"
                         + " WHERE c.node_id = $1 AND NOT c.past AND v.plugin_id = $2 AND c.volume_key <> $3",
                 nodeId, facts.pluginId(), volumeKey)
-                .map(rows -> facts.withVolumesHeld(nodeId, ((Number) rows.get(0)[0]).longValue()));
+                .map(rows -> facts.withVolumesHeld(nodeId, ((Number) rows.get(0)[0]).longValue())));
     }
 
     /** Whether the plugin's instance on the node has been missing or unhealthy since before {@code before}. */

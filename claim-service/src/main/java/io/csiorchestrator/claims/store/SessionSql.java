@@ -32,6 +32,22 @@ public final class SessionSql {
         return Panache.getSession().chain(s -> Uni.createFrom().completionStage(() -> connection(s).update(sql, bound)));
     }
 
+    /** Runs {@code sql} (INSERT, UPDATE) once per row of {@code rows}, as one batch, in the current session's transaction. */
+    public static Uni<Void> updateAll(String sql, List<Object[]> rows) {
+        if (rows.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        if (rows.size() == 1) {
+            return update(sql, rows.get(0)).replaceWithVoid();
+        }
+        List<Object[]> bound = new ArrayList<>(rows.size());
+        for (Object[] row : rows) {
+            bound.add(bind(row));
+        }
+        return Panache.getSession().chain(s -> Uni.createFrom().completionStage(() -> connection(s).update(sql, bound)))
+                .replaceWithVoid();
+    }
+
     /** Runs the SELECT {@code sql} in the current session's transaction; its rows, each one value per column. */
     public static Uni<List<Object[]>> select(String sql, Object... params) {
         Object[] bound = bind(params);

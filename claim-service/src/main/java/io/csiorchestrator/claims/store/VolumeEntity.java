@@ -8,7 +8,10 @@ import jakarta.persistence.Table;
 import jakarta.persistence.Version;
 import java.time.Instant;
 
-/** A registered volume. Secrets and mount flags only ever sealed ({@link #sealedJson}). */
+/**
+ * A registered volume. Secrets and mount flags only ever sealed ({@link #sealedJson}). A claim transaction reads it
+ * under its lock and writes it through {@link ClaimStore}; as a Hibernate entity it is registered and read by REST.
+ */
 @Entity
 @Table(name = "volumes")
 public class VolumeEntity extends PanacheEntityBase {
