@@ -192,12 +192,12 @@ public class AntiEntropyRepairs {
             c.volumeId = volume.id;
             c.allocationId = d.allocationId();
             c.nodeId = d.nodeId();
-            c.mode = mode.wire();
+            c.mode = mode;
             c.requestId = requestId;
             c.releaseRequestId = requestId;
-            c.accessMode = (repair.accessMode() != null ? repair.accessMode() : AccessMode.fromWire(volume.accessMode)).wire();
-            c.attachmentMode = (repair.attachmentMode() != null ? repair.attachmentMode()
-                    : AttachmentMode.fromWire(volume.attachmentMode)).wire();
+            c.accessMode = repair.accessMode() != null ? repair.accessMode() : AccessMode.fromWire(volume.accessMode);
+            c.attachmentMode = repair.attachmentMode() != null ? repair.attachmentMode()
+                    : AttachmentMode.fromWire(volume.attachmentMode);
             c.readOnly = repair.readOnly();
             c.controllerRequired = plugin.controllerRequired();
             var node = plugin.nodes().get(d.nodeId());
@@ -205,7 +205,7 @@ public class AntiEntropyRepairs {
             c.fsType = volume.fsType;
             c.sealedJson = volume.sealedJson;
             c.publishContextJson = "{}";
-            c.phase = Phase.UNMOUNTING.name();
+            c.phase = Phase.UNMOUNTING;
             c.attempt = 1;
             c.createdAt = now;
             c.updatedAt = now;

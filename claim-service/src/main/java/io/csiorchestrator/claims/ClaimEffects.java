@@ -65,14 +65,14 @@ public class ClaimEffects {
     /** Stores {@code t} as the claim's new checkpoint and carries out its effects (in the caller's transaction). */
     Uni<Void> apply(VolumeEntity volume, ClaimEntity claim, Transition t) {
         Instant now = Instant.now();
-        boolean wasPending = Phase.RELEASE_WAIT.name().equals(claim.phase);
-        boolean becameReady = t.next().phase() == Phase.READY && !Phase.READY.name().equals(claim.phase);
+        boolean wasPending = claim.phase == Phase.RELEASE_WAIT;
+        boolean becameReady = t.next().phase() == Phase.READY && claim.phase != Phase.READY;
         Snapshot s = t.next();
-        if (!s.phase().name().equals(claim.phase) || claim.attempt != s.attempt()) {
+        if (s.phase() != claim.phase || claim.attempt != s.attempt()) {
             LOG.infof("claim %s (volume %s, allocation %s, node %s): %s -> %s (attempt %d)", claim.claimId, claim.volumeKey,
                     claim.allocationId, claim.nodeId, claim.phase, s.phase(), s.attempt());
         }
-        claim.phase = s.phase().name();
+        claim.phase = s.phase();
         claim.attempt = s.attempt();
         claim.controllerPublished = s.controllerPublished();
         claim.releaseRequested = s.releaseRequested();
@@ -155,13 +155,13 @@ public class ClaimEffects {
         boolean combined = ClaimRows.snapshot(claim).combined()
                 && (kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.UNMOUNT && claim.controllerPublished);
         if ((kind != NodeCommandKind.CONTROLLER_PUBLISH && kind != NodeCommandKind.CONTROLLER_UNPUBLISH && !combined)
-                || Phase.STORAGE_FENCING.name().equals(claim.phase)) {
+                || claim.phase == Phase.STORAGE_FENCING) {
             // A storage fence was decided with the volume's other claims on the node checked (StorageFence.decide).
             return write(volume, claim, kind, false);
         }
         return ClaimService.activeClaims(volume.volumeKey).chain(active -> {
             List<ClaimMachine.Peer> others = active.stream().filter(c -> !c.claimId.equals(claim.claimId))
-                    .map(c -> new ClaimMachine.Peer(c.nodeId, Phase.valueOf(c.phase), c.controllerRequired)).toList();
+                    .map(c -> new ClaimMachine.Peer(c.nodeId, c.phase, c.controllerRequired)).toList();
             if (combined && kind == NodeCommandKind.UNMOUNT) {
                 // The last claim of the volume on the node ends the publication; the worker checks its own record too.
                 return write(volume, claim, kind, !ClaimMachine.controllerPublicationNeeded(claim.nodeId, others));
@@ -212,7 +212,7 @@ public class ClaimEffects {
                     return apply(volume, claim, service.machine().failed(ClaimRows.snapshot(claim), "NOT_FOUND",
                             "node " + claim.nodeId + " is unknown to plugin " + volume.pluginId + " (no external node id)"));
                 }
-                boolean storageFence = Phase.STORAGE_FENCING.name().equals(claim.phase);
+                boolean storageFence = claim.phase == Phase.STORAGE_FENCING;
                 target = storageFence
                         ? StorageFence.controllerFor(plugin.healthyControllerNodes(), claim.controllerNodeId, claim.nodeId)
                         : StorageFence.controllerFor(plugin.healthyControllerNodes(), claim.controllerNodeId,
@@ -255,11 +255,11 @@ public class ClaimEffects {
             boolean publishing = kind == NodeCommandKind.MOUNT || kind == NodeCommandKind.CONTROLLER_PUBLISH;
             NodeCommand command = new NodeCommand(claim.commandId, target, kind, claim.namespace, claim.volumeId,
                     volume.pluginId, volume.externalId, mountSide ? claim.allocationId : null,
-                    publishing ? AccessMode.fromWire(claim.accessMode) : null,
-                    publishing ? AttachmentMode.fromWire(claim.attachmentMode) : null,
+                    publishing ? claim.accessMode : null,
+                    publishing ? claim.attachmentMode : null,
                     // The controller publication is the (volume, node)'s: read-only by the volume's access mode, not the claim's.
                     kind == NodeCommandKind.CONTROLLER_PUBLISH
-                            ? ClaimRules.controllerPublishReadOnly(AccessMode.fromWire(claim.accessMode)) : claim.readOnly,
+                            ? ClaimRules.controllerPublishReadOnly(claim.accessMode) : claim.readOnly,
                     kind == NodeCommandKind.MOUNT ? claim.fsType : null,
                     mountSide && !withController ? null : claim.externalNodeId,
                     publishing ? Json.map(volume.contextJson) : null,
@@ -274,7 +274,7 @@ public class ClaimEffects {
 
     /** The claim latency ends at ready / failed, the release latency at released; counted after commit. */
     private void observeEnd(ClaimEntity claim, ClaimState state, Transition t) {
-        String mode = claim.mode;
+        String mode = claim.mode.wire();
         switch (state) {
             case READY -> {
                 Instant start = claim.requestedAt;

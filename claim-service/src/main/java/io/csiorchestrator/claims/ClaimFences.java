@@ -46,10 +46,10 @@ public class ClaimFences {
             LOG.warnf("command %s of claim %s got no answer in time", claim.commandId, claim.claimId);
             claim.commandId = null;
             claim.commandDeadline = null;
-            if (Phase.STORAGE_FENCING.name().equals(claim.phase)) {
+            if (claim.phase == Phase.STORAGE_FENCING) {
                 return storageFenceFailed(volume, claim, "DEADLINE_EXCEEDED", "no answer within the command timeout");
             }
-            if (!Phase.UNMOUNTING.name().equals(claim.phase)) {
+            if (claim.phase != Phase.UNMOUNTING) {
                 return effects.apply(volume, claim, service.machine().timedOut(ClaimRows.snapshot(claim)));
             }
             // An unmount without an answer: the node is unreachable, a storage-fencing plugin can cut it off now.
@@ -70,11 +70,11 @@ public class ClaimFences {
         }
         return plugins.facts(volume.pluginId).chain(plugin -> ClaimService.activeClaims(volume.volumeKey).map(active -> {
             List<ClaimMachine.Peer> others = active.stream().filter(c -> !c.claimId.equals(claim.claimId))
-                    .map(c -> new ClaimMachine.Peer(c.nodeId, Phase.valueOf(c.phase), c.controllerRequired)).toList();
+                    .map(c -> new ClaimMachine.Peer(c.nodeId, c.phase, c.controllerRequired)).toList();
             var node = plugin.nodes().get(claim.nodeId);
             String external = claim.externalNodeId != null ? claim.externalNodeId : node == null ? null : node.externalNodeId();
             return StorageFence.decide(new StorageFence.Facts(volume.pluginId, fencingPlugins,
-                    Failover.effective(volume.failover), plugin.controllerRequired(), Phase.valueOf(claim.phase),
+                    Failover.effective(volume.failover), plugin.controllerRequired(), claim.phase,
                     "failed".equals(claim.storageFence), claim.nodeId, external, plugin.healthyControllerNodes(),
                     claim.controllerNodeId, ClaimMachine.controllerPublicationNeeded(claim.nodeId, others), why));
         }));
@@ -122,7 +122,7 @@ public class ClaimFences {
      */
     public Uni<Void> fenceCheck(String claimId) {
         return service.onLockedClaim(claimId, (volume, claim) -> {
-            Phase phase = Phase.valueOf(claim.phase);
+            Phase phase = claim.phase;
             if (claim.past || phase == Phase.PLUGIN_WAIT || phase == Phase.RELEASE_WAIT
                     || phase == Phase.CONTROLLER_UNPUBLISHING || phase == Phase.STORAGE_FENCING) {
                 return Uni.createFrom().voidItem();
@@ -208,10 +208,10 @@ public class ClaimFences {
                         claim.tx = Tx.untraced();
                         String reason = nodeId + " fenced at epoch " + epoch + ": mount removed";
                         LOG.warnf("claim %s (volume %s): %s", claim.claimId, volumeKey, reason);
-                        if (java.util.Set.of("MOUNTING", "READY", "UNMOUNTING").contains(claim.phase)) {
+                        if (java.util.EnumSet.of(Phase.MOUNTING, Phase.READY, Phase.UNMOUNTING).contains(claim.phase)) {
                             claim.detachNote = reason; // its mount removed: the RELEASED after the controller side says so
                         }
-                        if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
+                        if (claim.phase != Phase.CONTROLLER_UNPUBLISHING) {
                             claim.commandId = null;
                             claim.commandDeadline = null;
                             claim.retryAt = null;
@@ -250,7 +250,7 @@ public class ClaimFences {
     /** Operator detach of a claim on a node. Call inside {@code tx}'s transaction with the volume locked. */
     public Uni<Void> detachLocked(VolumeEntity volume, ClaimEntity claim, String why, Tx tx) {
         claim.tx = tx;
-        if (!Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)) {
+        if (claim.phase != Phase.CONTROLLER_UNPUBLISHING) {
             claim.detachNote = why; // the node side assumed detached: the RELEASED after the controller side says why
             claim.commandId = null;
             claim.commandDeadline = null;

@@ -154,7 +154,7 @@ public class ClaimRequests {
         if (t.effects().isEmpty()) {
             // Already tearing down (a release, a rollback or a forced delete): answered, not started twice.
             return outbox.add(ClaimRows.status(request, ClaimState.RELEASING, "the claim of allocation " + request.allocationId()
-                    + " on volume " + volume.volumeKey + " is already being released (" + claim.phase.toLowerCase() + ")", null), tx);
+                    + " on volume " + volume.volumeKey + " is already being released (" + claim.phase.name().toLowerCase() + ")", null), tx);
         }
         if (claim.releaseRequestedAt == null) {
             claim.releaseRequestedAt = requestedAt;
@@ -179,7 +179,7 @@ public class ClaimRequests {
             }
             if (decision instanceof ClaimRules.AlreadyHeld) {
                 ClaimEntity held = claims.stream().filter(c -> c.allocationId.equals(request.allocationId())).findFirst().orElseThrow();
-                boolean ready = Phase.READY.name().equals(held.phase);
+                boolean ready = held.phase == Phase.READY;
                 tx.afterCommit(() -> metrics.decision("accepted", "already-held"));
                 return outbox.add(ClaimRows.status(request, ready ? ClaimState.READY : ClaimState.ACCEPTED,
                         "allocation " + request.allocationId() + " already holds this claim", ready ? held.hostPath : null), tx);
@@ -286,10 +286,10 @@ public class ClaimRequests {
         c.volumeId = volume.id;
         c.allocationId = request.allocationId();
         c.nodeId = request.nodeId();
-        c.mode = request.mode().wire();
+        c.mode = request.mode();
         c.requestId = request.requestId();
-        c.accessMode = request.accessMode().wire();
-        c.attachmentMode = request.attachmentMode().wire();
+        c.accessMode = request.accessMode();
+        c.attachmentMode = request.attachmentMode();
         c.readOnly = request.readOnly() || request.mode() == ClaimMode.READ;
         c.controllerRequired = plugin.controllerRequired();
         var node = plugin.nodes().get(request.nodeId());
@@ -301,7 +301,7 @@ public class ClaimRequests {
         c.fsType = effective.fsType();
         c.sealedJson = secrets.sealToJson(new SecretPayload(stored.secrets(), effective.mountFlags()), volume.namespace, volume.id);
         c.publishContextJson = "{}";
-        c.phase = Phase.CONTROLLER_PUBLISHING.name();
+        c.phase = Phase.CONTROLLER_PUBLISHING;
         c.attempt = 0;
         c.createdAt = now;
         c.updatedAt = now;

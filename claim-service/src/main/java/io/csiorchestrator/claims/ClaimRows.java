@@ -38,7 +38,7 @@ public final class ClaimRows {
 
     /** The claim's checkpoint as {@link io.csiorchestrator.claims.domain.ClaimMachine} reads it. */
     static Snapshot snapshot(ClaimEntity c) {
-        return new Snapshot(Phase.valueOf(c.phase), c.attempt, c.controllerRequired, c.controllerPublished,
+        return new Snapshot(c.phase, c.attempt, c.controllerRequired, c.controllerPublished,
                 c.releaseRequested, c.rollingBack, c.nodeId.equals(c.controllerNodeId));
     }
 
@@ -61,8 +61,8 @@ public final class ClaimRows {
     public static VolumeFacts facts(VolumeEntity v, List<ClaimEntity> claims) {
         List<HeldClaim> held = new ArrayList<>();
         for (ClaimEntity c : claims) {
-            held.add(new HeldClaim(c.allocationId, c.nodeId, ClaimMode.fromWire(c.mode),
-                    !Phase.RELEASE_WAIT.name().equals(c.phase) && (c.releaseRequested || c.rollingBack)));
+            held.add(new HeldClaim(c.allocationId, c.nodeId, c.mode,
+                    c.phase != Phase.RELEASE_WAIT && (c.releaseRequested || c.rollingBack)));
         }
         return new VolumeFacts(v.namespace, v.id, v.pluginId, AccessMode.fromWire(v.accessMode),
                 AttachmentMode.fromWire(v.attachmentMode),
@@ -80,7 +80,7 @@ public final class ClaimRows {
     static ClaimStatus status(ClaimEntity c, ClaimState state, String reason) {
         boolean releaseSide = state == ClaimState.RELEASING || state == ClaimState.RELEASED;
         String requestId = releaseSide && c.releaseRequestId != null ? c.releaseRequestId : c.requestId;
-        return new ClaimStatus(requestId, c.namespace, c.volumeId, c.allocationId, c.nodeId, ClaimMode.fromWire(c.mode), state,
+        return new ClaimStatus(requestId, c.namespace, c.volumeId, c.allocationId, c.nodeId, c.mode, state,
                 reason, state == ClaimState.READY ? c.hostPath : null, Instant.now());
     }
 }

@@ -111,13 +111,13 @@ public class ClaimService {
             if (claim.past || claim.commandId != null || claim.retryAt == null || claim.retryAt.isAfter(Instant.now())) {
                 return Uni.createFrom().voidItem();
             }
-            if (Phase.RELEASE_WAIT.name().equals(claim.phase)) {
+            if (claim.phase == Phase.RELEASE_WAIT) {
                 return pendingClaims.decidePending(volume, claim, true);
             }
             if (claim.pluginWaitSince != null) {
                 return plugins.facts(volume.pluginId).chain(plugin -> pluginWaits.onPluginOutage(volume, claim, plugin, false, null));
             }
-            NodeCommandKind kind = ClaimMachine.kindOf(Phase.valueOf(claim.phase));
+            NodeCommandKind kind = ClaimMachine.kindOf(claim.phase);
             return kind == null ? Uni.createFrom().voidItem() : effects.send(volume, claim, kind);
         });
     }

@@ -64,13 +64,13 @@ public class MountAnswers {
     private Uni<Void> stepDone(VolumeEntity volume, ClaimEntity claim, MountDone done) {
         claim.commandId = null;
         claim.commandDeadline = null;
-        if (Phase.STORAGE_FENCING.name().equals(claim.phase)) {
+        if (claim.phase == Phase.STORAGE_FENCING) {
             // Only a successful ControllerUnpublish is a fence; NOT_FOUND or any other failure is none.
             return done.succeeded()
                     ? effects.apply(volume, claim, service.machine().storageFenced(ClaimRows.snapshot(claim), StorageFence.fencedNote(claim.nodeId)))
                     : fences.storageFenceFailed(volume, claim, done.errorCode(), done.errorMessage());
         }
-        if (claim.detachNote != null && Phase.CONTROLLER_UNPUBLISHING.name().equals(claim.phase)
+        if (claim.detachNote != null && claim.phase == Phase.CONTROLLER_UNPUBLISHING
                 && (done.succeeded() || "NOT_FOUND".equals(done.errorCode()))) {
             // the controller side of a claim whose node side was assumed detached: its RELEASED says why
             return effects.apply(volume, claim, service.machine().controllerUnpublishedAfterDetach(ClaimRows.snapshot(claim), claim.detachNote));
@@ -89,7 +89,7 @@ public class MountAnswers {
             return effects.apply(volume, claim, service.machine().succeeded(ClaimRows.snapshot(claim), done.hostPath()));
         }
         String message = done.errorMessage();
-        Phase phase = Phase.valueOf(claim.phase);
+        Phase phase = claim.phase;
         if ((done.kind() == NodeCommandKind.MOUNT || done.kind() == NodeCommandKind.UNMOUNT)
                 && PLUGIN_AWAY_CODES.contains(done.errorCode())) {
             // The node's plugin did not answer: wait for it within the grace instead of using up attempts.

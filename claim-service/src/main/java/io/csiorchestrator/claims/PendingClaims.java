@@ -43,7 +43,7 @@ public class PendingClaims {
 
     /** What a claim pending on {@code blocker}'s release waits for, e.g. "waiting for node-1's lease to lapse: 41 s left". */
     String releaseWaitText(VolumeEntity volume, ClaimEntity blocker) {
-        Phase phase = Phase.valueOf(blocker.phase);
+        Phase phase = blocker.phase;
         if (phase == Phase.STORAGE_FENCING) {
             return "waiting for the storage fence of " + blocker.nodeId + " by ControllerUnpublish";
         }
@@ -68,7 +68,7 @@ public class PendingClaims {
      */
     Uni<Void> wakePending(VolumeEntity volume, Tx tx) {
         return ClaimService.activeClaims(volume.volumeKey).map(active -> active.stream()
-                .filter(c -> Phase.RELEASE_WAIT.name().equals(c.phase)).toList()).chain(pending -> {
+                .filter(c -> c.phase == Phase.RELEASE_WAIT).toList()).chain(pending -> {
             Uni<Void> chain = Uni.createFrom().voidItem();
             for (ClaimEntity claim : pending) {
                 chain = chain.chain(() -> {
@@ -82,7 +82,7 @@ public class PendingClaims {
 
     /** Decides a pending claim again; {@code due}: its pending timeout passed (still blocked = rejected). */
     Uni<Void> decidePending(VolumeEntity volume, ClaimEntity claim, boolean due) {
-        if (claim.past || !Phase.RELEASE_WAIT.name().equals(claim.phase)) {
+        if (claim.past || claim.phase != Phase.RELEASE_WAIT) {
             return Uni.createFrom().voidItem();
         }
         return ClaimService.activeClaims(volume.volumeKey).chain(claims -> {
@@ -92,10 +92,10 @@ public class PendingClaims {
                     .chain(known -> plugins.withVolumesHeld(known, othersFacts, volume.volumeKey, claim.nodeId))
                     .chain(plugin -> {
             var decision = ClaimRules.decide(othersFacts, plugin, new ClaimRules.Request(claim.allocationId,
-                            claim.nodeId, ClaimMode.fromWire(claim.mode), AccessMode.fromWire(claim.accessMode),
-                            AttachmentMode.fromWire(claim.attachmentMode), io.csiorchestrator.events.MountSupport.ALL, false),
+                            claim.nodeId, claim.mode, claim.accessMode,
+                            claim.attachmentMode, io.csiorchestrator.events.MountSupport.ALL, false),
                     new ClaimRules.PluginGrace(Instant.now(), settings.pluginGrace()));
-            String mode = claim.mode;
+            String mode = claim.mode.wire();
             Instant requestedAt = claim.requestedAt;
             if (decision instanceof ClaimRules.WaitForRelease w) {
                 if (!due) {
@@ -127,7 +127,7 @@ public class PendingClaims {
             claim.retryAt = null;
             claim.lastError = null;
             if (others.isEmpty()) {
-                volume.claimedAccessMode = claim.accessMode;
+                volume.claimedAccessMode = claim.accessMode.wire();
             }
             Snapshot fresh = Snapshot.fresh(claim.controllerRequired, ClaimRows.useControllerOnClaimingNode(claim, plugin));
             if (decision instanceof ClaimRules.WaitForPlugin wait) {

@@ -55,8 +55,8 @@ public class PluginWaits {
         }
         ClaimRules.PluginGone gone = (ClaimRules.PluginGone) outage;
         claim.pluginWaitSince = null;
-        boolean waiting = Phase.PLUGIN_WAIT.name().equals(claim.phase);
-        String mode = claim.mode;
+        boolean waiting = claim.phase == Phase.PLUGIN_WAIT;
+        String mode = claim.mode.wire();
         Instant requestedAt = claim.requestedAt;
         LOG.warnf("claim %s (volume %s, node %s): %s", claim.claimId, claim.volumeKey, claim.nodeId, gone.reason());
         if (waiting) {
@@ -75,12 +75,12 @@ public class PluginWaits {
         LOG.infof("claim %s (volume %s, node %s): plugin %s is back, waited since %s", claim.claimId, claim.volumeKey,
                 claim.nodeId, volume.pluginId, claim.pluginWaitSince);
         claim.pluginWaitSince = null;
-        if (Phase.PLUGIN_WAIT.name().equals(claim.phase)) {
+        if (claim.phase == Phase.PLUGIN_WAIT) {
             // The plugin may have been unknown while away: take its controller requirement and node id as they are now.
             claim.controllerRequired = plugin.controllerRequired();
             var node = plugin.nodes().get(claim.nodeId);
             claim.externalNodeId = node == null ? null : node.externalNodeId();
-            String mode = claim.mode;
+            String mode = claim.mode.wire();
             ClaimRows.observe(claim, () -> metrics.decision("accepted", "plugin-back"));
             LOG.infof("claim accepted: volume %s: %s claim by allocation %s on node %s, after waiting for plugin %s",
                     claim.volumeKey, mode, claim.allocationId, claim.nodeId, volume.pluginId);

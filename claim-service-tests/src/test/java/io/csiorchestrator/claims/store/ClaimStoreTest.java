@@ -8,6 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.csiorchestrator.claims.ClaimService;
+import io.csiorchestrator.claims.domain.ClaimMachine.Phase;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
 import io.quarkus.hibernate.reactive.panache.Panache;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.vertx.VertxContextSupport;
@@ -49,7 +53,7 @@ class ClaimStoreTest {
             return store.lockVolume(key).chain(v -> store.activeClaims(key).chain(first -> store.activeClaims(key).chain(again -> {
                 assertEquals(List.of("alloc-a", "alloc-b"), first.stream().map(c -> c.allocationId).toList(), "oldest first");
                 assertSame(first.get(0), again.get(0), "one object per claim in a transaction");
-                first.get(0).phase = "READY";
+                first.get(0).phase = Phase.READY;
                 first.get(0).commandId = "cmd-a2-" + key;
                 return store.claimByCommand("cmd-a2-" + key).chain(byNewCommand -> store.claimByCommand("cmd-a-" + key).map(byOldCommand -> {
                     assertSame(first.get(0), byNewCommand, "found by the command this transaction gave it");
@@ -138,6 +142,19 @@ class ClaimStoreTest {
     }
 
     @Test
+    void aClaimsPhaseModeAndAccessAreTypedColumnsThatRefuseAnyOtherValue() throws Throwable {
+        List<Object[]> types = VertxContextSupport.subscribeAndAwait(() -> Panache.withTransaction(() -> SessionSql.select(
+                "SELECT column_name, udt_name FROM information_schema.columns WHERE table_name = 'claims'"
+                        + " AND column_name IN ('phase', 'mode', 'access_mode', 'attachment_mode') ORDER BY column_name")));
+        assertEquals(List.of("access_mode=csi_access_mode", "attachment_mode=csi_attachment_mode", "mode=claim_mode",
+                "phase=claim_phase"), types.stream().map(r -> r[0] + "=" + r[1]).toList());
+        String key = "store-test/" + UUID.randomUUID();
+        Exception refused = assertThrows(Exception.class, () -> VertxContextSupport.subscribeAndAwait(() -> Panache.withTransaction(
+                () -> SessionSql.update("UPDATE claims SET phase = $1 WHERE claim_id = $2", "BOUND", key))));
+        assertTrue(refused.getMessage().contains("claim_phase"), refused.getMessage());
+    }
+
+    @Test
     void claimsAndVolumesOutsideAClaimTransactionAreRefusedWithTheReason() {
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> VertxContextSupport.subscribeAndAwait(
                 () -> Panache.withTransaction(() -> Uni.createFrom().deferred(() -> ClaimStore.current().lockVolume("x/y")))));
@@ -187,11 +204,11 @@ class ClaimStoreTest {
         c.volumeId = volumeKey.substring(volumeKey.indexOf('/') + 1);
         c.allocationId = allocation;
         c.nodeId = "node-1";
-        c.mode = "write";
+        c.mode = ClaimMode.WRITE;
         c.requestId = "req-" + id;
-        c.accessMode = "single-node-writer";
-        c.attachmentMode = "file-system";
-        c.phase = "MOUNTING";
+        c.accessMode = AccessMode.SINGLE_NODE_WRITER;
+        c.attachmentMode = AttachmentMode.FILE_SYSTEM;
+        c.phase = Phase.MOUNTING;
         c.commandId = commandId;
         c.publishContextJson = "{}";
         c.createdAt = createdAt;

@@ -278,7 +278,7 @@ public class VolumeResource {
                 }
                 if (!force) {
                     List<Violation> held = active.stream().map(c -> new Violation("claims", Violation.quote(c.allocationId),
-                            c.mode + " claim on node " + c.nodeId + " (" + c.phase.toLowerCase() + ")")).toList();
+                            c.mode.wire() + " claim on node " + c.nodeId + " (" + c.phase.name().toLowerCase() + ")")).toList();
                     return Uni.createFrom().item(errors(Response.Status.CONFLICT,
                             "volume " + v.volumeKey + " is claimed; release the claims or delete with ?force=true", held));
                 }
@@ -399,7 +399,7 @@ public class VolumeResource {
     }
 
     private static VolumeStub stub(VolumeEntity v, List<ClaimEntity> active, PluginFacts plugin) {
-        int readers = (int) active.stream().filter(c -> c.mode.equals("read")).count();
+        int readers = (int) active.stream().filter(c -> c.mode == io.csiorchestrator.events.ClaimMode.READ).count();
         int writers = active.size() - readers;
         String unhealthy = ClaimRules.unschedulableReason(io.csiorchestrator.claims.ClaimRows.facts(v, List.of()), plugin, null);
         return new VolumeStub(v.namespace, v.id, v.name, v.pluginId, v.accessMode, v.attachmentMode, v.claimedAccessMode,
@@ -418,12 +418,12 @@ public class VolumeResource {
         List<ClaimView> current = new ArrayList<>();
         List<ClaimView> past = new ArrayList<>();
         for (ClaimEntity c : all) {
-            ClaimView view = new ClaimView(c.allocationId, c.nodeId, c.mode, c.phase.toLowerCase().replace('_', '-'),
-                    c.requestId, c.releaseRequestId, c.accessMode, c.attachmentMode, c.readOnly, c.hostPath, c.lastError,
+            ClaimView view = new ClaimView(c.allocationId, c.nodeId, c.mode.wire(), c.phase.name().toLowerCase().replace('_', '-'),
+                    c.requestId, c.releaseRequestId, c.accessMode.wire(), c.attachmentMode.wire(), c.readOnly, c.hostPath, c.lastError,
                     c.attempt, c.createdAt, c.endedAt, c.pluginWaitSince,
                     c.pluginWaitSince == null ? null : c.retryAt,
                     // A pending claim (issue 19): rejected at this time unless the release it waits for ends first.
-                    "RELEASE_WAIT".equals(c.phase) ? c.retryAt : null);
+                    c.phase == io.csiorchestrator.claims.domain.ClaimMachine.Phase.RELEASE_WAIT ? c.retryAt : null);
             (c.past ? past : current).add(view);
         }
         return new VolumeDetail(v.namespace, v.id, v.name, v.externalId, v.pluginId, v.accessMode, v.attachmentMode,

@@ -330,7 +330,7 @@ public class ProvisionService {
 
     /** The nodes of the ready claims among {@code active} that owe a NodeExpandVolume. */
     static List<String> nodesBehind(ProvisionEntity p, List<ClaimEntity> active) {
-        return active.stream().filter(c -> ClaimMachine.Phase.READY.name().equals(c.phase)).map(c -> c.nodeId)
+        return active.stream().filter(c -> c.phase == ClaimMachine.Phase.READY).map(c -> c.nodeId)
                 .filter(Objects::nonNull).distinct().filter(n -> nodeBehind(p, n)).toList();
     }
 

@@ -1,7 +1,14 @@
 package io.csiorchestrator.claims.store;
 
 import io.quarkus.hibernate.reactive.panache.PanacheEntityBase;
+import io.csiorchestrator.claims.domain.ClaimMachine.Phase;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
 import jakarta.persistence.Column;
+import jakarta.persistence.Convert;
+import jakarta.persistence.EnumType;
+import jakarta.persistence.Enumerated;
 import jakarta.persistence.Entity;
 import jakarta.persistence.Id;
 import jakarta.persistence.Table;
@@ -29,22 +36,28 @@ public class ClaimEntity extends PanacheEntityBase {
     public String allocationId;
     @Column(name = "node_id")
     public String nodeId;
-    public String mode;
+    /** read or write (a PostgreSQL enum of the wire values). */
+    @Convert(converter = WireColumns.ClaimModeColumn.class)
+    public ClaimMode mode;
     @Column(name = "request_id")
     public String requestId;
     @Column(name = "release_request_id")
     public String releaseRequestId;
     @Column(name = "access_mode")
-    public String accessMode;
+    @Convert(converter = WireColumns.AccessModeColumn.class)
+    public AccessMode accessMode;
     @Column(name = "attachment_mode")
-    public String attachmentMode;
+    @Convert(converter = WireColumns.AttachmentModeColumn.class)
+    public AttachmentMode attachmentMode;
     @Column(name = "read_only")
     public boolean readOnly;
     @Column(name = "fs_type")
     public String fsType;
     @Column(name = "sealed_json")
     public String sealedJson;
-    public String phase;
+    /** The state machine's phase (a PostgreSQL enum of the names). */
+    @Enumerated(EnumType.STRING)
+    public Phase phase;
     public int attempt;
     @Column(name = "controller_required")
     public boolean controllerRequired;

@@ -1,5 +1,9 @@
 package io.csiorchestrator.claims.store;
 
+import io.csiorchestrator.claims.domain.ClaimMachine.Phase;
+import io.csiorchestrator.events.AccessMode;
+import io.csiorchestrator.events.AttachmentMode;
+import io.csiorchestrator.events.ClaimMode;
 import java.util.Arrays;
 
 /**
@@ -34,9 +38,9 @@ final class ClaimTables {
 
     /** The claim's values in {@link #CLAIM_COLUMNS} order. */
     static Object[] values(ClaimEntity c) {
-        return new Object[] {c.claimId, c.volumeKey, c.namespace, c.volumeId, c.allocationId, c.nodeId, c.mode,
-                c.requestId, c.releaseRequestId, c.accessMode, c.attachmentMode, c.readOnly, c.fsType, c.sealedJson,
-                c.phase, c.attempt, c.controllerRequired, c.controllerPublished, c.releaseRequested, c.rollingBack, c.past,
+        return new Object[] {c.claimId, c.volumeKey, c.namespace, c.volumeId, c.allocationId, c.nodeId, c.mode.wire(),
+                c.requestId, c.releaseRequestId, c.accessMode.wire(), c.attachmentMode.wire(), c.readOnly, c.fsType,
+                c.sealedJson, c.phase.name(), c.attempt, c.controllerRequired, c.controllerPublished, c.releaseRequested, c.rollingBack, c.past,
                 c.commandId, c.commandNodeId, c.commandDeadline, c.retryAt, c.pluginWaitSince, c.leaseEpoch,
                 c.claimGeneration, c.fenceWait, c.storageFence, c.detachNote, c.externalNodeId, c.controllerNodeId,
                 c.publishContextJson, c.hostPath, c.lastError, c.createdAt, c.updatedAt, c.endedAt, c.requestedAt,
@@ -52,15 +56,15 @@ final class ClaimTables {
         c.volumeId = (String) r[3];
         c.allocationId = (String) r[4];
         c.nodeId = (String) r[5];
-        c.mode = (String) r[6];
+        c.mode = ClaimMode.fromWire((String) r[6]);
         c.requestId = (String) r[7];
         c.releaseRequestId = (String) r[8];
-        c.accessMode = (String) r[9];
-        c.attachmentMode = (String) r[10];
+        c.accessMode = AccessMode.fromWire((String) r[9]);
+        c.attachmentMode = AttachmentMode.fromWire((String) r[10]);
         c.readOnly = (Boolean) r[11];
         c.fsType = (String) r[12];
         c.sealedJson = (String) r[13];
-        c.phase = (String) r[14];
+        c.phase = Phase.valueOf((String) r[14]);
         c.attempt = ((Number) r[15]).intValue();
         c.controllerRequired = (Boolean) r[16];
         c.controllerPublished = (Boolean) r[17];
