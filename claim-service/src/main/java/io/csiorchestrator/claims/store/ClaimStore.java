@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -262,40 +264,39 @@ public final class ClaimStore {
      * volumes of the REST paths check it).
      */
     public Uni<Void> flush() {
-        List<Object[]> newVolumes = new ArrayList<>();
-        List<Object[]> changedVolumes = new ArrayList<>();
-        for (VolumeEntity v : volumes.values()) {
-            Object[] before = stored.get(v);
-            Object[] now = ClaimTables.values(v);
+        Writes volumeWrites = changes(volumes.values(), ClaimTables::values, v -> v.version++);
+        Writes claimWrites = changes(claims.values(), ClaimTables::values, c -> { });
+        return SessionSql.updateAll(ClaimTables.INSERT_VOLUME, volumeWrites.inserts())
+                .chain(() -> SessionSql.updateAll(ClaimTables.INSERT_CLAIM, claimWrites.inserts()))
+                .chain(() -> SessionSql.updateAll(ClaimTables.UPDATE_VOLUME, volumeWrites.updates()))
+                .chain(() -> SessionSql.updateAll(ClaimTables.UPDATE_CLAIM, claimWrites.updates()));
+    }
+
+    /** The rows of one table to insert and to update, each its values in column order. */
+    private record Writes(List<Object[]> inserts, List<Object[]> updates) {
+    }
+
+    /**
+     * The rows among {@code rows} that are new or changed since stored ({@code beforeUpdate} run on each changed one
+     * first), recorded as stored with the values they will be written with.
+     */
+    private <T> Writes changes(Collection<T> rows, Function<T, Object[]> values, Consumer<T> beforeUpdate) {
+        Writes writes = new Writes(new ArrayList<>(), new ArrayList<>());
+        for (T row : rows) {
+            Object[] before = stored.get(row);
+            Object[] now = values.apply(row);
             if (before == null) {
-                newVolumes.add(now);
+                writes.inserts().add(now);
             } else if (!ClaimTables.same(before, now)) {
-                v.version++;
-                now = ClaimTables.values(v);
-                changedVolumes.add(now);
+                beforeUpdate.accept(row);
+                now = values.apply(row);
+                writes.updates().add(now);
             } else {
                 continue;
             }
-            stored.put(v, now);
+            stored.put(row, now);
         }
-        List<Object[]> newClaims = new ArrayList<>();
-        List<Object[]> changedClaims = new ArrayList<>();
-        for (ClaimEntity c : claims.values()) {
-            Object[] before = stored.get(c);
-            Object[] now = ClaimTables.values(c);
-            if (before == null) {
-                newClaims.add(now);
-            } else if (!ClaimTables.same(before, now)) {
-                changedClaims.add(now);
-            } else {
-                continue;
-            }
-            stored.put(c, now);
-        }
-        return SessionSql.updateAll(ClaimTables.INSERT_VOLUME, newVolumes)
-                .chain(() -> SessionSql.updateAll(ClaimTables.INSERT_CLAIM, newClaims))
-                .chain(() -> SessionSql.updateAll(ClaimTables.UPDATE_VOLUME, changedVolumes))
-                .chain(() -> SessionSql.updateAll(ClaimTables.UPDATE_CLAIM, changedClaims));
+        return writes;
     }
 
     private VolumeEntity track(VolumeEntity read) {

@@ -4,7 +4,9 @@ import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.ClaimMode;
 import jakarta.persistence.AttributeConverter;
+import io.csiorchestrator.events.WireValue;
 import jakarta.persistence.Converter;
+import java.util.function.Function;
 
 /**
  * A claim's enum columns as the REST paths' Hibernate reads map them: the column holds the contract's wire value
@@ -16,42 +18,43 @@ public final class WireColumns {
     private WireColumns() {
     }
 
-    @Converter
-    public static class ClaimModeColumn implements AttributeConverter<ClaimMode, String> {
+    /** A column of an enum of the contract, holding its wire value. */
+    abstract static class WireColumn<E extends WireValue> implements AttributeConverter<E, String> {
+        private final Function<String, E> parse;
+
+        WireColumn(Function<String, E> parse) {
+            this.parse = parse;
+        }
+
         @Override
-        public String convertToDatabaseColumn(ClaimMode value) {
+        public String convertToDatabaseColumn(E value) {
             return value == null ? null : value.wire();
         }
 
         @Override
-        public ClaimMode convertToEntityAttribute(String column) {
-            return column == null ? null : ClaimMode.fromWire(column);
+        public E convertToEntityAttribute(String column) {
+            return column == null ? null : parse.apply(column);
         }
     }
 
     @Converter
-    public static class AccessModeColumn implements AttributeConverter<AccessMode, String> {
-        @Override
-        public String convertToDatabaseColumn(AccessMode value) {
-            return value == null ? null : value.wire();
-        }
-
-        @Override
-        public AccessMode convertToEntityAttribute(String column) {
-            return column == null ? null : AccessMode.fromWire(column);
+    public static class ClaimModeColumn extends WireColumn<ClaimMode> {
+        public ClaimModeColumn() {
+            super(ClaimMode::fromWire);
         }
     }
 
     @Converter
-    public static class AttachmentModeColumn implements AttributeConverter<AttachmentMode, String> {
-        @Override
-        public String convertToDatabaseColumn(AttachmentMode value) {
-            return value == null ? null : value.wire();
+    public static class AccessModeColumn extends WireColumn<AccessMode> {
+        public AccessModeColumn() {
+            super(AccessMode::fromWire);
         }
+    }
 
-        @Override
-        public AttachmentMode convertToEntityAttribute(String column) {
-            return column == null ? null : AttachmentMode.fromWire(column);
+    @Converter
+    public static class AttachmentModeColumn extends WireColumn<AttachmentMode> {
+        public AttachmentModeColumn() {
+            super(AttachmentMode::fromWire);
         }
     }
 }
