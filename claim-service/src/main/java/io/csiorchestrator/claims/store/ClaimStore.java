@@ -300,22 +300,21 @@ public final class ClaimStore {
     }
 
     private VolumeEntity track(VolumeEntity read) {
-        VolumeEntity known = volumes.get(read.volumeKey);
-        if (known != null) {
-            return known;
-        }
-        volumes.put(read.volumeKey, read);
-        stored.put(read, ClaimTables.values(read));
-        return read;
+        return track(volumes, read.volumeKey, read, ClaimTables::values);
     }
 
     private ClaimEntity track(ClaimEntity read) {
-        ClaimEntity known = claims.get(read.claimId);
+        return track(claims, read.claimId, read, ClaimTables::values);
+    }
+
+    /** The row of {@code key} this transaction holds already, else {@code read}, held from now on as stored. */
+    private <T> T track(Map<String, T> held, String key, T read, Function<T, Object[]> values) {
+        T known = held.get(key);
         if (known != null) {
             return known;
         }
-        claims.put(read.claimId, read);
-        stored.put(read, ClaimTables.values(read));
+        held.put(key, read);
+        stored.put(read, values.apply(read));
         return read;
     }
 }
