@@ -121,7 +121,7 @@ class PluginCpuCost {
         Map<String, long[]> totals = new LinkedHashMap<>(); // call -> {ticks, schedstat ns, wall ns}
         CALLS.forEach(call -> totals.put(call, new long[3]));
         if (!jfr.isEmpty()) {
-            jcmd("JFR.start", "name=cost", "settings=profile"); // the measured part only; JFR's own cost is in the figures
+            jcmd("JFR.start", "name=cost", "settings=profile", "jdk.ExecutionSample#period=1ms"); // the measured part only; JFR's own cost is in the figures
         }
         Map<String, long[]> threadsAtStart = threadTicks(plugin.pid());
         long[] start = cpuTicksSplit(plugin.pid());

@@ -111,8 +111,10 @@ class SharedDirIT {
 
         // The controller half is in the shared dir; the node half stays per process (n1 never staged anything).
         assertTrue(Files.readString(dir.resolve("shared").resolve("controller-state.json")).contains(id));
-        Path n1State = n1.stateDir().resolve("plugin-state.json");
-        assertFalse(Files.exists(n1State) && Files.readString(n1State).contains(id));
+        for (String name : List.of("plugin-state.json", "plugin-state.journal")) {
+            Path n1State = n1.stateDir().resolve(name);
+            assertFalse(Files.exists(n1State) && Files.readString(n1State).contains(id), name);
+        }
     }
 
     /**

@@ -33,6 +33,9 @@ import java.util.List;
  * (issue 36 item 6: with 100 volumes that list is 13 KB, and it was read and written again by nearly every call of
  * two processes sharing the dir).
  *
+ * <p>With a shared dir the node half's changes are appended to a journal beside its file ({@link NodeJournal}): a
+ * NodeStage or NodePublish writes its one change, not every staging and publication of the node again.
+ *
  * <p>A shared dir written before the split (the publications inside {@code controller-state.json}, one counter) is
  * read as such until this version first writes it: the publications file is written before the volumes file is ever
  * rewritten without them. Every process sharing a dir must be of this version or later.
@@ -55,6 +58,8 @@ public final class StateStore {
     private final Path sharedFile;
     private final Path sharedPublications;
     private final Path sharedLock;
+    /** The node half's changes since {@link #file} was written; with a shared dir only (null without). */
+    private final NodeJournal journal;
     /** The volumes' counter in the lock file when this process last read or wrote them; -1 before the first read. */
     private long volumesGeneration = -1;
     /** The same for the controller publications. */
@@ -72,6 +77,7 @@ public final class StateStore {
         this.sharedFile = sharedDir == null ? null : sharedDir.resolve(SHARED_FILE_NAME);
         this.sharedPublications = sharedDir == null ? null : sharedDir.resolve(SHARED_PUBLICATIONS_FILE_NAME);
         this.sharedLock = sharedDir == null ? null : sharedDir.resolve(SHARED_LOCK_NAME);
+        this.journal = sharedDir == null ? null : new NodeJournal(stateDir);
     }
 
     public boolean shared() {
@@ -153,6 +159,7 @@ public final class StateStore {
         if (sharedFile == null) {
             return local;
         }
+        local = journal.replay(local);
         PluginState volumesSaved = read(sharedFile);
         return new PluginState(volumesSaved.volumes(), readPublications(volumesSaved), local.stagings(),
                 local.nodePublications());
@@ -192,9 +199,11 @@ public final class StateStore {
             volumesGeneration = raise(VOLUMES_COUNTER);
             write(sharedFile, new PluginState(next.volumes(), null, null, null));
         }
-        if (previous == null || !previous.stagings().equals(next.stagings())
-                || !previous.nodePublications().equals(next.nodePublications())) {
+        // the node half: its changes appended to the journal; the whole half written again only when the journal is
+        // due to be compacted (or on a save without a previous state), then the journal emptied
+        if (previous == null || journal.append(previous, next)) {
             write(file, new PluginState(null, null, next.stagings(), next.nodePublications()));
+            journal.clear();
         }
     }
 
