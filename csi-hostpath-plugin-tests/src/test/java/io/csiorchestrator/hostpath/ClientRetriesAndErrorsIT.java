@@ -201,6 +201,22 @@ class ClientRetriesAndErrorsIT {
                 "each ended as CANCELLED: " + all.subList(callsBefore.size(), all.size()));
     }
 
+    /**
+     * A call held up by a fault runs on a pool thread (CallThreads): Probe, on the same connection, is answered while
+     * it is still in flight, as it would be by a plugin that serves calls concurrently.
+     */
+    @Test
+    void aDelayedCallDoesNotHoldUpProbeOnTheSameConnection() {
+        plugin.injectFaults("latency GetPluginInfo 3s");
+        java.util.concurrent.CompletableFuture<?> slow = client.getPluginInfo().subscribeAsCompletionStage();
+
+        await().atMost(WAIT).until(() -> plugin.startedCallCount("GetPluginInfo") > 0 || slow.isDone());
+        assertTrue(client.probe().await().atMost(WAIT));
+
+        assertFalse(slow.isDone(), "Probe was answered while GetPluginInfo still waited out its latency");
+        slow.join();
+    }
+
     @Test
     void probeReportsNotReadyWhenTold() {
         assertTrue(client.probe().await().atMost(WAIT));

@@ -22,14 +22,16 @@ public final class HostpathPlugin implements AutoCloseable {
     private final NodeService node;
     private final UnixSocketServer server;
     private final FenceKeeper fences;
+    private final CallThreads callThreads;
 
     private HostpathPlugin(PluginOptions options, CallLog callLog, NodeService node, UnixSocketServer server,
-                           FenceKeeper fences) {
+                           FenceKeeper fences, CallThreads callThreads) {
         this.options = options;
         this.callLog = callLog;
         this.node = node;
         this.server = server;
         this.fences = fences;
+        this.callThreads = callThreads;
     }
 
     /** Loads the state from the state dir and serves CSI on the socket. */
@@ -53,11 +55,12 @@ public final class HostpathPlugin implements AutoCloseable {
         // A restarted plugin enforces its node's fences before it answers anything.
         fences.start();
         CallLog callLog = new CallLog(options.stateDir());
+        CallThreads callThreads = new CallThreads(options.faultsFile(), options.fenceOnControllerUnpublish());
         try {
             UnixSocketServer server = UnixSocketServer.start(options.socketPath(), List.of(
                     new IdentityService(options, version, faults),
                     new ControllerService(options, state, directories, mountTable, fences),
-                    node), new CallInterceptor(faults, callLog));
+                    node), new CallInterceptor(faults, callLog), callThreads);
             LOG.info("CSI hostpath plugin " + options.pluginName() + " " + version + " listening on unix://"
                     + options.socketPath() + " (node " + options.nodeId() + ", state dir " + options.stateDir()
                     + (options.sharedDir() == null ? "" : ", shared dir " + options.sharedDir())
@@ -67,8 +70,9 @@ public final class HostpathPlugin implements AutoCloseable {
                     + ", mounts with " + (mounter.usesSyscalls() ? "mount(2)" : "util-linux mount")
                     + ", fence-on-controller-unpublish=" + options.fenceOnControllerUnpublish()
                     + ", faults file " + options.faultsFile() + ")");
-            return new HostpathPlugin(options, callLog, node, server, fences);
+            return new HostpathPlugin(options, callLog, node, server, fences, callThreads);
         } catch (IOException | RuntimeException e) {
+            callThreads.close();
             fences.close();
             callLog.close();
             throw e;
@@ -79,6 +83,7 @@ public final class HostpathPlugin implements AutoCloseable {
     @Override
     public void close() {
         server.stop();
+        callThreads.close();
         fences.close();
         if (options.unmountStagingOnExit()) {
             node.unmountStagings();

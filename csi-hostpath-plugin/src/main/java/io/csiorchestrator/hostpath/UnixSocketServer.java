@@ -36,8 +36,8 @@ final class UnixSocketServer {
      * Binds the socket and starts serving. A stale socket file left by an earlier run is removed;
      * any other file at the path is an error.
      */
-    static UnixSocketServer start(Path socketPath, List<BindableService> services, CallInterceptor interceptor)
-            throws IOException {
+    static UnixSocketServer start(Path socketPath, List<BindableService> services, CallInterceptor interceptor,
+                                  CallThreads callThreads) throws IOException {
         Files.createDirectories(socketPath.toAbsolutePath().getParent());
         removeStaleSocket(socketPath);
         EventLoopGroup boss = new EpollEventLoopGroup(1);
@@ -45,7 +45,10 @@ final class UnixSocketServer {
         NettyServerBuilder builder = NettyServerBuilder.forAddress(new DomainSocketAddress(socketPath.toString()))
                 .channelType(EpollServerDomainSocketChannel.class)
                 .bossEventLoopGroup(boss)
-                .workerEventLoopGroup(workers);
+                .workerEventLoopGroup(workers)
+                // calls run on the event loop thread unless callThreads hands them to its pool (CallThreads)
+                .directExecutor()
+                .callExecutor(callThreads);
         for (BindableService service : services) {
             builder.addService(ServerInterceptors.intercept(service, interceptor));
         }
