@@ -59,7 +59,8 @@ import org.jboss.logging.Logger;
  * read stay read. Every 5 s the thread re-reads the partition count from the consumer's metadata
  * (refreshed every {@code metadata.max.age.ms}, 30 s by default) and, when the node's partition under
  * the new count is not read yet, adds it to the assignment; a partition without committed offset
- * starts at the earliest offset, and its start is committed at once so it stays in the history.
+ * starts at the earliest offset, and its start is committed with the next commit (at most one a second,
+ * {@link #COMMIT_EVERY}) so it stays in the history.
  *
  * <p>Records keyed with another node are skipped (a partition is shared by several nodes),
  * malformed records (CloudEvents headers that break {@link CloudEventHeaders#requireValid}, a value
@@ -94,6 +95,13 @@ public final class CommandConsumer implements AutoCloseable {
      * answered from the record) and the checks every {@link #CHECK_EVERY}: 1 s, one idle wake-up a second.
      */
     static final Duration POLL_TIMEOUT = Duration.ofSeconds(1);
+    /**
+     * At most one offset commit a second (issue 36): a commit per answered command was one more request an operation
+     * for the broker (its request metrics, the group coordinator, the offsets log) and a synchronous round trip for
+     * the loop. A crash redelivers the commands answered since the last commit, each answered again from its
+     * volume's record (which keeps its last results), as it already did for the one answered just before a crash.
+     */
+    static final Duration COMMIT_EVERY = Duration.ofSeconds(1);
     /** How often the loop looks at its contact with the broker and at the topic's partition count. */
     public static final Duration CHECK_EVERY = Duration.ofSeconds(5);
     /**
@@ -105,6 +113,8 @@ public final class CommandConsumer implements AutoCloseable {
 
     private static final Comparator<TopicPartition> BY_PARTITION = Comparator.comparingInt(TopicPartition::partition);
 
+    /** When the loop last committed ({@link System#nanoTime()}; its first pass commits at once). */
+    private long lastCommitNanos = System.nanoTime() - COMMIT_EVERY.toNanos();
     private final Properties config;
     private final String topic;
     private final String deadLetterTopic;
@@ -208,7 +218,10 @@ public final class CommandConsumer implements AutoCloseable {
                 for (ConsumerRecord<String, byte[]> record : records) {
                     dispatch(record);
                 }
-                commit(null);
+                if (System.nanoTime() - lastCommitNanos >= COMMIT_EVERY.toNanos()) {
+                    commit(null);
+                    lastCommitNanos = System.nanoTime();
+                }
                 backoffMs = 200;
             } catch (WakeupException e) {
                 break;
