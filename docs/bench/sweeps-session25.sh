@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The acceptance's two sweeps on the current code (ci-clone), 3 min of warm-up each; sequential P50; idle; RSS.
 set -u
-O=/work/bench-s25
+O=${SWEEP_OUT:-/work/bench-s25}  # session 26: SWEEP_OUT=/work/bench-s26/sweep
 cd /work/ci-clone
 ./csi up --work-dir /tmp/bench-up --free-ports --fresh > $O/up-sweep-real.log 2>&1 || { echo up failed; exit 1; }
 { echo "== real, $(git log --oneline -1 | cut -c1-60) $(date -u +%FT%TZ)"
