@@ -1,14 +1,13 @@
 package io.csiorchestrator.plugins;
 
 import io.csiorchestrator.plugins.api.PluginViews;
-import io.csiorchestrator.plugins.store.JsonStringList;
-import io.csiorchestrator.plugins.store.JsonStringMap;
+import io.csiorchestrator.plugins.store.JsonColumns;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
 /**
  * What a native image must keep for reflection that Quarkus does not find on its own: the REST API's
- * JSON shapes (also sent inside an untyped {@code Response}), the JSON column converters and their
- * Jackson type references, and the JDK map Jackson instantiates for them. The contract's events are
+ * JSON shapes (also sent inside an untyped {@code Response}), the Jackson type references of the JSON
+ * columns, and the JDK map Jackson instantiates for them. The contract's events are
  * registered by events-schema's reflect-config.json. {@code NativeReflectionTest} fails when one is missing.
  */
 @RegisterForReflection(targets = {
@@ -20,12 +19,9 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         PluginViews.Problem.class,
         io.csiorchestrator.plugins.api.NodeResource.NodeView.class,
         io.csiorchestrator.plugins.api.NodeResource.LeaseView.class,
-        JsonStringList.class,
-        JsonStringMap.class,
+        JsonColumns.StringList.class,
+        JsonColumns.StringMap.class,
         java.util.TreeMap.class,
-}, classNames = {
-        "io.csiorchestrator.plugins.store.JsonStringList$1",
-        "io.csiorchestrator.plugins.store.JsonStringMap$1",
 })
 public final class NativeReflection {
 

@@ -15,6 +15,8 @@ import io.csiorchestrator.plugins.store.PluginStore;
 import io.csiorchestrator.support.TransientFailures;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
+import io.vertx.mutiny.sqlclient.Pool;
+import io.vertx.mutiny.sqlclient.SqlClient;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.time.Clock;
@@ -24,7 +26,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
-import org.hibernate.reactive.mutiny.Mutiny;
 import org.jboss.logging.Logger;
 
 /**
@@ -47,7 +48,7 @@ public class PluginRegistry {
     static final Duration PUBLICATION_GRACE = Duration.ofSeconds(5);
 
     @Inject
-    Mutiny.SessionFactory sessionFactory;
+    Pool pool;
     @Inject
     PluginStore store;
     @Inject
@@ -91,7 +92,7 @@ public class PluginRegistry {
      * the trace of {@code trace} (the {@code plugin-health} record's; null: the current context).
      */
     public Uni<Outcome> record(PluginHealth report, Instant eventTime, io.opentelemetry.context.Context trace) {
-        return sessionFactory.withTransaction(session -> apply(session, report, 0))
+        return pool.withTransaction(tx -> apply(tx, report, 0))
                 .onFailure(TransientFailures::isTransient).invoke(failure -> watch.interrupted(
                         "could not record a report, the database is away: " + failure))
                 .invoke(outcome -> metrics.committed(outcome, eventTime))
@@ -100,53 +101,51 @@ public class PluginRegistry {
                         : Uni.createFrom().voidItem());
     }
 
-    private Uni<Outcome> apply(Mutiny.Session session, PluginHealth report, int attempt) {
+    private Uni<Outcome> apply(SqlClient tx, PluginHealth report, int attempt) {
         Instant now = PluginInstance.toStoredPrecision(clock.instant());
-        return store.lockOrCreate(session, report.pluginId(), now).chain(plugin -> {
+        return store.lockOrCreate(tx, report.pluginId(), now).chain(plugin -> {
             if (plugin == null) {
                 // A sweep removed the plugin between our insert and our lock: insert it again.
                 if (attempt >= 3) {
                     return Uni.createFrom().failure(new IllegalStateException(
                             "plugin " + report.pluginId() + " kept disappearing while recording a report"));
                 }
-                return apply(session, report, attempt + 1);
+                return apply(tx, report, attempt + 1);
             }
-            return store.instances(session, report.pluginId()).chain(rows -> applyLocked(session, plugin, rows, report, now));
+            return store.instances(tx, report.pluginId()).chain(rows -> applyLocked(tx, plugin, rows, report, now));
         });
     }
 
-    private Uni<Outcome> applyLocked(Mutiny.Session session, PluginRow plugin, List<PluginInstanceRow> rows,
+    private Uni<Outcome> applyLocked(SqlClient tx, PluginRow plugin, List<PluginInstanceRow> rows,
                                      PluginHealth report, Instant now) {
         List<PluginInstance> before = rows.stream().map(PluginInstanceRow::toInstance).toList();
         if (plugin.removed) {
             // Removed, tombstone maybe not yet published: registered afresh by this report.
-            plugin.removed = false;
+            plugin.revive();
         }
-        PluginInstanceRow storedRow = rows.stream().filter(r -> r.id.nodeId.equals(report.nodeId())).findFirst().orElse(null);
+        PluginInstanceRow storedRow = rows.stream().filter(r -> r.nodeId.equals(report.nodeId())).findFirst().orElse(null);
         PluginInstance stored = storedRow == null ? null : storedRow.toInstance();
         HealthDecision decision = rules.decide(stored, report, now);
         if (decision instanceof HealthDecision.Duplicate) {
             LOG.debugf("duplicate report of plugin %s on node %s", report.pluginId(), report.nodeId());
-            return Uni.createFrom().item(Outcome.DUPLICATE);
+            return store.save(tx, plugin).replaceWith(Outcome.DUPLICATE);
         }
         if (decision instanceof HealthDecision.Stale stale) {
             LOG.debugf("ignored report of plugin %s on node %s observed at %s: %s is stored", report.pluginId(),
                     report.nodeId(), report.observedAt(), stale.storedObservedAt());
-            return Uni.createFrom().item(Outcome.STALE);
+            return store.save(tx, plugin).replaceWith(Outcome.STALE);
         }
         PluginInstance accepted = ((HealthDecision.Accepted) decision).instance();
         List<PluginInstance> after = new ArrayList<>(before);
         after.removeIf(i -> i.nodeId().equals(accepted.nodeId()));
         if (report.reportsDeregistered()) {
-            return deregistered(session, plugin, before, after, storedRow, report, now);
+            return deregistered(tx, plugin, before, after, storedRow, report, now);
         }
         after.add(accepted);
         Outcome outcome = recompute(plugin, before, after, now) ? Outcome.CHANGED : Outcome.HEARTBEAT;
-        if (storedRow == null) {
-            return session.persist(PluginInstanceRow.of(accepted)).replaceWith(outcome);
-        }
-        storedRow.take(accepted);
-        return Uni.createFrom().item(outcome);
+        PluginInstanceRow row = storedRow == null ? PluginInstanceRow.of(accepted) : storedRow;
+        row.take(accepted);
+        return store.save(tx, row).chain(() -> store.save(tx, plugin)).replaceWith(outcome);
     }
 
     /**
@@ -154,22 +153,23 @@ public class PluginRegistry {
      * deleted at once, not kept unhealthy until the removal delay, and the counts follow; a plugin left without
      * instances is removed (tombstone). A redelivered or late deregistration of an instance not stored changes nothing.
      */
-    private Uni<Outcome> deregistered(Mutiny.Session session, PluginRow plugin, List<PluginInstance> before,
+    private Uni<Outcome> deregistered(SqlClient tx, PluginRow plugin, List<PluginInstance> before,
                                       List<PluginInstance> after, PluginInstanceRow storedRow, PluginHealth report,
                                       Instant now) {
         if (after.isEmpty()) {
             LOG.infof("plugin %s: its instance on node %s was deregistered by the node's worker (%s); no instance left,"
                     + " plugin removed", report.pluginId(), report.nodeId(), report.healthDescription());
             plugin.takeStatus(PluginStatusCalculator.calculate(plugin.id, List.of(), now));
-            plugin.removed = true;
+            plugin.markRemoved();
         } else if (storedRow != null) {
             LOG.infof("plugin %s: its instance on node %s was deregistered by the node's worker (%s)",
                     report.pluginId(), report.nodeId(), report.healthDescription());
             recompute(plugin, before, after, now);
         } else {
-            return Uni.createFrom().item(Outcome.HEARTBEAT);
+            return store.save(tx, plugin).replaceWith(Outcome.HEARTBEAT);
         }
-        return store.deleteInstances(session, report.pluginId(), List.of(report.nodeId())).replaceWith(Outcome.CHANGED);
+        return store.save(tx, plugin).chain(() -> store.deleteInstances(tx, report.pluginId(), List.of(report.nodeId())))
+                .replaceWith(Outcome.CHANGED);
     }
 
     /**
@@ -198,10 +198,9 @@ public class PluginRegistry {
         Instant now = PluginInstance.toStoredPrecision(clock.instant());
         InstanceRules.Cutoffs cutoffs = rules.cutoffs(watch.window());
         Uni<List<String>> due = !cutoffs.any() ? Uni.createFrom().item(List.of())
-                : sessionFactory.withSession(session -> store.pluginsDueForSweep(session,
-                        orNever(cutoffs.silentIfReceivedBefore()), orNever(cutoffs.removedIfReceivedBefore())));
-        Uni<List<String>> unpublished = sessionFactory.withSession(session ->
-                store.publicationPending(session, now.minus(PUBLICATION_GRACE)));
+                : store.pluginsDueForSweep(pool, orNever(cutoffs.silentIfReceivedBefore()),
+                        orNever(cutoffs.removedIfReceivedBefore()));
+        Uni<List<String>> unpublished = store.publicationPending(pool, now.minus(PUBLICATION_GRACE));
         return due.chain(dueIds -> unpublished.chain(pendingIds -> {
             if (!pendingIds.isEmpty()) {
                 LOG.infof("publishing again the status of plugin(s) %s, not acknowledged before", pendingIds);
@@ -235,11 +234,11 @@ public class PluginRegistry {
 
     /** Sweeps one plugin; after the commit, what changed, or null when nothing did. */
     private Uni<InstanceRules.SweepResult> sweepPlugin(String pluginId, InstanceRules.Cutoffs cutoffs, Instant now) {
-        return sessionFactory.withTransaction(session -> store.lock(session, pluginId).chain(plugin -> {
+        return pool.withTransaction(tx -> store.lock(tx, pluginId).chain(plugin -> {
             if (plugin == null) {
                 return Uni.createFrom().nullItem();
             }
-            return store.instances(session, pluginId).chain(rows -> {
+            return store.instances(tx, pluginId).chain(rows -> {
                 List<PluginInstance> before = rows.stream().map(PluginInstanceRow::toInstance).toList();
                 InstanceRules.SweepResult result = rules.sweep(before, cutoffs);
                 if (!result.changed()) {
@@ -255,17 +254,27 @@ public class PluginRegistry {
                 if (result.pluginGone()) {
                     LOG.infof("plugin %s: removed, no instance left", pluginId);
                     plugin.takeStatus(PluginStatusCalculator.calculate(pluginId, List.of(), now));
-                    plugin.removed = true;
-                    return store.deleteInstances(session, pluginId, result.removed()).replaceWith(result);
+                    plugin.markRemoved();
+                    return store.save(tx, plugin).chain(() -> store.deleteInstances(tx, pluginId, result.removed()))
+                            .replaceWith(result);
                 }
+                List<PluginInstanceRow> silenced = new ArrayList<>();
                 for (PluginInstance kept : result.kept()) {
                     if (result.silenced().contains(kept.nodeId())) {
-                        rows.stream().filter(r -> r.id.nodeId.equals(kept.nodeId())).findFirst()
-                                .ifPresent(row -> row.take(kept));
+                        rows.stream().filter(r -> r.nodeId.equals(kept.nodeId())).findFirst().ifPresent(row -> {
+                            row.take(kept);
+                            silenced.add(row);
+                        });
                     }
                 }
                 recompute(plugin, before, result.kept(), now);
-                return store.deleteInstances(session, pluginId, result.removed()).replaceWith(result);
+                Uni<Void> writes = Uni.createFrom().voidItem();
+                for (PluginInstanceRow row : silenced) {
+                    writes = writes.chain(() -> store.save(tx, row));
+                }
+                return writes.chain(() -> store.save(tx, plugin))
+                        .chain(() -> store.deleteInstances(tx, pluginId, result.removed()))
+                        .replaceWith(result);
             });
         }));
     }

@@ -5,6 +5,7 @@ import io.csiorchestrator.events.Violation;
 import io.csiorchestrator.plugins.store.PluginInstanceRow;
 import io.csiorchestrator.plugins.store.PluginStore;
 import io.smallrye.mutiny.Uni;
+import io.vertx.mutiny.sqlclient.Pool;
 import jakarta.annotation.security.RolesAllowed;
 import jakarta.inject.Inject;
 import jakarta.ws.rs.GET;
@@ -20,7 +21,6 @@ import org.eclipse.microprofile.openapi.annotations.media.Content;
 import org.eclipse.microprofile.openapi.annotations.media.Schema;
 import org.eclipse.microprofile.openapi.annotations.responses.APIResponse;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
-import org.hibernate.reactive.mutiny.Mutiny;
 
 /**
  * The registry over HTTP: every plugin with its counts, and one plugin with every instance. A bearer token with
@@ -33,7 +33,7 @@ import org.hibernate.reactive.mutiny.Mutiny;
 public class PluginResource {
 
     @Inject
-    Mutiny.SessionFactory sessionFactory;
+    Pool pool;
     @Inject
     PluginStore store;
 
@@ -42,7 +42,7 @@ public class PluginResource {
     @APIResponse(responseCode = "200", content = @Content(mediaType = MediaType.APPLICATION_JSON,
             schema = @Schema(implementation = PluginViews.PluginSummary.class, type = org.eclipse.microprofile.openapi.annotations.enums.SchemaType.ARRAY)))
     public Uni<List<PluginViews.PluginSummary>> list() {
-        return sessionFactory.withSession(session -> store.all(session))
+        return store.all(pool)
                 .map(rows -> rows.stream().map(PluginViews.PluginSummary::of).toList());
     }
 
@@ -61,9 +61,9 @@ public class PluginResource {
             return Uni.createFrom().item(error(Response.Status.BAD_REQUEST, "invalid request",
                     List.of(new PluginViews.Problem("id", Violation.quote(id), problem.get()))));
         }
-        return sessionFactory.withSession(session -> store.find(session, id).chain(row -> row == null || row.removed
+        return pool.withConnection(connection -> store.find(connection, id).chain(row -> row == null || row.removed
                 ? Uni.createFrom().item(error(Response.Status.NOT_FOUND, "plugin " + Violation.quote(id) + " not found", List.of()))
-                : store.instances(session, id).map(rows -> Response.ok(PluginViews.PluginDetail.of(row,
+                : store.instances(connection, id).map(rows -> Response.ok(PluginViews.PluginDetail.of(row,
                         rows.stream().map(PluginInstanceRow::toInstance).toList())).build())));
     }
 

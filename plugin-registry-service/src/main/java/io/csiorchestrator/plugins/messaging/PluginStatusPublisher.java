@@ -18,13 +18,13 @@ import io.smallrye.reactive.messaging.kafka.Record;
 import io.smallrye.reactive.messaging.kafka.api.OutgoingKafkaRecordMetadata;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
+import io.vertx.mutiny.sqlclient.Pool;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.util.Optional;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.eclipse.microprofile.reactive.messaging.Channel;
 import org.eclipse.microprofile.reactive.messaging.Message;
-import org.hibernate.reactive.mutiny.Mutiny;
 import org.jboss.logging.Logger;
 
 /**
@@ -52,7 +52,7 @@ public class PluginStatusPublisher {
     private static final Logger LOG = Logger.getLogger(PluginStatusPublisher.class);
 
     @Inject
-    Mutiny.SessionFactory sessionFactory;
+    Pool pool;
     @Inject
     PluginStore store;
     @Inject
@@ -77,8 +77,8 @@ public class PluginStatusPublisher {
      * the one that received that record; null: the current context.
      */
     public Uni<Void> publishCurrent(String pluginId, io.opentelemetry.context.Context trace) {
-        return sessionFactory.withTransaction(session -> store.lockPublishing(session, pluginId)
-                .chain(() -> store.find(session, pluginId))
+        return pool.withTransaction(tx -> store.lockPublishing(tx, pluginId)
+                .chain(() -> store.find(tx, pluginId))
                 .invoke(plugin -> {
                     // The committed state, read under the publishing lock: what the gauges show.
                     if (plugin == null || plugin.removed) {
@@ -95,14 +95,14 @@ public class PluginStatusPublisher {
                     long version = plugin.statusVersion;
                     if (plugin.removed) {
                         return send(pluginId, Optional.empty(), trace)
-                                .chain(() -> store.deleteRemoved(session, pluginId, version))
+                                .chain(() -> store.deleteRemoved(tx, pluginId, version))
                                 .replaceWithVoid();
                     }
-                    return store.instances(session, pluginId)
+                    return store.instances(tx, pluginId)
                             .map(rows -> PluginStatusCalculator.calculate(pluginId,
                                     rows.stream().map(PluginInstanceRow::toInstance).toList(), plugin.updatedAt))
                             .chain(status -> send(pluginId, Optional.of(status), trace))
-                            .chain(() -> store.markPublished(session, pluginId, version))
+                            .chain(() -> store.markPublished(tx, pluginId, version))
                             .replaceWithVoid();
                 }));
     }
@@ -123,7 +123,7 @@ public class PluginStatusPublisher {
         Context context = Vertx.currentContext();
         Uni<Void> sent = emitter.sendMessage(message)
                 .invoke(() -> LOG.debugf("published %s of plugin %s", value == null ? "tombstone" : "status", pluginId));
-        // The broker's acknowledgement arrives on a producer thread: come back to the session's context.
+        // The broker's acknowledgement arrives on a producer thread: come back to the transaction's context.
         return context == null ? sent : sent.emitOn(command -> context.runOnContext(ignored -> command.run()));
     }
 }

@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.scheduler.Scheduled;
 import io.smallrye.mutiny.Uni;
+import io.vertx.mutiny.sqlclient.Pool;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.util.ArrayList;
@@ -18,7 +19,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.ToDoubleFunction;
-import org.hibernate.reactive.mutiny.Mutiny;
 import org.jboss.logging.Logger;
 
 /**
@@ -59,7 +59,7 @@ public class PluginGauges {
     private long generation;
 
     @Inject
-    Mutiny.SessionFactory sessionFactory;
+    Pool pool;
     @Inject
     PluginStore store;
 
@@ -147,7 +147,7 @@ public class PluginGauges {
             skipExecutionIf = Scheduled.ApplicationNotRunning.class)
     Uni<Void> refresh() {
         long refresh = startRefresh();
-        return sessionFactory.withSession(session -> store.all(session))
+        return store.all(pool)
                 .invoke(rows -> replaceAll(refresh, byId(rows)))
                 .onFailure().invoke(failure -> LOG.debugf("plugin gauges not refreshed: %s", failure.toString()))
                 .onFailure().recoverWithNull()

@@ -3,90 +3,79 @@ package io.csiorchestrator.plugins.store;
 import io.csiorchestrator.events.NodeInfo;
 import io.csiorchestrator.events.PluginType;
 import io.csiorchestrator.plugins.domain.PluginInstance;
-import jakarta.persistence.Column;
-import jakarta.persistence.Convert;
-import jakarta.persistence.EmbeddedId;
-import jakarta.persistence.Entity;
-import jakarta.persistence.NamedQuery;
-import jakarta.persistence.Table;
+import io.vertx.mutiny.sqlclient.Row;
+import io.vertx.mutiny.sqlclient.Tuple;
 import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
 
-/** Table {@code plugin_instance}: one instance of a plugin on one node. */
-@Entity
-@Table(name = "plugin_instance")
-@NamedQuery(name = PluginInstanceRow.OF_PLUGIN,
-        query = "from PluginInstanceRow where id.pluginId = :pluginId order by id.nodeId")
-@NamedQuery(name = PluginInstanceRow.PLUGINS_DUE_FOR_SWEEP,
-        query = "select distinct i.id.pluginId from PluginInstanceRow i"
-                + " where (i.silenceReason is null and i.lastReceived < :silentBefore)"
-                + " or i.lastReceived < :removedBefore"
-                + " order by i.id.pluginId")
-@NamedQuery(name = PluginInstanceRow.DELETE_NODES,
-        query = "delete from PluginInstanceRow where id.pluginId = :pluginId and id.nodeId in :nodeIds")
+/** A row of table {@code plugin_instance}: one instance of a plugin on one node. */
 public class PluginInstanceRow {
 
-    static final String OF_PLUGIN = "PluginInstanceRow.ofPlugin";
-    static final String PLUGINS_DUE_FOR_SWEEP = "PluginInstanceRow.pluginsDueForSweep";
-    static final String DELETE_NODES = "PluginInstanceRow.deleteNodes";
+    /** The columns, in the order {@link #from} reads and {@link #tuple} writes them. */
+    static final String COLUMNS = "plugin_id, node_id, type, provider_name, provider_version, plugin_capabilities,"
+            + " controller_capabilities, node_capabilities, external_node_id, max_volumes, accessible_topology,"
+            + " reported_healthy, reported_health_description, silence_reason, last_heartbeat, last_received";
 
-    @EmbeddedId
-    public InstanceKey id;
-
+    public String pluginId;
+    public String nodeId;
     /** Wire value of {@link PluginType}. */
-    @Column(name = "type", nullable = false, length = 16)
     public String type;
-
-    @Column(name = "provider_name")
     public String providerName;
-
-    @Column(name = "provider_version")
     public String providerVersion;
-
-    @Convert(converter = JsonStringList.class)
-    @Column(name = "plugin_capabilities", nullable = false)
     public List<String> pluginCapabilities;
-
-    @Convert(converter = JsonStringList.class)
-    @Column(name = "controller_capabilities", nullable = false)
     public List<String> controllerCapabilities;
-
-    @Convert(converter = JsonStringList.class)
-    @Column(name = "node_capabilities", nullable = false)
     public List<String> nodeCapabilities;
-
     /** Null when the instance has no node info (a controller, or a node not fingerprinted yet). */
-    @Column(name = "external_node_id", length = 1024)
     public String externalNodeId;
-
-    @Column(name = "max_volumes")
     public Long maxVolumes;
-
-    @Convert(converter = JsonStringMap.class)
-    @Column(name = "accessible_topology", nullable = false)
     public Map<String, String> accessibleTopology;
-
-    @Column(name = "reported_healthy", nullable = false)
     public boolean reportedHealthy;
-
-    @Column(name = "reported_health_description", length = 4096)
     public String reportedHealthDescription;
-
-    @Column(name = "silence_reason", length = 1024)
     public String silenceReason;
-
-    @Column(name = "last_heartbeat", nullable = false)
     public Instant lastHeartbeat;
-
-    @Column(name = "last_received", nullable = false)
     public Instant lastReceived;
 
     public static PluginInstanceRow of(PluginInstance instance) {
         PluginInstanceRow row = new PluginInstanceRow();
-        row.id = new InstanceKey(instance.pluginId(), instance.nodeId());
+        row.pluginId = instance.pluginId();
+        row.nodeId = instance.nodeId();
         row.take(instance);
         return row;
+    }
+
+    static PluginInstanceRow from(Row row) {
+        PluginInstanceRow instance = new PluginInstanceRow();
+        instance.pluginId = row.getString(0);
+        instance.nodeId = row.getString(1);
+        instance.type = row.getString(2);
+        instance.providerName = row.getString(3);
+        instance.providerVersion = row.getString(4);
+        instance.pluginCapabilities = JsonColumns.list("plugin_capabilities", row.getString(5));
+        instance.controllerCapabilities = JsonColumns.list("controller_capabilities", row.getString(6));
+        instance.nodeCapabilities = JsonColumns.list("node_capabilities", row.getString(7));
+        instance.externalNodeId = row.getString(8);
+        instance.maxVolumes = row.getLong(9);
+        instance.accessibleTopology = JsonColumns.map("accessible_topology", row.getString(10));
+        instance.reportedHealthy = row.getBoolean(11);
+        instance.reportedHealthDescription = row.getString(12);
+        instance.silenceReason = row.getString(13);
+        instance.lastHeartbeat = row.getOffsetDateTime(14).toInstant();
+        instance.lastReceived = row.getOffsetDateTime(15).toInstant();
+        return instance;
+    }
+
+    /** Every column, in {@link #COLUMNS}' order. */
+    Tuple tuple() {
+        return Tuple.tuple().addString(pluginId).addString(nodeId).addString(type).addString(providerName).addString(providerVersion)
+                .addString(JsonColumns.ofList(pluginCapabilities)).addString(JsonColumns.ofList(controllerCapabilities))
+                .addString(JsonColumns.ofList(nodeCapabilities)).addString(externalNodeId).addLong(maxVolumes)
+                .addString(JsonColumns.ofMap(accessibleTopology)).addBoolean(reportedHealthy)
+                .addString(reportedHealthDescription).addString(silenceReason)
+                .addOffsetDateTime(OffsetDateTime.ofInstant(lastHeartbeat, ZoneOffset.UTC))
+                .addOffsetDateTime(OffsetDateTime.ofInstant(lastReceived, ZoneOffset.UTC));
     }
 
     /** Overwrites every column but the key with {@code instance}. */
@@ -110,7 +99,7 @@ public class PluginInstanceRow {
 
     public PluginInstance toInstance() {
         NodeInfo info = externalNodeId == null ? null : new NodeInfo(externalNodeId, maxVolumes, accessibleTopology);
-        return new PluginInstance(id.pluginId, id.nodeId, PluginType.fromWire(type), providerName, providerVersion,
+        return new PluginInstance(pluginId, nodeId, PluginType.fromWire(type), providerName, providerVersion,
                 pluginCapabilities, controllerCapabilities, nodeCapabilities, info, reportedHealthy,
                 reportedHealthDescription, silenceReason, lastHeartbeat, lastReceived);
     }

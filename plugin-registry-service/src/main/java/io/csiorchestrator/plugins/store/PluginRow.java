@@ -1,73 +1,58 @@
 package io.csiorchestrator.plugins.store;
 
 import io.csiorchestrator.events.PluginStatus;
-import jakarta.persistence.Column;
-import jakarta.persistence.Entity;
-import jakarta.persistence.Id;
-import jakarta.persistence.NamedQuery;
-import jakarta.persistence.Table;
+import io.vertx.mutiny.sqlclient.Row;
 import java.time.Instant;
 
-/** Table {@code plugin}: one CSI plugin and its counts as last recomputed from its instances. */
-@Entity
-@Table(name = "plugin")
-@NamedQuery(name = PluginRow.ALL, query = "from PluginRow where removed = false order by id")
-@NamedQuery(name = PluginRow.PUBLICATION_PENDING, query = "select id from PluginRow"
-        + " where publishedVersion < statusVersion and updatedAt < :changedBefore order by id")
-@NamedQuery(name = PluginRow.MARK_PUBLISHED, query = "update PluginRow set publishedVersion = :version"
-        + " where id = :pluginId and publishedVersion < :version")
-@NamedQuery(name = PluginRow.DELETE_REMOVED, query = "delete from PluginRow"
-        + " where id = :pluginId and removed = true and statusVersion = :version")
+/**
+ * A row of table {@code plugin}: one CSI plugin and its counts as last recomputed from its instances. Read by
+ * {@link PluginStore}; a change made here ({@link #takeStatus}, {@link #markRemoved}, {@link #revive}) is written
+ * by {@link PluginStore#save} in the same transaction.
+ */
 public class PluginRow {
 
-    static final String ALL = "PluginRow.all";
-    static final String PUBLICATION_PENDING = "PluginRow.publicationPending";
-    static final String MARK_PUBLISHED = "PluginRow.markPublished";
-    static final String DELETE_REMOVED = "PluginRow.deleteRemoved";
+    /** The columns, in the order {@link #from} reads them. */
+    static final String COLUMNS = "id, provider_name, provider_version, controller_required, controllers_healthy,"
+            + " controllers_expected, nodes_healthy, nodes_expected, created_at, updated_at, status_version,"
+            + " published_version, removed";
 
-    @Id
-    @Column(name = "id", nullable = false, length = 128)
     public String id;
-
-    @Column(name = "provider_name")
     public String providerName;
-
-    @Column(name = "provider_version")
     public String providerVersion;
-
-    @Column(name = "controller_required", nullable = false)
     public boolean controllerRequired;
-
-    @Column(name = "controllers_healthy", nullable = false)
     public int controllersHealthy;
-
-    @Column(name = "controllers_expected", nullable = false)
     public int controllersExpected;
-
-    @Column(name = "nodes_healthy", nullable = false)
     public int nodesHealthy;
-
-    @Column(name = "nodes_expected", nullable = false)
     public int nodesExpected;
-
-    @Column(name = "created_at", nullable = false)
     public Instant createdAt;
-
     /** When the plugin's status last changed (not on plain heartbeats). */
-    @Column(name = "updated_at", nullable = false)
     public Instant updatedAt;
-
     /** Bumped on every change of the status (not on plain heartbeats). */
-    @Column(name = "status_version", nullable = false)
     public long statusVersion;
-
-    /** The status version last acknowledged by the broker on plugin-status. */
-    @Column(name = "published_version", nullable = false)
+    /** The status version last acknowledged by the broker on plugin-status (written only by the publisher). */
     public long publishedVersion;
-
     /** No instance left: the row stays only until the tombstone is published. */
-    @Column(name = "removed", nullable = false)
     public boolean removed;
+    /** Changed since read: {@link PluginStore#save} writes it. */
+    private boolean changed;
+
+    static PluginRow from(Row row) {
+        PluginRow plugin = new PluginRow();
+        plugin.id = row.getString(0);
+        plugin.providerName = row.getString(1);
+        plugin.providerVersion = row.getString(2);
+        plugin.controllerRequired = row.getBoolean(3);
+        plugin.controllersHealthy = row.getInteger(4);
+        plugin.controllersExpected = row.getInteger(5);
+        plugin.nodesHealthy = row.getInteger(6);
+        plugin.nodesExpected = row.getInteger(7);
+        plugin.createdAt = row.getOffsetDateTime(8).toInstant();
+        plugin.updatedAt = row.getOffsetDateTime(9).toInstant();
+        plugin.statusVersion = row.getLong(10);
+        plugin.publishedVersion = row.getLong(11);
+        plugin.removed = row.getBoolean(12);
+        return plugin;
+    }
 
     /** Takes a freshly computed status as the plugin's new one: a change, to be published. */
     public void takeStatus(PluginStatus status) {
@@ -80,5 +65,22 @@ public class PluginRow {
         nodesHealthy = status.nodesHealthy();
         nodesExpected = status.nodesExpected();
         updatedAt = status.updatedAt();
+        changed = true;
+    }
+
+    /** No instance left: kept, marked removed, until its tombstone is published. */
+    public void markRemoved() {
+        removed = true;
+        changed = true;
+    }
+
+    /** Removed, tombstone maybe not yet published, and registered afresh by a report. */
+    public void revive() {
+        removed = false;
+        changed = true;
+    }
+
+    boolean changed() {
+        return changed;
     }
 }
