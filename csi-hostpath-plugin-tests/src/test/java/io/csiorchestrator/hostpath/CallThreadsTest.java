@@ -1,5 +1,6 @@
 package io.csiorchestrator.hostpath;
 
+import io.csiorchestrator.hostpath.faults.FaultInjector;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -17,7 +18,7 @@ class CallThreadsTest {
 
     @Test
     void aClaimsCallsRunOnTheEventLoopAndLongOnesOnThePool() {
-        try (CallThreads threads = new CallThreads(dir.resolve("faults"), false)) {
+        try (CallThreads threads = new CallThreads(new FaultInjector(dir.resolve("faults")), false)) {
             for (String method : new String[] {"ControllerPublishVolume", "ControllerUnpublishVolume"}) {
                 assertTrue(threads.onEventLoop("csi.v1.Controller/" + method), method);
             }
@@ -36,7 +37,7 @@ class CallThreadsTest {
 
     @Test
     void whileAFaultsFileExistsEveryCallRunsOnThePool() throws Exception {
-        try (CallThreads threads = new CallThreads(dir.resolve("faults"), false)) {
+        try (CallThreads threads = new CallThreads(new FaultInjector(dir.resolve("faults")), false)) {
             Files.writeString(dir.resolve("faults"), "latency * 1s\n");
             assertFalse(threads.onEventLoop("csi.v1.Node/NodeStageVolume"));
             assertFalse(threads.onEventLoop("csi.v1.Identity/Probe"));
@@ -47,7 +48,7 @@ class CallThreadsTest {
 
     @Test
     void aFencingControllerUnpublishRunsOnThePool() {
-        try (CallThreads threads = new CallThreads(dir.resolve("faults"), true)) {
+        try (CallThreads threads = new CallThreads(new FaultInjector(dir.resolve("faults")), true)) {
             assertFalse(threads.onEventLoop("csi.v1.Controller/ControllerUnpublishVolume"), "it waits for the other node");
             assertTrue(threads.onEventLoop("csi.v1.Controller/ControllerPublishVolume"));
         }

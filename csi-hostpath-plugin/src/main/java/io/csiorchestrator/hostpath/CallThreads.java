@@ -1,12 +1,17 @@
 package io.csiorchestrator.hostpath;
 
+import io.csiorchestrator.csi.v1.ControllerGrpc;
+import io.csiorchestrator.csi.v1.IdentityGrpc;
+import io.csiorchestrator.csi.v1.NodeGrpc;
+import io.csiorchestrator.hostpath.faults.FaultInjector;
 import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallExecutorSupplier;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -24,19 +29,21 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class CallThreads implements ServerCallExecutorSupplier, AutoCloseable {
 
-    private static final Set<String> ON_EVENT_LOOP = Set.of(
-            "csi.v1.Identity/GetPluginInfo", "csi.v1.Identity/GetPluginCapabilities", "csi.v1.Identity/Probe",
-            "csi.v1.Controller/ControllerPublishVolume", "csi.v1.Controller/ControllerUnpublishVolume",
-            "csi.v1.Controller/ControllerGetCapabilities",
-            "csi.v1.Node/NodeStageVolume", "csi.v1.Node/NodeUnstageVolume", "csi.v1.Node/NodePublishVolume",
-            "csi.v1.Node/NodeUnpublishVolume", "csi.v1.Node/NodeGetCapabilities", "csi.v1.Node/NodeGetInfo");
+    private static final String CONTROLLER_UNPUBLISH = ControllerGrpc.getControllerUnpublishVolumeMethod().getFullMethodName();
+    private static final Set<String> ON_EVENT_LOOP = Stream.of(
+            IdentityGrpc.getGetPluginInfoMethod(), IdentityGrpc.getGetPluginCapabilitiesMethod(), IdentityGrpc.getProbeMethod(),
+            ControllerGrpc.getControllerPublishVolumeMethod(), ControllerGrpc.getControllerUnpublishVolumeMethod(),
+            ControllerGrpc.getControllerGetCapabilitiesMethod(),
+            NodeGrpc.getNodeStageVolumeMethod(), NodeGrpc.getNodeUnstageVolumeMethod(), NodeGrpc.getNodePublishVolumeMethod(),
+            NodeGrpc.getNodeUnpublishVolumeMethod(), NodeGrpc.getNodeGetCapabilitiesMethod(), NodeGrpc.getNodeGetInfoMethod())
+            .map(MethodDescriptor::getFullMethodName).collect(Collectors.toUnmodifiableSet());
 
-    private final Path faultsFile;
+    private final FaultInjector faults;
     private final boolean fencing;
     private final ExecutorService pool;
 
-    CallThreads(Path faultsFile, boolean fencing) {
-        this.faultsFile = faultsFile;
+    CallThreads(FaultInjector faults, boolean fencing) {
+        this.faults = faults;
         this.fencing = fencing;
         AtomicInteger count = new AtomicInteger();
         this.pool = Executors.newCachedThreadPool(task -> {
@@ -56,10 +63,10 @@ final class CallThreads implements ServerCallExecutorSupplier, AutoCloseable {
         if (!ON_EVENT_LOOP.contains(method)) {
             return false;
         }
-        if (fencing && method.equals("csi.v1.Controller/ControllerUnpublishVolume")) {
+        if (fencing && method.equals(CONTROLLER_UNPUBLISH)) {
             return false;
         }
-        return !Files.exists(faultsFile); // a stat; the file is re-read by the call itself (FaultInjector)
+        return !faults.present(); // the rules are read by the call itself (CallInterceptor)
     }
 
     @Override

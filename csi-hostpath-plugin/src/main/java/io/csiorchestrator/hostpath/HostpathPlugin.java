@@ -23,15 +23,17 @@ public final class HostpathPlugin implements AutoCloseable {
     private final UnixSocketServer server;
     private final FenceKeeper fences;
     private final CallThreads callThreads;
+    private final PluginStateHolder state;
 
     private HostpathPlugin(PluginOptions options, CallLog callLog, NodeService node, UnixSocketServer server,
-                           FenceKeeper fences, CallThreads callThreads) {
+                           FenceKeeper fences, CallThreads callThreads, PluginStateHolder state) {
         this.options = options;
         this.callLog = callLog;
         this.node = node;
         this.server = server;
         this.fences = fences;
         this.callThreads = callThreads;
+        this.state = state;
     }
 
     /** Loads the state from the state dir and serves CSI on the socket. */
@@ -55,7 +57,7 @@ public final class HostpathPlugin implements AutoCloseable {
         // A restarted plugin enforces its node's fences before it answers anything.
         fences.start();
         CallLog callLog = new CallLog(options.stateDir());
-        CallThreads callThreads = new CallThreads(options.faultsFile(), options.fenceOnControllerUnpublish());
+        CallThreads callThreads = new CallThreads(faults, options.fenceOnControllerUnpublish());
         try {
             UnixSocketServer server = UnixSocketServer.start(options.socketPath(), List.of(
                     new IdentityService(options, version, faults),
@@ -70,11 +72,12 @@ public final class HostpathPlugin implements AutoCloseable {
                     + ", mounts with " + (mounter.usesSyscalls() ? "mount(2)" : "util-linux mount")
                     + ", fence-on-controller-unpublish=" + options.fenceOnControllerUnpublish()
                     + ", faults file " + options.faultsFile() + ")");
-            return new HostpathPlugin(options, callLog, node, server, fences, callThreads);
+            return new HostpathPlugin(options, callLog, node, server, fences, callThreads, state);
         } catch (IOException | RuntimeException e) {
             callThreads.close();
             fences.close();
             callLog.close();
+            state.close();
             throw e;
         }
     }
@@ -88,6 +91,7 @@ public final class HostpathPlugin implements AutoCloseable {
         if (options.unmountStagingOnExit()) {
             node.unmountStagings();
         }
+        state.close();
         try {
             callLog.close();
         } catch (IOException e) {

@@ -45,4 +45,9 @@ final class PluginStateHolder {
         store.save(state, next);
         state = next;
     }
+
+    /** At the plugin's stop, after its last operation: closes the store's open file (the node journal's). */
+    synchronized void close() {
+        store.close();
+    }
 }

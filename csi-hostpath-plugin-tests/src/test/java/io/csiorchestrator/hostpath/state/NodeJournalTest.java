@@ -130,6 +130,41 @@ class NodeJournalTest {
                 "the snapshot holds every change");
     }
 
+    /** The plugin's stop closes the journal's file; a change after it (a call still finishing) opens it again. */
+    @Test
+    void closingReleasesTheJournalsFileAndALaterChangeIsStillKept() throws Exception {
+        StateStore store = new StateStore(dir.resolve("n1"), sharedDir());
+        PluginState first = PluginState.empty().withVolume(new VolumeRecord("hp-1", "one", 1024, Map.of()));
+        locked(store, () -> store.save(first));
+        PluginState staged = first.withStaging(new Staging("hp-1", "/staging/hp-1", WRITER));
+        locked(store, () -> store.save(first, staged));
+        Path journal = dir.resolve("n1").resolve(NodeJournal.FILE_NAME).toRealPath();
+        assertEquals(1, openDescriptorsOf(journal), "open between changes");
+
+        store.close();
+        assertEquals(0, openDescriptorsOf(journal), "closed");
+
+        PluginState published = staged.withNodePublication(
+                new NodePublication("hp-1", "/target/a", "/staging/hp-1", false, WRITER));
+        locked(store, () -> store.save(staged, published));
+        assertEquals(2, Files.readString(journal).lines().count());
+        assertEquals(published, new StateStore(dir.resolve("n1"), dir.resolve("shared")).load());
+        store.close();
+    }
+
+    /** How many of this process's file descriptors are open on {@code file} (Linux: /proc/self/fd). */
+    private static long openDescriptorsOf(Path file) throws java.io.IOException {
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.filter(fd -> {
+                try {
+                    return Files.readSymbolicLink(fd).equals(file);
+                } catch (java.io.IOException gone) {
+                    return false; // the listing's own descriptor, closed meanwhile
+                }
+            }).count();
+        }
+    }
+
     /** A save as the plugin makes it: under the shared dir's lock. */
     private static void locked(StateStore store, Runnable save) {
         java.nio.channels.FileLock lock = store.lockShared();

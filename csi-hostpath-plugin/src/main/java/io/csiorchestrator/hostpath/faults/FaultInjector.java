@@ -38,6 +38,11 @@ public final class FaultInjector {
         return file;
     }
 
+    /** Whether the faults file exists (a stat): without it every call is answered as asked, without delay. */
+    public boolean present() {
+        return Files.exists(file);
+    }
+
     /**
      * The failure to answer this call of {@code method} (with {@code request}) with, consuming one
      * count of its rule.
@@ -89,7 +94,7 @@ public final class FaultInjector {
 
     private synchronized FaultRules read() {
         // asked first, because most plugins run without the file: a missing file costs a system call, not an exception
-        if (!Files.exists(file)) {
+        if (!present()) {
             return FaultRules.NONE;
         }
         String text;

@@ -201,6 +201,20 @@ public final class NodeJournal {
         }
     }
 
+    /** Closes the journal's file, if open (it stays open between changes); the next change opens it again. */
+    public void close() {
+        if (channel == null) {
+            return;
+        }
+        try {
+            channel.close();
+        } catch (IOException e) {
+            // every line appended was fdatasynced when it was written: nothing waits in this channel
+        } finally {
+            channel = null;
+        }
+    }
+
     private FileChannel channel() throws IOException {
         if (channel == null) {
             boolean created = !Files.exists(file);

@@ -84,6 +84,13 @@ public final class StateStore {
         return sharedFile != null;
     }
 
+    /** Closes the node journal's file, if open; a later change opens it again. */
+    public void close() {
+        if (journal != null) {
+            journal.close();
+        }
+    }
+
     /**
      * Takes the lock every process sharing the dir holds while it reads and changes the state (a
      * POSIX record lock: released by the kernel when the process dies); null without a shared dir.
