@@ -34,15 +34,7 @@ public final class JsonColumns {
 
     /** {@code column}'s list; empty when the column is null or blank. */
     public static List<String> list(String column, String json) {
-        if (json == null || json.isBlank()) {
-            return List.of();
-        }
-        try {
-            return EventCodec.mapper().readValue(json, LIST);
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("stored " + column + " is not a JSON array of strings: "
-                    + e.getOriginalMessage(), e);
-        }
+        return read(column, json, LIST, "a JSON array of strings", List.of());
     }
 
     public static String ofMap(Map<String, String> values) {
@@ -55,14 +47,17 @@ public final class JsonColumns {
 
     /** {@code column}'s map; empty when the column is null or blank. */
     public static Map<String, String> map(String column, String json) {
+        return read(column, json, MAP, "a JSON object of strings", Map.of());
+    }
+
+    private static <T> T read(String column, String json, TypeReference<? extends T> type, String shape, T empty) {
         if (json == null || json.isBlank()) {
-            return Map.of();
+            return empty;
         }
         try {
-            return EventCodec.mapper().readValue(json, MAP);
+            return EventCodec.mapper().readValue(json, type);
         } catch (JsonProcessingException e) {
-            throw new IllegalStateException("stored " + column + " is not a JSON object of strings: "
-                    + e.getOriginalMessage(), e);
+            throw new IllegalStateException("stored " + column + " is not " + shape + ": " + e.getOriginalMessage(), e);
         }
     }
 }
