@@ -59,7 +59,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The guard process beside the real packaged worker ({@code node-mount-worker/target/quarkus-app/quarkus-run.jar}, started as
  * {@link WorkerCrashIT} starts it) with fencing on, the hostpath plugin process and an in-process broker; this test
- * stands in for plugin-registry-service and grants every lease request of the node (epoch 1, ttl 4 s, budget 1.5 s).
+ * stands in for plugin-registry-service and grants every lease request of the node (epoch 1, ttl 8 s, budget 3 s: a
+ * grant may come 5 s after its request before the worker fences, room for a loaded CI machine, where 2.5 s was once
+ * not enough).
  * A fenceOnLapse mount goes through the real plugin; then the worker is frozen with SIGSTOP: the guard, starved,
  * unmounts the target and the staging while the worker is still stopped (its /proc state is checked before SIGCONT)
  * and its marker names both. Then SIGCONT; then kill -9 of the worker: the guard lives on and a new worker takes it
@@ -177,8 +179,8 @@ class FenceGuardIT {
                     if (!NODE.equals(request.nodeId())) {
                         continue;
                     }
-                    NodeLease lease = new NodeLease(NODE, epoch.get(), NodeLeaseState.VALID, request.requestId(), 4_000,
-                            1_500, Instant.now());
+                    NodeLease lease = new NodeLease(NODE, epoch.get(), NodeLeaseState.VALID, request.requestId(), 8_000,
+                            3_000, Instant.now());
                     RecordHeaders h = new RecordHeaders();
                     CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
                     try {
@@ -207,7 +209,7 @@ class FenceGuardIT {
                 "-Dcsi.worker.call-timeout=20s",
                 "-Dcsi.worker.call-attempts=1",
                 "-Dcsi.worker.fencing.enabled=true",
-                "-Dcsi.fencing.lease-ttl=4s",
+                "-Dcsi.fencing.lease-ttl=8s",
                 "-Dkafka.bootstrap.servers=" + broker.bootstrapServers(),
                 // its node's principal on the closed broker
                 "-D" + KafkaClientSecurity.PROTOCOL + "=SASL_SSL",
