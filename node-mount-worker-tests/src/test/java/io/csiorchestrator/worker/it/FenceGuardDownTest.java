@@ -27,14 +27,21 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.junit.jupiter.api.Test;
 
 /**
- * The worker with fencing and its guard on (a real guard process, the real closed broker; the test answers the
- * worker's lease requests as plugin-registry-service, ttl 30 s, so the lease stays valid throughout): the guard is
+ * The worker with fencing and its guard on (a real guard process, the real closed broker; a thread of the test answers
+ * every lease request of the worker as plugin-registry-service, ttl 30 s, as soon as it is read, so the lease stays
+ * valid throughout, however slowly the test's own steps run on a loaded machine): the guard is
  * killed with -9 and its FIFO path taken by a directory, so that no guard can be started again. The worker is then not
  * ready, its readiness check naming the guard's reason while the lease is valid, and {@code csi_node_fence_guard_running}
  * is 0; once the path is repaired the worker starts a new guard by itself (its backoff) and is ready again, the gauge 1.
@@ -83,10 +90,10 @@ class FenceGuardDownTest {
         try (KafkaTestClient kafka = KafkaTestClient.forSharedBroker();
              KafkaTestClient registry = KafkaTestClient.forSharedBroker(
                      io.csiorchestrator.events.KafkaAccess.Principal.pluginRegistry(), TOPICS.prefix())) {
-            await().atMost(WAIT).until(() -> {
-                answerLatest(kafka, registry);
-                return given().get("/q/health/ready").statusCode() == 200;
-            });
+            Thread grants = new Thread(() -> grantEveryRequest(kafka, registry), "test-registry");
+            grants.setDaemon(true);
+            grants.start();
+            await().atMost(WAIT).until(() -> given().get("/q/health/ready").statusCode() == 200);
             FenceGuard guard = worker.fenceGuard();
             long first = guard.pid();
             Path root = worker.paths().root();
@@ -101,11 +108,8 @@ class FenceGuardDownTest {
                 Files.createDirectory(fifo);
 
                 // (found gone, the worker is not ready at once; the reason becomes the failed start's once it failed)
-                await().atMost(WAIT).until(() -> {
-                    answerLatest(kafka, registry);
-                    return given().get("/q/health/ready").statusCode() == 503
-                            && String.valueOf(data(health(), "fence guard")).startsWith("down: cannot start");
-                });
+                await().atMost(WAIT).until(() -> given().get("/q/health/ready").statusCode() == 503
+                        && String.valueOf(data(health(), "fence guard")).startsWith("down: cannot start"));
                 JsonPath down = health();
                 String why = data(down, "fence guard");
                 assertTrue(why.startsWith("down: cannot start the fence guard") && why.contains(fifo + " exists and is not a FIFO"),
@@ -114,10 +118,7 @@ class FenceGuardDownTest {
                 assertTrue(gauge().endsWith(" 0.0"), gauge());
 
                 Files.delete(fifo); // repaired: the worker's next try (its backoff) starts a guard
-                await().atMost(WAIT).until(() -> {
-                    answerLatest(kafka, registry);
-                    return given().get("/q/health/ready").statusCode() == 200;
-                });
+                await().atMost(WAIT).until(() -> given().get("/q/health/ready").statusCode() == 200);
                 long second = worker.fenceGuard().pid();
                 assertNotEquals(first, second);
                 assertTrue(data(health(), "fence guard").equals("running (pid " + second + ")"), health().prettify());
@@ -126,27 +127,50 @@ class FenceGuardDownTest {
             } finally {
                 worker.stop(); // no tick starts another guard after the one killed here
                 FenceGuard.liveGuard(root).ifPresent(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
+                granting = false;
+                grants.join(10_000);
             }
         }
     }
 
-    /** Reads the worker's requests as the test's observer, answers the latest as the registry would (epoch 1). */
-    private static void answerLatest(KafkaTestClient kafka, KafkaTestClient registry) {
-        NodeLeaseRequested latest = null;
-        for (ConsumerRecord<String, String> r : kafka.readAll(TOPICS.name(Topic.NODE_LEASE_REQUESTS))) {
-            NodeLeaseRequested q = EventCodec.decode(NodeLeaseRequested.class, r.value());
-            if (NODE.equals(q.nodeId()) && (latest == null || q.sentAt().isAfter(latest.sentAt()))) {
-                latest = q;
+    private static volatile boolean granting = true;
+
+    /**
+     * Answers each of the worker's lease requests as the registry would (epoch 1, ttl 30 s), from the moment it is read:
+     * the test's observer reads the requests from their end at start (its own consumer, assigned, no group), the
+     * registry's client sends the answers. A send that fails on a loaded machine does not end the grants: the worker
+     * asks again within ttl / 6, and that request is answered.
+     */
+    private static void grantEveryRequest(KafkaTestClient kafka, KafkaTestClient registry) {
+        Properties c = kafka.security().applyTo(new Properties());
+        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+        String topic = TOPICS.name(Topic.NODE_LEASE_REQUESTS);
+        try (KafkaConsumer<String, String> requests = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer())) {
+            List<TopicPartition> partitions = requests.partitionsFor(topic).stream()
+                    .map(p -> new TopicPartition(topic, p.partition())).toList();
+            requests.assign(partitions);
+            requests.seekToBeginning(partitions); // a request sent before this thread ran is answered too
+            while (granting) {
+                for (ConsumerRecord<String, String> r : requests.poll(Duration.ofMillis(100))) {
+                    NodeLeaseRequested q = EventCodec.decode(NodeLeaseRequested.class, r.value());
+                    if (NODE.equals(q.nodeId())) {
+                        answer(registry, q);
+                    }
+                }
             }
         }
-        if (latest == null) {
-            return;
-        }
-        NodeLease lease = new NodeLease(NODE, 1, NodeLeaseState.VALID, latest.requestId(), 30_000, 5_000, Instant.now());
+    }
+
+    private static void answer(KafkaTestClient registry, NodeLeaseRequested request) {
+        NodeLease lease = new NodeLease(NODE, 1, NodeLeaseState.VALID, request.requestId(), 30_000, 5_000, Instant.now());
         RecordHeaders h = new RecordHeaders();
         CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
         Map<String, String> headers = new HashMap<>();
         h.forEach(x -> headers.put(x.key(), new String(x.value(), java.nio.charset.StandardCharsets.UTF_8)));
-        registry.send(TOPICS.name(Topic.NODE_LEASES), NODE, EventCodec.encodeToString(lease), headers);
+        try {
+            registry.send(TOPICS.name(Topic.NODE_LEASES), NODE, EventCodec.encodeToString(lease), headers);
+        } catch (RuntimeException e) {
+            System.err.println("test registry: could not grant request " + request.requestId() + ": " + e);
+        }
     }
 }
