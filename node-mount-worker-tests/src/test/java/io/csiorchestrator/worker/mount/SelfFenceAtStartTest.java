@@ -18,7 +18,10 @@ import io.csiorchestrator.worker.state.FenceRecord;
 import io.csiorchestrator.worker.state.FenceRecordStore;
 import io.csiorchestrator.worker.state.MountRecordStore;
 import io.csiorchestrator.worker.state.PosixDirs;
+import io.csiorchestrator.worker.state.PublishState;
+import io.csiorchestrator.worker.state.StageState;
 import io.csiorchestrator.worker.state.VolumeKey;
+import io.csiorchestrator.worker.state.VolumeRecord;
 import io.csiorchestrator.worker.state.WorkerPaths;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -96,12 +99,14 @@ class SelfFenceAtStartTest {
     }
 
     /**
-     * The guard detached the fenced target while the worker was down and left its marker: at start the publication
-     * leaves the record before the restore (which then publishes nothing), FENCED by guard is sent with it as lazily
-     * detached, the fence is recorded and marked reported, the lease knows epoch 3 was fenced, the marker is gone.
+     * The guard detached the fenced target while the worker was down and left its marker: at start (no plugin yet) the
+     * publication is recorded as being released before the restore, FENCED by guard is sent with it as lazily
+     * detached, the fence is recorded and marked reported, the lease knows epoch 3 was fenced, the marker is gone; the
+     * restore then tells the plugin (NodeUnpublish, then NodeUnstage of the unused staging), publishes nothing, and the
+     * publication leaves the record.
      */
     @Test
-    void theGuardsMarkerAtStartTakesItsPublicationOutOfTheRecordBeforeTheRestore() throws Exception {
+    void theGuardsMarkerAtStartReleasesItsPublicationAndTheRestoreTellsThePlugin() throws Exception {
         assertTrue(operations(true).execute(mount("w1", true)).succeeded());
         Path target = paths.targetPath("w1", "ns", "vol1");
         plugin.mounted.remove(target.toString()); // the guard's umount -l
@@ -118,7 +123,8 @@ class SelfFenceAtStartTest {
         assertEquals("guard", fenced.details().get("fencedBy"));
         assertEquals("ns/vol1/w1", fenced.details().get("lazilyDetached"));
         assertFalse(Files.exists(marker));
-        assertTrue(ops.record(VOL1).orElseThrow().usages().isEmpty());
+        assertEquals(PublishState.UNPUBLISHING, ops.record(VOL1).orElseThrow().usage("w1").orElseThrow().state(),
+                "the plugin not told yet: released, never published again");
         FenceRecord record = new FenceRecordStore(paths).load().orElseThrow();
         assertEquals(3, record.epoch());
         assertTrue(record.reported());
@@ -127,6 +133,52 @@ class SelfFenceAtStartTest {
         VolumeOperations restarted = operations(true);
         restarted.restore(VOL1);
         assertEquals(1, plugin.count("publish"), "the restore publishes nothing");
+        assertEquals(List.of("unpublish w1", "unstage ext-vol1"), plugin.calls.subList(plugin.calls.size() - 2, plugin.calls.size()));
+        assertTrue(restarted.record(VOL1).map(r -> r.usages().isEmpty()).orElse(true));
+    }
+
+    /**
+     * The chaos run's case (a worker killed and slow to start, its lease lapsed, the guard fenced): the guard unmounted
+     * the target and the staging while no plugin was connected, so neither could be told. At start the record keeps
+     * the publication as being released and the staging as being unstaged; a new publication of the volume stages it
+     * again (the staging is not mounted) and publishes; the restore then tells the plugin of the fenced publication;
+     * the new one's release then unstages the volume (the plugin holds no publication the node no longer has, so its
+     * NodeUnstage is not refused "still published on the node" for ever).
+     */
+    @Test
+    void aGuardsFenceThePluginCouldNotBeToldOfIsToldByTheRestoreAndTheVolumeIsStagedAgainForANewPublication()
+            throws Exception {
+        assertTrue(operations(true).execute(mount("w1", true)).succeeded());
+        Path target = paths.targetPath("w1", "ns", "vol1");
+        String staging = operations(true).record(VOL1).orElseThrow().stagingPath();
+        plugin.mounted.remove(target.toString()); // the guard's umount of both
+        plugin.mounted.remove(staging);
+        Path marker = paths.root().resolve(FenceMarker.FILE_NAME);
+        Files.writeString(marker, "epoch 3\nunmounted " + target + "\nunmounted " + staging + "\n");
+
+        VolumeOperations ops = operations(false);
+        assertEquals(List.of(), selfFence(ops, LeaseGate.enabled("node-1", System::nanoTime)).atStart());
+        assertEquals("ns/vol1/w1", sent.get(0).details().get("unmounted"));
+        VolumeRecord atStart = ops.record(VOL1).orElseThrow();
+        assertEquals(PublishState.UNPUBLISHING, atStart.usage("w1").orElseThrow().state());
+        assertEquals(StageState.UNSTAGING, atStart.stage(), "not mounted any more, its NodeUnstage owed");
+
+        VolumeOperations restarted = operations(true);
+        long stages = plugin.count("stage");
+        assertTrue(restarted.execute(mount("w2", false)).succeeded());
+        assertEquals(stages + 1, plugin.count("stage"), "staged again: " + plugin.calls);
+        assertTrue(plugin.mounted.contains(staging));
+        restarted.restore(VOL1);
+        assertEquals("unpublish w1", plugin.calls.get(plugin.calls.size() - 1), "the plugin told by the restore");
+        assertTrue(restarted.record(VOL1).orElseThrow().usage("w1").isEmpty());
+        assertTrue(restarted.execute(unmount("w2")).succeeded());
+        assertEquals(List.of("unpublish w2", "unstage ext-vol1"), plugin.calls.subList(plugin.calls.size() - 2, plugin.calls.size()));
+        assertTrue(restarted.record(VOL1).map(r -> r.usages().isEmpty()).orElse(true));
+    }
+
+    private static NodeCommand unmount(String alloc) {
+        return new NodeCommand("u-" + alloc, "node-1", NodeCommandKind.UNMOUNT, "ns", "vol1", "hostpath", "ext-vol1", alloc,
+                null, null, false, null, null, Map.of(), Map.of(), null, Instant.now());
     }
 
     /**

@@ -107,16 +107,21 @@ final class NodeFence {
         return report;
     }
 
-    /** A plugin call after the guard's unmount, best effort: a failure is noted in {@code problems}. */
-    private static void tellPlugin(Optional<NodeVolumePlugin> plugin, java.util.function.Consumer<NodeVolumePlugin> call,
-                                   String what, List<String> problems) {
+    /**
+     * A plugin call after the guard's unmount: whether the plugin was told. Not told when it is not there (a marker
+     * taken in at start, before the plugins are connected) or the call failed (noted in {@code problems}).
+     */
+    private static boolean tellPlugin(Optional<NodeVolumePlugin> plugin, java.util.function.Consumer<NodeVolumePlugin> call,
+                                      String what, List<String> problems) {
         if (plugin.isEmpty()) {
-            return;
+            return false;
         }
         try {
             call.accept(plugin.get());
+            return true;
         } catch (RuntimeException f) { // PluginCallFailure included
-            problems.add(what + ": the plugin could not be told of the guard's unmount: " + f.getMessage());
+            problems.add(what + ": the plugin could not be told of the guard's unmount (told later): " + f.getMessage());
+            return false;
         }
     }
 
@@ -170,13 +175,16 @@ final class NodeFence {
         if (record == null) {
             return report;
         }
-        // The guard unmounted behind the plugin's back: the plugin, when it is there, is told too (NodeUnpublish /
-        // NodeUnstage of a path no longer mounted), so its own state does not keep the publication (a later
-        // NodeUnstage of the volume was refused "still published on the node" for ever). Best effort: a failure is a
-        // problem in the report, the guard's unmount stands.
+        // The guard unmounted behind the plugin's back: the plugin is told too (NodeUnpublish / NodeUnstage of a path
+        // no longer mounted), so its own state does not keep the publication (a later NodeUnstage of the volume was
+        // refused "still published on the node" for ever). When it cannot be told now (not connected yet at start,
+        // or the call failed), the publication stays in the record as being released (UNPUBLISHING, never published
+        // again) and the staging as being unstaged: the restore or the healer tells the plugin once it is there
+        // (VolumeConvergence finishes interrupted releases first). The guard's unmount stands either way.
         Optional<NodeVolumePlugin> plugin = plugins.node(record.pluginId());
         String externalId = record.externalVolumeId();
         try {
+            java.util.Set<String> owed = new java.util.HashSet<>(); // unmounted, the plugin not told yet
             for (Usage usage : List.copyOf(record.users())) {
                 FenceOutcome outcome = byPath.get(usage.targetPath());
                 if (outcome == null) {
@@ -189,25 +197,34 @@ final class NodeFence {
                 } else {
                     (outcome == FenceOutcome.LAZY ? report.lazilyDetached : report.unmounted).add(id);
                     Path target = Path.of(usage.targetPath());
-                    tellPlugin(plugin, p -> p.unpublish(externalId, target), id, report.problems);
-                    dirs.removeEmptyTarget(target, usage.allocationId());
-                    records.save(records.get(key).withoutUsage(usage.allocationId()));
+                    if (tellPlugin(plugin, p -> p.unpublish(externalId, target), id, report.problems)) {
+                        dirs.removeEmptyTarget(target, usage.allocationId());
+                        records.save(records.get(key).withoutUsage(usage.allocationId()));
+                    } else {
+                        owed.add(usage.allocationId());
+                        records.save(records.get(key).withUsage(usage.withState(PublishState.UNPUBLISHING)));
+                    }
                 }
             }
             record = records.get(key);
             FenceOutcome staging = byPath.get(record.stagingPath());
-            if (staging != null && record.unstageAllowed()) {
+            // the staging unmounted by the guard, used by no publication but those it unmounted
+            if (staging != null && record.stage() != StageState.UNSTAGED && owed.containsAll(record.usages().keySet())) {
                 if (staging == FenceOutcome.FAILED) {
                     report.stagingFailed.add(key.namespace() + "/" + key.volumeId());
                     records.save(record.withStage(StageState.UNSTAGING));
                 } else {
-                    if (plugin.map(NodeVolumePlugin::requiresStaging).orElse(false)) {
-                        Path stagingPath = Path.of(record.stagingPath());
-                        tellPlugin(plugin, p -> p.unstage(externalId, stagingPath),
-                                key.namespace() + "/" + key.volumeId() + " staging", report.problems);
+                    Path stagingPath = Path.of(record.stagingPath());
+                    boolean told = owed.isEmpty() && plugin.isPresent() && (!plugin.get().requiresStaging()
+                            || tellPlugin(plugin, p -> p.unstage(externalId, stagingPath),
+                                    key.namespace() + "/" + key.volumeId() + " staging", report.problems));
+                    if (told) {
+                        records.save(records.get(key).withStage(StageState.UNSTAGED));
+                        dirs.removeEmptyDirectory(stagingPath);
+                    } else {
+                        // not mounted any more (a new publication stages it again), its NodeUnstage owed
+                        records.save(records.get(key).withStage(StageState.UNSTAGING));
                     }
-                    records.save(records.get(key).withStage(StageState.UNSTAGED));
-                    dirs.removeEmptyDirectory(Path.of(record.stagingPath()));
                 }
             }
         } catch (IOException | RuntimeException e) {
