@@ -22,6 +22,8 @@ import io.csiorchestrator.testkit.TcpProxy;
 import io.csiorchestrator.testkit.TestIdentities;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.junit.QuarkusTestProfile;
+import io.quarkus.test.junit.TestProfile;
 import jakarta.inject.Inject;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -45,7 +47,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Rebalances of the lease group while PostgreSQL is away (issue 19: a standby registry replica taking a killed one's
  * nodes over during a database outage; a rebalance for any other reason meanwhile). Real broker, real PostgreSQL behind
- * the tests' proxy, the test profile's ttl of 3 s. Two nodes hold epoch 1, one on the first and one on the last
+ * the tests' proxy, a lease ttl of 10 s ({@link LongerLeaseTtl}). Two nodes hold epoch 1, one on the first and one on the last
  * partition of node-lease-requests, and renew; the database is cut; a second member joins the lease group and takes
  * half the partitions (Kafka's range assignor: one of the two nodes' partitions goes to it, the other stays).
  * <ul>
@@ -59,9 +61,26 @@ import org.junit.jupiter.api.Test;
  * </ul>
  */
 @QuarkusTest
+@TestProfile(LeaseReloadRetryTest.LongerLeaseTtl.class)
 class LeaseReloadRetryTest {
 
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
+    private static final Duration TTL = Duration.ofSeconds(10);
+
+    /**
+     * A lease ttl of 10 s instead of the test profile's 3 s. The kept partition is not read while the group rebalances
+     * (eager: revoked, assigned again, its position fetched anew), and its node's renewals sent meanwhile are answered
+     * only afterwards; the authority lapses a lease not renewed for ttl x 1.05. On a loaded 2-core machine the
+     * rebalance and the first fetch after it took 3.6 s, longer than 3 s x 1.05: the kept node lapsed, and a lapsed
+     * node needs a new epoch, which needs the database the test had cut. Nothing here needs a short ttl: the only lapse
+     * awaited (the returned partition's, after its reload) comes ttl x 1.05 after the reload.
+     */
+    public static class LongerLeaseTtl implements QuarkusTestProfile {
+        @Override
+        public Map<String, String> getConfigOverrides() {
+            return Map.of("csi.fencing.lease-ttl", TTL.getSeconds() + "s");
+        }
+    }
 
     @Inject
     MeterRegistry meters;
@@ -94,8 +113,12 @@ class LeaseReloadRetryTest {
     }
 
     private NodeLease awaitLease(String node, java.util.function.Predicate<NodeLease> which) {
+        return awaitLease(node, which, TIMEOUT);
+    }
+
+    private NodeLease awaitLease(String node, java.util.function.Predicate<NodeLease> which, Duration timeout) {
         return EventCodec.decode(NodeLease.class, kafka.awaitRecord(topics().name(Topic.NODE_LEASES),
-                r -> node.equals(r.key()) && which.test(EventCodec.decode(NodeLease.class, r.value())), TIMEOUT).value());
+                r -> node.equals(r.key()) && which.test(EventCodec.decode(NodeLease.class, r.value())), timeout).value());
     }
 
     /** A fresh node id whose node-lease-requests partition is {@code partition}. */
@@ -167,7 +190,8 @@ class LeaseReloadRetryTest {
 
             database.restore();
             // no rebalance from here on: only the retry can load the partition and declare the node's lapse
-            NodeLease lapse = awaitLease(moved, l -> l.state() == NodeLeaseState.LAPSED);
+            // (declared ttl x 1.05 after the reload, which comes up to the reload backoff after the restore)
+            NodeLease lapse = awaitLease(moved, l -> l.state() == NodeLeaseState.LAPSED, TIMEOUT.plus(TTL));
             assertEquals(1, lapse.epoch());
             Awaitility.await().atMost(TIMEOUT).until(() -> unloaded() == 0);
             assertTrue(authority(moved));
