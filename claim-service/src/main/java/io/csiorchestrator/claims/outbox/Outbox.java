@@ -62,7 +62,7 @@ public class Outbox {
     /**
      * Runs {@code work} in a transaction whose outbox rows this process sends itself once it committed; the relay is
      * signalled only when a row was left to it. Its claims and volumes are the transaction's {@link ClaimStore}, written
-     * before the commit. Nested in another such transaction, {@code work} joins it (as Panache's does).
+     * before the commit. Nested in another such transaction, {@code work} joins it (as a nested Transactions.inTransaction does).
      */
     public <T> Uni<T> inTransaction(Supplier<Uni<T>> work) {
         return Uni.createFrom().deferred(() -> {

@@ -32,7 +32,7 @@ import java.util.function.Supplier;
  * with this transaction's changes in them.
  *
  * <p>Opened by {@link #within} around the work of a transaction (the outbox's {@code inTransaction}), kept as a local
- * of the Vert.x context the transaction runs on, where Panache keeps its session.
+ * of the Vert.x context the transaction runs on, where its connection is kept too ({@link Transactions}).
  */
 public final class ClaimStore {
 
@@ -77,8 +77,8 @@ public final class ClaimStore {
     }
 
     /**
-     * Runs {@code work} with a store of its own, then writes what changed ({@link #flush}); call inside a Panache
-     * transaction. Nested in a transaction that has one, {@code work} shares it (and the outer one writes).
+     * Runs {@code work} with a store of its own, then writes what changed ({@link #flush}); call inside a
+     * {@link Transactions#inTransaction}. Nested in a transaction that has one, {@code work} shares it (and the outer one writes).
      */
     public static <T> Uni<T> within(Supplier<Uni<T>> work) {
         return Uni.createFrom().deferred(() -> {

@@ -59,6 +59,17 @@ public final class SessionSql {
                 });
     }
 
+    /** Runs the SELECT {@code sql} of one text column in the current unit of work; its values in order. */
+    public static Uni<List<String>> strings(String sql, Object... params) {
+        return select(sql, params).map(rows -> {
+            List<String> values = new ArrayList<>(rows.size());
+            for (Object[] row : rows) {
+                values.add((String) row[0]);
+            }
+            return values;
+        });
+    }
+
     /** A timestamptz column's value as an Instant (null stays null). */
     public static Instant instant(Object value) {
         if (value == null || value instanceof Instant) {
