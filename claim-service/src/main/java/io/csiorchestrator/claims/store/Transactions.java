@@ -1,6 +1,7 @@
 package io.csiorchestrator.claims.store;
 
 import io.smallrye.mutiny.Uni;
+import io.smallrye.common.vertx.VertxContext;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import io.vertx.mutiny.sqlclient.Pool;
@@ -79,8 +80,11 @@ public class Transactions {
 
     private static Context context() {
         Context context = Vertx.currentContext();
-        if (context == null) {
-            throw new IllegalStateException("a unit of work on PostgreSQL outside a Vert.x context");
+        // The connection is a local of the context: on an event loop's own context (not a duplicate of it, as each
+        // request, record and timer of Quarkus gets) two unrelated units of work would share it; refused, as Panache did.
+        if (context == null || !VertxContext.isDuplicatedContext(context)) {
+            throw new IllegalStateException("a unit of work on PostgreSQL outside a duplicated Vert.x context ("
+                    + (context == null ? "none" : "the event loop's own") + ")");
         }
         return context;
     }
