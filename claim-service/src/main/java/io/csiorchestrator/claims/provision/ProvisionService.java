@@ -138,7 +138,7 @@ public class ProvisionService {
             return createResolved(request, tx);
         }
         String sourceKey = VolumeEntity.key(request.namespace, sourceVolumeId);
-        return Panache.withSession(() -> VolumeEntity.<VolumeEntity>findById(sourceKey)).chain(source -> {
+        return claims.inTransaction(() -> io.csiorchestrator.claims.store.VolumeRows.find(sourceKey)).chain(source -> {
             if (source == null || !source.pluginId.equals(request.pluginId)) {
                 return Uni.createFrom().<Outcome>item(new Refused("the source volume " + sourceKey + " is not registered"
                         + (source == null ? "" : " with plugin " + request.pluginId)));
