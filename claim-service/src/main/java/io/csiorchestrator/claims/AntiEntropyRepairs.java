@@ -26,7 +26,8 @@ import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.NodeStateReported;
-import io.quarkus.hibernate.reactive.panache.Panache;
+import io.csiorchestrator.claims.store.SessionSql;
+import io.csiorchestrator.claims.store.Transactions;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.annotation.PostConstruct;
@@ -74,6 +75,8 @@ public class AntiEntropyRepairs {
     Outbox outbox;
     @Inject
     Plugins plugins;
+    @Inject
+    Transactions transactions;
 
     private final Map<String, Seen> nodes = new ConcurrentHashMap<>();
     private RepairBudget budget;
@@ -94,7 +97,7 @@ public class AntiEntropyRepairs {
         }
         AntiEntropy comparison = new AntiEntropy(settings.antiEntropy().grace());
         Map<Difference, Instant> firstSeen = seen == null ? Map.of() : seen.pending();
-        return Panache.withSession(() -> claimViews(node, report.takenAt(), null))
+        return transactions.reading(() -> claimViews(node, report.takenAt(), null))
                         .chain(views -> {
                             Plan plan = comparison.plan(report, views, firstSeen);
                             return carryOut(report, comparison, plan).invoke(() ->

@@ -8,7 +8,8 @@ import io.csiorchestrator.claims.domain.StorageFence;
 import io.csiorchestrator.claims.store.ClaimEntity;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.VolumeEntity;
-import io.quarkus.hibernate.reactive.panache.Panache;
+import io.csiorchestrator.claims.store.SessionSql;
+import io.csiorchestrator.claims.store.Transactions;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
@@ -36,6 +37,8 @@ public class ClaimFences {
     Fencing fencing;
     @Inject
     ReconcileSchedule reconcileSchedule;
+    @Inject
+    Transactions transactions;
 
     /** A claim's command got no answer in time. */
     public Uni<Void> commandTimedOut(String claimId) {
@@ -168,10 +171,9 @@ public class ClaimFences {
      * release says without delay that it now waits for the node's fence; the reconciler checks again until it is due.
      */
     public Uni<Void> fenceCheckNode(String nodeId) {
-        return Panache.withSession(() -> Panache.getSession().chain(s -> s.createNativeQuery(
-                        "SELECT claim_id FROM claims WHERE NOT past AND node_id = :n AND phase IN ('CONTROLLER_PUBLISHING',"
-                                + " 'MOUNTING', 'READY', 'UNMOUNTING') ORDER BY created_at", String.class)
-                .setParameter("n", nodeId).getResultList()))
+        return transactions.reading(() -> SessionSql.strings(
+                        "SELECT claim_id FROM claims WHERE NOT past AND node_id = $1 AND phase IN ('CONTROLLER_PUBLISHING',"
+                                + " 'MOUNTING', 'READY', 'UNMOUNTING') ORDER BY created_at", nodeId))
                 .chain(ids -> {
                     Uni<Void> chain = Uni.createFrom().voidItem();
                     for (String id : ids) {

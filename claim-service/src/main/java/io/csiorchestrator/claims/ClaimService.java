@@ -161,7 +161,7 @@ public class ClaimService {
     public Uni<Void> onVolumeCondition(NodeEvent event) {
         String volumeKey = VolumeEntity.key(event.namespace(), event.volumeId());
         String key = VolumeConditionEntity.key(volumeKey, event.nodeId());
-        return inTransaction(() -> VolumeConditionEntity.<VolumeConditionEntity>findById(key).chain(found -> {
+        return inTransaction(() -> VolumeConditionEntity.byKey(key).chain(found -> {
             if (found != null && found.since.isAfter(event.occurredAt())) {
                 return Uni.createFrom().voidItem();
             }
@@ -174,7 +174,7 @@ public class ClaimService {
             String message = event.details().get("message");
             row.message = message == null ? null : message.length() > 1024 ? message.substring(0, 1024) : message;
             row.since = event.occurredAt();
-            return (found != null ? Uni.createFrom().item(row) : row.persist()).replaceWithVoid();
+            return found != null ? row.update() : row.insert();
         }));
     }
 }

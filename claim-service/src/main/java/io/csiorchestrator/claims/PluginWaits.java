@@ -7,7 +7,8 @@ import io.csiorchestrator.claims.store.ClaimEntity;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.VolumeEntity;
 import io.csiorchestrator.events.PluginStatus;
-import io.quarkus.hibernate.reactive.panache.Panache;
+import io.csiorchestrator.claims.store.SessionSql;
+import io.csiorchestrator.claims.store.Transactions;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
@@ -34,6 +35,8 @@ public class PluginWaits {
     ClaimSettings settings;
     @Inject
     ClaimMetrics metrics;
+    @Inject
+    Transactions transactions;
     /** The placement topic (issue 34): told after commit when a claim on a node begins or ends, or a plugin changes. */
     @Inject
     io.csiorchestrator.claims.placement.PlacementPublisher placement;
@@ -103,15 +106,15 @@ public class PluginWaits {
     }
 
     /** Ids of the claims waiting for {@code pluginId} on one of {@code nodeIds}. */
-    public static Uni<List<String>> waitingFor(String pluginId, java.util.Collection<String> nodeIds) {
+    private Uni<List<String>> waitingFor(String pluginId, java.util.Collection<String> nodeIds) {
         if (nodeIds.isEmpty()) {
             return Uni.createFrom().item(List.of());
         }
-        return Panache.withSession(() -> Panache.getSession().chain(s -> s.createNativeQuery(
-                        "SELECT c.claim_id FROM claims c JOIN volumes v ON v.volume_key = c.volume_key"
-                                + " WHERE NOT c.past AND c.plugin_wait_since IS NOT NULL AND c.command_id IS NULL"
-                                + " AND v.plugin_id = :p AND c.node_id IN (:nodes) ORDER BY c.plugin_wait_since", String.class)
-                .setParameter("p", pluginId).setParameter("nodes", List.copyOf(nodeIds)).getResultList()));
+        return transactions.reading(() -> SessionSql.strings(
+                "SELECT c.claim_id FROM claims c JOIN volumes v ON v.volume_key = c.volume_key"
+                        + " WHERE NOT c.past AND c.plugin_wait_since IS NOT NULL AND c.command_id IS NULL"
+                        + " AND v.plugin_id = $1 AND c.node_id = ANY(CAST($2 AS varchar[])) ORDER BY c.plugin_wait_since",
+                pluginId, nodeIds.toArray(String[]::new)));
     }
 
     /**

@@ -2,7 +2,8 @@ package io.csiorchestrator.claims;
 
 import io.csiorchestrator.claims.domain.PassTiming;
 import io.csiorchestrator.claims.provision.ProvisionReconciler;
-import io.quarkus.hibernate.reactive.panache.Panache;
+import io.csiorchestrator.claims.store.SessionSql;
+import io.csiorchestrator.claims.store.Transactions;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.vertx.VertxContextSupport;
 import io.smallrye.mutiny.Uni;
@@ -51,6 +52,8 @@ public class ReconcileSchedule {
     Reconciler claims;
     @Inject
     ProvisionReconciler provisions;
+    @Inject
+    Transactions transactions;
 
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "csi-reconcile-timer");
@@ -177,7 +180,7 @@ public class ReconcileSchedule {
                 .chain(() -> provisions.reconcile()
                         .onFailure().invoke(t -> LOG.warnf("provision reconcile pass failed: %s", t.toString()))
                         .onFailure().recoverWithNull())
-                .chain(() -> Panache.withSession(() -> Panache.getSession().chain(s -> s
-                        .createNativeQuery(NEXT_DUE, Instant.class).getSingleResultOrNull())));
+                .chain(() -> transactions.reading(() -> SessionSql.select(NEXT_DUE)
+                        .map(rows -> rows.isEmpty() ? null : SessionSql.instant(rows.get(0)[0]))));
     }
 }

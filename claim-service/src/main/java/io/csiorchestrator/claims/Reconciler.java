@@ -1,7 +1,7 @@
 package io.csiorchestrator.claims;
 
-import io.csiorchestrator.claims.store.ClaimEntity;
-import io.quarkus.hibernate.reactive.panache.Panache;
+import io.csiorchestrator.claims.store.SessionSql;
+import io.csiorchestrator.claims.store.Transactions;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -38,15 +38,17 @@ public class Reconciler {
     ClaimSettings settings;
     @Inject
     Fencing fencing;
+    @Inject
+    Transactions transactions;
 
     /** One reconcile pass. */
     public Uni<Void> reconcile() {
         Instant now = Instant.now();
         int batch = settings.reconcileBatch();
-        return ids("SELECT claim_id FROM claims WHERE NOT past AND command_id IS NULL AND retry_at <= :now ORDER BY retry_at LIMIT :n", now, batch)
+        return ids("SELECT claim_id FROM claims WHERE NOT past AND command_id IS NULL AND retry_at <= $1 ORDER BY retry_at LIMIT $2", now, batch)
                 .chain(ids -> each(ids, claims::retryDue))
-                .chain(() -> ids("SELECT claim_id FROM claims WHERE NOT past AND command_id IS NOT NULL AND command_deadline < :now"
-                        + " ORDER BY command_deadline LIMIT :n", now, batch))
+                .chain(() -> ids("SELECT claim_id FROM claims WHERE NOT past AND command_id IS NOT NULL AND command_deadline < $1"
+                        + " ORDER BY command_deadline LIMIT $2", now, batch))
                 .chain(ids -> each(ids, fences::commandTimedOut))
                 .chain(() -> fenceCandidates(batch))
                 .chain(ids -> each(ids, fences::fenceCheck))
@@ -59,35 +61,28 @@ public class Reconciler {
      */
     private Uni<List<String>> fenceCandidates(int batch) {
         List<String> ended = fencing.book().endedNodes();
-        String onEnded = ended.isEmpty() ? "" : "(c.node_id IN (:nodes) AND c.phase IN ('CONTROLLER_PUBLISHING', 'MOUNTING', 'READY',"
+        String onEnded = ended.isEmpty() ? "" : "(c.node_id = ANY(CAST($2 AS varchar[])) AND c.phase IN ('CONTROLLER_PUBLISHING', 'MOUNTING', 'READY',"
                 + " 'UNMOUNTING')) OR ";
         String sql = "SELECT c.claim_id FROM claims c WHERE NOT c.past AND (" + onEnded
                 + "(c.phase = 'UNMOUNTING' AND c.release_requested AND NOT c.rolling_back AND c.attempt > 1"
-                + " AND c.plugin_wait_since IS NULL)) ORDER BY c.updated_at LIMIT :n";
-        return Panache.withSession(() -> Panache.getSession().chain(s -> {
-            var q = s.createNativeQuery(sql, String.class).setParameter("n", batch);
-            if (!ended.isEmpty()) {
-                q.setParameter("nodes", ended);
-            }
-            return q.getResultList();
-        }));
+                + " AND c.plugin_wait_since IS NULL)) ORDER BY c.updated_at LIMIT $1";
+        return transactions.reading(() -> ended.isEmpty() ? SessionSql.strings(sql, batch)
+                : SessionSql.strings(sql, batch, ended.toArray(String[]::new)));
     }
 
     private Uni<Void> purge() {
         Instant before = Instant.now().minus(settings.pastClaimsRetention());
-        return Panache.withTransaction(() -> ClaimEntity.delete("past = true and endedAt < ?1", before)
-                .chain(n -> Panache.getSession().chain(s -> s.createNativeQuery("DELETE FROM handled_requests WHERE handled_at < :before")
-                        .setParameter("before", before).executeUpdate()).map(m -> {
+        return transactions.inTransaction(() -> SessionSql.update("DELETE FROM claims WHERE past AND ended_at < $1", before)
+                .call(() -> SessionSql.update("DELETE FROM handled_requests WHERE handled_at < $1", before))
+                .invoke(n -> {
                     if (n > 0) {
                         LOG.infof("purged %d past claims ended before %s", n, before);
                     }
-                    return null;
-                }))).replaceWithVoid();
+                })).replaceWithVoid();
     }
 
-    private static Uni<List<String>> ids(String sql, Instant at, int limit) {
-        return Panache.withSession(() -> Panache.getSession().chain(s -> s.createNativeQuery(sql, String.class)
-                .setParameter("now", at).setParameter("n", limit).getResultList()));
+    private Uni<List<String>> ids(String sql, Instant at, int limit) {
+        return transactions.reading(() -> SessionSql.strings(sql, at, limit));
     }
 
     private static Uni<Void> each(List<String> ids, java.util.function.Function<String, Uni<Void>> work) {

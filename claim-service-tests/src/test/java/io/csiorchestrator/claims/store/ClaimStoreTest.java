@@ -12,7 +12,6 @@ import io.csiorchestrator.claims.domain.ClaimMachine.Phase;
 import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.ClaimMode;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.vertx.VertxContextSupport;
 import io.smallrye.mutiny.Uni;
@@ -31,6 +30,8 @@ import org.junit.jupiter.api.Test;
 @QuarkusTest
 class ClaimStoreTest {
 
+    @Inject
+    Transactions transactions;
     @Inject
     ClaimService claims;
 
@@ -143,13 +144,13 @@ class ClaimStoreTest {
 
     @Test
     void aClaimsPhaseModeAndAccessAreTypedColumnsThatRefuseAnyOtherValue() throws Throwable {
-        List<Object[]> types = VertxContextSupport.subscribeAndAwait(() -> Panache.withTransaction(() -> SessionSql.select(
+        List<Object[]> types = VertxContextSupport.subscribeAndAwait(() -> transactions.inTransaction(() -> SessionSql.select(
                 "SELECT column_name, udt_name FROM information_schema.columns WHERE table_name = 'claims'"
                         + " AND column_name IN ('phase', 'mode', 'access_mode', 'attachment_mode') ORDER BY column_name")));
         assertEquals(List.of("access_mode=csi_access_mode", "attachment_mode=csi_attachment_mode", "mode=claim_mode",
                 "phase=claim_phase"), types.stream().map(r -> r[0] + "=" + r[1]).toList());
         String key = "store-test/" + UUID.randomUUID();
-        Exception refused = assertThrows(Exception.class, () -> VertxContextSupport.subscribeAndAwait(() -> Panache.withTransaction(
+        Exception refused = assertThrows(Exception.class, () -> VertxContextSupport.subscribeAndAwait(() -> transactions.inTransaction(
                 () -> SessionSql.update("UPDATE claims SET phase = $1 WHERE claim_id = $2", "BOUND", key))));
         assertTrue(refused.getMessage().contains("claim_phase"), refused.getMessage());
     }
@@ -157,7 +158,7 @@ class ClaimStoreTest {
     @Test
     void claimsAndVolumesOutsideAClaimTransactionAreRefusedWithTheReason() {
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> VertxContextSupport.subscribeAndAwait(
-                () -> Panache.withTransaction(() -> Uni.createFrom().deferred(() -> ClaimStore.current().lockVolume("x/y")))));
+                () -> transactions.inTransaction(() -> Uni.createFrom().deferred(() -> ClaimStore.current().lockVolume("x/y")))));
         assertTrue(e.getMessage().contains("ClaimService.inTransaction"), e.getMessage());
     }
 
@@ -165,13 +166,13 @@ class ClaimStoreTest {
         VertxContextSupport.subscribeAndAwait(() -> claims.inTransaction(work));
     }
 
-    private static Object column(String table, String column, String keyColumn, String key) throws Throwable {
-        List<Object[]> rows = VertxContextSupport.subscribeAndAwait(() -> Panache.withTransaction(() -> SessionSql.select(
+    private Object column(String table, String column, String keyColumn, String key) throws Throwable {
+        List<Object[]> rows = VertxContextSupport.subscribeAndAwait(() -> transactions.inTransaction(() -> SessionSql.select(
                 "SELECT " + column + " FROM " + table + " WHERE " + keyColumn + " = $1", key)));
         return rows.isEmpty() ? null : rows.get(0)[0];
     }
 
-    private static String xmin(String table, String keyColumn, String key) throws Throwable {
+    private String xmin(String table, String keyColumn, String key) throws Throwable {
         String xmin = (String) column(table, "CAST(xmin AS text)", keyColumn, key);
         assertNotEquals(null, xmin);
         return xmin;

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
 import io.csiorchestrator.events.PluginStatus;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.vertx.VertxContextSupport;
 import io.smallrye.mutiny.Uni;
@@ -29,6 +28,8 @@ import org.junit.jupiter.api.Test;
 @QuarkusTest
 class PluginsTest {
 
+    @Inject
+    Transactions transactions;
     @Inject
     Plugins plugins;
 
@@ -86,8 +87,8 @@ class PluginsTest {
         assertTrue(sameTx.outages().containsKey("node-1"));
     }
 
-    private static <T> T tx(Supplier<Uni<T>> work) throws Throwable {
-        return VertxContextSupport.subscribeAndAwait(() -> Panache.withTransaction(work));
+    private <T> T tx(Supplier<Uni<T>> work) throws Throwable {
+        return VertxContextSupport.subscribeAndAwait(() -> transactions.inTransaction(work));
     }
 
     private static PluginStatus status(String plugin, Map<String, Boolean> nodes, String controllerNode) {

@@ -8,19 +8,18 @@ import io.csiorchestrator.claims.Tx;
 import io.opentelemetry.api.OpenTelemetry;
 import io.opentelemetry.context.Context;
 import io.csiorchestrator.claims.api.VolumeRequestParser.VolumeSpec;
-import io.csiorchestrator.claims.domain.ClaimRules;
-import io.csiorchestrator.claims.domain.ClaimRules.PluginFacts;
 import io.csiorchestrator.claims.store.ClaimEntity;
 import io.csiorchestrator.claims.store.ClaimStore;
 import io.csiorchestrator.claims.store.Json;
 import io.csiorchestrator.claims.store.Plugins;
+import io.csiorchestrator.claims.store.Transactions;
 import io.csiorchestrator.claims.store.VolumeConditionEntity;
 import io.csiorchestrator.claims.store.VolumeUsageEntity;
 import io.csiorchestrator.claims.store.VolumeEntity;
+import io.csiorchestrator.claims.store.VolumeRows;
 import io.csiorchestrator.events.PathSafeId;
 import io.csiorchestrator.events.SecretPayload;
 import io.csiorchestrator.events.Violation;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.annotation.security.RolesAllowed;
 import jakarta.inject.Inject;
@@ -43,9 +42,6 @@ import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
@@ -70,6 +66,8 @@ public class VolumeResource {
     io.csiorchestrator.claims.ClaimFences fences;
     @Inject
     Plugins plugins;
+    @Inject
+    Transactions transactions;
     @Inject
     Secrets secrets;
     @Inject
@@ -167,18 +165,18 @@ public class VolumeResource {
             return Uni.createFrom().item(errors(Response.Status.BAD_REQUEST, "invalid volume registration", parsed.problems()));
         }
         List<String> keys = parsed.volumes().stream().map(s -> VolumeEntity.key(s.namespace(), s.id())).toList();
-        return Panache.withTransaction(() -> VolumeEntity.<VolumeEntity>list("volumeKey in ?1", keys).chain(existing -> {
+        // the new volumes are the claim transaction's own, inserted when it ends
+        return claims.inTransaction(() -> VolumeRows.findAll(keys).map(existing -> {
             if (!existing.isEmpty()) {
                 List<Violation> conflicts = existing.stream()
                         .map(v -> new Violation("id", Violation.quote(v.volumeKey), "a volume with this namespace and id is already registered"))
                         .toList();
-                return Uni.createFrom().item(errors(Response.Status.CONFLICT, "volume already registered", conflicts));
+                return errors(Response.Status.CONFLICT, "volume already registered", conflicts);
             }
-            Uni<Void> chain = Uni.createFrom().voidItem();
             for (VolumeSpec spec : parsed.volumes()) {
-                chain = chain.chain(() -> toEntity(spec).persist().replaceWithVoid());
+                ClaimStore.current().insert(toEntity(spec));
             }
-            return chain.map(x -> Response.status(Response.Status.CREATED).entity(new Registered(keys)).build());
+            return Response.status(Response.Status.CREATED).entity(new Registered(keys)).build();
         }));
     }
 
@@ -202,12 +200,10 @@ public class VolumeResource {
 
     /** The stubs of {@code namespace} (every namespace when null) that {@code grant} allows. */
     private Uni<List<VolumeStub>> listVisible(String namespace, NamespaceGrant grant) {
-        return Panache.withSession(() -> (namespace == null
-                ? VolumeEntity.<VolumeEntity>list("order by volumeKey")
-                : VolumeEntity.<VolumeEntity>list("namespace = ?1 order by volumeKey", namespace))
-                .chain(volumes -> ClaimEntity.<ClaimEntity>list("past = false")
+        return transactions.reading(() -> VolumeRows.list(namespace)
+                .chain(volumes -> VolumeRows.currentClaims()
                         .chain(active -> plugins.facts(volumes.stream().map(v -> v.pluginId).collect(Collectors.toSet()))
-                                .map(facts -> volumes.stream().filter(v -> grant.allows(v.namespace)).map(v -> stub(v,
+                                .map(facts -> volumes.stream().filter(v -> grant.allows(v.namespace)).map(v -> VolumeViews.stub(v,
                                         active.stream().filter(c -> c.volumeKey.equals(v.volumeKey)).toList(),
                                         facts.get(v.pluginId))).toList()))));
     }
@@ -229,19 +225,17 @@ public class VolumeResource {
         if (refused != null) {
             return Uni.createFrom().item(refused);
         }
-        return Panache.withSession(() -> VolumeEntity.<VolumeEntity>findById(VolumeEntity.key(namespace, id)).chain(v -> {
+        return transactions.reading(() -> VolumeRows.find(VolumeEntity.key(namespace, id)).chain(v -> {
             if (v == null) {
                 return Uni.createFrom().item(notFound(namespace, id));
             }
-            return ClaimEntity.<ClaimEntity>list("volumeKey = ?1 order by createdAt", v.volumeKey)
-                    .chain(all -> VolumeConditionEntity.<VolumeConditionEntity>list("volumeKey = ?1 order by nodeId", v.volumeKey)
+            return VolumeRows.claimsOf(v.volumeKey)
+                    .chain(all -> VolumeConditionEntity.ofVolume(v.volumeKey)
                             .chain(conditions -> plugins.facts(v.pluginId)
-                                    .chain(plugin -> io.csiorchestrator.claims.store.ProvisionEntity
-                                            .<io.csiorchestrator.claims.store.ProvisionEntity>findById(v.volumeKey)
-                                            .chain(p -> VolumeUsageEntity.<VolumeUsageEntity>list(
-                                                    "volumeKey = ?1 order by nodeId", v.volumeKey)
-                                                    .map(usage -> Response.ok(detail(v, all, plugin, conditions,
-                                                            listing(p), usage)).build())))));
+                                    .chain(plugin -> VolumeViews.provisionListing(v.volumeKey)
+                                            .chain(listing -> VolumeUsageEntity.ofVolume(v.volumeKey)
+                                                    .map(usage -> Response.ok(VolumeViews.detail(v, all, plugin, conditions,
+                                                            listing, usage)).build())))));
         }));
     }
 
@@ -398,71 +392,12 @@ public class VolumeResource {
         return v;
     }
 
-    private static VolumeStub stub(VolumeEntity v, List<ClaimEntity> active, PluginFacts plugin) {
-        int readers = (int) active.stream().filter(c -> c.mode == io.csiorchestrator.events.ClaimMode.READ).count();
-        int writers = active.size() - readers;
-        String unhealthy = ClaimRules.unschedulableReason(io.csiorchestrator.claims.ClaimRows.facts(v, List.of()), plugin, null);
-        return new VolumeStub(v.namespace, v.id, v.name, v.pluginId, v.accessMode, v.attachmentMode, v.claimedAccessMode,
-                readers, writers, unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting,
-                io.csiorchestrator.claims.domain.Failover.effective(v.failover).wire());
-    }
-
-    private static VolumeDetail detail(VolumeEntity v, List<ClaimEntity> all, PluginFacts plugin,
-                                       List<VolumeConditionEntity> conditions, ConditionView listing,
-                                       List<VolumeUsageEntity> usage) {
-        String unhealthy = ClaimRules.unschedulableReason(io.csiorchestrator.claims.ClaimRows.facts(v, List.of()), plugin, null);
-        Map<String, String> redactedSecrets = new LinkedHashMap<>();
-        for (String key : Json.list(v.secretKeysJson)) {
-            redactedSecrets.put(key, REDACTED);
-        }
-        List<ClaimView> current = new ArrayList<>();
-        List<ClaimView> past = new ArrayList<>();
-        for (ClaimEntity c : all) {
-            ClaimView view = new ClaimView(c.allocationId, c.nodeId, c.mode.wire(), c.phase.name().toLowerCase().replace('_', '-'),
-                    c.requestId, c.releaseRequestId, c.accessMode.wire(), c.attachmentMode.wire(), c.readOnly, c.hostPath, c.lastError,
-                    c.attempt, c.createdAt, c.endedAt, c.pluginWaitSince,
-                    c.pluginWaitSince == null ? null : c.retryAt,
-                    // A pending claim (issue 19): rejected at this time unless the release it waits for ends first.
-                    c.phase == io.csiorchestrator.claims.domain.ClaimMachine.Phase.RELEASE_WAIT ? c.retryAt : null);
-            (c.past ? past : current).add(view);
-        }
-        return new VolumeDetail(v.namespace, v.id, v.name, v.externalId, v.pluginId, v.accessMode, v.attachmentMode,
-                v.claimedAccessMode, new MountOptionsView(v.fsType, Collections.nCopies(v.mountFlagCount, REDACTED)),
-                Json.map(v.parametersJson), Json.map(v.contextJson), redactedSecrets, Json.map(v.topologyJson),
-                unhealthy == null, unhealthy == null ? "healthy" : unhealthy, v.deleting, current, past,
-                conditionViews(all, conditions), io.csiorchestrator.claims.domain.Failover.effective(v.failover).wire(),
-                listing, usageViews(all, usage));
-    }
-
     /**
      * The ListVolumes comparison of a volume created through the services (issue 14): abnormal, "volume not listed by
      * plugin P since T", while its plugin's last complete ListVolumes did not list it; null otherwise.
      */
     public static ConditionView listing(io.csiorchestrator.claims.store.ProvisionEntity p) {
-        if (p == null || p.unlistedSince == null) {
-            return null;
-        }
-        return new ConditionView(null, p.pluginId, "abnormal",
-                io.csiorchestrator.claims.provision.VolumeListings.condition(p.pluginId, p.unlistedSince), p.unlistedSince);
-    }
-
-    /** The conditions reported from nodes where the volume is claimed now (a node it left reports no more). */
-    private static List<ConditionView> conditionViews(List<ClaimEntity> all, List<VolumeConditionEntity> conditions) {
-        java.util.Set<String> claimedOn = all.stream().filter(c -> !c.past).map(c -> c.nodeId)
-                .collect(Collectors.toSet());
-        return conditions.stream().filter(c -> claimedOn.contains(c.nodeId))
-                .map(c -> new ConditionView(c.nodeId, c.pluginId, c.abnormal ? "abnormal" : "normal", c.message, c.since))
-                .toList();
-    }
-
-    /** The usage reported from nodes where the volume is claimed now (a node it left reports no more). */
-    private static List<UsageView> usageViews(List<ClaimEntity> all, List<VolumeUsageEntity> usage) {
-        java.util.Set<String> claimedOn = all.stream().filter(c -> !c.past).map(c -> c.nodeId)
-                .collect(Collectors.toSet());
-        return usage.stream().filter(u -> claimedOn.contains(u.nodeId))
-                .map(u -> new UsageView(u.nodeId, u.pluginId, u.bytesTotal, u.bytesAvailable, u.bytesUsed, u.inodesTotal,
-                        u.inodesFree, u.inodesUsed, u.observedAt))
-                .toList();
+        return p == null ? null : VolumeViews.listing(p.pluginId, p.unlistedSince);
     }
 
     private static Response notFound(String namespace, String id) {

@@ -1,5 +1,6 @@
 package io.csiorchestrator.claims.capacity;
 
+import io.csiorchestrator.claims.store.Transactions;
 import io.csiorchestrator.claims.store.VolumeEntity;
 import io.csiorchestrator.claims.store.VolumeUsageEntity;
 import io.csiorchestrator.events.CapacityFigures;
@@ -8,7 +9,6 @@ import io.csiorchestrator.events.MalformedEventException;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.Violation;
 import io.csiorchestrator.events.VolumeUsageFigures;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
@@ -25,6 +25,8 @@ public class VolumeUsageReports {
 
     @Inject
     CapacityView capacity;
+    @Inject
+    Transactions transactions;
 
     /** A capacity event's figures, or a {@link MalformedEventException} naming each missing or bad field. */
     public CapacityFigures capacityOf(NodeEvent event) {
@@ -63,7 +65,7 @@ public class VolumeUsageReports {
     public Uni<Void> onVolumeUsage(NodeEvent event, VolumeUsageFigures figures) {
         String volumeKey = VolumeEntity.key(event.namespace(), event.volumeId());
         String key = VolumeUsageEntity.key(volumeKey, event.nodeId());
-        return Panache.withTransaction(() -> VolumeUsageEntity.<VolumeUsageEntity>findById(key).chain(found -> {
+        return transactions.inTransaction(() -> VolumeUsageEntity.byKey(key).chain(found -> {
             if (found != null && found.observedAt.isAfter(event.occurredAt())) {
                 return Uni.createFrom().voidItem();
             }
@@ -79,7 +81,7 @@ public class VolumeUsageReports {
             row.inodesFree = figures.inodesFree();
             row.inodesUsed = figures.inodesUsed();
             row.observedAt = event.occurredAt();
-            return (found != null ? Uni.createFrom().item(row) : row.persist()).replaceWithVoid();
+            return found != null ? row.update() : row.insert();
         }));
     }
 }

@@ -4,10 +4,10 @@ import io.csiorchestrator.claims.KafkaTopics;
 import io.csiorchestrator.claims.Tx;
 import io.csiorchestrator.claims.store.ClaimStore;
 import io.csiorchestrator.claims.store.SessionSql;
+import io.csiorchestrator.claims.store.Transactions;
 import io.csiorchestrator.events.ContractEvent;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.NodeCommand;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
@@ -34,6 +34,8 @@ public class Outbox {
     DirectSends sends;
     @Inject
     OutboxRelay relay;
+    @Inject
+    Transactions transactions;
 
     /**
      * The row: a prepared INSERT on the session's connection ({@link SessionSql}), not a managed entity and not a
@@ -60,16 +62,16 @@ public class Outbox {
     /**
      * Runs {@code work} in a transaction whose outbox rows this process sends itself once it committed; the relay is
      * signalled only when a row was left to it. Its claims and volumes are the transaction's {@link ClaimStore}, written
-     * before the commit. Nested in another such transaction, {@code work} joins it (as Panache's does).
+     * before the commit. Nested in another such transaction, {@code work} joins it (as a nested Transactions.inTransaction does).
      */
     public <T> Uni<T> inTransaction(Supplier<Uni<T>> work) {
         return Uni.createFrom().deferred(() -> {
             Context context = Vertx.currentContext();
             if (context == null || OutboxBatch.current() != null) {
-                return Panache.withTransaction(() -> ClaimStore.within(work));
+                return transactions.inTransaction(() -> ClaimStore.within(work));
             }
             OutboxBatch batch = OutboxBatch.open(context);
-            return Panache.withTransaction(() -> ClaimStore.within(work))
+            return transactions.inTransaction(() -> ClaimStore.within(work))
                     .invoke(() -> {
                         sends.committed(batch);
                         if (batch.toRelay) {

@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The outbox rows of the transaction running on the current Vert.x context ({@link Outbox#inTransaction}): the ones
  * this process sends itself once it committed ({@link DirectSends}), and whether any was left to the relay. Kept as a
- * local of the (duplicated) context the transaction runs on, where Panache keeps its session too.
+ * local of the (duplicated) context the transaction runs on, where its connection is kept too.
  */
 final class OutboxBatch {
 

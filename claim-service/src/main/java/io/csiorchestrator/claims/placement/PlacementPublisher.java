@@ -6,7 +6,8 @@ import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.Placement;
 import io.csiorchestrator.events.PluginStatus;
-import io.quarkus.hibernate.reactive.panache.Panache;
+import io.csiorchestrator.claims.store.SessionSql;
+import io.csiorchestrator.claims.store.Transactions;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import io.quarkus.vertx.VertxContextSupport;
@@ -27,7 +28,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
-import org.hibernate.FlushMode;
 import org.jboss.logging.Logger;
 
 /**
@@ -67,6 +67,8 @@ public class PlacementPublisher {
     Outbox outbox;
     @Inject
     CapacityView capacityView;
+    @Inject
+    Transactions transactions;
 
     /**
      * How long after a change the pass runs: every change within it is written by one pass, and an entry is written
@@ -186,7 +188,7 @@ public class PlacementPublisher {
      * and a release on a node within one coalesce window) costs no BEGIN and COMMIT and no write.
      */
     private Uni<Integer> pass(boolean all, List<String> pluginIds, Map<String, Placement> capacity) {
-        return Panache.withSession(() -> (all ? allPluginIds() : Uni.createFrom().item(pluginIds))
+        return transactions.reading(() -> (all ? allPluginIds() : Uni.createFrom().item(pluginIds))
                 .chain(ids -> heldCounts(ids).chain(held -> statuses(ids).map(statuses -> {
                     Instant now = Instant.now();
                     List<Placement> current = new ArrayList<>();
@@ -223,21 +225,18 @@ public class PlacementPublisher {
     }
 
     private static Uni<List<String>> allPluginIds() {
-        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT plugin_id FROM plugins", String.class)
-                .setFlushMode(FlushMode.MANUAL).getResultList());
+        return SessionSql.strings("SELECT plugin_id FROM plugins");
     }
 
     /**
-     * The statuses of {@code ids} as plugin-status last carried them (a plugin without a row: absent), in one native
-     * select: no entity enters the session (nothing for Hibernate to check at the end), one round trip for all.
+     * The statuses of {@code ids} as plugin-status last carried them (a plugin without a row: absent), in one select.
      */
     private static Uni<Map<String, PluginStatus>> statuses(List<String> ids) {
         if (ids.isEmpty()) {
             return Uni.createFrom().item(Map.of());
         }
-        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT plugin_id, status_json FROM plugins"
-                        + " WHERE plugin_id IN (:p)", Object[].class)
-                .setFlushMode(FlushMode.MANUAL).setParameter("p", ids).getResultList())
+        return SessionSql.select("SELECT plugin_id, status_json FROM plugins WHERE plugin_id = ANY(CAST($1 AS varchar[]))",
+                        (Object) ids.toArray(String[]::new))
                 .map(rows -> {
                     Map<String, PluginStatus> out = new HashMap<>();
                     for (Object[] r : rows) {
@@ -252,10 +251,10 @@ public class PlacementPublisher {
         if (pluginIds.isEmpty()) {
             return Uni.createFrom().item(Map.of());
         }
-        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT v.plugin_id, c.node_id, count(DISTINCT c.volume_key)"
+        return SessionSql.select("SELECT v.plugin_id, c.node_id, count(DISTINCT c.volume_key)"
                         + " FROM claims c JOIN volumes v ON v.volume_key = c.volume_key WHERE NOT c.past"
-                        + " AND v.plugin_id IN (:p) GROUP BY v.plugin_id, c.node_id", Object[].class)
-                .setFlushMode(FlushMode.MANUAL).setParameter("p", pluginIds).getResultList())
+                        + " AND v.plugin_id = ANY(CAST($1 AS varchar[])) GROUP BY v.plugin_id, c.node_id",
+                        (Object) pluginIds.toArray(String[]::new))
                 .map(rows -> {
                     Map<String, Map<String, Long>> out = new HashMap<>();
                     for (Object[] r : rows) {

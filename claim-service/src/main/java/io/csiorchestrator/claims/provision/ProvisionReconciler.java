@@ -1,7 +1,8 @@
 package io.csiorchestrator.claims.provision;
 
 import io.csiorchestrator.claims.ClaimSettings;
-import io.quarkus.hibernate.reactive.panache.Panache;
+import io.csiorchestrator.claims.store.SessionSql;
+import io.csiorchestrator.claims.store.Transactions;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -29,28 +30,30 @@ public class ProvisionReconciler {
     SnapshotService snapshots;
     @Inject
     ClaimSettings settings;
+    @Inject
+    Transactions transactions;
 
     /** One pass: due retries, then timed-out commands; the provisions', then the snapshots' (issue 14 item 2). */
     public Uni<Void> reconcile() {
         Instant now = Instant.now();
         int batch = settings.reconcileBatch();
-        return keys("SELECT volume_key FROM provisions WHERE command_id IS NULL AND retry_at <= :now ORDER BY retry_at LIMIT :n",
+        return keys("SELECT volume_key FROM provisions WHERE command_id IS NULL AND retry_at <= $1 ORDER BY retry_at LIMIT $2",
                 now, batch)
                 .chain(keys -> each(keys, provisions::retryDue))
-                .chain(() -> keys("SELECT volume_key FROM provisions WHERE command_id IS NOT NULL AND command_deadline < :now"
-                        + " ORDER BY command_deadline LIMIT :n", now, batch))
+                .chain(() -> keys("SELECT volume_key FROM provisions WHERE command_id IS NOT NULL AND command_deadline < $1"
+                        + " ORDER BY command_deadline LIMIT $2", now, batch))
                 .chain(keys -> each(keys, provisions::commandTimedOut))
-                .chain(() -> keys("SELECT snapshot_key FROM snapshots WHERE command_id IS NULL AND retry_at <= :now"
-                        + " ORDER BY retry_at LIMIT :n", now, batch))
+                .chain(() -> keys("SELECT snapshot_key FROM snapshots WHERE command_id IS NULL AND retry_at <= $1"
+                        + " ORDER BY retry_at LIMIT $2", now, batch))
                 .chain(keys -> each(keys, snapshots::retryDue))
-                .chain(() -> keys("SELECT snapshot_key FROM snapshots WHERE command_id IS NOT NULL AND command_deadline < :now"
-                        + " ORDER BY command_deadline LIMIT :n", now, batch))
+                .chain(() -> keys("SELECT snapshot_key FROM snapshots WHERE command_id IS NOT NULL AND command_deadline < $1"
+                        + " ORDER BY command_deadline LIMIT $2", now, batch))
                 .chain(keys -> each(keys, snapshots::commandTimedOut));
     }
 
-    private static Uni<List<String>> keys(String sql, Instant at, int limit) {
-        return Panache.withSession(() -> Panache.getSession().chain(s -> s.createNativeQuery(sql, String.class)
-                .setParameter("now", at).setParameter("n", limit).getResultList()));
+    private Uni<List<String>> keys(String sql, Instant at, int limit) {
+        return transactions.reading(() -> SessionSql.select(sql, at, (long) limit))
+                .map(rows -> rows.stream().map(r -> (String) r[0]).toList());
     }
 
     private static Uni<Void> each(List<String> keys, Function<String, Uni<Void>> work) {

@@ -16,8 +16,12 @@ import io.csiorchestrator.claims.store.ClaimStore;
 import io.csiorchestrator.claims.store.Json;
 import io.csiorchestrator.claims.store.Plugins;
 import io.csiorchestrator.claims.store.ProvisionEntity;
+import io.csiorchestrator.claims.store.ProvisionRows;
 import io.csiorchestrator.claims.store.SessionSql;
+import io.csiorchestrator.claims.store.SnapshotRows;
+import io.csiorchestrator.claims.store.Transactions;
 import io.csiorchestrator.claims.store.VolumeEntity;
+import io.csiorchestrator.claims.store.VolumeRows;
 import io.csiorchestrator.events.AccessMode;
 import io.csiorchestrator.events.AttachmentMode;
 import io.csiorchestrator.events.MountDone;
@@ -26,16 +30,15 @@ import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.ProvisionSpec;
 import io.csiorchestrator.events.ProvisionedVolume;
 import io.csiorchestrator.events.VolumeExpansionMode;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
-import jakarta.persistence.LockModeType;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.function.Function;
 import org.jboss.logging.Logger;
 
 /**
@@ -65,6 +68,8 @@ public class ProvisionService {
     ClaimSettings settings;
     @Inject
     ProvisionSettings provisionSettings;
+    @Inject
+    Transactions transactions;
 
     ProvisionMachine machine() {
         return new ProvisionMachine(provisionSettings.policy());
@@ -96,7 +101,7 @@ public class ProvisionService {
 
     /** The provision of a volume, or null. */
     public Uni<ProvisionEntity> find(String namespace, String id) {
-        return Panache.withSession(() -> ProvisionEntity.findById(VolumeEntity.key(namespace, id)));
+        return transactions.reading(() -> ProvisionRows.find(VolumeEntity.key(namespace, id)));
     }
 
     /**
@@ -123,8 +128,7 @@ public class ProvisionService {
     public Uni<Outcome> create(ProvisionEntity request, String sourceVolumeId, String sourceSnapshotId, Tx tx) {
         if (sourceSnapshotId != null) {
             String snapKey = VolumeEntity.key(request.namespace, sourceSnapshotId);
-            return Panache.withSession(() -> io.csiorchestrator.claims.store.SnapshotEntity
-                    .<io.csiorchestrator.claims.store.SnapshotEntity>findById(snapKey)).chain(snap -> {
+            return transactions.reading(() -> SnapshotRows.find(snapKey)).chain(snap -> {
                 if (snap == null || !snap.pluginId.equals(request.pluginId) || !Phase.CREATED.name().equals(snap.phase)) {
                     return Uni.createFrom().<Outcome>item(new Refused("the source snapshot " + snapKey + (snap == null
                             ? " does not exist" : !snap.pluginId.equals(request.pluginId) ? " is of plugin " + snap.pluginId
@@ -138,7 +142,7 @@ public class ProvisionService {
             return createResolved(request, tx);
         }
         String sourceKey = VolumeEntity.key(request.namespace, sourceVolumeId);
-        return Panache.withSession(() -> VolumeEntity.<VolumeEntity>findById(sourceKey)).chain(source -> {
+        return transactions.reading(() -> VolumeRows.find(sourceKey)).chain(source -> {
             if (source == null || !source.pluginId.equals(request.pluginId)) {
                 return Uni.createFrom().<Outcome>item(new Refused("the source volume " + sourceKey + " is not registered"
                         + (source == null ? "" : " with plugin " + request.pluginId)));
@@ -150,7 +154,7 @@ public class ProvisionService {
 
     private Uni<Outcome> createResolved(ProvisionEntity request, Tx tx) {
         return claims.inTransaction(tx, () -> claims.lockVolume(request.volumeKey).chain(volume ->
-                ProvisionEntity.<ProvisionEntity>findById(request.volumeKey, LockModeType.PESSIMISTIC_WRITE).chain(existing -> {
+                ProvisionService.<Outcome>locked(request.volumeKey, existing -> {
                     if (existing != null) {
                         return Uni.createFrom().item(sameRequest(existing, request) ? new Unchanged(existing)
                                 : new Refused("volume " + request.volumeKey + " is already provisioned (" + existing.phase.toLowerCase()
@@ -166,7 +170,9 @@ public class ProvisionService {
                     Transition t = machine().create(request.sourceSnapshotId != null || request.sourceVolumeId != null);
                     request.phase = t.next().phase().name();
                     request.attempt = t.next().attempt();
-                    return request.persist().chain(() -> apply(request, null, t, tx)).map(x -> (Outcome) new Started(request));
+                    Object[] inserted = ProvisionRows.values(request);
+                    return ProvisionRows.insert(request).chain(() -> apply(request, null, t, tx))
+                            .call(() -> ProvisionRows.saveIfChanged(request, inserted)).map(x -> (Outcome) new Started(request));
                 })));
     }
 
@@ -174,7 +180,7 @@ public class ProvisionService {
     public Uni<Outcome> delete(String namespace, String id, Tx tx) {
         String key = VolumeEntity.key(namespace, id);
         return claims.inTransaction(tx, () -> claims.lockVolume(key).chain(volume ->
-                ProvisionEntity.<ProvisionEntity>findById(key, LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+                ProvisionService.<Outcome>locked(key, p -> {
                     if (p == null) {
                         return Uni.createFrom().<Outcome>item(new Missing());
                     }
@@ -203,7 +209,7 @@ public class ProvisionService {
     public Uni<Outcome> expand(String namespace, String id, long bytes, Tx tx) {
         String key = VolumeEntity.key(namespace, id);
         return claims.inTransaction(tx, () -> claims.lockVolume(key).chain(volume ->
-                ProvisionEntity.<ProvisionEntity>findById(key, LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+                ProvisionService.<Outcome>locked(key, p -> {
                     if (p == null) {
                         return Uni.createFrom().<Outcome>item(new Missing());
                     }
@@ -236,17 +242,15 @@ public class ProvisionService {
 
     /** A create-volume or delete-volume mount-done: matched by command id; a late or repeated answer changes nothing. */
     public Uni<Void> onDone(MountDone done, Tx tx) {
-        return claims.inTransaction(tx, () -> Panache.getSession()
-                .chain(s -> s.createNativeQuery("SELECT volume_key FROM provisions WHERE command_id = :c", String.class)
-                        .setParameter("c", done.commandId()).getResultList())
+        return claims.inTransaction(tx, () -> SessionSql.select("SELECT volume_key FROM provisions WHERE command_id = $1",
+                        done.commandId())
                 .chain(keys -> {
                     if (keys.isEmpty()) {
                         LOG.debugf("%s answer %s matches no pending provision command", done.kind().wire(), done.commandId());
                         return Uni.createFrom().voidItem();
                     }
-                    String key = keys.get(0);
-                    return claims.lockVolume(key).chain(volume -> ProvisionEntity.<ProvisionEntity>findById(key,
-                            LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+                    String key = (String) keys.get(0)[0];
+                    return claims.lockVolume(key).chain(volume -> ProvisionService.<Void>locked(key, p -> {
                                 if (p == null || !done.commandId().equals(p.commandId)) {
                                     return Uni.createFrom().voidItem();
                                 }
@@ -290,8 +294,8 @@ public class ProvisionService {
 
     /** The reconciler: a provision whose backoff is over sends its command again (the same CSI name). */
     public Uni<Void> retryDue(String volumeKey) {
-        return claims.inTransaction(() -> claims.lockVolume(volumeKey).chain(volume -> ProvisionEntity.<ProvisionEntity>findById(
-                volumeKey, LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+        return claims.inTransaction(() -> claims.lockVolume(volumeKey).chain(volume -> ProvisionService.<Void>locked(
+                volumeKey, p -> {
                     if (p == null || p.commandId != null || p.retryAt == null || p.retryAt.isAfter(Instant.now())) {
                         return Uni.createFrom().voidItem();
                     }
@@ -309,10 +313,9 @@ public class ProvisionService {
         if (volume == null || nodeId == null) {
             return Uni.createFrom().voidItem();
         }
-        // A plain read of the two columns first, by the pool's prepared statement: the volume row is locked, and every
-        // writer of a provision locks it first, so these are the values until the commit. The provision is read as a
-        // locked entity only when this node owes a NodeExpandVolume (issue 36: most volumes have no provision row, and
-        // a Hibernate lookup on every ready claim cost more than the rest of its statement).
+        // A plain read of the two columns first: the volume row is locked, and every writer of a provision locks it
+        // first, so these are the values until the commit. The whole provision is read, locked, only when this node
+        // owes a NodeExpandVolume (issue 36: most volumes have no provision row, most ready claims owe nothing).
         return SessionSql.select("SELECT node_expand_bytes, node_sizes_json FROM provisions WHERE volume_key = $1",
                 volume.volumeKey).chain(rows -> rows.isEmpty()
                         || !nodeBehind((Long) rows.get(0)[0], (String) rows.get(0)[1], nodeId)
@@ -321,7 +324,7 @@ public class ProvisionService {
     }
 
     private Uni<Void> expandOnReady(VolumeEntity volume, String nodeId, Tx tx) {
-        return ProvisionEntity.<ProvisionEntity>findById(volume.volumeKey, LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+        return ProvisionService.<Void>locked(volume.volumeKey, p -> {
             if (p == null || !nodeBehind(p, nodeId)) {
                 return Uni.createFrom().voidItem();
             }
@@ -353,8 +356,8 @@ public class ProvisionService {
 
     /** The reconciler: a command without an answer past {@code csi.claims.command-timeout} counts as DEADLINE_EXCEEDED. */
     public Uni<Void> commandTimedOut(String volumeKey) {
-        return claims.inTransaction(() -> claims.lockVolume(volumeKey).chain(volume -> ProvisionEntity.<ProvisionEntity>findById(
-                volumeKey, LockModeType.PESSIMISTIC_WRITE).chain(p -> {
+        return claims.inTransaction(() -> claims.lockVolume(volumeKey).chain(volume -> ProvisionService.<Void>locked(
+                volumeKey, p -> {
                     if (p == null || p.commandId == null || p.commandDeadline == null || p.commandDeadline.isAfter(Instant.now())) {
                         return Uni.createFrom().voidItem();
                     }
@@ -364,6 +367,21 @@ public class ProvisionService {
                     p.commandDeadline = null;
                     return apply(p, volume, machine().timedOut(snapshot(p), settings.commandTimeout()), null);
                 })));
+    }
+
+    /**
+     * Runs {@code work} on the provision of {@code key} locked (SELECT ... FOR UPDATE; null when there is none), then
+     * writes the row if {@code work} changed it, in the same transaction: every change a step makes to the provision
+     * (its transition's, its effects') is written there, once, before the next step of the transaction reads it.
+     */
+    private static <T> Uni<T> locked(String key, Function<ProvisionEntity, Uni<T>> work) {
+        return ProvisionRows.lock(key).chain(p -> {
+            if (p == null) {
+                return work.apply(null);
+            }
+            Object[] stored = ProvisionRows.values(p);
+            return work.apply(p).call(() -> ProvisionRows.saveIfChanged(p, stored));
+        });
     }
 
     // ------------------------------------------------------------------ effects
@@ -505,11 +523,14 @@ public class ProvisionService {
         return Uni.createFrom().voidItem();
     }
 
-    /** The deleted volume is deregistered (with its past claims) and its provision forgotten. */
+    /**
+     * The deleted volume is deregistered (with its past claims) and its provision forgotten: its row deleted now (the
+     * write of the step's changes, {@link #locked}, then finds no row).
+     */
     private Uni<Void> deregister(ProvisionEntity p, VolumeEntity volume) {
         Uni<Void> volumeGone = volume == null ? Uni.createFrom().voidItem()
                 : ClaimStore.current().deleteVolume(volume);
-        return volumeGone.chain(() -> p.delete());
+        return volumeGone.chain(() -> ProvisionRows.delete(p.volumeKey));
     }
 
     static Snapshot snapshot(ProvisionEntity p) {

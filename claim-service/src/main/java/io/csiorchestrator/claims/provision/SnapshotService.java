@@ -11,22 +11,24 @@ import io.csiorchestrator.claims.domain.ProvisionMachine.Transition;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.store.Json;
 import io.csiorchestrator.claims.store.Plugins;
+import io.csiorchestrator.claims.store.SessionSql;
 import io.csiorchestrator.claims.store.SnapshotEntity;
+import io.csiorchestrator.claims.store.SnapshotRows;
+import io.csiorchestrator.claims.store.Transactions;
 import io.csiorchestrator.claims.store.VolumeEntity;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.ProvisionSpec;
 import io.csiorchestrator.events.ProvisionedSnapshot;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
-import jakarta.persistence.LockModeType;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.function.Function;
 import org.jboss.logging.Logger;
 
 /**
@@ -57,6 +59,8 @@ public class SnapshotService {
     ClaimSettings settings;
     @Inject
     ProvisionSettings provisionSettings;
+    @Inject
+    Transactions transactions;
 
     ProvisionMachine machine() {
         return new ProvisionMachine(provisionSettings.policy());
@@ -84,12 +88,12 @@ public class SnapshotService {
 
     /** The snapshot {@code namespace/id}, or null. */
     public Uni<SnapshotEntity> find(String namespace, String id) {
-        return Panache.withSession(() -> SnapshotEntity.findById(VolumeEntity.key(namespace, id)));
+        return transactions.reading(() -> SnapshotRows.find(VolumeEntity.key(namespace, id)));
     }
 
     /** Every snapshot of a namespace, by id. */
     public Uni<List<SnapshotEntity>> list(String namespace) {
-        return Panache.withSession(() -> SnapshotEntity.<SnapshotEntity>list("namespace = ?1 order by snapshotId", namespace));
+        return transactions.reading(() -> SnapshotRows.list(namespace));
     }
 
     /**
@@ -111,7 +115,7 @@ public class SnapshotService {
         String key = VolumeEntity.key(namespace, id);
         String sourceKey = VolumeEntity.key(namespace, sourceVolumeId);
         return claims.inTransaction(tx, () -> claims.lockVolume(sourceKey).chain(volume ->
-                SnapshotEntity.<SnapshotEntity>findById(key, LockModeType.PESSIMISTIC_WRITE).chain(existing -> {
+                SnapshotService.<Outcome>lockedRow(key, existing -> {
                     if (existing != null) {
                         boolean same = existing.sourceVolumeKey.equals(sourceKey)
                                 && Json.map(existing.parametersJson).equals(parameters);
@@ -141,7 +145,9 @@ public class SnapshotService {
                     Transition t = machine().create(false);
                     s.phase = t.next().phase().name();
                     s.attempt = t.next().attempt();
-                    return s.persist().chain(() -> apply(s, t, tx)).map(x -> (Outcome) new Started(s));
+                    Object[] inserted = SnapshotRows.values(s);
+                    return SnapshotRows.insert(s).chain(() -> apply(s, t, tx))
+                            .call(() -> SnapshotRows.saveIfChanged(s, inserted)).map(x -> (Outcome) new Started(s));
                 })));
     }
 
@@ -154,7 +160,7 @@ public class SnapshotService {
         return claims.inTransaction(tx, () -> sourceVolumeKey(key).chain(source -> source == null
                 ? Uni.createFrom().<Outcome>item(new Missing())
                 : claims.lockVolume(source).chain(volume ->
-                        SnapshotEntity.<SnapshotEntity>findById(key, LockModeType.PESSIMISTIC_WRITE).chain(s -> {
+                        SnapshotService.<Outcome>lockedRow(key, s -> {
                             if (s == null) {
                                 return Uni.createFrom().<Outcome>item(new Missing());
                             }
@@ -185,22 +191,21 @@ public class SnapshotService {
         if (s.externalId == null) {
             return Uni.createFrom().item(List.of());
         }
-        return Panache.getSession().chain(session -> session.createNativeQuery("SELECT volume_key FROM provisions"
-                        + " WHERE plugin_id = :p AND source_snapshot_id = :s AND phase = 'CREATING' ORDER BY volume_key", String.class)
-                .setParameter("p", s.pluginId).setParameter("s", s.externalId).getResultList());
+        return SessionSql.select("SELECT volume_key FROM provisions WHERE plugin_id = $1 AND source_snapshot_id = $2"
+                + " AND phase = 'CREATING' ORDER BY volume_key", s.pluginId, s.externalId)
+                .map(rows -> rows.stream().map(r -> (String) r[0]).toList());
     }
 
     /** A create-snapshot or delete-snapshot mount-done: matched by command id; a late or repeated answer changes nothing. */
     public Uni<Void> onDone(MountDone done, Tx tx) {
-        return claims.inTransaction(tx, () -> Panache.getSession()
-                .chain(s -> s.createNativeQuery("SELECT snapshot_key FROM snapshots WHERE command_id = :c", String.class)
-                        .setParameter("c", done.commandId()).getResultList())
+        return claims.inTransaction(tx, () -> SessionSql.select("SELECT snapshot_key FROM snapshots WHERE command_id = $1",
+                        done.commandId())
                 .chain(keys -> {
                     if (keys.isEmpty()) {
                         LOG.debugf("%s answer %s matches no pending snapshot command", done.kind().wire(), done.commandId());
                         return Uni.createFrom().voidItem();
                     }
-                    return locked(keys.get(0), s -> {
+                    return locked((String) keys.get(0)[0], s -> {
                         if (!done.commandId().equals(s.commandId)) {
                             return Uni.createFrom().voidItem();
                         }
@@ -243,20 +248,30 @@ public class SnapshotService {
     }
 
     /** Locks the source volume's row, then the snapshot's, and runs {@code work} on the snapshot (if still there). */
-    private Uni<Void> locked(String key, java.util.function.Function<SnapshotEntity, Uni<Void>> work) {
+    private Uni<Void> locked(String key, Function<SnapshotEntity, Uni<Void>> work) {
         return sourceVolumeKey(key).chain(source -> source == null ? Uni.createFrom().voidItem()
-                : claims.lockVolume(source).chain(v -> SnapshotEntity.<SnapshotEntity>findById(key,
-                        LockModeType.PESSIMISTIC_WRITE)).chain(s -> s == null ? Uni.createFrom().voidItem() : work.apply(s)));
+                : claims.lockVolume(source).chain(v -> SnapshotService.<Void>lockedRow(key,
+                        s -> s == null ? Uni.createFrom().voidItem() : work.apply(s))));
     }
 
     /**
-     * The snapshot's source volume key, or null, read without loading the entity (loading it before the locking read
-     * would make Hibernate issue a separate lock statement).
+     * Runs {@code work} on the snapshot {@code key} locked (SELECT ... FOR UPDATE; null when there is none), then
+     * writes the row if {@code work} changed it, in the same transaction (a row {@code work} deleted stays deleted).
      */
+    private static <T> Uni<T> lockedRow(String key, Function<SnapshotEntity, Uni<T>> work) {
+        return SnapshotRows.lock(key).chain(s -> {
+            if (s == null) {
+                return work.apply(null);
+            }
+            Object[] stored = SnapshotRows.values(s);
+            return work.apply(s).call(() -> SnapshotRows.saveIfChanged(s, stored));
+        });
+    }
+
+    /** The snapshot's source volume key, or null: read unlocked, to lock that volume's row before the snapshot's. */
     private static Uni<String> sourceVolumeKey(String key) {
-        return Panache.getSession().chain(session -> session.createNativeQuery(
-                "SELECT source_volume_key FROM snapshots WHERE snapshot_key = :k", String.class)
-                .setParameter("k", key).getResultList()).map(keys -> keys.isEmpty() ? null : keys.get(0));
+        return SessionSql.select("SELECT source_volume_key FROM snapshots WHERE snapshot_key = $1", key)
+                .map(rows -> rows.isEmpty() ? null : (String) rows.get(0)[0]);
     }
 
     private Uni<Void> apply(SnapshotEntity s, Transition t, Tx tx) {
@@ -284,7 +299,7 @@ public class SnapshotService {
                 s.retryAt = null;
                 s.lastError = null;
             } else if (effect instanceof ProvisionMachine.Deregister) {
-                chain = chain.chain(() -> s.delete());
+                chain = chain.chain(() -> SnapshotRows.delete(s.snapshotKey));
             } else if (effect instanceof ProvisionMachine.Report report) {
                 String reason = switch (report.phase()) {
                     case CREATED -> "created by the plugin, ready to use";

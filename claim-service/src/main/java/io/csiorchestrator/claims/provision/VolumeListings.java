@@ -7,21 +7,23 @@ import io.csiorchestrator.claims.Tx;
 import io.csiorchestrator.claims.leader.Leadership;
 import io.csiorchestrator.claims.outbox.Outbox;
 import io.csiorchestrator.claims.store.Plugins;
+import io.csiorchestrator.claims.store.SessionSql;
+import io.csiorchestrator.claims.store.Transactions;
 import io.csiorchestrator.claims.store.VolumeListingEntity;
+import io.csiorchestrator.claims.store.VolumeListingRows;
 import io.csiorchestrator.events.ListedVolumes;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.VolumeListing;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.quarkus.scheduler.Scheduled;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
-import jakarta.persistence.LockModeType;
 import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
+import java.util.function.Function;
 import org.jboss.logging.Logger;
 
 /**
@@ -65,6 +67,8 @@ public class VolumeListings {
     Leadership leadership;
     @Inject
     ClaimMetrics metrics;
+    @Inject
+    Transactions transactions;
 
     /** Every interval, the first a minute after the start ({@code off}: never; the tests call {@link #start}). */
     @Scheduled(every = "${csi.provision.list-volumes-interval:5m}", delayed = "1m",
@@ -79,9 +83,9 @@ public class VolumeListings {
 
     /** Starts a listing of each plugin that has volumes created through the services (unless one is in progress). */
     public Uni<Void> listAll() {
-        return Panache.withSession(() -> Panache.getSession().chain(s -> s.createNativeQuery(
-                        "SELECT DISTINCT plugin_id FROM provisions WHERE external_id IS NOT NULL AND phase IN " + HELD_SQL
-                                + " ORDER BY plugin_id", String.class).getResultList()))
+        return transactions.reading(() -> SessionSql.select("SELECT DISTINCT plugin_id FROM provisions"
+                        + " WHERE external_id IS NOT NULL AND phase IN " + HELD_SQL + " ORDER BY plugin_id"))
+                .map(rows -> rows.stream().map(r -> (String) r[0]).toList())
                 .chain(ids -> Multi.createFrom().iterable(ids)
                         .onItem().transformToUniAndConcatenate(id -> start(id)
                                 .onFailure().invoke(t -> LOG.warnf("volume listing of plugin %s failed to start: %s", id, t.toString()))
@@ -102,7 +106,8 @@ public class VolumeListings {
                 LOG.debugf("volume listing: plugin %s does not advertise LIST_VOLUMES; not compared", pluginId);
                 return Uni.createFrom().item(false);
             }
-            return plugins.facts(pluginId).chain(facts -> lock(pluginId).chain(listing -> {
+            return plugins.facts(pluginId).chain(facts -> VolumeListings.<Boolean>locked(
+                    VolumeListingRows.lockOrCreate(pluginId), listing -> {
                 Instant now = Instant.now();
                 if (listing.commandId != null && listing.commandDeadline != null && listing.commandDeadline.isAfter(now)) {
                     return Uni.createFrom().item(false);
@@ -129,12 +134,10 @@ public class VolumeListings {
 
     /** A list-volumes answer: matched by command id (a late or repeated one changes nothing). */
     public Uni<Void> onDone(MountDone done, Tx tx) {
-        return claims.inTransaction(tx, () -> Panache.getSession().chain(s -> s.createNativeQuery(
-                        "SELECT plugin_id FROM volume_listings WHERE command_id = :c", String.class)
-                        .setParameter("c", done.commandId()).getResultList())
-                .chain(ids -> ids.isEmpty() ? Uni.createFrom().<VolumeListingEntity>nullItem()
-                        : VolumeListingEntity.<VolumeListingEntity>findById(ids.get(0), LockModeType.PESSIMISTIC_WRITE))
-                .chain(listing -> {
+        return claims.inTransaction(tx, () -> SessionSql.select("SELECT plugin_id FROM volume_listings WHERE command_id = $1",
+                        done.commandId())
+                .chain(ids -> VolumeListings.<Void>locked(ids.isEmpty() ? Uni.createFrom().<VolumeListingEntity>nullItem()
+                        : VolumeListingRows.lock((String) ids.get(0)[0]), listing -> {
                     if (listing == null || !done.commandId().equals(listing.commandId)) {
                         LOG.debugf("list-volumes answer %s matches no listing in progress", done.commandId());
                         return Uni.createFrom().voidItem();
@@ -164,14 +167,21 @@ public class VolumeListings {
                         // the next page from the same controller instance: the token is that instance's answer
                         return send(listing, done.nodeId(), page.nextToken(), Instant.now(), tx);
                     });
-                }));
+                })));
     }
 
-    private Uni<VolumeListingEntity> lock(String pluginId) {
-        return Panache.getSession().chain(s -> s.createNativeQuery(
-                        "INSERT INTO volume_listings (plugin_id) VALUES (:p) ON CONFLICT DO NOTHING")
-                .setParameter("p", pluginId).executeUpdate())
-                .chain(() -> VolumeListingEntity.<VolumeListingEntity>findById(pluginId, LockModeType.PESSIMISTIC_WRITE));
+    /**
+     * Runs {@code work} on the listing {@code lock} reads locked (null when there is none), then writes the row if
+     * {@code work} changed it, in the same transaction.
+     */
+    private static <T> Uni<T> locked(Uni<VolumeListingEntity> lock, Function<VolumeListingEntity, Uni<T>> work) {
+        return lock.chain(listing -> {
+            if (listing == null) {
+                return work.apply(null);
+            }
+            Object[] stored = VolumeListingRows.values(listing);
+            return work.apply(listing).call(() -> VolumeListingRows.saveIfChanged(listing, stored));
+        });
     }
 
     private Uni<Void> send(VolumeListingEntity listing, String node, String token, Instant now, Tx tx) {
@@ -189,10 +199,9 @@ public class VolumeListings {
         if (externalIds.isEmpty()) {
             return Uni.createFrom().voidItem();
         }
-        return Panache.getSession().chain(s -> s.createNativeQuery("UPDATE provisions SET listed_at = :started"
-                        + " WHERE plugin_id = :p AND external_id IN (:ids)")
-                .setParameter("started", listing.startedAt).setParameter("p", listing.pluginId)
-                .setParameter("ids", externalIds).executeUpdate()).replaceWithVoid();
+        return SessionSql.update("UPDATE provisions SET listed_at = $1 WHERE plugin_id = $2"
+                        + " AND external_id = ANY(CAST($3 AS text[]))", listing.startedAt, listing.pluginId,
+                externalIds.toArray(new String[0])).replaceWithVoid();
     }
 
     /**
@@ -203,21 +212,19 @@ public class VolumeListings {
         Instant now = Instant.now();
         listing.completedAt = now;
         listing.lastError = null;
-        String missing = "FROM provisions WHERE plugin_id = :p AND external_id IS NOT NULL AND phase IN " + HELD_SQL
-                + " AND updated_at < :started AND (listed_at IS NULL OR listed_at < :started)";
-        return Panache.getSession().chain(s -> s.createNativeQuery("SELECT volume_key " + missing
-                        + " AND unlisted_since IS NULL ORDER BY volume_key", String.class)
-                .setParameter("p", listing.pluginId).setParameter("started", listing.startedAt).getResultList()
-                .chain(marked -> s.createNativeQuery("SELECT volume_key FROM provisions WHERE plugin_id = :p"
-                                + " AND unlisted_since IS NOT NULL AND listed_at >= :started ORDER BY volume_key", String.class)
-                        .setParameter("p", listing.pluginId).setParameter("started", listing.startedAt).getResultList()
-                        .chain(cleared -> (marked.isEmpty() ? Uni.createFrom().item(0) : s.createNativeQuery(
-                                        "UPDATE provisions SET unlisted_since = :now WHERE unlisted_since IS NULL"
-                                                + " AND volume_key IN (:keys)")
-                                .setParameter("now", now).setParameter("keys", marked).executeUpdate())
-                                .chain(() -> cleared.isEmpty() ? Uni.createFrom().item(0) : s.createNativeQuery(
-                                                "UPDATE provisions SET unlisted_since = NULL WHERE volume_key IN (:keys)")
-                                        .setParameter("keys", cleared).executeUpdate())
+        String missing = "FROM provisions WHERE plugin_id = $1 AND external_id IS NOT NULL AND phase IN " + HELD_SQL
+                + " AND updated_at < $2 AND (listed_at IS NULL OR listed_at < $2)";
+        return keys(SessionSql.select("SELECT volume_key " + missing + " AND unlisted_since IS NULL ORDER BY volume_key",
+                        listing.pluginId, listing.startedAt))
+                .chain(marked -> keys(SessionSql.select("SELECT volume_key FROM provisions WHERE plugin_id = $1"
+                                + " AND unlisted_since IS NOT NULL AND listed_at >= $2 ORDER BY volume_key",
+                                listing.pluginId, listing.startedAt))
+                        .chain(cleared -> (marked.isEmpty() ? Uni.createFrom().item(0) : SessionSql.update(
+                                        "UPDATE provisions SET unlisted_since = $1 WHERE unlisted_since IS NULL"
+                                                + " AND volume_key = ANY(CAST($2 AS text[]))", now, marked.toArray(new String[0])))
+                                .chain(() -> cleared.isEmpty() ? Uni.createFrom().item(0) : SessionSql.update(
+                                        "UPDATE provisions SET unlisted_since = NULL WHERE volume_key = ANY(CAST($1 AS text[]))",
+                                        (Object) cleared.toArray(new String[0])))
                                 .invoke(() -> {
                                     for (String key : marked) {
                                         LOG.warnf("volume %s: not listed by plugin %s (ListVolumes of %s, %d page(s));"
@@ -234,8 +241,13 @@ public class VolumeListings {
                                         metrics.unlisted("marked", marked.size());
                                         metrics.unlisted("cleared", cleared.size());
                                     });
-                                }))))
+                                })))
                 .replaceWithVoid();
+    }
+
+    /** The first column of each row: the keys a SELECT of one column found. */
+    private static Uni<List<String>> keys(Uni<List<Object[]>> rows) {
+        return rows.map(all -> all.stream().map(r -> (String) r[0]).toList());
     }
 
     /** The condition REST shows for a volume marked unlisted, or null. */

@@ -2,10 +2,10 @@ package io.csiorchestrator.claims.status;
 
 import io.csiorchestrator.claims.api.TokenGrants;
 import io.csiorchestrator.claims.store.PluginEntity;
+import io.csiorchestrator.claims.store.Transactions;
 import io.csiorchestrator.claims.store.VolumeConditionEntity;
 import io.csiorchestrator.events.EventCodec;
 import io.csiorchestrator.events.PluginStatus;
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.annotation.security.RolesAllowed;
@@ -38,6 +38,9 @@ public class StatusResource {
     @Inject
     JsonWebToken token;
 
+    @Inject
+    Transactions transactions;
+
     /**
      * The conditions and the feed span every namespace, so they need a token for all of them ({@code "*"}), like
      * listing every volume would; a token for some namespaces gets 403 here (it still reads its volumes).
@@ -56,7 +59,7 @@ public class StatusResource {
     @Operation(summary = "Plugins", description = "Every plugin as plugin-registry-service last reported it on "
             + "plugin-status: healthy/expected controllers and nodes, each instance's node, health and last heartbeat.")
     public Uni<List<PluginStatus>> plugins() {
-        return Panache.withSession(() -> PluginEntity.<PluginEntity>list("order by pluginId"))
+        return transactions.reading(PluginEntity::listAll)
                 .map(rows -> rows.stream().map(r -> EventCodec.decode(PluginStatus.class, r.statusJson)).toList());
     }
 
@@ -72,7 +75,7 @@ public class StatusResource {
             + "worker reported one (abnormal or normal), for the status page's volume list.")
     public Uni<List<Condition>> conditions() {
         requireAllNamespaces();
-        return Panache.withSession(() -> VolumeConditionEntity.<VolumeConditionEntity>list("order by volumeKey, nodeId"))
+        return transactions.reading(VolumeConditionEntity::listAll)
                 .map(rows -> rows.stream().map(c -> new Condition(c.volumeKey, c.nodeId, c.abnormal ? "abnormal" : "normal",
                         c.message, c.since)).toList());
     }

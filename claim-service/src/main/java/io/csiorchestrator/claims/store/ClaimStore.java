@@ -21,9 +21,8 @@ import java.util.function.Supplier;
 
 /**
  * The claims and volumes of one claim transaction (issue 36 item 3): read and written with a small fixed set of
- * prepared statements on the session's connection ({@link SessionSql}, {@link ClaimTables}), not as Hibernate's
- * managed entities. Each row is read once per transaction and kept here by its key (one object per claim and per
- * volume, as a session's identity map would); the changes made to them are written at the end of the transaction,
+ * prepared statements on the transaction's connection ({@link SessionSql}, {@link ClaimTables}). Each row is read
+ * once per transaction and kept here by its key (one object per claim and per volume); the changes made to them are written at the end of the transaction,
  * one batched UPDATE per table for the rows that changed and one INSERT per new row ({@link #flush}).
  *
  * <p>Every volume is read under its lock (SELECT ... FOR UPDATE), so the volume and the claims of it read after that
@@ -32,7 +31,7 @@ import java.util.function.Supplier;
  * with this transaction's changes in them.
  *
  * <p>Opened by {@link #within} around the work of a transaction (the outbox's {@code inTransaction}), kept as a local
- * of the Vert.x context the transaction runs on, where Panache keeps its session.
+ * of the Vert.x context the transaction runs on, where its connection is kept too ({@link Transactions}).
  */
 public final class ClaimStore {
 
@@ -77,8 +76,8 @@ public final class ClaimStore {
     }
 
     /**
-     * Runs {@code work} with a store of its own, then writes what changed ({@link #flush}); call inside a Panache
-     * transaction. Nested in a transaction that has one, {@code work} shares it (and the outer one writes).
+     * Runs {@code work} with a store of its own, then writes what changed ({@link #flush}); call inside a
+     * {@link Transactions#inTransaction}. Nested in a transaction that has one, {@code work} shares it (and the outer one writes).
      */
     public static <T> Uni<T> within(Supplier<Uni<T>> work) {
         return Uni.createFrom().deferred(() -> {
@@ -260,8 +259,8 @@ public final class ClaimStore {
 
     /**
      * Writes the rows that changed since they were read or last written: new volumes and claims inserted, then the
-     * changed ones updated, one batch per table. A volume's version goes up with each write (as Hibernate's managed
-     * volumes of the REST paths check it).
+     * changed ones updated, one batch per table. A volume's version (a count of its writes; every write holds the
+     * row's lock, so nothing checks it) goes up with each write.
      */
     public Uni<Void> flush() {
         Writes volumeWrites = changes(volumes.values(), ClaimTables::values, v -> v.version++);

@@ -16,7 +16,7 @@ import java.util.Map;
 
 /**
  * The local copy of plugin-status: one row per plugin (the last status), and each plugin's node
- * instances with the time they went missing or unhealthy. Call inside a session/transaction.
+ * instances with the time they went missing or unhealthy. Call inside a unit of work ({@link Transactions}).
  */
 @ApplicationScoped
 public class Plugins {
@@ -74,7 +74,6 @@ public class Plugins {
 
     /** The plugin's last status (null: never heard of, or removed). */
     public Uni<PluginStatus> status(String pluginId) {
-        // the row as apply() writes it (a statement, not a managed entity that could be older than this transaction's write)
         return SessionSql.select("SELECT status_json FROM plugins WHERE plugin_id = $1", pluginId)
                 .map(rows -> rows.isEmpty() ? null : EventCodec.decode(PluginStatus.class, (String) rows.get(0)[0]));
     }
@@ -131,7 +130,7 @@ public class Plugins {
         if (pluginIds.isEmpty()) {
             return Uni.createFrom().item(Map.of());
         }
-        return PluginEntity.<PluginEntity>list("pluginId in ?1", List.copyOf(pluginIds)).map(rows -> {
+        return PluginEntity.byIds(pluginIds).map(rows -> {
             Map<String, PluginFacts> out = new HashMap<>();
             for (String id : pluginIds) {
                 out.put(id, PluginFacts.unknown(id));

@@ -1,22 +1,18 @@
 package io.csiorchestrator.claims.store;
 
-import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
+import io.vertx.mutiny.sqlclient.Row;
+import io.vertx.mutiny.sqlclient.Tuple;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
-import org.hibernate.reactive.mutiny.Mutiny;
-import org.hibernate.reactive.mutiny.impl.MutinySessionImpl;
-import org.hibernate.reactive.pool.ReactiveConnection;
 
 /**
- * Prepared statements run on the connection of the caller's Hibernate Reactive session, so inside its transaction
- * (issue 36 item 3): the reactive PostgreSQL client's statement, with none of Hibernate's query machinery around it
- * (no native-query plan, no parameter and result-set mapping per execution, no flush before it). SQL in PostgreSQL's
- * own form ({@code $1}, {@code $2}, ...). Nothing pending in the session is flushed first: use it only for tables the
- * session does not manage (the outbox, handled requests, plugin rows), or after an explicit flush.
+ * Prepared statements run on the connection of the caller's unit of work ({@link Transactions}), so inside its
+ * transaction when it has one (issue 36 item 3): the reactive PostgreSQL client's statement, prepared once per
+ * connection. SQL in PostgreSQL's own form ({@code $1}, {@code $2}, ...).
  *
  * <p>Parameters as the client takes them, except {@link Instant}, sent as a UTC {@link OffsetDateTime} (timestamptz).
  * Results as the client gives them: text as String, integers as Integer or Long, timestamptz as OffsetDateTime.
@@ -26,13 +22,13 @@ public final class SessionSql {
     private SessionSql() {
     }
 
-    /** Runs {@code sql} (INSERT, UPDATE, DELETE) in the current session's transaction; its update count. */
+    /** Runs {@code sql} (INSERT, UPDATE, DELETE) in the current unit of work; its update count. */
     public static Uni<Integer> update(String sql, Object... params) {
-        Object[] bound = bind(params);
-        return Panache.getSession().chain(s -> Uni.createFrom().completionStage(() -> connection(s).update(sql, bound)));
+        return Uni.createFrom().deferred(() -> Transactions.current().preparedQuery(sql).execute(Tuple.from(bind(params))))
+                .map(result -> result.rowCount());
     }
 
-    /** Runs {@code sql} (INSERT, UPDATE) once per row of {@code rows}, as one batch, in the current session's transaction. */
+    /** Runs {@code sql} (INSERT, UPDATE) once per row of {@code rows}, as one batch, in the current unit of work. */
     public static Uni<Void> updateAll(String sql, List<Object[]> rows) {
         if (rows.isEmpty()) {
             return Uni.createFrom().voidItem();
@@ -40,23 +36,38 @@ public final class SessionSql {
         if (rows.size() == 1) {
             return update(sql, rows.get(0)).replaceWithVoid();
         }
-        List<Object[]> bound = new ArrayList<>(rows.size());
+        List<Tuple> bound = new ArrayList<>(rows.size());
         for (Object[] row : rows) {
-            bound.add(bind(row));
+            bound.add(Tuple.from(bind(row)));
         }
-        return Panache.getSession().chain(s -> Uni.createFrom().completionStage(() -> connection(s).update(sql, bound)))
-                .replaceWithVoid();
+        return Uni.createFrom().deferred(() -> Transactions.current().preparedQuery(sql).executeBatch(bound)).replaceWithVoid();
     }
 
-    /** Runs the SELECT {@code sql} in the current session's transaction; its rows, each one value per column. */
+    /** Runs the SELECT {@code sql} in the current unit of work; its rows, each one value per column. */
     public static Uni<List<Object[]>> select(String sql, Object... params) {
-        Object[] bound = bind(params);
-        return Panache.getSession().chain(s -> Uni.createFrom().completionStage(() -> connection(s).select(sql, bound)))
+        return Uni.createFrom().deferred(() -> Transactions.current().preparedQuery(sql).execute(Tuple.from(bind(params))))
                 .map(result -> {
                     List<Object[]> rows = new ArrayList<>(result.size());
-                    result.forEachRemaining(rows::add);
+                    for (Row row : result) {
+                        Object[] values = new Object[row.size()];
+                        for (int i = 0; i < values.length; i++) {
+                            values[i] = row.getValue(i);
+                        }
+                        rows.add(values);
+                    }
                     return rows;
                 });
+    }
+
+    /** Runs the SELECT {@code sql} of one text column in the current unit of work; its values in order. */
+    public static Uni<List<String>> strings(String sql, Object... params) {
+        return select(sql, params).map(rows -> {
+            List<String> values = new ArrayList<>(rows.size());
+            for (Object[] row : rows) {
+                values.add((String) row[0]);
+            }
+            return values;
+        });
     }
 
     /** A timestamptz column's value as an Instant (null stays null). */
@@ -71,13 +82,6 @@ public final class SessionSql {
             return l.toInstant(ZoneOffset.UTC);
         }
         throw new IllegalStateException("unexpected timestamp type " + value.getClass().getName());
-    }
-
-    private static ReactiveConnection connection(Mutiny.Session session) {
-        if (session instanceof MutinySessionImpl impl) {
-            return impl.getReactiveConnection();
-        }
-        throw new IllegalStateException("a Hibernate Reactive session of an unexpected kind: " + session.getClass().getName());
     }
 
     private static Object[] bind(Object[] params) {
