@@ -26,7 +26,6 @@ import io.csiorchestrator.events.NodeCommandKind;
 import io.csiorchestrator.events.NodeEvent;
 import io.csiorchestrator.events.NodeEventKind;
 import io.csiorchestrator.events.NodeStateReported;
-import io.csiorchestrator.claims.store.SessionSql;
 import io.csiorchestrator.claims.store.Transactions;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;

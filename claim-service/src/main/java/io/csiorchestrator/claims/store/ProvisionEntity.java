@@ -1,6 +1,5 @@
 package io.csiorchestrator.claims.store;
 
-import io.smallrye.mutiny.Uni;
 import java.time.Instant;
 
 /**
