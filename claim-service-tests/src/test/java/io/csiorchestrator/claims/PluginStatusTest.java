@@ -190,10 +190,12 @@ class PluginStatusTest {
         Awaitility.await().atMost(Bus.WAIT).untilAsserted(() -> given().get("/v1/status/plugins").then().statusCode(200)
                 .body("find { it.pluginId == '" + plugin + "' }.nodes[0].healthy", equalTo(false)));
         assertTrue(!feedReader.running(), "nobody looks: the plugin-status records did not start the reader");
+        // the page's read starts the reader: the event that happened while it was stopped is in the answer only
+        // through the start's read-back (whether it still runs right after the answer depends on how long the answer
+        // took against the 1 s linger, so that is not asserted; a loaded machine took longer)
         given().get("/v1/status/feed").then().statusCode(200)
                 .body("findAll { it.plugin == '" + plugin + "' }.text", org.hamcrest.Matchers.hasItem(
                         containsString("nodes 0/1 healthy")));
-        assertTrue(feedReader.running(), "a page's read of the feed starts the reader");
         Awaitility.await().atMost(Bus.WAIT).until(() -> !feedReader.running());
     }
 }
