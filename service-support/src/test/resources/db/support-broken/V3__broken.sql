@@ -1,0 +1,2 @@
+CREATE TABLE broken (id TEXT PRIMARY KEY);
+INSERT INTO nowhere VALUES (1);
