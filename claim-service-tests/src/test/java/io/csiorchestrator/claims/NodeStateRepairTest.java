@@ -23,7 +23,6 @@ import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.testkit.PostgresResource;
 import io.quarkus.test.junit.QuarkusTest;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.time.Instant;
@@ -74,8 +73,11 @@ class NodeStateRepairTest {
     }
 
     private static void deleteClaimRows(String vol) throws Exception {
-        try (Connection db = DriverManager.getConnection(ConfigProvider.getConfig().getValue("quarkus.datasource.jdbc.url",
-                String.class), PostgresResource.username(), PostgresResource.password());
+        org.postgresql.ds.PGSimpleDataSource source = new org.postgresql.ds.PGSimpleDataSource();
+        source.setUrl(ConfigProvider.getConfig().getValue("quarkus.datasource.jdbc.url", String.class));
+        source.setUser(PostgresResource.username());
+        source.setPassword(PostgresResource.password());
+        try (Connection db = source.getConnection();
              PreparedStatement delete = db.prepareStatement("DELETE FROM claims WHERE volume_id = ?")) {
             delete.setString(1, vol);
             assertEquals(1, delete.executeUpdate(), "the claim row of " + vol);

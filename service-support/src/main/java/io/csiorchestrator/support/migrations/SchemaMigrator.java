@@ -46,13 +46,26 @@ public final class SchemaMigrator {
             String schema = await(conn.query("SELECT current_schema()").execute()).iterator().next().getString(0);
             long lock = FLYWAY_LOCK_BASE + ("\"" + schema + "\".\"" + HISTORY + "\"").hashCode();
             await(conn.preparedQuery("SELECT pg_advisory_lock($1)").execute(Tuple.of(lock)));
+            Result result;
             try {
-                return migrateLocked(conn, scripts);
-            } finally {
-                await(conn.preparedQuery("SELECT pg_advisory_unlock($1)").execute(Tuple.of(lock)));
+                result = migrateLocked(conn, scripts);
+            } catch (RuntimeException failed) {
+                unlockAfterFailure(conn, lock, failed);
+                throw failed;
             }
+            await(conn.preparedQuery("SELECT pg_advisory_unlock($1)").execute(Tuple.of(lock)));
+            return result;
         } finally {
             conn.close();
+        }
+    }
+
+    /** Releases the lock after a failed run; a failure of its own is kept beside the one that matters, never over it. */
+    private static void unlockAfterFailure(SqlConnection conn, long lock, RuntimeException failed) {
+        try {
+            await(conn.preparedQuery("SELECT pg_advisory_unlock($1)").execute(Tuple.of(lock)));
+        } catch (RuntimeException unlock) {
+            failed.addSuppressed(unlock); // a broken connection: PostgreSQL releases the lock with the session
         }
     }
 
