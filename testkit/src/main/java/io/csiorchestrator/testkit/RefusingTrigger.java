@@ -1,7 +1,6 @@
 package io.csiorchestrator.testkit;
 
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -37,7 +36,11 @@ public final class RefusingTrigger implements AutoCloseable {
         String suffix = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
         String name = "refuse_" + suffix;
         String attempts = "refuse_attempts_" + suffix;
-        Connection db = DriverManager.getConnection(jdbcUrl, PostgresResource.username(), PostgresResource.password());
+        java.util.Properties login = new java.util.Properties();
+        login.setProperty("user", PostgresResource.username());
+        login.setProperty("password", PostgresResource.password());
+        // the driver itself, not DriverManager: under a Quarkus test's class loader DriverManager may not see it
+        Connection db = new org.postgresql.Driver().connect(jdbcUrl, login);
         try (Statement sql = db.createStatement()) {
             sql.execute("CREATE SEQUENCE " + attempts);
             sql.execute("CREATE FUNCTION " + name + "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
