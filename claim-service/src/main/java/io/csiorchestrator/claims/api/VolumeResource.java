@@ -200,7 +200,7 @@ public class VolumeResource {
 
     /** The stubs of {@code namespace} (every namespace when null) that {@code grant} allows. */
     private Uni<List<VolumeStub>> listVisible(String namespace, NamespaceGrant grant) {
-        return transactions.reading(() -> VolumeRows.list(namespace)
+        return transactions.readingOneSnapshot(() -> VolumeRows.list(namespace)
                 .chain(volumes -> VolumeRows.currentClaims()
                         .chain(active -> plugins.facts(volumes.stream().map(v -> v.pluginId).collect(Collectors.toSet()))
                                 .map(facts -> volumes.stream().filter(v -> grant.allows(v.namespace)).map(v -> VolumeViews.stub(v,
@@ -225,7 +225,7 @@ public class VolumeResource {
         if (refused != null) {
             return Uni.createFrom().item(refused);
         }
-        return transactions.reading(() -> VolumeRows.find(VolumeEntity.key(namespace, id)).chain(v -> {
+        return transactions.readingOneSnapshot(() -> VolumeRows.find(VolumeEntity.key(namespace, id)).chain(v -> {
             if (v == null) {
                 return Uni.createFrom().item(notFound(namespace, id));
             }

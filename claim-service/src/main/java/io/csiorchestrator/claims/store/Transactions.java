@@ -33,6 +33,7 @@ public class Transactions {
     }
 
     private static final Object KEY = Transactions.class;
+    private static final String ONE_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 
     @Inject
     Pool pool;
@@ -66,6 +67,23 @@ public class Transactions {
                 return work.get();
             }
             return pool.withConnection(connection -> on(context, new Open(connection, false), work));
+        });
+    }
+
+    /**
+     * Runs {@code work} reading one snapshot (a read-only REPEATABLE READ transaction), or on the connection open here.
+     * For a view read by several statements (a volume and its claims, conditions and usage): under READ COMMITTED
+     * each statement sees what was committed when it began, so a claim step committing between two of them showed a
+     * volume beside claims of another moment.
+     */
+    public <T> Uni<T> readingOneSnapshot(Supplier<Uni<T>> work) {
+        return Uni.createFrom().deferred(() -> {
+            Context context = context();
+            if (context.getLocal(KEY) != null) {
+                return work.get();
+            }
+            return pool.withTransaction(connection -> connection.query(ONE_SNAPSHOT).execute()
+                    .chain(() -> on(context, new Open(connection, true), work)));
         });
     }
 

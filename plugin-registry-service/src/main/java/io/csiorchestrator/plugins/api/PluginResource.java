@@ -61,9 +61,10 @@ public class PluginResource {
             return Uni.createFrom().item(error(Response.Status.BAD_REQUEST, "invalid request",
                     List.of(new PluginViews.Problem("id", Violation.quote(id), problem.get()))));
         }
-        return pool.withConnection(connection -> store.find(connection, id).chain(row -> row == null || row.removed
+        // The plugin's counts and its instances from one snapshot, so that they agree.
+        return pool.withTransaction(tx -> store.readOneSnapshot(tx).chain(() -> store.find(tx, id)).chain(row -> row == null || row.removed
                 ? Uni.createFrom().item(error(Response.Status.NOT_FOUND, "plugin " + Violation.quote(id) + " not found", List.of()))
-                : store.instances(connection, id).map(rows -> Response.ok(PluginViews.PluginDetail.of(row,
+                : store.instances(tx, id).map(rows -> Response.ok(PluginViews.PluginDetail.of(row,
                         rows.stream().map(PluginInstanceRow::toInstance).toList())).build())));
     }
 

@@ -46,6 +46,16 @@ public class PluginStore {
         return tx.preparedQuery(PLUGIN + " for update").execute(Tuple.of(pluginId)).map(rows -> first(rows, PluginRow::from));
     }
 
+    /**
+     * Makes the caller's fresh transaction read one snapshot: a plugin's row and its instance rows, read by two
+     * statements, then agree with each other. Under the default READ COMMITTED each statement sees what was
+     * committed when it started, so a sweep committing between them showed counts from before it beside
+     * instances from after it. Must be the transaction's first statement.
+     */
+    public Uni<Void> readOneSnapshot(SqlClient tx) {
+        return tx.query("set transaction isolation level repeatable read, read only").execute().replaceWithVoid();
+    }
+
     public Uni<PluginRow> find(SqlClient client, String pluginId) {
         return client.preparedQuery(PLUGIN).execute(Tuple.of(pluginId)).map(rows -> first(rows, PluginRow::from));
     }
