@@ -109,13 +109,23 @@ class DatabaseMigrationsTest {
         pool.close();
     }
 
+    /** Also: while one waits, the lock's holder can be named (the migrator logs it before it waits). */
     @Test
     void twoReplicasStartingAtOnceApplyEachScriptOnce() throws Exception {
         String db = postgres.createDatabase();
         // one session holds the lock both migrators take, so both are waiting for it when it is released
         try (Connection holder = postgres.dataSource(db).getConnection(); Statement st = holder.createStatement()) {
             long lock = 77431708279161L + "\"public\".\"flyway_schema_history\"".hashCode();
+            st.execute("SET application_name = 'migration-test-holder'");
             st.execute("SELECT pg_advisory_lock(" + lock + ")");
+            String holderPid = rows(db, "SELECT pid FROM pg_stat_activity WHERE application_name = 'migration-test-holder'").get(0);
+            Pool probe = pool(db);
+            io.vertx.sqlclient.SqlConnection conn = probe.getConnection().toCompletionStage().toCompletableFuture().get();
+            String named = SchemaMigrator.lockHolder(conn, lock).orElseThrow();
+            assertTrue(named.startsWith("backend pid " + holderPid + " (application \"migration-test-holder\""), named);
+            assertTrue(SchemaMigrator.lockHolder(conn, lock + 1).isEmpty(), "nobody holds another lock");
+            conn.close();
+            probe.close();
             List<CompletableFuture<SchemaMigrator.Result>> runs = new ArrayList<>();
             CountDownLatch started = new CountDownLatch(2);
             for (int i = 0; i < 2; i++) {

@@ -45,7 +45,7 @@ public final class SchemaMigrator {
         try {
             String schema = await(conn.query("SELECT current_schema()").execute()).iterator().next().getString(0);
             long lock = FLYWAY_LOCK_BASE + ("\"" + schema + "\".\"" + HISTORY + "\"").hashCode();
-            await(conn.preparedQuery("SELECT pg_advisory_lock($1)").execute(Tuple.of(lock)));
+            lock(conn, lock, schema);
             Result result;
             try {
                 result = migrateLocked(conn, scripts);
@@ -58,6 +58,39 @@ public final class SchemaMigrator {
         } finally {
             conn.close();
         }
+    }
+
+    /**
+     * Takes the migration lock: at once when it is free; otherwise says who holds it (another replica migrating, or a
+     * session stuck with it: an operator who sees this line for long ends that backend) and waits for it.
+     */
+    private static void lock(SqlConnection conn, long lock, String schema) {
+        if (await(conn.preparedQuery("SELECT pg_try_advisory_lock($1)").execute(Tuple.of(lock))).iterator().next().getBoolean(0)) {
+            return;
+        }
+        LOG.warnf("waiting for the schema migration lock of \"%s\".%s, held by %s", schema, HISTORY,
+                lockHolder(conn, lock).orElse("a session that just released it"));
+        long start = System.nanoTime();
+        await(conn.preparedQuery("SELECT pg_advisory_lock($1)").execute(Tuple.of(lock)));
+        LOG.infof("took the schema migration lock after %d ms", (System.nanoTime() - start) / 1_000_000);
+    }
+
+    /**
+     * Who holds advisory lock {@code lock}: PostgreSQL lists a bigint key in {@code pg_locks} as its high 32 bits
+     * ({@code classid}), its low 32 bits ({@code objid}) and {@code objsubid} 1. Empty when nobody holds it.
+     */
+    public static java.util.Optional<String> lockHolder(SqlConnection conn, long lock) {
+        var rows = await(conn.preparedQuery("SELECT l.pid, a.application_name, a.client_addr::text, a.backend_start::text, "
+                        + "a.state FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
+                        + "AND l.granted AND l.objsubid = 1 AND l.classid::bigint = $1 AND l.objid::bigint = $2")
+                .execute(Tuple.of(lock >>> 32, lock & 0xffffffffL)));
+        if (rows.size() == 0) {
+            return java.util.Optional.empty();
+        }
+        Row row = rows.iterator().next();
+        return java.util.Optional.of(String.format("backend pid %d (application \"%s\", client %s, connected since %s, %s)",
+                row.getInteger(0), row.getString(1), row.getString(2) == null ? "local" : row.getString(2),
+                row.getString(3), row.getString(4)));
     }
 
     /** Releases the lock after a failed run; a failure of its own is kept beside the one that matters, never over it. */
