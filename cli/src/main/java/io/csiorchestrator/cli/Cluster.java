@@ -774,7 +774,7 @@ public final class Cluster {
 
     public Proc startWorker(String node) throws IOException {
         Path jar = serviceJar("node-mount-worker");
-        List<String> cmd = serviceJava("node-mount-worker-" + node, 384, jar);
+        List<String> cmd = serviceJava("node-mount-worker-" + node, 384, jar, YOUNG_GENERATION);
         cmd.addAll(nodeKafkaCredentials(node));
         cmd.addAll(List.of(
                 "-Dquarkus.http.port=" + ports.workers().get(node),
@@ -907,19 +907,30 @@ public final class Cluster {
     }
 
     /**
+     * The services' young generation: 6 MB, not a third of a heap that grows to 40-47 MB (12-15 MB of eden and
+     * survivors, every page of it touched by the allocations that cycle through it). Their live sets are ~20 MB and
+     * what they allocate per operation dies young, so a smaller eden means more young collections of the same short
+     * length, not more promotion. After the sweep (same-day A/B, `docs/bench/session30-2026-12-01-xmn.txt`): RSS
+     * workers 208-210 -> 193-201 MB, claim-service 211-213 -> 208-210, the registry within its spread; CPU per
+     * operation within the runs' spread.
+     */
+    private static final List<String> YOUNG_GENERATION = List.of("-Xmn6m");
+
+    /**
+     * claim-service's and the registry's heap after a full collection: grown to 10 % free at least (not 40 %), given
+     * back above 30 % free (not 70 %). After 60 s at 30 ops/s RSS registry 207 -> 195 MB, claim-service 297 -> 288,
+     * CPU per operation unchanged; the workers, which rarely collect fully, 215 -> 213, so they keep the defaults
+     * (README "session 27"); and {@link #YOUNG_GENERATION}.
+     */
+    private static final List<String> HEAP_GIVEN_BACK = concat(List.of("-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30"),
+            YOUNG_GENERATION);
+
+    /**
      * A Quarkus service's JVM running {@code jar}: on {@value #SERVICE_JAVA_HOME_ENV}'s JDK (or the newest JDK 25 or
      * later installed, {@link #aotCache(boolean)}) with its AOT cache when there is one ({@link ServiceJava}: the
      * cache is used, or, missing or stale, removed and written anew at the process's exit; the line saying which is
      * kept for {@link #takeServiceJavaLines()}), else as {@link #java(String, int)}.
      */
-    /**
-     * claim-service's and the registry's heap after a full collection: grown to 10 % free at least (not 40 %), given
-     * back above 30 % free (not 70 %). After 60 s at 30 ops/s RSS registry 207 -> 195 MB, claim-service 297 -> 288,
-     * CPU per operation unchanged; the workers, which rarely collect fully, 215 -> 213, so they keep the defaults
-     * (README "session 27").
-     */
-    private static final List<String> HEAP_GIVEN_BACK = List.of("-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30");
-
     private List<String> serviceJava(String name, int heapMb, Path jar) {
         return serviceJava(name, heapMb, jar, List.of());
     }
