@@ -919,8 +919,8 @@ public final class Cluster {
     /**
      * claim-service's and the registry's heap after a full collection: grown to 10 % free at least (not 40 %), given
      * back above 30 % free (not 70 %). After 60 s at 30 ops/s RSS registry 207 -> 195 MB, claim-service 297 -> 288,
-     * CPU per operation unchanged; the workers, which rarely collect fully, 215 -> 213, so they keep the defaults
-     * (README "session 27"); and {@link #YOUNG_GENERATION}.
+     * CPU per operation unchanged; the workers, which rarely collect fully, 215 -> 213, so they keep the default
+     * ratios (README "session 27"). Both also get {@link #YOUNG_GENERATION}.
      */
     private static final List<String> HEAP_GIVEN_BACK = concat(List.of("-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30"),
             YOUNG_GENERATION);

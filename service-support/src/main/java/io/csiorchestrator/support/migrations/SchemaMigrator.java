@@ -7,6 +7,7 @@ import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import org.jboss.logging.Logger;
 
@@ -79,16 +80,16 @@ public final class SchemaMigrator {
      * Who holds advisory lock {@code lock}: PostgreSQL lists a bigint key in {@code pg_locks} as its high 32 bits
      * ({@code classid}), its low 32 bits ({@code objid}) and {@code objsubid} 1. Empty when nobody holds it.
      */
-    public static java.util.Optional<String> lockHolder(SqlConnection conn, long lock) {
+    public static Optional<String> lockHolder(SqlConnection conn, long lock) {
         var rows = await(conn.preparedQuery("SELECT l.pid, a.application_name, a.client_addr::text, a.backend_start::text, "
                         + "a.state FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
                         + "AND l.granted AND l.objsubid = 1 AND l.classid::bigint = $1 AND l.objid::bigint = $2")
                 .execute(Tuple.of(lock >>> 32, lock & 0xffffffffL)));
         if (rows.size() == 0) {
-            return java.util.Optional.empty();
+            return Optional.empty();
         }
         Row row = rows.iterator().next();
-        return java.util.Optional.of(String.format("backend pid %d (application \"%s\", client %s, connected since %s, %s)",
+        return Optional.of(String.format("backend pid %d (application \"%s\", client %s, connected since %s, %s)",
                 row.getInteger(0), row.getString(1), row.getString(2) == null ? "local" : row.getString(2),
                 row.getString(3), row.getString(4)));
     }
