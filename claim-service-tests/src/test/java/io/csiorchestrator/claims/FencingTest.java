@@ -170,8 +170,58 @@ class FencingTest {
             assertTrue(metrics.lines().anyMatch(l -> l.startsWith("csi_claims_stale_epoch_total{")
                     && l.contains("topic=\"mount-done\"")), "no csi_claims_stale_epoch_total{topic=\"mount-done\"}");
         });
-        bus.succeedAt(mount, 2);
+        // the claim waiting for that mount asks again under epoch 2 (MountAnswers#onStaleAnswer)
+        NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        assertEquals(2L, again.leaseEpoch());
+        assertTrue(!again.commandId().equals(mount.commandId()), "the mount asked again is a new command");
+        assertEquals(attemptOf(mount), attemptOf(again), "asked again in the same attempt, not retried after the command timeout");
+        bus.succeedAt(again, 2);
         bus.awaitStatus(w.requestId(), ClaimState.READY);
+    }
+
+    /** The attempt a command id names ("{claim}.{kind}.{attempt}.{nonce}", ClaimEffects). */
+    private static String attemptOf(NodeCommand c) {
+        String[] parts = c.commandId().split("\\.");
+        return parts[parts.length - 2];
+    }
+
+    /**
+     * The sequence ChaosIT found on 7a65ae6 (2026-12-01): a mount fails after the plugin was called and is rolled back
+     * with an unmount sent under lease epoch 1; the registry then grants epoch 2, which claim-service sees before the
+     * worker answers the unmount, still under epoch 1. The answer is dead-lettered as stale and the claim asks again
+     * under epoch 2 at once (after its backoff, not after the command timeout); that answer ends the rollback and the
+     * volume holds no claim. Before the fix the claim stayed unmounting until the command timeout.
+     */
+    @Test
+    void anUnmountAnsweredUnderAnEpochThatEndedMeanwhileIsAskedAgainUnderTheNewOne() {
+        String node = ClaimFlowTest.unique("node");
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+        String vol = volumeOn(node)[1];
+        ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(w);
+        NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
+        bus.send(new io.csiorchestrator.events.MountDone(mount.commandId(), node, NodeCommandKind.MOUNT, "ns1", vol, "alloc-1",
+                false, "INTERNAL", "NodePublishVolume: disk on fire", java.util.Map.of(), null, null, java.time.Instant.now())
+                .withFencing(1L, mount.claimGeneration()));
+        bus.awaitStatus(w.requestId(), ClaimState.FAILED);
+        NodeCommand unmount = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertEquals(1L, unmount.leaseEpoch());
+        bus.lease(node, 1, NodeLeaseState.LAPSED);
+        bus.lease(node, 2, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 2, "valid");
+        bus.succeedAt(unmount, 1);
+        ConsumerRecord<String, String> dead = bus.kafka.awaitRecord(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter",
+                r -> r.value() != null && r.value().contains(unmount.commandId()), Bus.WAIT);
+        assertEquals("stale lease epoch 1 < 2 for " + node, KafkaTestClient.header(dead, DeadLetters.REASON));
+        NodeCommand again = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
+        assertEquals(2L, again.leaseEpoch());
+        assertEquals("alloc-1", again.allocationId());
+        // the command timeout's retry would be the next attempt (DEADLINE_EXCEEDED), the stale answer's is the same one
+        assertEquals(attemptOf(unmount), attemptOf(again), "asked again in the same attempt, not retried after the command timeout");
+        bus.succeedAt(again, 2);
+        Awaitility.await().atMost(Bus.WAIT).untilAsserted(() ->
+                given().get("/v1/volumes/ns1/" + vol).then().statusCode(200).body("claims", hasSize(0)));
     }
 
     /**

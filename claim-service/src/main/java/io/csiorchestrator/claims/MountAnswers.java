@@ -61,6 +61,34 @@ public class MountAnswers {
         });
     }
 
+    /**
+     * An answer of an older lease epoch than its node's newest ({@code newest}), dead-lettered as stale: a node's report
+     * of an ended epoch changes no claim (issue 19). When a claim still waits for that very command, it asks again under
+     * the newest epoch after its backoff, since nothing else would until the command timeout (ChaosIT on 7a65ae6,
+     * 2026-12-01: node-1's worker was killed, two mounts gave up for want of a lease and were rolled back under epoch 1;
+     * the worker unmounted and answered under epoch 1 60 ms before epoch 2's grant reached it, claim-service had seen
+     * the grant, and both claims stayed unmounting past the run's end). Asking again is safe (every command is
+     * idempotent on the worker) and bounded: one per stale answer, none while no answer comes.
+     */
+    public Uni<Void> onStaleAnswer(MountDone done, long newest, Tx tx) {
+        return service.inTransaction(tx, () -> Uni.createFrom().deferred(() -> ClaimStore.current().lockVolumeOfCommand(done.commandId()))
+                .chain(volume -> volume == null ? Uni.createFrom().<ClaimEntity>nullItem() : ClaimStore.current().claimByCommand(done.commandId()))
+                .invoke(claim -> {
+                    if (claim == null || claim.past || !done.commandId().equals(claim.commandId)) {
+                        return;
+                    }
+                    java.time.Duration backoff = settings.policy().backoff(Math.max(claim.attempt, 1));
+                    claim.commandId = null;
+                    claim.commandDeadline = null;
+                    claim.retryAt = Instant.now().plus(backoff);
+                    claim.lastError = "the answer of " + done.nodeId() + " to " + done.commandId() + " came under lease epoch "
+                            + done.leaseEpoch() + ", older than its newest (" + newest + "): asked again under epoch " + newest;
+                    LOG.infof("claim %s (volume %s, node %s): %s in %s", claim.claimId, claim.volumeKey, claim.nodeId,
+                            claim.lastError, backoff);
+                })
+                .replaceWithVoid());
+    }
+
     private Uni<Void> stepDone(VolumeEntity volume, ClaimEntity claim, MountDone done) {
         claim.commandId = null;
         claim.commandDeadline = null;

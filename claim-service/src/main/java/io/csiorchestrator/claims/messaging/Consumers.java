@@ -169,12 +169,16 @@ public class Consumers {
             MountDone done = EventCodec.decode(MountDone.class, record.value());
             ClaimRequestChecks.requireKey(EventType.MOUNT_DONE.displayName(), record, "nodeId", done.nodeId());
             authenticity.requireNode(record, raw, EventType.MOUNT_DONE.displayName(), done.nodeId());
-            if (!StaleAnswers.takenWhateverEpoch(done)) {
-                // controller answers and a worker's refusal of a mount before any plugin call are taken whatever
-                // the epoch (StaleAnswers says why); anything else of an older epoch than the node's newest is not
-                refuseStale("mount-done", done.nodeId(), done.leaseEpoch());
-            }
             String what = "mount-done " + done.commandId();
+            if (!StaleAnswers.takenWhateverEpoch(done) && fencing.book().stale(done.nodeId(), done.leaseEpoch())) {
+                // controller answers and a worker's refusal of a mount before any plugin call are taken whatever
+                // the epoch (StaleAnswers says why); anything else of an older epoch than the node's newest is not:
+                // dead-lettered, after the claim waiting for it asked again (MountAnswers#onStaleAnswer)
+                long newest = fencing.book().epoch(done.nodeId());
+                StaleEpochException stale = staleEpoch("mount-done", done.nodeId(), done.leaseEpoch());
+                return RecordBatches.Step.alone(kafkaRecord, what, trace, () -> answers.onStaleAnswer(done, newest, tx)
+                        .chain(() -> Uni.createFrom().failure(stale)));
+            }
             if (done.kind() == NodeCommandKind.LIST_VOLUMES) {
                 // a page of ListVolumes for the comparison of the volumes created through the services (issue 14)
                 return RecordBatches.Step.alone(kafkaRecord, what, trace, () -> listings.onDone(done, tx));
@@ -373,19 +377,17 @@ public class Consumers {
      */
     private void refuseStale(String topic, String nodeId, Long epoch) {
         if (fencing.book().stale(nodeId, epoch)) {
-            Long newest = fencing.book().epoch(nodeId);
-            metrics.staleEpoch(topic);
-            String reason = "stale lease epoch " + epoch + " < " + newest + " for " + nodeId;
-            LOG.warnf("%s ignored: %s", topic, reason);
-            throw new StaleEpochException(reason);
+            throw staleEpoch(topic, nodeId, epoch);
         }
     }
 
-    /** A record of a stale lease epoch: dead-lettered at once with the reason, never retried. */
-    static final class StaleEpochException extends RuntimeException {
-        StaleEpochException(String reason) {
-            super(reason, null, false, false);
-        }
+    /** The stale record of {@code topic}, counted and logged: its reason names both epochs. */
+    private StaleEpochException staleEpoch(String topic, String nodeId, Long epoch) {
+        Long newest = fencing.book().epoch(nodeId);
+        metrics.staleEpoch(topic);
+        String reason = "stale lease epoch " + epoch + " < " + newest + " for " + nodeId;
+        LOG.warnf("%s ignored: %s", topic, reason);
+        return new StaleEpochException(reason);
     }
 
     /**

@@ -60,7 +60,7 @@ public class Retries {
      * the database being away began at least {@code budget} ago (it is dead-lettered with the failure).
      */
     private boolean tryAgain(Throwable t, long[] otherSince, Duration budget, String what) {
-        if (t instanceof MalformedEventException || t instanceof Consumers.StaleEpochException) {
+        if (t instanceof MalformedEventException || t instanceof StaleEpochException) {
             return false;
         }
         if (TransientFailures.isTransient(t)) {

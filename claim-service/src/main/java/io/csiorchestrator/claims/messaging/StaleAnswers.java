@@ -24,7 +24,8 @@ import java.util.Set;
  *       mount again carrying the node's newest epoch (which the worker checks), or after its last attempt fails with an
  *       unmount sent first, the volume held until that teardown is answered: it never readies or frees a claim.</li>
  * </ul>
- * A successful mount or unmount, or a failure after the worker called the plugin, of a stale epoch stays refused.
+ * A successful mount or unmount, or a failure after the worker called the plugin, of a stale epoch stays refused; the
+ * claim still waiting for that command asks again under the newest epoch ({@code MountAnswers#onStaleAnswer}).
  */
 final class StaleAnswers {
 
