@@ -4,18 +4,13 @@ import io.csiorchestrator.claims.domain.PassTiming;
 import io.csiorchestrator.claims.provision.ProvisionReconciler;
 import io.csiorchestrator.claims.store.SessionSql;
 import io.csiorchestrator.claims.store.Transactions;
-import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.vertx.VertxContextSupport;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
-import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import org.jboss.logging.Logger;
 
 /**
@@ -55,11 +50,8 @@ public class ReconcileSchedule {
     @Inject
     Transactions transactions;
 
-    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "csi-reconcile-timer");
-        t.setDaemon(true);
-        return t;
-    });
+    @Inject
+    ClaimTimer timer;
     private PassTiming timing;
     private boolean leading;
     private boolean running;
@@ -73,10 +65,6 @@ public class ReconcileSchedule {
         timing = new PassTiming(settings.reconcileInterval());
     }
 
-    void onStop(@Observes ShutdownEvent event) {
-        timer.shutdownNow();
-    }
-
     /** Leadership began (a pass at once, then the purge's timer) or ended (nothing armed). */
     public synchronized void leadershipChanged(boolean leads) {
         leading = leads;
@@ -87,8 +75,7 @@ public class ReconcileSchedule {
         }
         if (leads) {
             offer(Instant.now());
-            purge = timer.scheduleAtFixedRate(() -> offer(Instant.now()), PURGE_EVERY.toMillis(), PURGE_EVERY.toMillis(),
-                    TimeUnit.MILLISECONDS);
+            purge = timer.every("the purge's wake-up", PURGE_EVERY, PURGE_EVERY, () -> offer(Instant.now()));
         } else {
             timing.clear();
         }
@@ -117,7 +104,7 @@ public class ReconcileSchedule {
         cancel();
         long delay = Math.max(0, Duration.between(Instant.now(), at).toMillis());
         LOG.debugf("reconcile pass armed for %s (in %d ms; due %s)", at, delay, due);
-        armed = timer.schedule(this::fire, delay, TimeUnit.MILLISECONDS);
+        armed = timer.once(this::fire, Duration.ofMillis(delay));
     }
 
     /** How many passes ran (tests). */

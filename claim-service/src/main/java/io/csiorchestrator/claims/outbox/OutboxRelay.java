@@ -3,7 +3,7 @@ package io.csiorchestrator.claims.outbox;
 import io.csiorchestrator.claims.ClaimMetrics;
 import io.csiorchestrator.claims.ClaimSettings;
 import io.quarkus.runtime.ShutdownEvent;
-import io.quarkus.scheduler.Scheduled;
+import io.quarkus.runtime.StartupEvent;
 import io.vertx.mutiny.sqlclient.Pool;
 import io.vertx.mutiny.sqlclient.Row;
 import io.vertx.mutiny.sqlclient.Tuple;
@@ -35,8 +35,8 @@ import org.jboss.logging.Logger;
  *
  * <p>When it runs: when a transaction left a row to it ({@link #signal()}, an in-process signal, no polling), once
  * at start (the recovery sweep), when a writer takes its lock (a restarted process: its predecessor's rows), on a
- * recheck while rows wait for live writers ({@code recheckLater}), and on a slow scheduled safety sweep
- * ({@code csi.claims.outbox.sweep-interval}) that catches rows whose publish failed. One thread drains; a signal
+ * recheck while rows wait for live writers ({@code recheckLater}), and on a slow safety sweep
+ * ({@code csi.claims.outbox.sweep-interval}, a timer on the relay's thread) that catches rows whose publish failed. One thread drains; a signal
  * during a drain schedules one more drain, so none is lost.
  *
  * <p>Several instances on one database: only the leader ({@code leader.Leadership}, a PostgreSQL
@@ -70,6 +70,21 @@ public class OutboxRelay {
     /** The drain thread's next recheck delay while a row of the relay waits behind a writer's own (0: none waits). */
     private long recheckDelayMs;
     private volatile boolean leader;
+
+    /**
+     * The safety sweep's timer, on the relay's own thread: every {@code csi.claims.outbox.sweep-interval} (30 s) after
+     * the previous sweep, for rows whose publish failed while no signal came (the broker away at send time).
+     */
+    void onStart(@Observes StartupEvent event) {
+        long every = settings.outbox().sweepInterval().toMillis();
+        executor.scheduleWithFixedDelay(() -> {
+            try {
+                safetySweep();
+            } catch (RuntimeException e) {
+                LOG.warnf("outbox safety sweep failed (due again in %d ms): %s", every, e.toString());
+            }
+        }, every, every, TimeUnit.MILLISECONDS);
+    }
 
     void onStop(@Observes ShutdownEvent event) {
         stop();
@@ -125,8 +140,6 @@ public class OutboxRelay {
         }
     }
 
-    @Scheduled(every = "${csi.claims.outbox.sweep-interval:30s}", delayed = "${csi.claims.outbox.sweep-interval:30s}",
-            concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     void safetySweep() {
         if (suspended || !leader) {
             submit(this::updatePending);

@@ -29,7 +29,7 @@ public interface ProvisionSettings {
 
     /**
      * How often the volumes created through the services are compared with each plugin's ListVolumes (issue 14; only
-     * plugins with LIST_VOLUMES). Read by the scheduler as {@code csi.provision.list-volumes-interval}; {@code off}
+     * plugins with LIST_VOLUMES). Read by VolumeListings' timer as {@code csi.provision.list-volumes-interval}; {@code off}
      * turns the comparison off.
      */
     @WithName("list-volumes-interval")

@@ -3,6 +3,7 @@ package io.csiorchestrator.claims.provision;
 import io.csiorchestrator.claims.ClaimMetrics;
 import io.csiorchestrator.claims.ClaimService;
 import io.csiorchestrator.claims.ClaimSettings;
+import io.csiorchestrator.claims.ClaimTimer;
 import io.csiorchestrator.claims.Tx;
 import io.csiorchestrator.claims.leader.Leadership;
 import io.csiorchestrator.claims.outbox.Outbox;
@@ -15,10 +16,12 @@ import io.csiorchestrator.events.ListedVolumes;
 import io.csiorchestrator.events.MountDone;
 import io.csiorchestrator.events.NodeCommand;
 import io.csiorchestrator.events.VolumeListing;
-import io.quarkus.scheduler.Scheduled;
+import io.quarkus.runtime.StartupEvent;
+import io.quarkus.vertx.VertxContextSupport;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import java.time.Instant;
 import java.util.List;
@@ -64,15 +67,35 @@ public class VolumeListings {
     @Inject
     ProvisionSettings provisionSettings;
     @Inject
+    ClaimTimer timer;
+    @Inject
     Leadership leadership;
     @Inject
     ClaimMetrics metrics;
     @Inject
     Transactions transactions;
 
-    /** Every interval, the first a minute after the start ({@code off}: never; the tests call {@link #start}). */
-    @Scheduled(every = "${csi.provision.list-volumes-interval:5m}", delayed = "1m",
-            concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    /**
+     * The listing's timer ({@link ClaimTimer}): every {@code csi.provision.list-volumes-interval} after the previous
+     * tick ended, the first a minute after the start ({@code off}: never; the tests call {@link #listAll}). A tick
+     * still running when the next falls due is not doubled.
+     */
+    void onStart(@Observes StartupEvent event) {
+        java.time.Duration every = ClaimTimer.interval(provisionSettings.listVolumesInterval());
+        if (every == null) {
+            LOG.info("volume listings are off (csi.provision.list-volumes-interval)");
+            return;
+        }
+        timer.every("the volume listing tick", java.time.Duration.ofMinutes(1), every, () -> {
+            if (ticking.compareAndSet(false, true)) {
+                VertxContextSupport.subscribe(() -> tick().toMulti(), s -> s.with(ignored -> { },
+                        failure -> ticking.set(false), () -> ticking.set(false)));
+            }
+        });
+    }
+
+    private final java.util.concurrent.atomic.AtomicBoolean ticking = new java.util.concurrent.atomic.AtomicBoolean();
+
     Uni<Void> tick() {
         if (!leadership.isLeader()) {
             return Uni.createFrom().voidItem();
