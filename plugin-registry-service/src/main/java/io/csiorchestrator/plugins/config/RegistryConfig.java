@@ -16,7 +16,7 @@ public interface RegistryConfig {
     @WithDefault("1h")
     Duration pluginGcAfter();
 
-    /** How often the expiry sweep runs (read by the scheduler as {@code csi.registry.sweep-interval}). */
+    /** How often the expiry sweep runs (read by RegistryTimer as {@code csi.registry.sweep-interval}, also the gauges' refresh and the catch-up probe). */
     @WithDefault("15s")
     Duration sweepInterval();
 

@@ -1,14 +1,13 @@
 package io.csiorchestrator.plugins.messaging;
 
 import io.csiorchestrator.plugins.PluginRegistry;
-import io.quarkus.scheduler.Scheduled;
 import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import org.jboss.logging.Logger;
 
 /**
- * Runs the expiry sweep every {@code csi.registry.sweep-interval}: instances silent for longer than
+ * The expiry sweep, every {@code csi.registry.sweep-interval} ({@link io.csiorchestrator.plugins.RegistryTimer}): instances silent for longer than
  * {@code csi.registry.instance-ttl} turn unhealthy, those silent for longer than
  * {@code csi.registry.plugin-gc-after} are removed, and a plugin left without instances is removed
  * (tombstone on {@code plugin-status}). A run still going when the next is due is not doubled.
@@ -21,10 +20,8 @@ public class ExpirySweep {
     @Inject
     PluginRegistry registry;
 
-    @Scheduled(identity = "plugin-expiry-sweep", every = "${csi.registry.sweep-interval:15s}",
-            delayed = "${csi.registry.sweep-interval:15s}", concurrentExecution = Scheduled.ConcurrentExecution.SKIP,
-            skipExecutionIf = Scheduled.ApplicationNotRunning.class)
-    Uni<Void> sweep() {
+    /** One sweep; run by {@link io.csiorchestrator.plugins.RegistryTimer}. */
+    public Uni<Void> sweep() {
         return registry.sweep()
                 .invoke(changed -> {
                     if (changed > 0) {

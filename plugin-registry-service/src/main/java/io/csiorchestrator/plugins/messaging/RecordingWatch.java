@@ -3,7 +3,6 @@ package io.csiorchestrator.plugins.messaging;
 import io.csiorchestrator.events.Topic;
 import io.csiorchestrator.events.TopicCatalog;
 import io.csiorchestrator.plugins.domain.RecordingWindow;
-import io.quarkus.scheduler.Scheduled;
 import jakarta.annotation.PostConstruct;
 import jakarta.annotation.PreDestroy;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -97,9 +96,7 @@ public class RecordingWatch {
         }
     }
 
-    @Scheduled(identity = "plugin-health-catch-up", every = "${csi.registry.sweep-interval:15s}",
-            concurrentExecution = Scheduled.ConcurrentExecution.SKIP, skipExecutionIf = Scheduled.ApplicationNotRunning.class)
-    synchronized void probe() {
+    public synchronized void probe() {
         Sample current;
         Map<TopicPartition, Long> committed;
         try {

@@ -5,7 +5,6 @@ import io.csiorchestrator.plugins.store.PluginStore;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.quarkus.scheduler.Scheduled;
 import io.smallrye.mutiny.Uni;
 import io.vertx.mutiny.sqlclient.Pool;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -142,10 +141,7 @@ public class PluginGauges {
     }
 
     /** Reads every plugin's counts (one row per plugin) into the cache. */
-    @Scheduled(identity = "plugin-gauges-refresh", every = "${csi.registry.sweep-interval:15s}",
-            concurrentExecution = Scheduled.ConcurrentExecution.SKIP,
-            skipExecutionIf = Scheduled.ApplicationNotRunning.class)
-    Uni<Void> refresh() {
+    public Uni<Void> refresh() {
         long refresh = startRefresh();
         return store.all(pool)
                 .invoke(rows -> replaceAll(refresh, byId(rows)))
