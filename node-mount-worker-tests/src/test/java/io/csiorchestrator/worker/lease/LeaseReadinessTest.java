@@ -29,8 +29,10 @@ import org.junit.jupiter.api.Test;
 /**
  * With {@code csi.worker.fencing.enabled} the worker is ready only with a valid lease (so {@code ./csi up} waits for
  * the first grant): not ready before a grant, ready once the test (standing in as plugin-registry-service) answers
- * its request, not ready again without answers (at expiry - budget, 2 s after the last answered request, the worker
- * fences itself: "epoch 1 fenced").
+ * its request, not ready again without answers (at expiry - budget, 9 s after the last answered request, the worker
+ * fences itself: "epoch 1 fenced"). The lease lasts 10 s from the worker's request: with 3 s, an answer to a request
+ * read late on a loaded machine arrived already expired, the worker fenced epoch 1 at once and ignored every later
+ * answer of that epoch (CI on 87c2866, 2026-12-02: granted 02:13:33.560, fenced 02:13:34.021).
  */
 @QuarkusTest
 @TestProfile(LeaseReadinessTest.Fencing.class)
@@ -45,7 +47,7 @@ class LeaseReadinessTest {
             io.csiorchestrator.events.identity.Principal node = io.csiorchestrator.events.identity.Principal.node(NODE);
             io.csiorchestrator.testkit.TestIdentities.sealing(node); // this node's own sealing key (issue 20 item 4)
             Map<String, String> config = new HashMap<>(Map.of("csi.worker.fencing.enabled", "true",
-                    "csi.fencing.lease-ttl", "3s", "csi.worker.node-id", NODE, TopicCatalog.PREFIX_PROPERTY, TOPICS.prefix(),
+                    "csi.fencing.lease-ttl", "10s", "csi.worker.node-id", NODE, TopicCatalog.PREFIX_PROPERTY, TOPICS.prefix(),
                     "csi.worker.seal-key-file", io.csiorchestrator.testkit.TestIdentities.sealKeyFile(node).toString()));
             // on the closed broker the worker connects as this node's own principal with its ACLs on this prefix,
             // and finds this prefix's topics made (a closed broker creates none on first use)
@@ -103,7 +105,7 @@ class LeaseReadinessTest {
         if (latest == null) {
             return;
         }
-        NodeLease lease = new NodeLease(NODE, 1, NodeLeaseState.VALID, latest.requestId(), 3_000, 1_000, Instant.now());
+        NodeLease lease = new NodeLease(NODE, 1, NodeLeaseState.VALID, latest.requestId(), 10_000, 1_000, Instant.now());
         RecordHeaders h = new RecordHeaders();
         CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
         Map<String, String> headers = new HashMap<>();
