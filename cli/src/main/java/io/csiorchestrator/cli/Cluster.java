@@ -947,14 +947,41 @@ public final class Cluster {
                 : aotCache ? ServiceJava.newestAotHome(ServiceJava.candidateHomes(ServiceJava.SYSTEM_JDKS)).orElse(null)
                 : null;
         if (home == null) {
-            return java(name, heapMb, null, concat(heapOptions, sharedArchive(name, jar)));
+            return java(name, heapMb, null, concat(concat(heapOptions, nativeHeapTrimmed(Runtime.version())),
+                    sharedArchive(name, jar)));
         }
         ServiceJava service = ServiceJava.of(home, workDir.resolve("aot").resolve(name + ".aot"));
         ServiceJava.Aot aot = service.aot(jar);
         aot.prepare();
         serviceJavaLines.add(aot.line(name, workDir));
-        return java(name, heapMb, service.java(), concat(heapOptions, aot.options()));
+        return java(name, heapMb, service.java(), concat(concat(heapOptions, nativeHeapTrimmed(service.version())),
+                aot.options()));
     }
+
+    /**
+     * A Quarkus service's native heap given back once a minute ({@code -XX:TrimNativeHeapInterval=60000}, JDK 17.0.9
+     * and later): glibc keeps what the JVM frees (the start's class parsing, C1's compiler arenas, TLS handshakes) for
+     * the next allocation, resident, and only a trim returns it. One trim of each running service, after the sweep
+     * (`jcmd System.trim_native_heap`): claim-service -6 MB, the registry -6, the workers -10 each. The trimmer's
+     * thread wakes once a minute (a malloc_trim: well under a millisecond of CPU), so memory freed by a burst of work
+     * is back with the system within a minute. Same-day A/B after the sweep (README "session 32"): RSS claim-service
+     * 201 -> 196 MiB, the registry 183 -> 176, the workers 195 + 199 -> 192 + 191; CPU per operation within the runs'
+     * spread.
+     */
+    static List<String> nativeHeapTrimmed(Runtime.Version jvm) {
+        return jvm.compareTo(NATIVE_HEAP_TRIM_SINCE) >= 0 ? List.of("-XX:TrimNativeHeapInterval=60000") : List.of();
+    }
+
+    /** As {@link #nativeHeapTrimmed(Runtime.Version)} for a JDK's version string; none when it cannot be read. */
+    static List<String> nativeHeapTrimmed(String jvmVersion) {
+        try {
+            return nativeHeapTrimmed(Runtime.Version.parse(jvmVersion));
+        } catch (IllegalArgumentException | NullPointerException e) {
+            return List.of();
+        }
+    }
+
+    private static final Runtime.Version NATIVE_HEAP_TRIM_SINCE = Runtime.Version.parse("17.0.9");
 
     /**
      * The options of a dynamic class-data archive for a JVM of the CLI's own JDK running {@code jar}

@@ -52,12 +52,12 @@ record ServiceJava(Path java, int major, String version, Path cache) {
     static final String JAR_MODIFIED = "jar.modified-millis";
     static final String JAR_SIZE = "jar.size";
 
-    /** The JDK at {@code home}; fails naming the path when it has no {@code bin/java} or no readable version. */
     /** The feature release of the JDK at {@code home} (its {@code release} file); fails as {@link #of} does. */
     static int feature(Path home) {
         return of(home, null).major();
     }
 
+    /** The JDK at {@code home}; fails naming the path when it has no {@code bin/java} or no readable version. */
     static ServiceJava of(Path home, Path cache) {
         Path java = home.resolve("bin").resolve("java");
         if (!Files.isExecutable(java)) {
