@@ -162,6 +162,29 @@ class DeadLetterTest {
         }
     }
 
+    @Test
+    void everyChannelDeadLettersThroughOneProducerOfTheService() {
+        String vol = bus.schedulableVolume("ns1", "one-producer", AccessMode.SINGLE_NODE_WRITER, "node-a");
+        bus.sendRaw(Topic.CLAIM_REQUESTED, vol, "not a claim");
+        bus.sendRaw(Topic.MOUNT_DONE, vol, "not an answer");
+
+        // (a claim-requested value that is not JSON is withheld: see the test above)
+        ConsumerRecord<String, String> claim = deadLetter(vol, r -> r.value().contains("\"withheld\""));
+        ConsumerRecord<String, String> answer = bus.kafka.awaitRecord(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter",
+                r -> vol.equals(r.key()) && "not an answer".equals(r.value()), Bus.WAIT);
+        assertEquals(Bus.topic(Topic.CLAIM_REQUESTED), KafkaTestClient.header(claim, DeadLetters.TOPIC));
+        assertEquals(Bus.topic(Topic.MOUNT_DONE), KafkaTestClient.header(answer, DeadLetters.TOPIC));
+        reason(claim);
+        reason(answer);
+
+        // Both went through the service's one dead-letter producer; SmallRye's strategy made one per channel (client id
+        // kafka-dead-letter-topic-producer-<consumer>), each with a sending thread and a network thread.
+        List<String> producers = Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
+                .filter(name -> name.startsWith("kafka-producer-network-thread")).toList();
+        assertTrue(producers.contains("kafka-producer-network-thread | " + DeadLetterQueue.CLIENT_ID), producers.toString());
+        assertTrue(producers.stream().noneMatch(name -> name.contains("dead-letter-topic-producer")), producers.toString());
+    }
+
     /** A write claim's JSON as the contract encodes it, with {@code options} as its mountOptions field. */
     static String claimText(String requestId, String vol, String options) {
         String valid = EventCodec.encodeToString(new ClaimRequested(requestId, "ns1", vol, "alloc-x", "node-a", ClaimMode.WRITE,
