@@ -46,6 +46,40 @@ class FencingTest {
         bus.close();
     }
 
+    /** {@code node}'s lease epoch 1 granted, and seen by claim-service. */
+    private void granted(String node) {
+        bus.lease(node, 1, NodeLeaseState.VALID);
+        Bus.awaitLease(node, 1, "valid");
+    }
+
+    /** {@code node}'s lease epoch {@code epoch - 1} lapsed and {@code epoch} granted, the grant seen by claim-service. */
+    private void renewed(String node, long epoch) {
+        bus.lease(node, epoch - 1, NodeLeaseState.LAPSED);
+        bus.lease(node, epoch, NodeLeaseState.VALID);
+        Bus.awaitLease(node, epoch, "valid");
+    }
+
+    /**
+     * Allocation alloc-a's write claim on {@code x} (of a volume schedulable on {@code x} and {@code y}) READY, then its
+     * release, whose unmount fails: RELEASING, waiting for {@code x}'s lease to lapse.
+     */
+    private ReleaseWaiting releaseWaitingForTheLease(String x, String y) {
+        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.SINGLE_NODE_WRITER, x, y);
+        ClaimRequested a = Bus.claim("ns1", vol, "alloc-a", x, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
+        bus.send(a);
+        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
+        bus.awaitStatus(a.requestId(), ClaimState.READY);
+        ClaimRequested release = Bus.release("ns1", vol, "alloc-a");
+        bus.send(release);
+        bus.fail(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT), "INTERNAL", "device busy");
+        bus.awaitStatus(release.requestId(), ClaimState.RELEASING, r -> r.startsWith("waiting for " + x + "'s lease to lapse"));
+        return new ReleaseWaiting(vol, release);
+    }
+
+    /** The volume and the release of {@link #releaseWaitingForTheLease}. */
+    private record ReleaseWaiting(String vol, ClaimRequested release) {
+    }
+
     /** A single-node-writer volume of a fresh node-only plugin with a healthy instance on {@code node}; {plugin, volume}. */
     private String[] volumeOn(String node) {
         String plugin = ClaimFlowTest.unique("plug");
@@ -64,8 +98,7 @@ class FencingTest {
     @Test
     void aReleaseOnANodeWithAValidLeaseIsNeverFreedWithoutItsAnswerAndIsFreedAfterTheLapseAndTheFenceWait() {
         String node = ClaimFlowTest.unique("node");
-        bus.lease(node, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 1, "valid");
+        granted(node);
         java.time.Instant leaseSeen = java.time.Instant.now(); // the application had the lease by then
         String[] pv = volumeOn(node);
         String vol = pv[1];
@@ -119,8 +152,7 @@ class FencingTest {
     @Test
     void theReleasedAfterALapseDrivenControllerUnpublishSaysWhyTheNodeWasAssumedDetached() {
         String node = ClaimFlowTest.unique("node");
-        bus.lease(node, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 1, "valid");
+        granted(node);
         String plugin = ClaimFlowTest.unique("plug");
         String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
         bus.plugin(plugin, true, List.of("ctrl-1"), List.of(node));
@@ -152,9 +184,7 @@ class FencingTest {
     void aMountDoneOfAStaleLeaseEpochIsDeadLetteredAndCounted() {
         String node = ClaimFlowTest.unique("node");
         bus.lease(node, 1, NodeLeaseState.VALID);
-        bus.lease(node, 1, NodeLeaseState.LAPSED);
-        bus.lease(node, 2, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 2, "valid");
+        renewed(node, 2);
         String vol = volumeOn(node)[1];
         ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w);
@@ -195,8 +225,7 @@ class FencingTest {
     @Test
     void anUnmountAnsweredUnderAnEpochThatEndedMeanwhileIsAskedAgainUnderTheNewOne() {
         String node = ClaimFlowTest.unique("node");
-        bus.lease(node, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 1, "valid");
+        granted(node);
         String vol = volumeOn(node)[1];
         ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w);
@@ -207,9 +236,7 @@ class FencingTest {
         bus.awaitStatus(w.requestId(), ClaimState.FAILED);
         NodeCommand unmount = bus.awaitCommand(vol, NodeCommandKind.UNMOUNT);
         assertEquals(1L, unmount.leaseEpoch());
-        bus.lease(node, 1, NodeLeaseState.LAPSED);
-        bus.lease(node, 2, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 2, "valid");
+        renewed(node, 2);
         bus.succeedAt(unmount, 1);
         ConsumerRecord<String, String> dead = bus.kafka.awaitRecord(Bus.topic(Topic.MOUNT_DONE) + "-dead-letter",
                 r -> r.value() != null && r.value().contains(unmount.commandId()), Bus.WAIT);
@@ -233,8 +260,7 @@ class FencingTest {
     @Test
     void anOperatorsDetachOfALiveNodeUnmountsThereFirstAndAForcedOneIsAudited() {
         String node = ClaimFlowTest.unique("node");
-        bus.lease(node, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 1, "valid");
+        granted(node);
         String vol = volumeOn(node)[1];
         ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w);
@@ -280,8 +306,7 @@ class FencingTest {
                         "accessMode", "single-node-writer", "attachmentMode", "file-system", "failover", "auto"))
                 .post("/v1/volumes").then().statusCode(400).body("problems[0].field", equalTo("failover"));
         String node = ClaimFlowTest.unique("node");
-        bus.lease(node, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 1, "valid");
+        granted(node);
         String plugin = ClaimFlowTest.unique("plug");
         String vol = ClaimFlowTest.unique("vol");
         io.restassured.RestAssured.given().contentType(io.restassured.http.ContentType.JSON)
@@ -328,8 +353,7 @@ class FencingTest {
     @Test
     void aFencedNodeEventEndsEveryClaimWhoseMountItRemovedReadersIncluded() {
         String node = ClaimFlowTest.unique("node");
-        bus.lease(node, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 1, "valid");
+        granted(node);
         String plugin = ClaimFlowTest.unique("plug");
         String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.MULTI_NODE_SINGLE_WRITER);
         bus.plugin(plugin, false, List.of(), List.of(node));
@@ -347,9 +371,7 @@ class FencingTest {
             bus.awaitStatus(c.requestId(), ClaimState.READY);
         }
 
-        bus.lease(node, 1, NodeLeaseState.LAPSED);
-        bus.lease(node, 2, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 2, "valid");
+        renewed(node, 2);
         bus.send(new io.csiorchestrator.events.NodeEvent(node, null, io.csiorchestrator.events.NodeEventKind.FENCED,
                 "Fenced at lease epoch 1", null, null, null, null, true, null,
                 java.util.Map.of("epoch", "1", "fencedBy", "worker", "unmounted", "ns1/" + vol + "/alloc-w",
@@ -402,16 +424,13 @@ class FencingTest {
      */
     private MountAcrossRenewal mountSentThenLeaseRenewed() {
         String node = ClaimFlowTest.unique("node");
-        bus.lease(node, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 1, "valid");
+        granted(node);
         String vol = volumeOn(node)[1];
         ClaimRequested w = Bus.claim("ns1", vol, "alloc-1", node, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(w);
         NodeCommand first = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
         assertEquals(1L, first.leaseEpoch());
-        bus.lease(node, 1, NodeLeaseState.LAPSED);
-        bus.lease(node, 2, NodeLeaseState.VALID);
-        Bus.awaitLease(node, 2, "valid");
+        renewed(node, 2);
         return new MountAcrossRenewal(node, vol, w, first);
     }
 
@@ -443,8 +462,7 @@ class FencingTest {
         String node = ClaimFlowTest.unique("node");
         String controller = ClaimFlowTest.unique("ctrl");
         bus.lease(node, 1, NodeLeaseState.VALID);
-        bus.lease(controller, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(controller, 1, "valid");
+        granted(controller);
         String plugin = ClaimFlowTest.unique("plug");
         String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
         bus.plugin(plugin, true, List.of(controller), List.of(node));
@@ -453,9 +471,7 @@ class FencingTest {
         bus.send(w);
         NodeCommand publish = bus.awaitCommand(vol, NodeCommandKind.CONTROLLER_PUBLISH);
         assertEquals(controller, publish.nodeId());
-        bus.lease(controller, 1, NodeLeaseState.LAPSED);
-        bus.lease(controller, 2, NodeLeaseState.VALID);
-        Bus.awaitLease(controller, 2, "valid");
+        renewed(controller, 2);
         bus.succeedAt(publish, 1);
         NodeCommand mount = bus.awaitCommand(vol, NodeCommandKind.MOUNT);
         bus.succeedAt(mount, 1);
@@ -472,10 +488,8 @@ class FencingTest {
         // Named so that X sorts first: X's controller is the one any plain unpublish goes to.
         String x = ClaimFlowTest.unique("node-a");
         String y = ClaimFlowTest.unique("node-b");
-        bus.lease(x, 1, NodeLeaseState.VALID);
-        bus.lease(y, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(x, 1, "valid");
-        Bus.awaitLease(y, 1, "valid");
+        granted(x);
+        granted(y);
         String vol = Bus.registerVolume("ns1", ClaimFlowTest.unique("vol"), plugin, AccessMode.SINGLE_NODE_WRITER);
         bus.plugin(plugin, true, List.of(x, y), List.of(x, y));
         ClaimFlowTest.awaitSchedulable("ns1", vol);
@@ -603,19 +617,11 @@ class FencingTest {
     void aNewWriterIsPendingWhileThePreviousWritersReleaseWaitsForTheLeaseAndGoesOnWhenItEnds() {
         String x = ClaimFlowTest.unique("node");
         String y = ClaimFlowTest.unique("node");
-        bus.lease(x, 1, NodeLeaseState.VALID);
-        bus.lease(y, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(x, 1, "valid");
-        Bus.awaitLease(y, 1, "valid");
-        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.SINGLE_NODE_WRITER, x, y);
-        ClaimRequested a = Bus.claim("ns1", vol, "alloc-a", x, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
-        bus.send(a);
-        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
-        bus.awaitStatus(a.requestId(), ClaimState.READY);
-        ClaimRequested release = Bus.release("ns1", vol, "alloc-a");
-        bus.send(release);
-        bus.fail(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT), "INTERNAL", "device busy");
-        bus.awaitStatus(release.requestId(), ClaimState.RELEASING, r -> r.startsWith("waiting for " + x + "'s lease to lapse"));
+        granted(x);
+        granted(y);
+        ReleaseWaiting held = releaseWaitingForTheLease(x, y);
+        String vol = held.vol();
+        ClaimRequested release = held.release();
 
         ClaimRequested b = Bus.claim("ns1", vol, "alloc-b", y, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(b);
@@ -651,17 +657,10 @@ class FencingTest {
     void aPendingClaimIsRejectedPastThePendingTimeoutWithWhatItWaitedFor() {
         String x = ClaimFlowTest.unique("node");
         String y = ClaimFlowTest.unique("node");
-        bus.lease(x, 1, NodeLeaseState.VALID);
-        Bus.awaitLease(x, 1, "valid");
-        String vol = bus.schedulableVolume("ns1", "vol", AccessMode.SINGLE_NODE_WRITER, x, y);
-        ClaimRequested a = Bus.claim("ns1", vol, "alloc-a", x, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
-        bus.send(a);
-        bus.succeedAt(bus.awaitCommand(vol, NodeCommandKind.MOUNT), 1);
-        bus.awaitStatus(a.requestId(), ClaimState.READY);
-        ClaimRequested release = Bus.release("ns1", vol, "alloc-a");
-        bus.send(release);
-        bus.fail(bus.awaitCommand(vol, NodeCommandKind.UNMOUNT), "INTERNAL", "device busy");
-        bus.awaitStatus(release.requestId(), ClaimState.RELEASING, r -> r.startsWith("waiting for " + x + "'s lease to lapse"));
+        granted(x);
+        ReleaseWaiting held = releaseWaitingForTheLease(x, y);
+        String vol = held.vol();
+        ClaimRequested release = held.release();
         ClaimRequested b = Bus.claim("ns1", vol, "alloc-b", y, ClaimMode.WRITE, AccessMode.SINGLE_NODE_WRITER);
         bus.send(b);
         bus.awaitStatus(b.requestId(), ClaimState.PENDING);
