@@ -69,7 +69,7 @@ import org.junit.jupiter.api.Test;
 /**
  * The worker's self-fence (issue 19 item 2) with fencing on, the real hostpath plugin process, real bind mounts and
  * the real broker; the test stands in for plugin-registry-service: it answers the worker's node-lease-requests on
- * node-leases (ttl 4 s, fence budget 2 s) while {@link #answering}, with the epoch in {@link #epoch}.
+ * node-leases (ttl 10 s, fence budget 2 s) while {@link #answering}, with the epoch in {@link #epoch}.
  */
 @QuarkusTest
 @TestProfile(SelfFenceTest.Fencing.class)
@@ -79,7 +79,12 @@ class SelfFenceTest {
     static final String NS = "default";
     static final String PLUGIN = "hp-fence";
     static final Duration WAIT = Duration.ofSeconds(40);
-    static final long TTL_MS = 4_000;
+    /**
+     * 10 s: a lease counts from the worker's own request, and the stand-in registry answers from a polling thread; on a
+     * CI machine loaded by parallel modules an answer to a 4 s lease arrived expired (granted 04:45:37.438, fenced
+     * 123 ms later) and the worker fenced the epoch before the test's first mount.
+     */
+    static final long TTL_MS = 10_000;
     static final long BUDGET_MS = 2_000;
 
     public static class Fencing implements QuarkusTestProfile {
@@ -90,7 +95,7 @@ class SelfFenceTest {
             io.csiorchestrator.events.identity.Principal node = io.csiorchestrator.events.identity.Principal.node(NODE);
             io.csiorchestrator.testkit.TestIdentities.sealing(node); // this node's own sealing key (issue 20 item 4)
             Map<String, String> config = new HashMap<>(Map.of("csi.worker.fencing.enabled", "true",
-                    "csi.fencing.lease-ttl", "4s", "csi.worker.node-id", NODE, "csi.worker.heal-interval", "0s",
+                    "csi.fencing.lease-ttl", TTL_MS / 1000 + "s", "csi.worker.node-id", NODE, "csi.worker.heal-interval", "0s",
                     "csi.worker.seal-key-file", io.csiorchestrator.testkit.TestIdentities.sealKeyFile(node).toString()));
             // on the closed broker the worker connects as this node's own principal, not the module's node-test-node
             config.putAll(KafkaResource.applicationSecurity("NODE:" + NODE, ""));
