@@ -59,9 +59,10 @@ import org.junit.jupiter.api.Test;
 /**
  * The guard process beside the real packaged worker ({@code node-mount-worker/target/quarkus-app/quarkus-run.jar}, started as
  * {@link WorkerCrashIT} starts it) with fencing on, the hostpath plugin process and an in-process broker; this test
- * stands in for plugin-registry-service and grants every lease request of the node (epoch 1, ttl 8 s, budget 3 s: a
- * grant may come 5 s after its request before the worker fences, room for a loaded CI machine, where 2.5 s was once
- * not enough).
+ * stands in for plugin-registry-service and grants every lease request of the node (epoch 1, ttl {@value #TTL_MS} ms,
+ * budget 3 s: a grant counts from the worker's request, and the first one waits for the test's consumer to join its
+ * group; with 8 s it arrived expired on a CI machine loaded by parallel modules, granted 05:46:50.267 and fenced 361 ms
+ * later, and 2.5 s was once not enough either).
  * A fenceOnLapse mount goes through the real plugin; then the worker is frozen with SIGSTOP: the guard, starved,
  * unmounts the target and the staging while the worker is still stopped (its /proc state is checked before SIGCONT)
  * and its marker names both. Then SIGCONT; then kill -9 of the worker: the guard lives on and a new worker takes it
@@ -74,6 +75,7 @@ class FenceGuardIT {
 
     static final String NODE = "guard-node";
     static final Duration AWAIT = Duration.ofSeconds(60);
+    static final long TTL_MS = 20_000;
     static Path root;
     static Path workerRoot;
     static KafkaBroker broker;
@@ -179,7 +181,7 @@ class FenceGuardIT {
                     if (!NODE.equals(request.nodeId())) {
                         continue;
                     }
-                    NodeLease lease = new NodeLease(NODE, epoch.get(), NodeLeaseState.VALID, request.requestId(), 8_000,
+                    NodeLease lease = new NodeLease(NODE, epoch.get(), NodeLeaseState.VALID, request.requestId(), TTL_MS,
                             3_000, Instant.now());
                     RecordHeaders h = new RecordHeaders();
                     CloudEventHeaders.create(EventType.NODE_LEASE, "/test-registry").writeTo(h);
@@ -209,7 +211,7 @@ class FenceGuardIT {
                 "-Dcsi.worker.call-timeout=20s",
                 "-Dcsi.worker.call-attempts=1",
                 "-Dcsi.worker.fencing.enabled=true",
-                "-Dcsi.fencing.lease-ttl=8s",
+                "-Dcsi.fencing.lease-ttl=" + TTL_MS / 1000 + "s",
                 "-Dkafka.bootstrap.servers=" + broker.bootstrapServers(),
                 // its node's principal on the closed broker
                 "-D" + KafkaClientSecurity.PROTOCOL + "=SASL_SSL",
