@@ -125,6 +125,14 @@ class DeadLetterTest {
             assertTrue(bus.commands(vol).stream().noneMatch(c -> "alloc-x".equals(c.allocationId())));
             List<String> lines = log.lines();
             assertTrue(lines.stream().anyMatch(l -> l.contains(after.requestId()) || l.contains(vol)), "captured: " + lines);
+            // one line per dead letter, naming where the record was and where it went (the canary check below covers it)
+            for (ConsumerRecord<String, String> dead : all) {
+                String origin = KafkaTestClient.header(dead, DeadLetters.TOPIC) + "-" + KafkaTestClient.header(dead, DeadLetters.PARTITION)
+                        + "@" + KafkaTestClient.header(dead, DeadLetters.OFFSET);
+                assertEquals(1, lines.stream().filter(l -> l.startsWith(DeadLetterQueue.class.getName())
+                        && l.contains(origin + " is refused and dead-lettered to " + deadLetterTopic())).count(),
+                        "one log line for the dead letter of " + origin + "; captured: " + lines);
+            }
             for (String line : lines) {
                 assertNoCanary(canary, "log", line);
             }

@@ -97,8 +97,10 @@ public class DeadLetterQueue implements KafkaFailureHandler.Factory {
         @Override
         public <K, V> Uni<Void> handle(IncomingKafkaRecord<K, V> record, Throwable reason, Metadata metadata) {
             ProducerRecord<String, String> dead = deadLetter(record, reason, metadata);
-            LOG.debugf("channel %s: a record of %s-%d at offset %d dead-lettered to %s", channel, record.getTopic(),
-                    record.getPartition(), record.getOffset(), dead.topic());
+            // one line per refused record, as SmallRye's own strategy logs it; the reason is the handler's message,
+            // which never carries a secret (the record's value is not logged)
+            LOG.warnf("channel %s: the record %s-%d@%d is refused and dead-lettered to %s: %s", channel, record.getTopic(),
+                    record.getPartition(), record.getOffset(), dead.topic(), message(reason));
             return producer.send(dead)
                     .replaceWithVoid()
                     .chain(() -> Uni.createFrom().completionStage(record.ack()))
