@@ -119,6 +119,17 @@ record ServiceJava(Path java, int major, String version, Path cache) {
         return homes;
     }
 
+    /** The option of a start that writes its cache at exit ({@link Mode#WRITE}). */
+    static final String CACHE_OUTPUT_OPTION = "-XX:AOTCacheOutput=";
+
+    /**
+     * Whether a JVM started with {@code arguments} writes its AOT cache when it stops ({@link Mode#WRITE}): a child JVM
+     * assembles it at the exit, tens of seconds on a small machine, and {@code ./csi down} says so while it waits.
+     */
+    static boolean writesCacheAtExit(List<String> arguments) {
+        return arguments.stream().anyMatch(a -> a.startsWith(CACHE_OUTPUT_OPTION));
+    }
+
     /** The record beside the cache: {@code <name>.aot.properties}. */
     Path record() {
         return cache.resolveSibling(cache.getFileName() + ".properties");
@@ -212,7 +223,7 @@ record ServiceJava(Path java, int major, String version, Path cache) {
             return switch (mode) {
                 case NONE -> List.of();
                 case USE -> List.of("-XX:AOTCache=" + java.cache());
-                case WRITE -> List.of("-XX:AOTCacheOutput=" + java.cache());
+                case WRITE -> List.of(CACHE_OUTPUT_OPTION + java.cache());
             };
         }
 

@@ -175,7 +175,9 @@ final class Up {
             return 0;
         }
         for (Cluster.Proc proc : procs) {
-            out.println("stopping " + proc.name() + " (pid " + proc.handle().pid() + ")");
+            boolean writesCache = ServiceJava.writesCacheAtExit(proc.handle().info().arguments().map(List::of).orElse(List.of()));
+            out.println("stopping " + proc.name() + " (pid " + proc.handle().pid() + ")"
+                    + (writesCache ? ": it writes its AOT cache as it stops (none was usable when it started), so this stop takes longer" : ""));
         }
         List<String> killed = Cluster.stop(procs, Duration.ofSeconds(30), work);
         if (!killed.isEmpty()) {

@@ -71,6 +71,8 @@ class ServiceJavaTest {
         ServiceJava.Aot decision = first.aot(jar);
         assertEquals(ServiceJava.Mode.WRITE, decision.mode());
         assertEquals(List.of("-XX:AOTCacheOutput=" + cache), decision.options());
+        assertTrue(ServiceJava.writesCacheAtExit(List.of("-Xmx384m", decision.options().get(0), "-jar", jar.toString())),
+                "./csi down tells a JVM that writes its cache at exit by its options");
         assertFalse(Files.exists(cache.getParent()), "deciding changes nothing");
         decision.prepare();
         assertTrue(Files.isDirectory(cache.getParent()), "the cache's directory is made for the JVM to write into");
@@ -82,6 +84,7 @@ class ServiceJavaTest {
         ServiceJava.Aot second = start(ServiceJava.of(home, cache), jar);
         assertEquals(ServiceJava.Mode.USE, second.mode());
         assertEquals(List.of("-XX:AOTCache=" + cache), second.options());
+        assertFalse(ServiceJava.writesCacheAtExit(List.of("-Xmx384m", second.options().get(0), "-jar", jar.toString())));
         assertEquals("a cache", Files.readString(cache), "a used cache is left as it is");
         assertEquals("claim-service: uses its AOT cache aot/claim-service.aot",
                 second.line("claim-service", dir.resolve("work")));
