@@ -52,6 +52,9 @@ record ServiceJava(Path java, int major, String version, Path cache) {
     static final String JAR_MODIFIED = "jar.modified-millis";
     static final String JAR_SIZE = "jar.size";
 
+    /** The option of a start that writes its cache at exit ({@link Mode#WRITE}). */
+    static final String CACHE_OUTPUT_OPTION = "-XX:AOTCacheOutput=";
+
     /** The feature release of the JDK at {@code home} (its {@code release} file); fails as {@link #of} does. */
     static int feature(Path home) {
         return of(home, null).major();
@@ -118,9 +121,6 @@ record ServiceJava(Path java, int major, String version, Path cache) {
         }
         return homes;
     }
-
-    /** The option of a start that writes its cache at exit ({@link Mode#WRITE}). */
-    static final String CACHE_OUTPUT_OPTION = "-XX:AOTCacheOutput=";
 
     /**
      * Whether a JVM started with {@code arguments} writes its AOT cache when it stops ({@link Mode#WRITE}): a child JVM

@@ -175,9 +175,10 @@ final class Up {
             return 0;
         }
         for (Cluster.Proc proc : procs) {
-            boolean writesCache = ServiceJava.writesCacheAtExit(proc.handle().info().arguments().map(List::of).orElse(List.of()));
-            out.println("stopping " + proc.name() + " (pid " + proc.handle().pid() + ")"
-                    + (writesCache ? ": it writes its AOT cache as it stops (none was usable when it started), so this stop takes longer" : ""));
+            List<String> arguments = proc.handle().info().arguments().map(List::of).orElse(List.of());
+            String cache = ServiceJava.writesCacheAtExit(arguments)
+                    ? ": it writes its AOT cache as it stops (none was usable when it started), so this stop takes longer" : "";
+            out.println("stopping " + proc.name() + " (pid " + proc.handle().pid() + ")" + cache);
         }
         List<String> killed = Cluster.stop(procs, Duration.ofSeconds(30), work);
         if (!killed.isEmpty()) {
